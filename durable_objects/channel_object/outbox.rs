@@ -1,0 +1,106 @@
+//! The outbox: every piece of text the channel means to send, written before
+//! it is sent, so a retried or resumed turn sends each piece at most once.
+
+use serde::Deserialize;
+use worker::{Result, SqlStorage, SqlStorageValue};
+
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS outbox (
+    id TEXT PRIMARY KEY,
+    turn INTEGER NOT NULL,
+    piece INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    reply_to TEXT,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    platform_message_id TEXT,
+    last_error TEXT,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_by_turn ON outbox (turn, piece);
+";
+
+/// One piece to send (or already sent) for a turn.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Entry {
+    pub id: String,
+    pub text: String,
+    pub reply_to: Option<String>,
+    pub status: String,
+    pub attempts: i64,
+    pub platform_message_id: Option<String>,
+}
+
+/// Whether the turn already decided what to send (it is being resumed).
+pub fn has_turn(sql: &SqlStorage, turn: i64) -> Result<bool> {
+    let rows: Vec<serde_json::Value> = sql
+        .exec("SELECT 1 AS found FROM outbox WHERE turn = ? LIMIT 1", vec![SqlStorageValue::from(turn)])?
+        .to_array()?;
+    Ok(!rows.is_empty())
+}
+
+/// Records the turn's pieces; an empty list is recorded as a silent turn.
+pub fn enqueue(sql: &SqlStorage, turn: i64, pieces: &[String], reply_to: Option<&str>, now_ms: i64) -> Result<()> {
+    if pieces.is_empty() {
+        // A marker row, so a resumed silent turn does not ask the model again.
+        return insert(sql, turn, 0, "", None, "silent", now_ms);
+    }
+    for (index, text) in pieces.iter().enumerate() {
+        // Only the first piece quotes the message it answers.
+        let quote = if index == 0 { reply_to } else { None };
+        insert(sql, turn, index as i64, text, quote, "pending", now_ms)?;
+    }
+    Ok(())
+}
+
+fn insert(
+    sql: &SqlStorage,
+    turn: i64,
+    piece: i64,
+    text: &str,
+    reply_to: Option<&str>,
+    status: &str,
+    now_ms: i64,
+) -> Result<()> {
+    sql.exec(
+        "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (id) DO NOTHING",
+        vec![
+            format!("{turn}:{piece}").into(),
+            SqlStorageValue::from(turn),
+            SqlStorageValue::from(piece),
+            text.into(),
+            reply_to.map(str::to_string).into(),
+            status.into(),
+            SqlStorageValue::from(now_ms),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The turn's pieces in order.
+pub fn entries(sql: &SqlStorage, turn: i64) -> Result<Vec<Entry>> {
+    sql.exec(
+        "SELECT id, text, reply_to, status, attempts, platform_message_id FROM outbox \
+         WHERE turn = ? AND status != 'silent' ORDER BY piece",
+        vec![SqlStorageValue::from(turn)],
+    )?
+    .to_array()
+}
+
+pub fn mark_sent(sql: &SqlStorage, id: &str, platform_message_id: &str) -> Result<()> {
+    sql.exec(
+        "UPDATE outbox SET status = 'sent', attempts = attempts + 1, platform_message_id = ? WHERE id = ?",
+        vec![platform_message_id.into(), id.into()],
+    )?;
+    Ok(())
+}
+
+pub fn mark_attempt_failed(sql: &SqlStorage, id: &str, error: &str, give_up: bool) -> Result<()> {
+    let status = if give_up { "failed" } else { "pending" };
+    sql.exec(
+        "UPDATE outbox SET status = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
+        vec![status.into(), error.into(), id.into()],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! Errors the HTTP edge turns into a status code and a JSON body.
+
+use thiserror::Error;
+
+/// Every failure a request can end in. The message is safe to show to the
+/// caller: it never carries a secret or an internal detail.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ApiError {
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("not found")]
+    NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("{0}")]
+    Unavailable(&'static str),
+    #[error("internal error")]
+    Internal,
+}
+
+impl ApiError {
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::Unauthorized(_) => 401,
+            ApiError::BadRequest(_) => 400,
+            ApiError::NotFound => 404,
+            ApiError::MethodNotAllowed => 405,
+            ApiError::Unavailable(_) => 503,
+            ApiError::Internal => 500,
+        }
+    }
+
+    /// The JSON body: `{"error": "..."}`.
+    pub fn body(&self) -> serde_json::Value {
+        serde_json::json!({ "error": self.to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_its_status_and_a_json_message() {
+        let cases = [
+            (ApiError::Unauthorized("bad secret"), 401, "bad secret"),
+            (ApiError::BadRequest("malformed JSON".into()), 400, "malformed JSON"),
+            (ApiError::NotFound, 404, "not found"),
+            (ApiError::Internal, 500, "internal error"),
+        ];
+        for (error, status, message) in cases {
+            assert_eq!(error.status(), status);
+            assert_eq!(error.body()["error"], message);
+        }
+    }
+}

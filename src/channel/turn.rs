@@ -1,0 +1,330 @@
+//! One channel turn: compose the prompt, let the model call the channel tools
+//! (at most [`MAX_MODEL_CALLS_PER_TURN`] times), and return the actions to carry out.
+//!
+//! The loop is generic over [`ChatModel`], so it runs natively in tests with a
+//! scripted model and in the Worker with the real provider.
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::inbound::InboundEvent;
+use crate::llm::{ChatMessage, ChatRequest, Completion, LlmError, Role, ToolSpec, Usage};
+use crate::prompt;
+
+/// Most channel turns take one to three model calls; past this the channel is
+/// trying to work instead of delegating.
+pub const MAX_MODEL_CALLS_PER_TURN: u32 = 5;
+
+/// The word a model answers with to stay silent.
+pub const NO_REPLY: &str = "NO_REPLY";
+
+/// Anything that completes a chat request: the real provider or a test script.
+#[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
+pub trait ChatModel {
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
+}
+
+/// One stored message of the conversation, oldest first when in a list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct HistoryEntry {
+    pub role: HistoryRole,
+    pub author_name: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryRole {
+    User,
+    Assistant,
+}
+
+/// Everything a turn's prompt is made of.
+#[derive(Debug, Clone)]
+pub struct TurnContext<'a> {
+    pub bot_name: &'a str,
+    pub platform: &'a str,
+    pub now_utc: String,
+    pub history: &'a [HistoryEntry],
+    pub current: &'a [InboundEvent],
+}
+
+/// What the turn decided to do; the channel object carries these out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Reply { text: String },
+    Skip { reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnOutcome {
+    pub actions: Vec<Action>,
+    pub usage: Usage,
+    pub model_calls: u32,
+}
+
+/// The channel tools offered to the model.
+pub fn channel_tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "reply".into(),
+            description: prompt::text("tools/reply"),
+            parameters: json!({
+                "type": "object",
+                "properties": { "content": { "type": "string", "description": "The message to send." } },
+                "required": ["content"]
+            }),
+        },
+        ToolSpec {
+            name: "skip".into(),
+            description: prompt::text("tools/skip"),
+            parameters: json!({
+                "type": "object",
+                "properties": { "reason": { "type": "string", "description": "Why no answer is needed." } }
+            }),
+        },
+    ]
+}
+
+/// The messages of a turn's first model call.
+pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, minijinja::Error> {
+    let system = prompt::render(
+        "channel_system",
+        json!({
+            "bot_name": context.bot_name,
+            "platform": context.platform,
+            "now_utc": context.now_utc,
+            "is_dm": context.current.iter().all(|event| event.is_dm),
+        }),
+    )?;
+    let mut messages = vec![ChatMessage::new(Role::System, system)];
+    for entry in context.history {
+        let message = match entry.role {
+            HistoryRole::User => ChatMessage::new(
+                Role::User,
+                prompt::render("history_message", json!({ "author": entry.author_name, "text": entry.content }))?,
+            ),
+            HistoryRole::Assistant => ChatMessage::new(Role::Assistant, entry.content.clone()),
+        };
+        messages.push(message);
+    }
+    let current: Vec<_> = context
+        .current
+        .iter()
+        .map(|event| {
+            json!({
+                "author": event.author.name,
+                "text": event.text,
+                "attachments": event.attachments.iter().map(|attachment| attachment.kind.clone()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    messages.push(ChatMessage::new(Role::User, prompt::render("channel_turn", json!({ "current": current }))?));
+    Ok(messages)
+}
+
+/// Runs the model/tool loop until the model replies, skips, or runs out of calls.
+pub async fn run_turn(
+    model: &impl ChatModel,
+    model_name: &str,
+    mut messages: Vec<ChatMessage>,
+) -> Result<TurnOutcome, LlmError> {
+    let tools = channel_tools();
+    let mut outcome = TurnOutcome::default();
+    while outcome.model_calls < MAX_MODEL_CALLS_PER_TURN {
+        let request = ChatRequest { model: model_name.to_string(), messages: messages.clone(), tools: tools.clone() };
+        let completion = model.complete(&request).await?;
+        outcome.model_calls += 1;
+        outcome.usage.input_tokens += completion.usage.input_tokens;
+        outcome.usage.output_tokens += completion.usage.output_tokens;
+
+        if completion.tool_calls.is_empty() {
+            // A plain answer is the reply; there is no second send path.
+            if let Some(text) = completion.content {
+                outcome.actions.push(spoken(text));
+            }
+            return Ok(outcome);
+        }
+
+        let mut assistant = ChatMessage::new(Role::Assistant, completion.content.unwrap_or_default());
+        assistant.tool_calls = completion.tool_calls.clone();
+        messages.push(assistant);
+        let mut finished = false;
+        for call in &completion.tool_calls {
+            let result = match call.name.as_str() {
+                "reply" => match call.arguments.get("content").and_then(|value| value.as_str()) {
+                    Some(text) if !text.trim().is_empty() => {
+                        outcome.actions.push(spoken(text.to_string()));
+                        finished = true;
+                        "sent".to_string()
+                    }
+                    _ => "error: `content` must be a non-empty string".to_string(),
+                },
+                "skip" => {
+                    let reason = call.arguments.get("reason").and_then(|value| value.as_str()).unwrap_or("");
+                    outcome.actions.push(Action::Skip { reason: reason.to_string() });
+                    finished = true;
+                    "skipped".to_string()
+                }
+                other => format!("error: there is no tool named `{other}`"),
+            };
+            messages.push(ChatMessage::tool_result(&call.id, result));
+        }
+        if finished {
+            return Ok(outcome);
+        }
+    }
+    Ok(outcome)
+}
+
+/// A text the model meant to send; `NO_REPLY` means silence.
+fn spoken(text: String) -> Action {
+    if text.trim() == NO_REPLY {
+        Action::Skip { reason: NO_REPLY.into() }
+    } else {
+        Action::Reply { text }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::inbound::{Author, ReplyAddress};
+    use crate::llm::ToolCall;
+
+    struct ScriptedModel {
+        answers: RefCell<VecDeque<Result<Completion, LlmError>>>,
+        requests: RefCell<Vec<ChatRequest>>,
+    }
+
+    impl ScriptedModel {
+        fn new(answers: Vec<Result<Completion, LlmError>>) -> Self {
+            ScriptedModel { answers: RefCell::new(answers.into()), requests: RefCell::new(Vec::new()) }
+        }
+    }
+
+    impl ChatModel for ScriptedModel {
+        async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+            self.requests.borrow_mut().push(request.clone());
+            self.answers.borrow_mut().pop_front().unwrap_or(Err(LlmError::Status(500)))
+        }
+    }
+
+    fn call(name: &str, arguments: serde_json::Value) -> Completion {
+        Completion {
+            tool_calls: vec![ToolCall { id: format!("id-{name}"), name: name.into(), arguments }],
+            ..Completion::default()
+        }
+    }
+
+    fn run(model: &ScriptedModel) -> Result<TurnOutcome, LlmError> {
+        let messages = vec![ChatMessage::new(Role::User, "hi")];
+        futures_executor(run_turn(model, "m", messages))
+    }
+
+    /// The loop never actually waits, so polling once per step is enough.
+    fn futures_executor<F: std::future::Future>(future: F) -> F::Output {
+        use std::task::{Context, Poll, Waker};
+        let mut future = std::pin::pin!(future);
+        let mut context = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+                return output;
+            }
+        }
+    }
+
+    fn event(text: &str) -> InboundEvent {
+        InboundEvent {
+            conversation_key: "telegram:1".into(),
+            delivery_id: "1".into(),
+            message_id: "1".into(),
+            author: Author { id: "7".into(), name: "Ada".into(), is_bot: false },
+            text: text.into(),
+            is_dm: true,
+            is_bot_mention: false,
+            mentions_others: false,
+            reply_to_bot_message_id: None,
+            reply_to_other_message_id: None,
+            thread: None,
+            attachments: vec![],
+            timestamp_ms: 0,
+            reply_address: ReplyAddress::Telegram { chat_id: 1, topic_id: None },
+        }
+    }
+
+    #[test]
+    fn a_reply_tool_call_ends_the_turn_with_one_reply() {
+        let model = ScriptedModel::new(vec![Ok(call("reply", json!({"content": "Hello Ada"})))]);
+        let outcome = run(&model).unwrap();
+        assert_eq!(outcome.actions, vec![Action::Reply { text: "Hello Ada".into() }]);
+        assert_eq!(outcome.model_calls, 1);
+    }
+
+    #[test]
+    fn a_bad_tool_call_is_reported_to_the_model_which_can_correct_itself() {
+        let model =
+            ScriptedModel::new(vec![Ok(call("reply", json!({}))), Ok(call("reply", json!({"content": "fixed"})))]);
+        let outcome = run(&model).unwrap();
+        assert_eq!(outcome.actions, vec![Action::Reply { text: "fixed".into() }]);
+        let second = &model.requests.borrow()[1];
+        let last = second.messages.last().unwrap();
+        assert_eq!(last.role, Role::Tool);
+        assert!(last.content.starts_with("error:"));
+    }
+
+    #[test]
+    fn no_reply_and_skip_send_nothing() {
+        for answer in [
+            call("skip", json!({"reason": "chatter"})),
+            call("reply", json!({"content": "NO_REPLY"})),
+            Completion { content: Some("NO_REPLY".into()), ..Completion::default() },
+        ] {
+            let outcome = run(&ScriptedModel::new(vec![Ok(answer)])).unwrap();
+            assert!(outcome.actions.iter().all(|action| matches!(action, Action::Skip { .. })));
+            assert_eq!(outcome.actions.len(), 1);
+        }
+    }
+
+    #[test]
+    fn the_loop_stops_after_the_call_limit() {
+        let answers = (0..10).map(|_| Ok(call("unknown_tool", json!({})))).collect();
+        let model = ScriptedModel::new(answers);
+        let outcome = run(&model).unwrap();
+        assert_eq!(outcome.model_calls, MAX_MODEL_CALLS_PER_TURN);
+        assert!(outcome.actions.is_empty());
+    }
+
+    #[test]
+    fn model_errors_end_the_turn_as_errors() {
+        let model = ScriptedModel::new(vec![Err(LlmError::Status(503))]);
+        assert_eq!(run(&model), Err(LlmError::Status(503)));
+    }
+
+    #[test]
+    fn the_prompt_holds_system_history_and_current_messages_in_order() {
+        let history = vec![
+            HistoryEntry { role: HistoryRole::User, author_name: "Ada".into(), content: "my cat is Tom".into() },
+            HistoryEntry { role: HistoryRole::Assistant, author_name: "edgebot".into(), content: "Nice, Tom!".into() },
+        ];
+        let current = vec![event("what is my cat called?")];
+        let context = TurnContext {
+            bot_name: "edgebot",
+            platform: "telegram",
+            now_utc: "2026-01-01 00:00 UTC".into(),
+            history: &history,
+            current: &current,
+        };
+        let messages = compose_messages(&context).unwrap();
+        assert_eq!(messages.len(), 4);
+        assert_eq!(messages[0].role, Role::System);
+        assert!(messages[0].content.contains("edgebot") && messages[0].content.contains("direct message"));
+        assert_eq!(messages[1].content, "Ada: my cat is Tom");
+        assert_eq!(messages[2].role, Role::Assistant);
+        assert!(messages[3].content.contains("## Current message(s)"));
+        assert!(messages[3].content.contains("Ada: what is my cat called?"));
+    }
+}

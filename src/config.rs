@@ -1,0 +1,97 @@
+//! Configuration: every setting the Worker reads from its vars and secrets,
+//! with the defaults a user gets when a setting is absent.
+
+use crate::llm::RetryPolicy;
+
+pub const DEFAULT_TELEGRAM_API_BASE: &str = "https://api.telegram.org";
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_CHANNEL_MODEL: &str = "openai/gpt-4o-mini";
+pub const DEFAULT_BOT_NAME: &str = "edgebot";
+/// How many earlier messages of a conversation a turn's prompt carries.
+pub const DEFAULT_HISTORY_LIMIT: u32 = 50;
+pub const DEFAULT_LLM_TIMEOUT_MS: u64 = 60_000;
+pub const DEFAULT_LLM_MAX_ATTEMPTS: u32 = 3;
+pub const DEFAULT_LLM_BACKOFF_MS: u64 = 500;
+pub const DEFAULT_SEND_MAX_ATTEMPTS: u32 = 3;
+
+/// The settings, read once per request from the environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub bot_name: String,
+    pub admin_token: String,
+    pub telegram_bot_token: String,
+    pub telegram_bot_username: String,
+    pub telegram_webhook_secret: String,
+    pub telegram_api_base: String,
+    pub openai_base_url: String,
+    pub openai_api_key: String,
+    pub channel_model: String,
+    pub history_limit: u32,
+    pub llm_timeout_ms: u64,
+    pub llm_retry: RetryPolicy,
+    pub send_max_attempts: u32,
+}
+
+impl Config {
+    /// Builds the configuration from a lookup of variable names; empty values
+    /// count as absent.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let text = |name: &str, default: &str| {
+            lookup(name).filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_string())
+        };
+        let number = |name: &str, default: u64| text(name, "").trim().parse().unwrap_or(default);
+        let bot_name = text("BOT_NAME", DEFAULT_BOT_NAME);
+        Config {
+            admin_token: text("ADMIN_TOKEN", ""),
+            telegram_bot_token: text("TELEGRAM_BOT_TOKEN", ""),
+            telegram_bot_username: text("TELEGRAM_BOT_USERNAME", &bot_name),
+            telegram_webhook_secret: text("TELEGRAM_WEBHOOK_SECRET", ""),
+            telegram_api_base: text("TELEGRAM_API_BASE", DEFAULT_TELEGRAM_API_BASE).trim_end_matches('/').to_string(),
+            openai_base_url: text("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
+            openai_api_key: text("OPENAI_API_KEY", ""),
+            channel_model: text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL),
+            history_limit: number("HISTORY_LIMIT", DEFAULT_HISTORY_LIMIT.into()).clamp(1, 500) as u32,
+            llm_timeout_ms: number("LLM_TIMEOUT_MS", DEFAULT_LLM_TIMEOUT_MS).max(100),
+            llm_retry: RetryPolicy {
+                max_attempts: number("LLM_MAX_ATTEMPTS", DEFAULT_LLM_MAX_ATTEMPTS.into()).clamp(1, 10) as u32,
+                base_backoff_ms: number("LLM_BACKOFF_MS", DEFAULT_LLM_BACKOFF_MS),
+            },
+            send_max_attempts: number("SEND_MAX_ATTEMPTS", DEFAULT_SEND_MAX_ATTEMPTS.into()).clamp(1, 10) as u32,
+            bot_name,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn absent_or_empty_settings_take_defaults() {
+        let config = Config::from_lookup(|name| (name == "OPENAI_API_KEY").then(String::new));
+        assert_eq!(config.bot_name, DEFAULT_BOT_NAME);
+        assert_eq!(config.telegram_bot_username, DEFAULT_BOT_NAME);
+        assert_eq!(config.channel_model, DEFAULT_CHANNEL_MODEL);
+        assert_eq!(config.openai_api_key, "");
+        assert_eq!(config.history_limit, DEFAULT_HISTORY_LIMIT);
+        assert_eq!(config.llm_retry.max_attempts, DEFAULT_LLM_MAX_ATTEMPTS);
+    }
+
+    #[test]
+    fn given_settings_win_and_bad_numbers_fall_back() {
+        let vars: HashMap<&str, &str> = [
+            ("BOT_NAME", "Pip"),
+            ("TELEGRAM_API_BASE", "http://127.0.0.1:9/"),
+            ("LLM_MAX_ATTEMPTS", "2"),
+            ("LLM_TIMEOUT_MS", "soon"),
+        ]
+        .into();
+        let config = Config::from_lookup(|name| vars.get(name).map(|value| value.to_string()));
+        assert_eq!(config.bot_name, "Pip");
+        assert_eq!(config.telegram_bot_username, "Pip");
+        assert_eq!(config.telegram_api_base, "http://127.0.0.1:9");
+        assert_eq!(config.llm_retry.max_attempts, 2);
+        assert_eq!(config.llm_timeout_ms, DEFAULT_LLM_TIMEOUT_MS);
+    }
+}

@@ -1,0 +1,19 @@
+//! The Workers-facing edges: entry points, bindings and outbound HTTP. Each
+//! piece gathers inputs from the runtime, calls the pure core and carries out
+//! what it returns.
+
+mod admin;
+pub mod config;
+pub mod history;
+pub mod http;
+pub mod model;
+mod router;
+pub mod telegram;
+mod webhooks;
+
+use worker::{event, Context, Env, Request, Response, Result};
+
+#[event(fetch)]
+async fn fetch(request: Request, env: Env, _context: Context) -> Result<Response> {
+    router::handle(request, &env).await
+}

@@ -1,0 +1,63 @@
+//! The admin API: read-only views of a conversation, behind `ADMIN_TOKEN`.
+
+use worker::{Env, Request, Response};
+
+use crate::api_error::ApiError;
+use crate::security::bearer_matches;
+
+use super::config::{self, CHANNEL_BINDING, DATABASE_BINDING};
+use super::history;
+use super::router::internal;
+
+/// How many rows an admin listing returns at most.
+const LISTING_LIMIT: usize = 500;
+
+fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
+    let header = request.headers().get("authorization").map_err(internal)?;
+    if bearer_matches(header.as_deref(), &config::load(env).admin_token) {
+        Ok(())
+    } else {
+        Err(ApiError::Unauthorized("admin API needs Authorization: Bearer <ADMIN_TOKEN>"))
+    }
+}
+
+/// Every inbound the channel received, with its decision and why.
+pub async fn channel_events(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let key = percent_decode(key);
+    let stub =
+        env.durable_object(CHANNEL_BINDING).and_then(|namespace| namespace.get_by_name(&key)).map_err(internal)?;
+    stub.fetch_with_str("https://channel/events").await.map_err(internal)
+}
+
+/// The conversation's stored history, oldest first.
+pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let messages = history::list(&database, &percent_decode(key), LISTING_LIMIT).await.map_err(internal)?;
+    Response::from_json(&messages).map_err(internal)
+}
+
+/// Decodes `%XX` escapes in a path segment (conversation keys hold `:`).
+fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let escaped = (bytes[index] == b'%')
+            .then(|| segment.get(index + 1..index + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                decoded.push(byte);
+                index += 3;
+            }
+            None => {
+                decoded.push(bytes[index]);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
+}

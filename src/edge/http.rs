@@ -1,0 +1,68 @@
+//! Outbound HTTP with a deadline, shared by the model providers and platform APIs.
+
+use std::time::Duration;
+
+use futures_util::future::{select, Either};
+use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
+
+/// A finished exchange: the status and the whole body.
+pub struct HttpAnswer {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+#[derive(Debug)]
+pub enum HttpFailure {
+    Timeout,
+    Network(String),
+}
+
+/// POSTs a JSON body and waits at most `timeout_ms` for the whole answer.
+/// `headers` are extra headers (authorization and the like); never log them.
+pub async fn post_json(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+    timeout_ms: u64,
+) -> Result<HttpAnswer, HttpFailure> {
+    let request = build_request(url, headers, body).map_err(|error| HttpFailure::Network(error.to_string()))?;
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let exchange = async move {
+        let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
+        let body = response.bytes().await?;
+        Ok::<_, worker::Error>(HttpAnswer { status: response.status_code(), body })
+    };
+    let deadline = Delay::from(Duration::from_millis(timeout_ms));
+    match select(Box::pin(exchange), deadline).await {
+        Either::Left((Ok(answer), _)) => Ok(answer),
+        Either::Left((Err(error), _)) => Err(HttpFailure::Network(error.to_string())),
+        Either::Right(_) => {
+            controller.abort();
+            Err(HttpFailure::Timeout)
+        }
+    }
+}
+
+fn build_request(url: &str, headers: &[(&str, &str)], body: &serde_json::Value) -> worker::Result<Request> {
+    let request_headers = Headers::new();
+    request_headers.set("content-type", "application/json")?;
+    for (name, value) in headers {
+        request_headers.set(name, value)?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_headers(request_headers).with_body(Some(body.to_string().into()));
+    Request::new_with_init(url, &init)
+}
+
+/// Milliseconds since the Unix epoch, from the JS clock (`Instant` panics on wasm32).
+pub fn now_ms() -> i64 {
+    worker::Date::now().as_millis() as i64
+}
+
+/// Waits, for backoff between attempts.
+pub async fn sleep_ms(milliseconds: u64) {
+    if milliseconds > 0 {
+        Delay::from(Duration::from_millis(milliseconds)).await;
+    }
+}

@@ -1,0 +1,28 @@
+//! The Worker's routes: one table from (method, path) to a handler, and the
+//! one place where an [`ApiError`] becomes a status and a JSON body.
+
+use worker::{Env, Method, Request, Response, Result};
+
+use crate::api_error::ApiError;
+
+use super::{admin, webhooks};
+
+pub async fn handle(request: Request, env: &Env) -> Result<Response> {
+    let path = request.path();
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let outcome = match (request.method(), segments.as_slice()) {
+        (Method::Get, ["health"]) => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
+        (Method::Post, ["webhooks", "telegram"]) => webhooks::telegram(request, env).await,
+        (Method::Get, ["api", "channels", key, "events"]) => admin::channel_events(&request, env, key).await,
+        (Method::Get, ["api", "channels", key, "messages"]) => admin::channel_messages(&request, env, key).await,
+        (_, ["health"] | ["webhooks", _] | ["api", "channels", _, _]) => Err(ApiError::MethodNotAllowed),
+        _ => Err(ApiError::NotFound),
+    };
+    outcome.or_else(|error| Ok(Response::from_json(&error.body())?.with_status(error.status())))
+}
+
+/// Logs a runtime failure and hides its detail from the caller.
+pub fn internal(error: impl std::fmt::Display) -> ApiError {
+    worker::console_error!("internal error: {error}");
+    ApiError::Internal
+}

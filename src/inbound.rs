@@ -1,0 +1,59 @@
+//! The platform-neutral shape of one inbound message.
+
+use serde::{Deserialize, Serialize};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Author {
+    pub id: String,
+    pub name: String,
+    pub is_bot: bool,
+}
+
+/// Where a reply to this message goes, in the platform's own terms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "platform", rename_all = "snake_case")]
+pub enum ReplyAddress {
+    Telegram {
+        chat_id: i64,
+        /// Forum topic (`message_thread_id`), when the chat has topics.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        topic_id: Option<i64>,
+    },
+}
+
+/// One message from any platform, normalised by its adapter. Everything the
+/// engagement decision and the channel turn need is here; nothing else is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboundEvent {
+    /// The conversation this belongs to, e.g. `telegram:12345`.
+    pub conversation_key: String,
+    /// The platform's id for this delivery (Telegram `update_id`, Slack `event_id`):
+    /// a retried delivery carries the same one.
+    pub delivery_id: String,
+    /// The platform's id for the message itself.
+    pub message_id: String,
+    pub author: Author,
+    pub text: String,
+    pub is_dm: bool,
+    pub is_bot_mention: bool,
+    pub mentions_others: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to_bot_message_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to_other_message_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
+    /// Milliseconds since the Unix epoch, as the platform stamped it.
+    pub timestamp_ms: i64,
+    pub reply_address: ReplyAddress,
+}
+
+/// A file that came with a message (kept by reference, never downloaded on ingress).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub kind: String,
+    pub platform_file_id: String,
+}

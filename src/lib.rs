@@ -1,0 +1,23 @@
+//! edgebot: a serverless AI agent for Slack, Discord and Telegram on Cloudflare Workers.
+//!
+//! The crate is split along one seam: a pure core (everything declared first
+//! below) that knows nothing of the Workers runtime and is tested natively with
+//! `cargo test`, and thin edges (compiled only for `wasm32`) that gather inputs
+//! from the runtime, call the core and carry out what it returns.
+
+pub mod api_error;
+pub mod channel;
+pub mod config;
+pub mod inbound;
+pub mod llm;
+pub mod platforms;
+pub mod prompt;
+pub mod security;
+pub mod time;
+
+#[cfg(target_arch = "wasm32")]
+mod edge;
+
+#[cfg(target_arch = "wasm32")]
+#[path = "../durable_objects/channel_object.rs"]
+mod channel_object;

@@ -1,0 +1,187 @@
+//! Talking to language models: the provider-neutral chat types, model strings,
+//! and what makes a failure worth retrying. Providers live in submodules.
+
+pub mod openai;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+/// A model named as `<provider>/<model>`, e.g. `openai/gpt-4o-mini`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSpec {
+    pub provider: Provider,
+    pub model: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// Any OpenAI-compatible chat-completions endpoint.
+    OpenAi,
+}
+
+impl ModelSpec {
+    pub fn parse(spec: &str) -> Result<Self, LlmError> {
+        let (provider, model) = spec
+            .split_once('/')
+            .filter(|(_, model)| !model.is_empty())
+            .ok_or_else(|| LlmError::Config(format!("model '{spec}' is not <provider>/<model>")))?;
+        let provider = match provider {
+            "openai" => Provider::OpenAi,
+            other => return Err(LlmError::Config(format!("unknown model provider '{other}'"))),
+        };
+        Ok(ModelSpec { provider, model: model.to_string() })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One message of a conversation with the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+    /// Tool calls the assistant made in this message.
+    pub tool_calls: Vec<ToolCall>,
+    /// For `Role::Tool`: the call this message answers.
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        ChatMessage { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
+    }
+
+    pub fn tool_result(call_id: &str, content: impl Into<String>) -> Self {
+        ChatMessage { tool_call_id: Some(call_id.to_string()), ..ChatMessage::new(Role::Tool, content) }
+    }
+}
+
+/// A tool the model may call; `parameters` is a JSON Schema object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// A call the model asked for; `arguments` is already parsed JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// What one model call produced.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Completion {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// A request to a model, in provider-neutral terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+}
+
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum LlmError {
+    #[error("model configuration: {0}")]
+    Config(String),
+    #[error("model answered HTTP {0}")]
+    Status(u16),
+    #[error("model did not answer in time")]
+    Timeout,
+    #[error("network error reaching the model: {0}")]
+    Network(String),
+    #[error("model answer could not be understood: {0}")]
+    Malformed(String),
+}
+
+impl LlmError {
+    /// Whether trying again (or another model) may help: rate limits, server
+    /// errors, timeouts and garbled answers; never bad requests or bad keys.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Status(status) => *status == 429 || *status >= 500,
+            LlmError::Timeout | LlmError::Network(_) | LlmError::Malformed(_) => true,
+            LlmError::Config(_) => false,
+        }
+    }
+}
+
+/// How often and how patiently a failing model call is retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub max_attempts: u32,
+    pub base_backoff_ms: u64,
+}
+
+impl RetryPolicy {
+    /// The wait before attempt `attempt` (1-based; the first attempt waits nothing).
+    pub fn backoff_before(&self, attempt: u32) -> u64 {
+        match attempt {
+            0 | 1 => 0,
+            n => self.base_backoff_ms.saturating_mul(1 << (n - 2).min(16)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_strings_name_provider_and_model() {
+        let spec = ModelSpec::parse("openai/gpt-4o-mini").unwrap();
+        assert_eq!(spec.provider, Provider::OpenAi);
+        assert_eq!(spec.model, "gpt-4o-mini");
+        // Model names may themselves contain slashes (OpenRouter-style).
+        assert_eq!(ModelSpec::parse("openai/meta/llama-3").unwrap().model, "meta/llama-3");
+        assert!(ModelSpec::parse("gpt-4o").is_err());
+        assert!(ModelSpec::parse("openai/").is_err());
+        assert!(ModelSpec::parse("mystery/x").is_err());
+    }
+
+    #[test]
+    fn only_transient_failures_are_retried() {
+        let cases = [
+            (LlmError::Status(429), true),
+            (LlmError::Status(500), true),
+            (LlmError::Status(503), true),
+            (LlmError::Status(400), false),
+            (LlmError::Status(401), false),
+            (LlmError::Timeout, true),
+            (LlmError::Malformed("x".into()), true),
+            (LlmError::Config("x".into()), false),
+        ];
+        for (error, retryable) in cases {
+            assert_eq!(error.is_retryable(), retryable, "{error}");
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_after_the_first_retry() {
+        let policy = RetryPolicy { max_attempts: 4, base_backoff_ms: 200 };
+        let waits: Vec<u64> = (1..=4).map(|attempt| policy.backoff_before(attempt)).collect();
+        assert_eq!(waits, vec![0, 200, 400, 800]);
+    }
+}

@@ -1,0 +1,63 @@
+//! Prompt templates: every text the models or users read comes from prompts/,
+//! embedded at build time and rendered with minijinja.
+
+use std::sync::OnceLock;
+
+use minijinja::Environment;
+use serde::Serialize;
+
+/// Every template, by name. Adding a template is one line here.
+const TEMPLATES: &[(&str, &str)] = &[
+    ("channel_system", include_str!("../prompts/channel_system.md.j2")),
+    ("channel_turn", include_str!("../prompts/channel_turn.md.j2")),
+    ("history_message", include_str!("../prompts/history_message.md.j2")),
+    ("model_failure", include_str!("../prompts/model_failure.md.j2")),
+    ("tools/reply", include_str!("../prompts/tools/reply.md")),
+    ("tools/skip", include_str!("../prompts/tools/skip.md")),
+];
+
+fn environment() -> &'static Environment<'static> {
+    static ENVIRONMENT: OnceLock<Environment<'static>> = OnceLock::new();
+    ENVIRONMENT.get_or_init(|| {
+        let mut environment = Environment::new();
+        environment.set_trim_blocks(true);
+        for (name, source) in TEMPLATES {
+            // The templates are part of the binary and covered by tests, so a
+            // broken one fails `cargo test`, never a request.
+            if let Err(error) = environment.add_template(name, source) {
+                panic!("prompt template {name} does not parse: {error}");
+            }
+        }
+        environment
+    })
+}
+
+/// Renders a template with the given context, trimmed.
+pub fn render(name: &str, context: impl Serialize) -> Result<String, minijinja::Error> {
+    let template = environment().get_template(name)?;
+    Ok(template.render(context)?.trim().to_string())
+}
+
+/// A template's text with no variables (tool descriptions, fixed messages).
+pub fn text(name: &str) -> String {
+    render(name, ()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_template_renders_without_variables_or_with_defaults() {
+        for (name, _) in TEMPLATES {
+            assert!(render(name, ()).is_ok(), "{name} failed to render");
+        }
+    }
+
+    #[test]
+    fn fixed_texts_are_not_empty() {
+        for name in ["tools/reply", "tools/skip", "model_failure"] {
+            assert!(!text(name).is_empty(), "{name}");
+        }
+    }
+}

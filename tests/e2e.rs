@@ -1,0 +1,8 @@
+//! End-to-end tests: the built Worker runs in local workerd (`wrangler dev`)
+//! with local D1 and Durable Objects; only the outside services (the model
+//! provider, the platform APIs) are faked, as HTTP servers on 127.0.0.1.
+//!
+//! Run through `make test`, which builds the Worker and puts Node 22 on PATH.
+
+mod harness;
+mod telegram_dm;

@@ -1,0 +1,149 @@
+//! Shared test harness: fake outside services and the Worker under test.
+
+pub mod fake_llm;
+pub mod fake_telegram;
+mod server;
+pub mod worker;
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+pub use fake_llm::{FakeLlm, Scripted};
+pub use fake_telegram::FakeTelegram;
+pub use worker::Worker;
+
+pub const TELEGRAM_SECRET: &str = "test-webhook-secret";
+pub const TELEGRAM_TOKEN: &str = "4242:test-token";
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+/// The friendly message's opening words (prompts/model_failure.md.j2).
+pub const FAILURE_MESSAGE_START: &str = "Sorry, I couldn't think that through";
+
+/// Polls `check` until it yields a value or `timeout` passes.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One test's world: the fakes and a Worker pointed at them.
+pub struct TestEnv {
+    pub llm: FakeLlm,
+    pub telegram: FakeTelegram,
+    pub worker: Worker,
+    pub client: reqwest::Client,
+}
+
+impl TestEnv {
+    pub async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// Starts with extra vars (or overrides of the defaults below).
+    pub async fn start_with(extra_vars: &[(&str, &str)]) -> Self {
+        let llm = FakeLlm::start().await;
+        let telegram = FakeTelegram::start().await;
+        let mut vars: Vec<(String, String)> = [
+            ("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN.to_string()),
+            ("TELEGRAM_BOT_USERNAME", "edge_bot".into()),
+            ("TELEGRAM_WEBHOOK_SECRET", TELEGRAM_SECRET.into()),
+            ("TELEGRAM_API_BASE", telegram.base_url.clone()),
+            ("OPENAI_BASE_URL", format!("{}/v1", llm.base_url)),
+            ("OPENAI_API_KEY", "test-llm-key".into()),
+            ("CHANNEL_MODEL", "openai/scripted-model".into()),
+            ("ADMIN_TOKEN", ADMIN_TOKEN.into()),
+            ("LLM_TIMEOUT_MS", "1500".into()),
+            ("LLM_BACKOFF_MS", "50".into()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect();
+        for (name, value) in extra_vars {
+            vars.retain(|(existing, _)| existing != name);
+            vars.push((name.to_string(), value.to_string()));
+        }
+        let worker = Worker::start(&vars, None).await;
+        TestEnv { llm, telegram, worker, client: reqwest::Client::new() }
+    }
+
+    /// POSTs a Telegram update with the right secret.
+    pub async fn telegram_update(&self, update: &Value) -> reqwest::Response {
+        self.telegram_raw(Some(TELEGRAM_SECRET), update.to_string()).await
+    }
+
+    /// POSTs any body with any (or no) secret header.
+    pub async fn telegram_raw(&self, secret: Option<&str>, body: String) -> reqwest::Response {
+        let mut request = self
+            .client
+            .post(format!("{}/webhooks/telegram", self.worker.base_url))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(secret) = secret {
+            request = request.header("X-Telegram-Bot-Api-Secret-Token", secret);
+        }
+        request.send().await.expect("webhook request")
+    }
+
+    /// GETs an admin API path with the admin token and returns its JSON.
+    pub async fn admin(&self, path: &str) -> Value {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.worker.base_url))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("admin request");
+        assert_eq!(response.status(), 200, "admin {path}");
+        response.json().await.expect("admin JSON")
+    }
+
+    /// Waits until the fake Telegram has received `count` sendMessage calls.
+    pub async fn wait_for_sent(&self, count: usize) -> Vec<Value> {
+        wait_for(&format!("{count} sendMessage call(s)"), Duration::from_secs(20), || async {
+            let sent = self.telegram.calls("sendMessage");
+            (sent.len() >= count).then_some(sent)
+        })
+        .await
+    }
+
+    /// Gives a wrongly queued extra turn time to show itself before asserting on counts.
+    pub async fn settle(&self) {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
+}
+
+/// A Telegram update carrying a private text message.
+pub fn dm_update(update_id: i64, chat_id: i64, text: &str) -> Value {
+    json!({
+        "update_id": update_id,
+        "message": {
+            "message_id": update_id * 10,
+            "date": 1_795_000_000,
+            "from": { "id": chat_id, "is_bot": false, "first_name": "Ada" },
+            "chat": { "id": chat_id, "type": "private", "first_name": "Ada" },
+            "text": text
+        }
+    })
+}
+
+/// Every message text of a recorded chat-completions request, joined by newlines.
+pub fn all_message_text(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .map(|messages| {
+            messages.iter().filter_map(|message| message["content"].as_str()).collect::<Vec<_>>().join("\n")
+        })
+        .unwrap_or_default()
+}

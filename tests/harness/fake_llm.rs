@@ -1,0 +1,113 @@
+//! A scripted OpenAI-compatible chat-completions server. Each test queues the
+//! answers it wants; every request is recorded. An empty script answers 500,
+//! so an unexpected model call shows up as a failure, never as a pass.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::server::ServerHandle;
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Scripted {
+    /// A `reply` tool call with this text.
+    Reply(String),
+    /// Any tool calls: (name, arguments).
+    ToolCalls(Vec<(String, Value)>),
+    /// A plain assistant message without tool calls.
+    Text(String),
+    /// An HTTP error status.
+    Status(u16),
+    /// A 200 whose body is this raw text.
+    Raw(String),
+    /// Answer only after this long (for timeouts), then a 500.
+    Hang(Duration),
+}
+
+#[derive(Default)]
+struct Script {
+    answers: VecDeque<Scripted>,
+    requests: Vec<Value>,
+}
+
+pub struct FakeLlm {
+    pub base_url: String,
+    script: Arc<Mutex<Script>>,
+    _server: ServerHandle,
+}
+
+impl FakeLlm {
+    pub async fn start() -> Self {
+        let script = Arc::new(Mutex::new(Script::default()));
+        let router = Router::new().route("/v1/chat/completions", post(complete)).with_state(script.clone());
+        let server = ServerHandle::serve(router).await;
+        FakeLlm { base_url: server.base_url.clone(), script, _server: server }
+    }
+
+    pub fn push(&self, answer: Scripted) {
+        self.script.lock().unwrap().answers.push_back(answer);
+    }
+
+    pub fn reply(&self, text: &str) {
+        self.push(Scripted::Reply(text.to_string()));
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.script.lock().unwrap().requests.clone()
+    }
+}
+
+async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<Value>) -> Response {
+    let answer = {
+        let mut script = script.lock().unwrap();
+        script.requests.push(request);
+        script.answers.pop_front()
+    };
+    let calls = |calls: Vec<(String, Value)>| {
+        let tool_calls: Vec<Value> = calls
+            .into_iter()
+            .enumerate()
+            .map(|(index, (name, arguments))| {
+                json!({"id": format!("call_{index}"), "type": "function",
+                       "function": {"name": name, "arguments": arguments.to_string()}})
+            })
+            .collect();
+        completion(json!({"role": "assistant", "content": null, "tool_calls": tool_calls}))
+    };
+    match answer {
+        Some(Scripted::Reply(text)) => calls(vec![("reply".into(), json!({ "content": text }))]),
+        Some(Scripted::ToolCalls(list)) => calls(list),
+        Some(Scripted::Text(text)) => completion(json!({"role": "assistant", "content": text})),
+        Some(Scripted::Status(status)) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, Json(json!({"error": {"message": "scripted failure"}}))).into_response()
+        }
+        Some(Scripted::Raw(body)) => (StatusCode::OK, body).into_response(),
+        Some(Scripted::Hang(duration)) => {
+            tokio::time::sleep(duration).await;
+            (StatusCode::INTERNAL_SERVER_ERROR, "too late").into_response()
+        }
+        None => {
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "script exhausted"}}))).into_response()
+        }
+    }
+}
+
+fn completion(message: Value) -> Response {
+    Json(json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    }))
+    .into_response()
+}

@@ -1,0 +1,165 @@
+//! The Worker under test: `wrangler dev` (local workerd) on a free port, with
+//! its own persisted state, stopped (with its whole process group) on drop.
+
+use std::fs;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub struct Worker {
+    pub base_url: String,
+    child: Option<Child>,
+    log_path: PathBuf,
+    /// A fresh state directory this worker owns, removed on drop.
+    _state: Option<TempDir>,
+}
+
+fn project_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn wrangler() -> PathBuf {
+    project_root().join("node_modules/.bin/wrangler")
+}
+
+/// Local D1 with every migration applied, made once per test run and copied
+/// into each worker's state directory (running migrations per test is slow).
+fn migrated_template() -> &'static Path {
+    static TEMPLATE: OnceLock<TempDir> = OnceLock::new();
+    TEMPLATE
+        .get_or_init(|| {
+            let directory = TempDir::new().expect("template dir");
+            let output = Command::new(wrangler())
+                .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
+                .arg(directory.path())
+                .current_dir(project_root())
+                .env("CI", "true")
+                .stdin(Stdio::null())
+                .output()
+                .expect("run wrangler d1 migrations apply (is this running under `make test`?)");
+            assert!(
+                output.status.success(),
+                "migrations failed:\n{}\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            directory
+        })
+        .path()
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("create state dir");
+    for entry in fs::read_dir(from).expect("read template") {
+        let entry = entry.expect("template entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).expect("copy template file");
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).expect("free port").port()
+}
+
+impl Worker {
+    /// Starts a worker with these vars. With `state_dir`, the worker uses (and
+    /// keeps) that directory, so a later worker can resume from it; without
+    /// one, it gets a fresh migrated state that is removed on drop.
+    pub async fn start(vars: &[(String, String)], state_dir: Option<&Path>) -> Worker {
+        let (owned, state_dir) = match state_dir {
+            Some(directory) => {
+                if !directory.join("v3").exists() {
+                    copy_tree(migrated_template(), directory);
+                }
+                (None, directory.to_path_buf())
+            }
+            None => {
+                let directory = TempDir::new().expect("state dir");
+                copy_tree(migrated_template(), directory.path());
+                let path = directory.path().to_path_buf();
+                (Some(directory), path)
+            }
+        };
+        let port = free_port();
+        let log_path = state_dir.join(format!("wrangler-{port}.log"));
+        let log = fs::File::create(&log_path).expect("log file");
+        let mut command = Command::new(wrangler());
+        command
+            .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--inspector-port", &free_port().to_string()])
+            .arg("--persist-to")
+            .arg(&state_dir)
+            .args(["--test-scheduled", "--show-interactive-dev-session=false", "--log-level", "log"]);
+        for (name, value) in vars {
+            command.arg("--var").arg(format!("{name}:{value}"));
+        }
+        let child = command
+            .current_dir(project_root())
+            .env("CI", "true")
+            .env("WRANGLER_SEND_METRICS", "false")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .expect("spawn wrangler dev");
+        let mut worker =
+            Worker { base_url: format!("http://127.0.0.1:{port}"), child: Some(child), log_path, _state: owned };
+        worker.wait_until_ready().await;
+        worker
+    }
+
+    async fn wait_until_ready(&mut self) {
+        let client = reqwest::Client::new();
+        let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Ok(response) = client.get(format!("{}/health", self.base_url)).send().await {
+                if response.status().is_success() {
+                    return;
+                }
+            }
+            let exited = self.child.as_mut().and_then(|child| child.try_wait().ok().flatten());
+            if exited.is_some() || tokio::time::Instant::now() > deadline {
+                panic!("wrangler dev did not come up ({exited:?}); log:\n{}", self.log());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// What wrangler and the Worker printed so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Stops the worker at once, as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // The negative pid addresses the whole group: wrangler and workerd.
+            // `--` matters: without it, procps kill reads `-PID` as a signal and
+            // may signal every process (kill(-1)).
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-s", "KILL", "--", &group]).status();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- wrangler log ({}) ---\n{}", self.log_path.display(), self.log());
+        }
+        self.kill();
+    }
+}
