@@ -1,19 +1,27 @@
 //! ChannelObject: one Durable Object per conversation, the conversation's channel.
 //!
-//! A webhook's inbound is stored here (and deduplicated) before the Worker
+//! A webhook's inbound is decided on and stored here before the Worker
 //! acknowledges it; the turn that answers runs later, from the object's alarm,
-//! so no webhook ever waits for a model.
+//! so no webhook ever waits for a model. The channel's state lives in memory as
+//! versioned slots and is checkpointed to the object's SQLite after every step.
 
 #[path = "channel_object/inbox.rs"]
 mod inbox;
 #[path = "channel_object/outbox.rs"]
 mod outbox;
+#[path = "channel_object/slots.rs"]
+mod slots;
 #[path = "channel_object/turn_runner.rs"]
 mod turn_runner;
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, State};
 
-use crate::channel::engagement;
+use crate::channel::state::ChannelState;
+use crate::config::Config;
+use crate::edge::config;
 use crate::edge::http::now_ms;
 use crate::inbound::InboundEvent;
 
@@ -21,17 +29,32 @@ use crate::inbound::InboundEvent;
 pub struct ChannelObject {
     state: State,
     env: Env,
+    /// Read once per object instance: vars do not change while it lives.
+    config: Config,
+    channel: RefCell<ChannelState>,
+    /// Slot versions already in storage, so a checkpoint writes only what moved.
+    saved_versions: RefCell<BTreeMap<String, u64>>,
 }
 
 impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
-        if let Err(error) = state.storage().sql().exec(inbox::SCHEMA, None) {
-            worker::console_error!("channel schema: {error}");
+        let sql = state.storage().sql();
+        for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA] {
+            if let Err(error) = sql.exec(schema, None) {
+                worker::console_error!("channel schema: {error}");
+            }
         }
-        if let Err(error) = state.storage().sql().exec(outbox::SCHEMA, None) {
-            worker::console_error!("outbox schema: {error}");
+        let (channel, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
+            worker::console_error!("channel state unreadable, starting empty: {error}");
+            Default::default()
+        });
+        ChannelObject {
+            config: config::load(&env),
+            state,
+            env,
+            channel: RefCell::new(channel),
+            saved_versions: RefCell::new(saved_versions),
         }
-        ChannelObject { state, env }
     }
 
     async fn fetch(&self, request: Request) -> Result<Response> {
@@ -43,25 +66,47 @@ impl DurableObject for ChannelObject {
     }
 
     async fn alarm(&self) -> Result<Response> {
-        turn_runner::run_pending(&self.state, &self.env).await?;
+        turn_runner::run(self).await?;
         Response::ok("")
     }
 }
 
 impl ChannelObject {
-    /// Stores one inbound, once per delivery id, and wakes the channel if it engages.
+    /// Changes the channel state, then checkpoints what moved. No borrow is
+    /// held across an await, so webhooks are taken while a turn waits on a model.
+    fn step<T>(&self, change: impl FnOnce(&mut ChannelState) -> T) -> Result<T> {
+        let result = change(&mut self.channel.borrow_mut());
+        slots::save(&self.state.storage().sql(), &self.channel.borrow(), &mut self.saved_versions.borrow_mut())?;
+        Ok(result)
+    }
+
+    /// Decides on one inbound and stores it, once per delivery id; wakes the
+    /// channel when a turn is due.
     async fn receive(&self, mut request: Request) -> Result<Response> {
         let Ok(event) = request.json::<InboundEvent>().await else {
             return Response::error("malformed inbound event", 400);
         };
-        let decision = engagement::decide(&event);
         let sql = self.state.storage().sql();
-        if !inbox::store(&sql, &event, &decision, now_ms())? {
+        if inbox::contains(&sql, &event.delivery_id)? {
             return Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true }));
         }
-        if decision.engages {
-            self.state.storage().set_alarm(0).await?;
+        let now = now_ms();
+        let receipt = self.step(|channel| {
+            let receipt = channel.receive(&event, &self.config.channel, now);
+            // A new voice in a group: the member count is stale; the next turn re-reads it.
+            if receipt.new_speaker && !event.is_dm {
+                channel.membership.clear();
+            }
+            receipt
+        })?;
+        inbox::store(&sql, &event, &receipt.decision, now)?;
+        if let Some(wake_at) = receipt.wake_at_ms {
+            self.state.storage().set_alarm((wake_at - now).max(0)).await?;
         }
-        Response::from_json(&serde_json::json!({ "ok": true, "decision": decision.label() }))
+        Response::from_json(&serde_json::json!({
+            "ok": true,
+            "decision": receipt.decision.label(),
+            "reason": receipt.decision.reason.as_str(),
+        }))
     }
 }

@@ -2,4 +2,9 @@
 //! its pure logic; the Durable Object in durable_objects/ carries it out.
 
 pub mod engagement;
+pub mod loop_guard;
+pub mod participants;
+pub mod state;
+pub mod sticky;
 pub mod turn;
+pub mod versioned;

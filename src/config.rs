@@ -1,6 +1,9 @@
 //! Configuration: every setting the Worker reads from its vars and secrets,
 //! with the defaults a user gets when a setting is absent.
 
+use crate::channel::engagement::Triggers;
+use crate::channel::state::ChannelSettings;
+use crate::channel::sticky::DEFAULT_STICKY_WINDOW_MS;
 use crate::llm::RetryPolicy;
 
 pub const DEFAULT_TELEGRAM_API_BASE: &str = "https://api.telegram.org";
@@ -13,6 +16,10 @@ pub const DEFAULT_LLM_TIMEOUT_MS: u64 = 60_000;
 pub const DEFAULT_LLM_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_LLM_BACKOFF_MS: u64 = 500;
 pub const DEFAULT_SEND_MAX_ATTEMPTS: u32 = 3;
+/// Group bursts: wait this long after the last message before a turn...
+pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
+/// ...but never longer than this after the first.
+pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 
 /// The settings, read once per request from the environment.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +37,7 @@ pub struct Config {
     pub llm_timeout_ms: u64,
     pub llm_retry: RetryPolicy,
     pub send_max_attempts: u32,
+    pub channel: ChannelSettings,
 }
 
 impl Config {
@@ -41,6 +49,12 @@ impl Config {
         };
         let number = |name: &str, default: u64| text(name, "").trim().parse().unwrap_or(default);
         let bot_name = text("BOT_NAME", DEFAULT_BOT_NAME);
+        // BOT_NAME is an implicit alias; BOT_ALIASES adds more (comma-separated).
+        let aliases = std::iter::once(bot_name.clone())
+            .chain(text("BOT_ALIASES", "").split(',').map(|alias| alias.trim().to_string()))
+            .filter(|alias| !alias.is_empty())
+            .collect();
+        let debounce_ms = number("COALESCE_DEBOUNCE_MS", DEFAULT_COALESCE_DEBOUNCE_MS) as i64;
         Config {
             admin_token: text("ADMIN_TOKEN", ""),
             telegram_bot_token: text("TELEGRAM_BOT_TOKEN", ""),
@@ -57,6 +71,14 @@ impl Config {
                 base_backoff_ms: number("LLM_BACKOFF_MS", DEFAULT_LLM_BACKOFF_MS),
             },
             send_max_attempts: number("SEND_MAX_ATTEMPTS", DEFAULT_SEND_MAX_ATTEMPTS.into()).clamp(1, 10) as u32,
+            channel: ChannelSettings {
+                triggers: Triggers::parse(&text("ENGAGE_TRIGGERS", "dm,mention,reply")),
+                stickiness: !text("STICKINESS", "on").eq_ignore_ascii_case("off"),
+                sticky_window_ms: number("STICKY_WINDOW_MS", DEFAULT_STICKY_WINDOW_MS as u64) as i64,
+                aliases,
+                debounce_ms,
+                max_wait_ms: (number("COALESCE_MAX_WAIT_MS", DEFAULT_COALESCE_MAX_WAIT_MS) as i64).max(debounce_ms),
+            },
             bot_name,
         }
     }
@@ -76,6 +98,11 @@ mod tests {
         assert_eq!(config.openai_api_key, "");
         assert_eq!(config.history_limit, DEFAULT_HISTORY_LIMIT);
         assert_eq!(config.llm_retry.max_attempts, DEFAULT_LLM_MAX_ATTEMPTS);
+        assert_eq!(config.channel.aliases, vec![DEFAULT_BOT_NAME.to_string()]);
+        assert_eq!(config.channel.triggers, Triggers::default());
+        assert!(config.channel.stickiness);
+        assert_eq!(config.channel.debounce_ms, 1_500);
+        assert_eq!(config.channel.max_wait_ms, 5_000);
     }
 
     #[test]
@@ -85,6 +112,9 @@ mod tests {
             ("TELEGRAM_API_BASE", "http://127.0.0.1:9/"),
             ("LLM_MAX_ATTEMPTS", "2"),
             ("LLM_TIMEOUT_MS", "soon"),
+            ("BOT_ALIASES", "pip bot, 핍,"),
+            ("ENGAGE_TRIGGERS", "mention"),
+            ("STICKINESS", "off"),
         ]
         .into();
         let config = Config::from_lookup(|name| vars.get(name).map(|value| value.to_string()));
@@ -93,5 +123,8 @@ mod tests {
         assert_eq!(config.telegram_api_base, "http://127.0.0.1:9");
         assert_eq!(config.llm_retry.max_attempts, 2);
         assert_eq!(config.llm_timeout_ms, DEFAULT_LLM_TIMEOUT_MS);
+        assert_eq!(config.channel.aliases, vec!["Pip", "pip bot", "핍"]);
+        assert_eq!(config.channel.triggers, Triggers { dm: false, mention: true, reply: false });
+        assert!(!config.channel.stickiness);
     }
 }

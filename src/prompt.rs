@@ -12,6 +12,9 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("channel_turn", include_str!("../prompts/channel_turn.md.j2")),
     ("history_message", include_str!("../prompts/history_message.md.j2")),
     ("model_failure", include_str!("../prompts/model_failure.md.j2")),
+    ("notices/group_nudge", include_str!("../prompts/notices/group_nudge.md")),
+    ("notices/loop_guard", include_str!("../prompts/notices/loop_guard.md")),
+    ("tools/channel_disengage", include_str!("../prompts/tools/channel_disengage.md")),
     ("tools/reply", include_str!("../prompts/tools/reply.md")),
     ("tools/skip", include_str!("../prompts/tools/skip.md")),
 ];
@@ -56,7 +59,7 @@ mod tests {
 
     #[test]
     fn fixed_texts_are_not_empty() {
-        for name in ["tools/reply", "tools/skip", "model_failure"] {
+        for name in ["tools/reply", "tools/skip", "tools/channel_disengage", "model_failure", "notices/loop_guard"] {
             assert!(!text(name).is_empty(), "{name}");
         }
     }

@@ -6,3 +6,4 @@
 
 mod harness;
 mod telegram_dm;
+mod telegram_group;

@@ -44,6 +44,9 @@ pub struct TestEnv {
     pub telegram: FakeTelegram,
     pub worker: Worker,
     pub client: reqwest::Client,
+    vars: Vec<(String, String)>,
+    /// The Worker's persisted state (local D1, Durable Objects), removed at the end.
+    state: tempfile::TempDir,
 }
 
 impl TestEnv {
@@ -74,8 +77,16 @@ impl TestEnv {
             vars.retain(|(existing, _)| existing != name);
             vars.push((name.to_string(), value.to_string()));
         }
-        let worker = Worker::start(&vars, None).await;
-        TestEnv { llm, telegram, worker, client: reqwest::Client::new() }
+        let state = tempfile::TempDir::new().expect("state dir");
+        let worker = Worker::start(&vars, state.path()).await;
+        TestEnv { llm, telegram, worker, client: reqwest::Client::new(), vars, state }
+    }
+
+    /// Kills the Worker at once (as a crash would) and starts a new one on the
+    /// same persisted state and the same fakes.
+    pub async fn crash_and_restart(&mut self) {
+        self.worker.kill();
+        self.worker = Worker::start(&self.vars, self.state.path()).await;
     }
 
     /// POSTs a Telegram update with the right secret.
@@ -146,4 +157,40 @@ pub fn all_message_text(request: &Value) -> String {
             messages.iter().filter_map(|message| message["content"].as_str()).collect::<Vec<_>>().join("\n")
         })
         .unwrap_or_default()
+}
+
+/// The chat id every group test uses (negative, as Telegram numbers groups).
+pub const GROUP_CHAT: i64 = -100_777;
+
+/// A Telegram supergroup message. `mention_bot` adds an `@edge_bot` mention entity.
+pub fn group_update(update_id: i64, author: (i64, &str, bool), text: &str, mention_bot: bool) -> Value {
+    let (author_id, name, is_bot) = author;
+    let mut text = text.to_string();
+    let mut entities = Vec::new();
+    if mention_bot {
+        let offset = text.encode_utf16().count() + 1;
+        text = format!("{text} @edge_bot");
+        entities.push(json!({"type": "mention", "offset": offset, "length": 9}));
+    }
+    json!({
+        "update_id": update_id,
+        "message": {
+            "message_id": update_id * 10,
+            "date": 1_795_000_000,
+            "from": { "id": author_id, "is_bot": is_bot, "first_name": name },
+            "chat": { "id": GROUP_CHAT, "type": "supergroup", "title": "Team" },
+            "text": text,
+            "entities": entities
+        }
+    })
+}
+
+/// The last message (the turn's user message) of a recorded model request.
+pub fn turn_message(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
 }

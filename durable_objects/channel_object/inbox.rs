@@ -1,5 +1,6 @@
 //! The inbox: every inbound the channel received, with its engagement decision
-//! and its progress through turns. Its unique delivery id is the webhook dedupe.
+//! and where it stands, kept seven days. Its unique delivery id is the webhook
+//! dedupe, and it is what the admin API shows.
 
 use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorage, SqlStorageValue};
@@ -15,99 +16,46 @@ CREATE TABLE IF NOT EXISTS inbox (
     decision TEXT NOT NULL,
     reason TEXT NOT NULL,
     received_at INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    turn INTEGER
+    status TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS inbox_by_status ON inbox (status, seq);
 ";
 
-/// Inbox rows are kept (for dedupe and the admin API) this long after they are settled.
+/// Settled rows are kept this long (well past the 24 h delivery dedupe window).
 const RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
-/// At most this many messages make one turn; the rest wait for the next.
-const MAX_MESSAGES_PER_TURN: i64 = 50;
 
-/// Stores the inbound; returns false when this delivery was already stored.
-pub fn store(sql: &SqlStorage, event: &InboundEvent, decision: &Decision, now_ms: i64) -> Result<bool> {
-    let status = if decision.engages { "pending" } else { "observed" };
-    let event_json = serde_json::to_string(event)?;
-    let inserted: Vec<serde_json::Value> = sql
-        .exec(
-            "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) \
-             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING RETURNING seq",
-            vec![
-                event.delivery_id.as_str().into(),
-                event_json.into(),
-                decision.label().into(),
-                decision.reason.into(),
-                SqlStorageValue::from(now_ms),
-                status.into(),
-            ],
-        )?
-        .to_array()?;
-    Ok(!inserted.is_empty())
+pub fn contains(sql: &SqlStorage, delivery_id: &str) -> Result<bool> {
+    let rows: Vec<serde_json::Value> =
+        sql.exec("SELECT 1 AS found FROM inbox WHERE delivery_id = ?", vec![delivery_id.into()])?.to_array()?;
+    Ok(!rows.is_empty())
 }
 
-/// A batch of engaged messages answered together.
-pub struct Turn {
-    pub id: i64,
-    /// The events with the time each was received, oldest first.
-    pub events: Vec<(InboundEvent, i64)>,
-}
-
-#[derive(Deserialize)]
-struct TurnRow {
-    seq: i64,
-    event: String,
-    received_at: i64,
-    turn: Option<i64>,
-}
-
-/// The next turn to run: one a crash interrupted, or else the pending messages.
-pub fn next_turn(sql: &SqlStorage) -> Result<Option<Turn>> {
-    let mut rows: Vec<TurnRow> = sql
-        .exec("SELECT seq, event, received_at, turn FROM inbox WHERE status = 'taken' ORDER BY seq", None)?
-        .to_array()?;
-    if rows.is_empty() {
-        rows = sql
-            .exec(
-                "SELECT seq, event, received_at, turn FROM inbox WHERE status = 'pending' ORDER BY seq LIMIT ?",
-                vec![SqlStorageValue::from(MAX_MESSAGES_PER_TURN)],
-            )?
-            .to_array()?;
-        let Some(last) = rows.last() else {
-            return Ok(None);
-        };
-        let turn_id = last.seq;
-        sql.exec(
-            "UPDATE inbox SET status = 'taken', turn = ? WHERE status = 'pending' AND seq <= ?",
-            vec![SqlStorageValue::from(turn_id), SqlStorageValue::from(turn_id)],
-        )?;
-        for row in &mut rows {
-            row.turn = Some(turn_id);
-        }
-    }
-    let id = rows.iter().find_map(|row| row.turn).unwrap_or_default();
-    let events = rows
-        .into_iter()
-        .filter_map(|row| match serde_json::from_str(&row.event) {
-            Ok(event) => Some((event, row.received_at)),
-            Err(error) => {
-                worker::console_error!("inbox row {} is unreadable: {error}", row.seq);
-                None
-            }
-        })
-        .collect();
-    Ok(Some(Turn { id, events }))
-}
-
-/// Marks a turn's messages answered and forgets settled rows past retention.
-pub fn finish(sql: &SqlStorage, turn_id: i64, now_ms: i64) -> Result<()> {
+pub fn store(sql: &SqlStorage, event: &InboundEvent, decision: &Decision, now_ms: i64) -> Result<()> {
+    let status = if decision.engages { "queued" } else { "observed" };
     sql.exec(
-        "UPDATE inbox SET status = 'answered' WHERE status = 'taken' AND turn = ?",
-        vec![SqlStorageValue::from(turn_id)],
+        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) VALUES (?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (delivery_id) DO NOTHING",
+        vec![
+            event.delivery_id.as_str().into(),
+            serde_json::to_string(event)?.into(),
+            decision.label().into(),
+            decision.reason.as_str().into(),
+            SqlStorageValue::from(now_ms),
+            status.into(),
+        ],
     )?;
+    Ok(())
+}
+
+/// Marks the turn's messages answered (or skipped) and forgets old settled rows.
+pub fn settle(sql: &SqlStorage, delivery_ids: &[String], status: &str, now_ms: i64) -> Result<()> {
+    for delivery_id in delivery_ids {
+        sql.exec(
+            "UPDATE inbox SET status = ? WHERE delivery_id = ?",
+            vec![status.into(), delivery_id.as_str().into()],
+        )?;
+    }
     sql.exec(
-        "DELETE FROM inbox WHERE status IN ('answered', 'observed') AND received_at < ?",
+        "DELETE FROM inbox WHERE status != 'queued' AND received_at < ?",
         vec![SqlStorageValue::from(now_ms - RETENTION_MS)],
     )?;
     Ok(())

@@ -31,39 +31,19 @@ pub struct Entry {
     pub platform_message_id: Option<String>,
 }
 
-/// Whether the turn already decided what to send (it is being resumed).
-pub fn has_turn(sql: &SqlStorage, turn: i64) -> Result<bool> {
-    let rows: Vec<serde_json::Value> = sql
-        .exec("SELECT 1 AS found FROM outbox WHERE turn = ? LIMIT 1", vec![SqlStorageValue::from(turn)])?
-        .to_array()?;
-    Ok(!rows.is_empty())
-}
-
-/// Records the turn's pieces; an empty list is recorded as a silent turn.
+/// Records the turn's pieces (idempotently: a piece already recorded stays as it is).
 pub fn enqueue(sql: &SqlStorage, turn: i64, pieces: &[String], reply_to: Option<&str>, now_ms: i64) -> Result<()> {
-    if pieces.is_empty() {
-        // A marker row, so a resumed silent turn does not ask the model again.
-        return insert(sql, turn, 0, "", None, "silent", now_ms);
-    }
     for (index, text) in pieces.iter().enumerate() {
         // Only the first piece quotes the message it answers.
         let quote = if index == 0 { reply_to } else { None };
-        insert(sql, turn, index as i64, text, quote, "pending", now_ms)?;
+        insert(sql, turn, index as i64, text, quote, now_ms)?;
     }
     Ok(())
 }
 
-fn insert(
-    sql: &SqlStorage,
-    turn: i64,
-    piece: i64,
-    text: &str,
-    reply_to: Option<&str>,
-    status: &str,
-    now_ms: i64,
-) -> Result<()> {
+fn insert(sql: &SqlStorage, turn: i64, piece: i64, text: &str, reply_to: Option<&str>, now_ms: i64) -> Result<()> {
     sql.exec(
-        "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) \
+        "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?) \
          ON CONFLICT (id) DO NOTHING",
         vec![
             format!("{turn}:{piece}").into(),
@@ -71,7 +51,6 @@ fn insert(
             SqlStorageValue::from(piece),
             text.into(),
             reply_to.map(str::to_string).into(),
-            status.into(),
             SqlStorageValue::from(now_ms),
         ],
     )?;
@@ -82,7 +61,7 @@ fn insert(
 pub fn entries(sql: &SqlStorage, turn: i64) -> Result<Vec<Entry>> {
     sql.exec(
         "SELECT id, text, reply_to, status, attempts, platform_message_id FROM outbox \
-         WHERE turn = ? AND status != 'silent' ORDER BY piece",
+         WHERE turn = ? ORDER BY piece",
         vec![SqlStorageValue::from(turn)],
     )?
     .to_array()

@@ -1,17 +1,21 @@
-//! Runs the channel's pending turns from the alarm: think once per turn (the
-//! model's answer goes to the outbox), then send what the outbox holds.
+//! Runs the channel's turns from the alarm. Each turn is a sequence of
+//! checkpointed steps: begin (fix the input), think (the model's answer goes
+//! to the outbox), send (each outbox piece at most once), finish. A crash at
+//! any point resumes at the step it reached.
 
-use worker::{D1Database, Env, Result, SqlStorage, State};
+use worker::{D1Database, Result, SqlStorage};
 
-use super::{inbox, outbox};
-use crate::channel::turn::{compose_messages, run_turn, Action, TurnContext};
+use super::{inbox, outbox, ChannelObject};
+use crate::channel::participants::MembershipCount;
+use crate::channel::state::{TurnResult, TurnSnapshot};
+use crate::channel::turn::{compose_messages, run_turn, Action, HistoryRole, TurnContext};
 use crate::config::Config;
-use crate::edge::config::{load, DATABASE_BINDING};
+use crate::edge::config::DATABASE_BINDING;
 use crate::edge::history::{self, StoredMessage};
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::model::HttpModel;
 use crate::edge::telegram;
-use crate::inbound::InboundEvent;
+use crate::inbound::{InboundEvent, ReplyAddress};
 use crate::platforms::{split_message, telegram::MESSAGE_LIMIT};
 use crate::prompt;
 use crate::time::format_utc;
@@ -20,51 +24,67 @@ use crate::time::format_utc;
 const MAX_TURNS_PER_ALARM: usize = 8;
 /// Wait between attempts at one platform send.
 const SEND_BACKOFF_MS: u64 = 500;
+/// An alarm this early (or less) is close enough to run.
+const WAKE_TOLERANCE_MS: i64 = 25;
 
-pub async fn run_pending(state: &State, env: &Env) -> Result<()> {
-    let config = load(env);
-    let database = env.d1(DATABASE_BINDING)?;
-    let sql = state.storage().sql();
+pub async fn run(object: &ChannelObject) -> Result<()> {
+    let config = &object.config;
+    let now = now_ms();
+    // A burst that is still arriving pushed the wake time; sleep until it settles.
+    let wake_at = object.channel.borrow().wake_at(&config.channel, now);
+    if let Some(wake_at) = wake_at.filter(|&at| at > now + WAKE_TOLERANCE_MS) {
+        return object.state.storage().set_alarm(wake_at - now).await;
+    }
+    let sql = object.state.storage().sql();
+    let database = object.env.d1(DATABASE_BINDING)?;
     for _ in 0..MAX_TURNS_PER_ALARM {
-        let Some(turn) = inbox::next_turn(&sql)? else {
+        let Some(turn) = object.step(|channel| channel.begin_turn())? else {
             return Ok(());
         };
-        run_one(&config, &sql, &database, &turn).await?;
+        run_one(object, &sql, &database, &turn).await?;
     }
     // More turns are waiting: continue in a new alarm rather than run long.
-    state.storage().set_alarm(0).await
+    object.state.storage().set_alarm(0).await
 }
 
-async fn run_one(config: &Config, sql: &SqlStorage, database: &D1Database, turn: &inbox::Turn) -> Result<()> {
-    let Some((last_event, _)) = turn.events.last() else {
-        return inbox::finish(sql, turn.id, now_ms());
+async fn run_one(object: &ChannelObject, sql: &SqlStorage, database: &D1Database, turn: &TurnSnapshot) -> Result<()> {
+    let config = &object.config;
+    let Some(last) = turn.messages.last().map(|message| &message.event) else {
+        return object.step(|channel| channel.finish_turn(&TurnResult::default(), &config.channel, now_ms()));
     };
-    if !outbox::has_turn(sql, turn.id)? {
-        let texts = think(config, database, turn).await?;
+    if turn.result.is_none() {
+        refresh_membership(object, last).await?;
+        let (texts, result) = think(config, database, turn).await?;
         let pieces: Vec<String> = texts.iter().flat_map(|text| split_message(text, MESSAGE_LIMIT)).collect();
         // In a group, quote the message being answered; a DM needs no quote.
-        let reply_to = (!last_event.is_dm).then_some(last_event.message_id.as_str());
-        outbox::enqueue(sql, turn.id, &pieces, reply_to, now_ms())?;
+        let reply_to = (!last.is_dm).then_some(last.message_id.as_str());
+        outbox::enqueue(sql, turn.id as i64, &pieces, reply_to, now_ms())?;
+        object.step(|channel| channel.record_turn_result(result))?;
     }
-    let sent = deliver(config, sql, last_event, turn.id).await?;
+    let sent = deliver(config, sql, last, turn.id as i64).await?;
     history::record(database, &sent).await?;
-    inbox::finish(sql, turn.id, now_ms())
+    let handled: Vec<String> = turn.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
+    inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
+    let result = TurnResult { sent_messages: sent.len() as u64, ..object.channel.borrow().current_result() };
+    object.step(|channel| channel.finish_turn(&result, &config.channel, now_ms()))
 }
 
-/// Asks the model; returns the texts to send. A model that keeps failing
-/// yields the friendly failure message instead, never silence.
-async fn think(config: &Config, database: &D1Database, turn: &inbox::Turn) -> Result<Vec<String>> {
+/// Asks the model; returns the texts to send and what the turn decided. A
+/// model that keeps failing yields the friendly failure message, never silence.
+async fn think(config: &Config, database: &D1Database, turn: &TurnSnapshot) -> Result<(Vec<String>, TurnResult)> {
     let stored: Vec<StoredMessage> =
-        turn.events.iter().map(|(event, received_at)| StoredMessage::inbound(event, *received_at)).collect();
-    let conversation_key = &turn.events[0].0.conversation_key;
+        turn.messages.iter().map(|message| StoredMessage::inbound(&message.event, message.received_at_ms)).collect();
+    let conversation_key = &turn.messages[0].event.conversation_key;
     let earlier = history::load_and_record(database, conversation_key, &stored, config.history_limit as usize).await?;
-    let current: Vec<InboundEvent> = turn.events.iter().map(|(event, _)| event.clone()).collect();
+    let current: Vec<InboundEvent> = turn.messages.iter().map(|message| message.event.clone()).collect();
     let context = TurnContext {
         bot_name: &config.bot_name,
         platform: "Telegram",
         now_utc: format_utc(now_ms()),
         history: &earlier,
+        context: &turn.context,
         current: &current,
+        notice: turn.notice,
     };
     let outcome = async {
         let messages = compose_messages(&context).map_err(|error| error.to_string())?;
@@ -72,19 +92,47 @@ async fn think(config: &Config, database: &D1Database, turn: &inbox::Turn) -> Re
         run_turn(&model, model.model_name(), messages).await.map_err(|error| error.to_string())
     }
     .await;
-    Ok(match outcome {
-        Ok(outcome) => outcome
-            .actions
-            .into_iter()
-            .filter_map(|action| match action {
-                Action::Reply { text } => Some(text),
-                Action::Skip { .. } => None,
-            })
-            .collect(),
+    let mut result = TurnResult::default();
+    let texts = match outcome {
+        Ok(outcome) => {
+            result.usage = outcome.usage;
+            outcome
+                .actions
+                .into_iter()
+                .filter_map(|action| match action {
+                    Action::Reply { text } => Some(text),
+                    Action::Disengage => {
+                        result.disengaged = true;
+                        None
+                    }
+                    Action::Skip { .. } => None,
+                })
+                .collect()
+        }
         Err(error) => {
             worker::console_error!("channel turn {} failed: {error}", turn.id);
             vec![prompt::text("model_failure")]
         }
+    };
+    Ok((texts, result))
+}
+
+/// Re-reads the group's member count when the cached one is not fresh.
+async fn refresh_membership(object: &ChannelObject, event: &InboundEvent) -> Result<()> {
+    let now = now_ms();
+    let fresh = object.channel.borrow().membership.get().is_some_and(|read| read.is_fresh_and_complete(now));
+    if event.is_dm || fresh {
+        return Ok(());
+    }
+    let ReplyAddress::Telegram { chat_id, .. } = event.reply_address;
+    let Some(members) = telegram::member_count(&object.config, chat_id).await else {
+        return Ok(());
+    };
+    object.step(|channel| {
+        let peer_bots = channel.participants.get().peer_bot_names().count();
+        // The count includes this bot and every peer bot; neither is human.
+        let humans = members.saturating_sub(1 + peer_bots);
+        channel.membership.update([MembershipCount { humans, truncated: false, fetched_at_ms: now }]);
     })
 }
 
@@ -101,7 +149,7 @@ async fn deliver(config: &Config, sql: &SqlStorage, event: &InboundEvent, turn: 
             sent.push(StoredMessage {
                 id: format!("{}:out:{}", event.conversation_key, entry.id),
                 conversation_key: event.conversation_key.clone(),
-                role: crate::channel::turn::HistoryRole::Assistant,
+                role: HistoryRole::Assistant,
                 author_id: "bot".into(),
                 author_name: config.bot_name.clone(),
                 content: entry.text.clone(),

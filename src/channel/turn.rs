@@ -7,6 +7,7 @@
 use serde::Serialize;
 use serde_json::json;
 
+use super::state::{Notice, ObservedMessage};
 use crate::inbound::InboundEvent;
 use crate::llm::{ChatMessage, ChatRequest, Completion, LlmError, Role, ToolSpec, Usage};
 use crate::prompt;
@@ -46,14 +47,23 @@ pub struct TurnContext<'a> {
     pub platform: &'a str,
     pub now_utc: String,
     pub history: &'a [HistoryEntry],
+    /// What the bot watched silently since its last turn.
+    pub context: &'a [ObservedMessage],
     pub current: &'a [InboundEvent],
+    pub notice: Notice,
 }
 
 /// What the turn decided to do; the channel object carries these out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    Reply { text: String },
-    Skip { reason: String },
+    Reply {
+        text: String,
+    },
+    Skip {
+        reason: String,
+    },
+    /// Clear every sticky credit of this conversation.
+    Disengage,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -74,6 +84,11 @@ pub fn channel_tools() -> Vec<ToolSpec> {
                 "properties": { "content": { "type": "string", "description": "The message to send." } },
                 "required": ["content"]
             }),
+        },
+        ToolSpec {
+            name: "channel_disengage".into(),
+            description: prompt::text("tools/channel_disengage"),
+            parameters: json!({ "type": "object", "properties": {} }),
         },
         ToolSpec {
             name: "skip".into(),
@@ -119,7 +134,16 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, m
             })
         })
         .collect();
-    messages.push(ChatMessage::new(Role::User, prompt::render("channel_turn", json!({ "current": current }))?));
+    let context_lines: Vec<_> = context
+        .context
+        .iter()
+        .map(|observed| json!({ "author": observed.author_name, "text": observed.text }))
+        .collect();
+    let turn = prompt::render(
+        "channel_turn",
+        json!({ "current": current, "context": context_lines, "notice": context.notice }),
+    )?;
+    messages.push(ChatMessage::new(Role::User, turn));
     Ok(messages)
 }
 
@@ -160,6 +184,10 @@ pub async fn run_turn(
                     }
                     _ => "error: `content` must be a non-empty string".to_string(),
                 },
+                "channel_disengage" => {
+                    outcome.actions.push(Action::Disengage);
+                    "disengaged: people must address you again before you answer".to_string()
+                }
                 "skip" => {
                     let reason = call.arguments.get("reason").and_then(|value| value.as_str()).unwrap_or("");
                     outcome.actions.push(Action::Skip { reason: reason.to_string() });
@@ -316,7 +344,9 @@ mod tests {
             platform: "telegram",
             now_utc: "2026-01-01 00:00 UTC".into(),
             history: &history,
+            context: &[],
             current: &current,
+            notice: Notice::None,
         };
         let messages = compose_messages(&context).unwrap();
         assert_eq!(messages.len(), 4);
@@ -326,5 +356,48 @@ mod tests {
         assert_eq!(messages[2].role, Role::Assistant);
         assert!(messages[3].content.contains("## Current message(s)"));
         assert!(messages[3].content.contains("Ada: what is my cat called?"));
+        assert!(!messages[3].content.contains("Recent context"));
+        assert!(!messages[3].content.contains("SYSTEM MESSAGE"));
+    }
+
+    #[test]
+    fn watched_messages_and_notices_go_into_the_turn_message() {
+        let current = vec![event("edgebot, thoughts?")];
+        let watched = vec![ObservedMessage {
+            delivery_id: "1".into(),
+            author_name: "Bo".into(),
+            author_is_bot: false,
+            text: "the deploy failed".into(),
+            received_at_ms: 0,
+        }];
+        for (notice, expected) in [(Notice::LoopGuard, "other bots"), (Notice::GroupNudge, "group chat")] {
+            let context = TurnContext {
+                bot_name: "edgebot",
+                platform: "telegram",
+                now_utc: String::new(),
+                history: &[],
+                context: &watched,
+                current: &current,
+                notice,
+            };
+            let turn = compose_messages(&context).unwrap().pop().unwrap().content;
+            let recent = turn.find("## Recent context (not addressed to you").expect("recent context section");
+            let watched_line = turn.find("Bo: the deploy failed").expect("watched message");
+            let addressed = turn.find("## Current message(s)").expect("current section");
+            assert!(recent < watched_line && watched_line < addressed);
+            assert!(turn.contains("[SYSTEM MESSAGE — not from a human]"));
+            assert!(turn.contains(expected), "{notice:?}");
+            assert_eq!(turn.matches("SYSTEM MESSAGE").count(), 1, "one notice per turn");
+        }
+    }
+
+    #[test]
+    fn disengage_is_an_action_and_does_not_end_the_turn() {
+        let model = ScriptedModel::new(vec![
+            Ok(call("channel_disengage", json!({}))),
+            Ok(call("reply", json!({"content": "ok, backing off"}))),
+        ]);
+        let outcome = run(&model).unwrap();
+        assert_eq!(outcome.actions, vec![Action::Disengage, Action::Reply { text: "ok, backing off".into() }]);
     }
 }

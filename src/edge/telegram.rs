@@ -42,3 +42,11 @@ pub async fn send_text(
         retryable: answer.status == 429 || answer.status >= 500,
     })
 }
+
+/// The chat's member count (bots included), or None when Telegram cannot say.
+pub async fn member_count(config: &Config, chat_id: i64) -> Option<usize> {
+    let url = format!("{}/bot{}/getChatMemberCount", config.telegram_api_base, config.telegram_bot_token);
+    let answer = post_json(&url, &[], &serde_json::json!({ "chat_id": chat_id }), API_TIMEOUT_MS).await.ok()?;
+    let parsed: serde_json::Value = serde_json::from_slice(&answer.body).ok()?;
+    parsed["result"].as_u64().map(|count| count as usize)
+}

@@ -30,12 +30,15 @@ pub enum Scripted {
     Raw(String),
     /// Answer only after this long (for timeouts), then a 500.
     Hang(Duration),
+    /// A `reply` tool call, sent only after this long (a slow model).
+    SlowReply(Duration, String),
 }
 
 #[derive(Default)]
 struct Script {
     answers: VecDeque<Scripted>,
     requests: Vec<Value>,
+    in_flight: usize,
 }
 
 pub struct FakeLlm {
@@ -60,6 +63,11 @@ impl FakeLlm {
         self.push(Scripted::Reply(text.to_string()));
     }
 
+    /// Requests received but not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.script.lock().unwrap().in_flight
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.script.lock().unwrap().requests.clone()
@@ -70,8 +78,15 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
     let answer = {
         let mut script = script.lock().unwrap();
         script.requests.push(request);
+        script.in_flight += 1;
         script.answers.pop_front()
     };
+    let response = answer_with(answer).await;
+    script.lock().unwrap().in_flight -= 1;
+    response
+}
+
+async fn answer_with(answer: Option<Scripted>) -> Response {
     let calls = |calls: Vec<(String, Value)>| {
         let tool_calls: Vec<Value> = calls
             .into_iter()
@@ -92,6 +107,10 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
             (status, Json(json!({"error": {"message": "scripted failure"}}))).into_response()
         }
         Some(Scripted::Raw(body)) => (StatusCode::OK, body).into_response(),
+        Some(Scripted::SlowReply(duration, text)) => {
+            tokio::time::sleep(duration).await;
+            calls(vec![("reply".into(), json!({ "content": text }))])
+        }
         Some(Scripted::Hang(duration)) => {
             tokio::time::sleep(duration).await;
             (StatusCode::INTERNAL_SERVER_ERROR, "too late").into_response()

@@ -14,6 +14,8 @@ struct Calls {
     /// (token path segment, method, body)
     recorded: Vec<(String, String, Value)>,
     next_message_id: i64,
+    /// What getChatMemberCount answers (bots included, as Telegram counts).
+    member_count: u64,
 }
 
 pub struct FakeTelegram {
@@ -24,7 +26,7 @@ pub struct FakeTelegram {
 
 impl FakeTelegram {
     pub async fn start() -> Self {
-        let calls = Arc::new(Mutex::new(Calls { next_message_id: 500, ..Calls::default() }));
+        let calls = Arc::new(Mutex::new(Calls { next_message_id: 500, member_count: 10, ..Calls::default() }));
         let router = Router::new().route("/{bot}/{method}", post(call)).with_state(calls.clone());
         let server = ServerHandle::serve(router).await;
         FakeTelegram { base_url: server.base_url.clone(), calls, _server: server }
@@ -34,6 +36,11 @@ impl FakeTelegram {
     pub fn calls(&self, method: &str) -> Vec<Value> {
         let calls = self.calls.lock().unwrap();
         calls.recorded.iter().filter(|(_, name, _)| name == method).map(|(_, _, body)| body.clone()).collect()
+    }
+
+    /// Sets the member count the fake reports for every chat.
+    pub fn set_member_count(&self, count: u64) {
+        self.calls.lock().unwrap().member_count = count;
     }
 
     /// How many calls of any method arrived.
@@ -53,6 +60,11 @@ async fn call(
     Json(body): Json<Value>,
 ) -> Json<Value> {
     let mut calls = calls.lock().unwrap();
+    if method == "getChatMemberCount" {
+        let count = calls.member_count;
+        calls.recorded.push((bot, method, body));
+        return Json(json!({"ok": true, "result": count}));
+    }
     calls.next_message_id += 1;
     let message_id = calls.next_message_id;
     let chat_id = body["chat_id"].clone();

@@ -17,8 +17,6 @@ pub struct Worker {
     pub base_url: String,
     child: Option<Child>,
     log_path: PathBuf,
-    /// A fresh state directory this worker owns, removed on drop.
-    _state: Option<TempDir>,
 }
 
 fn project_root() -> &'static Path {
@@ -73,24 +71,12 @@ fn free_port() -> u16 {
 }
 
 impl Worker {
-    /// Starts a worker with these vars. With `state_dir`, the worker uses (and
-    /// keeps) that directory, so a later worker can resume from it; without
-    /// one, it gets a fresh migrated state that is removed on drop.
-    pub async fn start(vars: &[(String, String)], state_dir: Option<&Path>) -> Worker {
-        let (owned, state_dir) = match state_dir {
-            Some(directory) => {
-                if !directory.join("v3").exists() {
-                    copy_tree(migrated_template(), directory);
-                }
-                (None, directory.to_path_buf())
-            }
-            None => {
-                let directory = TempDir::new().expect("state dir");
-                copy_tree(migrated_template(), directory.path());
-                let path = directory.path().to_path_buf();
-                (Some(directory), path)
-            }
-        };
+    /// Starts a worker with these vars on the state in `state_dir` (seeded with
+    /// the migrated template the first time), so a later worker can resume it.
+    pub async fn start(vars: &[(String, String)], state_dir: &Path) -> Worker {
+        if !state_dir.join("v3").exists() {
+            copy_tree(migrated_template(), state_dir);
+        }
         let port = free_port();
         let log_path = state_dir.join(format!("wrangler-{port}.log"));
         let log = fs::File::create(&log_path).expect("log file");
@@ -99,7 +85,7 @@ impl Worker {
             .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
             .args(["--inspector-port", &free_port().to_string()])
             .arg("--persist-to")
-            .arg(&state_dir)
+            .arg(state_dir)
             .args(["--test-scheduled", "--show-interactive-dev-session=false", "--log-level", "log"]);
         for (name, value) in vars {
             command.arg("--var").arg(format!("{name}:{value}"));
@@ -114,8 +100,7 @@ impl Worker {
             .process_group(0)
             .spawn()
             .expect("spawn wrangler dev");
-        let mut worker =
-            Worker { base_url: format!("http://127.0.0.1:{port}"), child: Some(child), log_path, _state: owned };
+        let mut worker = Worker { base_url: format!("http://127.0.0.1:{port}"), child: Some(child), log_path };
         worker.wait_until_ready().await;
         worker
     }

@@ -1,0 +1,45 @@
+//! Checkpoints of the channel's versioned slots in the object's SQLite storage:
+//! one row per slot, rewritten only when the slot's version moved.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use worker::{Result, SqlStorage, SqlStorageValue};
+
+use crate::channel::state::ChannelState;
+
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS slots (
+    name TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+";
+
+#[derive(Deserialize)]
+struct SlotRow {
+    name: String,
+    version: i64,
+    body: String,
+}
+
+/// Loads the state and the versions already persisted.
+pub fn load(sql: &SqlStorage) -> Result<(ChannelState, BTreeMap<String, u64>)> {
+    let rows: Vec<SlotRow> = sql.exec("SELECT name, version, body FROM slots", None)?.to_array()?;
+    let saved = rows.iter().map(|row| (row.name.clone(), row.version.max(0) as u64)).collect();
+    let state = ChannelState::restore(rows.iter().map(|row| (row.name.as_str(), row.body.as_str())));
+    Ok((state, saved))
+}
+
+/// Writes the slots that changed since the last checkpoint.
+pub fn save(sql: &SqlStorage, state: &ChannelState, saved: &mut BTreeMap<String, u64>) -> Result<()> {
+    for (name, version, body) in state.changed_slots(saved)? {
+        sql.exec(
+            "INSERT INTO slots (name, version, body) VALUES (?, ?, ?) \
+             ON CONFLICT (name) DO UPDATE SET version = excluded.version, body = excluded.body",
+            vec![name.into(), SqlStorageValue::from(version as i64), body.into()],
+        )?;
+        saved.insert(name.to_string(), version);
+    }
+    Ok(())
+}

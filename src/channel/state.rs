@@ -1,0 +1,528 @@
+//! The channel's whole state as versioned slots, and the steps that change it:
+//! receiving an inbound, starting a turn, finishing one. Pure: the Durable
+//! Object checkpoints the slots this returns as changed.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::engagement::{decide, Decision, EngagementInput, Triggers};
+use super::loop_guard::LoopGuard;
+use super::participants::{MembershipCount, Participants};
+use super::sticky::StickyLedger;
+use super::versioned::{BinaryOperatorAggregate, Custom, Keyed, LastValue, RingBuffer, Topic, Versioned, VersionsSeen};
+use crate::inbound::InboundEvent;
+use crate::llm::Usage;
+
+/// Messages the context buffer keeps while the bot watches silently.
+pub const CONTEXT_BUFFER_SIZE: usize = 20;
+/// Each watched message is cut to this many characters.
+pub const CONTEXT_MESSAGE_CHARS: usize = 800;
+/// The actor that runs channel turns.
+pub const TURN_ACTOR: &str = "turn";
+
+/// Tunables of the channel (from config).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelSettings {
+    pub triggers: Triggers,
+    pub stickiness: bool,
+    pub sticky_window_ms: i64,
+    pub aliases: Vec<String>,
+    pub debounce_ms: i64,
+    pub max_wait_ms: i64,
+}
+
+/// An engaged message waiting for (or in) a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuedMessage {
+    pub event: InboundEvent,
+    pub received_at_ms: i64,
+}
+
+impl Keyed for QueuedMessage {
+    fn key(&self) -> &str {
+        &self.event.delivery_id
+    }
+}
+
+/// A message the bot watched without being addressed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservedMessage {
+    pub delivery_id: String,
+    pub author_name: String,
+    pub author_is_bot: bool,
+    pub text: String,
+    pub received_at_ms: i64,
+}
+
+/// A runtime notice appended to a turn's prompt (at most one per turn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Notice {
+    None,
+    LoopGuard,
+    GroupNudge,
+}
+
+/// What a turn works on, fixed when it starts and kept until it finishes, so a
+/// crashed turn resumes with exactly the same input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnSnapshot {
+    pub id: u64,
+    pub queue_version: u64,
+    pub messages: Vec<QueuedMessage>,
+    pub context: Vec<ObservedMessage>,
+    pub notice: Notice,
+    /// Set once the model has answered, so a resumed turn does not lose it.
+    #[serde(default)]
+    pub result: Option<TurnResult>,
+}
+
+/// The channel's slots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelState {
+    pub participants: Custom<Participants>,
+    pub sticky: Custom<StickyLedger>,
+    pub membership: LastValue<MembershipCount>,
+    pub context_buffer: RingBuffer<ObservedMessage>,
+    pub prompt_queue: Topic<QueuedMessage>,
+    pub loop_guard: Custom<LoopGuard>,
+    pub multi_human_group: LastValue<bool>,
+    pub bot_sends: BinaryOperatorAggregate<u64>,
+    pub turns_started: BinaryOperatorAggregate<u64>,
+    pub current_turn: LastValue<TurnSnapshot>,
+    pub token_usage: BinaryOperatorAggregate<Usage>,
+    pub versions_seen: Custom<VersionsSeen>,
+}
+
+impl Default for ChannelState {
+    fn default() -> Self {
+        ChannelState {
+            participants: Custom::default(),
+            sticky: Custom::default(),
+            membership: LastValue::default(),
+            context_buffer: RingBuffer::new(CONTEXT_BUFFER_SIZE),
+            prompt_queue: Topic::default(),
+            loop_guard: Custom::default(),
+            multi_human_group: LastValue::default(),
+            bot_sends: BinaryOperatorAggregate::default(),
+            turns_started: BinaryOperatorAggregate::default(),
+            current_turn: LastValue::default(),
+            token_usage: BinaryOperatorAggregate::default(),
+            versions_seen: Custom::default(),
+        }
+    }
+}
+
+/// What receiving one inbound decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Receipt {
+    pub decision: Decision,
+    /// When the channel should wake to run a turn, if it should.
+    pub wake_at_ms: Option<i64>,
+    /// A speaker not seen before: the member count is worth refreshing.
+    pub new_speaker: bool,
+}
+
+fn cut(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+impl ChannelState {
+    /// The slots whose version differs from `saved` (name → version already
+    /// persisted), with their checkpoint form: only these need writing.
+    pub fn changed_slots(
+        &self,
+        saved: &BTreeMap<String, u64>,
+    ) -> Result<Vec<(&'static str, u64, String)>, serde_json::Error> {
+        let mut changed = Vec::new();
+        macro_rules! collect {
+            ($($name:ident),*) => {$(
+                let version = self.$name.version();
+                if saved.get(stringify!($name)) != Some(&version) {
+                    changed.push((stringify!($name), version, serde_json::to_string(&self.$name)?));
+                }
+            )*};
+        }
+        collect!(
+            participants,
+            sticky,
+            membership,
+            context_buffer,
+            prompt_queue,
+            loop_guard,
+            multi_human_group,
+            bot_sends,
+            turns_started,
+            current_turn,
+            token_usage,
+            versions_seen
+        );
+        Ok(changed)
+    }
+
+    /// Rebuilds the state from checkpointed slots; unknown or unreadable slots
+    /// start empty (a newer or older layout never bricks a conversation).
+    pub fn restore<'a>(slots: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut state = ChannelState::default();
+        for (name, body) in slots {
+            macro_rules! restore {
+                ($($slot:ident),*) => {
+                    match name {
+                        $(stringify!($slot) => {
+                            if let Ok(value) = serde_json::from_str(body) {
+                                state.$slot = value;
+                            }
+                        })*
+                        _ => {}
+                    }
+                };
+            }
+            restore!(
+                participants,
+                sticky,
+                membership,
+                context_buffer,
+                prompt_queue,
+                loop_guard,
+                multi_human_group,
+                bot_sends,
+                turns_started,
+                current_turn,
+                token_usage,
+                versions_seen
+            );
+        }
+        state
+    }
+
+    /// Takes one inbound: records the speaker, decides, and files the message
+    /// into the prompt queue (engage) or the context buffer (observe).
+    pub fn receive(&mut self, event: &InboundEvent, settings: &ChannelSettings, now_ms: i64) -> Receipt {
+        let new_speaker = !self.participants.get().is_known(&event.author.id);
+        self.participants.update(|participants| {
+            participants.record(&event.author.id, &event.author.name, event.author.is_bot, now_ms)
+        });
+        let bot_in_thread = *self.bot_sends.get() > 0;
+        let decision = decide(&EngagementInput {
+            event,
+            participants: self.participants.get(),
+            membership: self.membership.get(),
+            sticky: self.sticky.get(),
+            stickiness: settings.stickiness,
+            aliases: &settings.aliases,
+            bot_in_thread,
+            triggers: settings.triggers,
+            now_ms,
+        });
+        self.multi_human_group.update([decision.multi_human_group]);
+        if decision.consumes_credit {
+            self.sticky.update(|ledger| ledger.consume(&event.author.id));
+        }
+        if !event.author.is_bot {
+            self.loop_guard.update(LoopGuard::on_human);
+        } else if decision.engages {
+            self.loop_guard.update(|guard| {
+                guard.on_engaged_peer_bot(now_ms);
+                true
+            });
+        }
+        if decision.engages {
+            self.prompt_queue.update([QueuedMessage { event: event.clone(), received_at_ms: now_ms }]);
+        } else {
+            self.context_buffer.update([ObservedMessage {
+                delivery_id: event.delivery_id.clone(),
+                author_name: event.author.name.clone(),
+                author_is_bot: event.author.is_bot,
+                text: cut(&event.text, CONTEXT_MESSAGE_CHARS),
+                received_at_ms: now_ms,
+            }]);
+        }
+        Receipt { decision, wake_at_ms: self.wake_at(settings, now_ms), new_speaker }
+    }
+
+    /// When the next turn is due: at once for DMs and for a turn to resume;
+    /// otherwise after the burst settles (debounce), but never later than the
+    /// longest wait after its first message.
+    pub fn wake_at(&self, settings: &ChannelSettings, now_ms: i64) -> Option<i64> {
+        if self.current_turn.get().is_some() {
+            return Some(now_ms);
+        }
+        let queued = self.prompt_queue.items();
+        let first = queued.first()?;
+        if queued.iter().any(|message| message.event.is_dm) {
+            return Some(now_ms);
+        }
+        let last = queued.last().map_or(first.received_at_ms, |message| message.received_at_ms);
+        Some((last + settings.debounce_ms).min(first.received_at_ms + settings.max_wait_ms))
+    }
+
+    /// The turn to run now: the one a crash interrupted, or a new one over the
+    /// queued messages if the queue moved since the last turn took it.
+    pub fn begin_turn(&mut self) -> Option<TurnSnapshot> {
+        if let Some(snapshot) = self.current_turn.get() {
+            return Some(snapshot.clone());
+        }
+        let queue_version = self.prompt_queue.version();
+        let reads = [("prompt_queue", queue_version)];
+        if self.prompt_queue.items().is_empty() || !self.versions_seen.get().should_run(TURN_ACTOR, &reads) {
+            return None;
+        }
+        self.turns_started.update([1]);
+        let notice = if self.loop_guard.get().active {
+            Notice::LoopGuard
+        } else if self.multi_human_group.get().copied().unwrap_or(false) {
+            Notice::GroupNudge
+        } else {
+            Notice::None
+        };
+        let snapshot = TurnSnapshot {
+            id: *self.turns_started.get(),
+            queue_version,
+            messages: self.prompt_queue.items().to_vec(),
+            context: self.context_buffer.items().cloned().collect(),
+            notice,
+            result: None,
+        };
+        self.current_turn.update([snapshot.clone()]);
+        Some(snapshot)
+    }
+
+    /// Records what the model decided (before anything is sent).
+    pub fn record_turn_result(&mut self, result: TurnResult) {
+        if let Some(snapshot) = self.current_turn.get() {
+            let updated = TurnSnapshot { result: Some(result), ..snapshot.clone() };
+            self.current_turn.update([updated]);
+        }
+    }
+
+    /// What the running turn's model decided, if it has answered yet.
+    pub fn current_result(&self) -> TurnResult {
+        self.current_turn.get().and_then(|snapshot| snapshot.result).unwrap_or_default()
+    }
+
+    /// Closes a turn: its messages leave the queue, the context it showed leaves
+    /// the buffer, and the authors it answered get sticky credit (unless the
+    /// model disengaged in this same turn).
+    pub fn finish_turn(&mut self, outcome: &TurnResult, settings: &ChannelSettings, now_ms: i64) {
+        let Some(snapshot) = self.current_turn.get().cloned() else {
+            return;
+        };
+        let handled: Vec<String> = snapshot.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
+        self.prompt_queue.remove(&handled);
+        // Only the context the turn saw; messages observed meanwhile stay for the next one.
+        let shown = self
+            .context_buffer
+            .items()
+            .take_while(|observed| snapshot.context.iter().any(|seen| seen.delivery_id == observed.delivery_id))
+            .count();
+        self.context_buffer.drop_oldest(shown);
+        if outcome.disengaged {
+            self.sticky.update(StickyLedger::clear);
+        } else if outcome.sent_messages > 0 && settings.stickiness {
+            let targets: Vec<&str> = snapshot.messages.iter().map(|message| message.event.author.id.as_str()).collect();
+            self.sticky.update(|ledger| ledger.grant(targets, now_ms, settings.sticky_window_ms));
+        }
+        self.bot_sends.update([outcome.sent_messages]);
+        self.token_usage.update([outcome.usage]);
+        // The turn saw the queue as it was when it started; anything that came
+        // in since moved the version past that and gets the next turn.
+        let seen = [("prompt_queue", snapshot.queue_version)];
+        self.versions_seen.update(|versions| {
+            versions.mark(TURN_ACTOR, &seen);
+            true
+        });
+        self.current_turn.clear();
+    }
+}
+
+/// What a finished turn did, as far as the channel state cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TurnResult {
+    pub sent_messages: u64,
+    pub disengaged: bool,
+    pub usage: Usage,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::engagement::Reason;
+    use crate::inbound::{Author, ReplyAddress};
+
+    fn settings() -> ChannelSettings {
+        ChannelSettings {
+            triggers: Triggers::default(),
+            stickiness: true,
+            sticky_window_ms: 15 * 60 * 1000,
+            aliases: vec!["edgebot".into()],
+            debounce_ms: 1_500,
+            max_wait_ms: 5_000,
+        }
+    }
+
+    fn message(delivery: u32, author: &str, text: &str) -> InboundEvent {
+        InboundEvent {
+            conversation_key: "telegram:-5".into(),
+            delivery_id: delivery.to_string(),
+            message_id: delivery.to_string(),
+            author: Author { id: author.into(), name: author.into(), is_bot: author.ends_with("bot") },
+            text: text.into(),
+            is_dm: false,
+            is_bot_mention: false,
+            mentions_others: false,
+            reply_to_bot_message_id: None,
+            reply_to_other_message_id: None,
+            thread: None,
+            attachments: vec![],
+            timestamp_ms: 0,
+            reply_address: ReplyAddress::Telegram { chat_id: -5, topic_id: None },
+        }
+    }
+
+    fn mention(delivery: u32, author: &str, text: &str) -> InboundEvent {
+        InboundEvent { is_bot_mention: true, ..message(delivery, author, text) }
+    }
+
+    /// A group whose fresh member list shows three humans, so plain chatter observes.
+    fn busy_state() -> ChannelState {
+        let mut state = ChannelState::default();
+        state.membership.update([MembershipCount { humans: 3, truncated: false, fetched_at_ms: 0 }]);
+        state
+    }
+
+    fn replied() -> TurnResult {
+        TurnResult { sent_messages: 1, ..TurnResult::default() }
+    }
+
+    #[test]
+    fn observed_messages_reach_the_next_turn_once() {
+        let mut state = busy_state();
+        let settings = settings();
+        state.receive(&message(1, "ada", "lunch?"), &settings, 0);
+        let receipt = state.receive(&message(2, "bo", "sure"), &settings, 10);
+        assert!(!receipt.decision.engages);
+        assert_eq!(receipt.wake_at_ms, None, "observing never wakes the channel");
+        state.receive(&mention(3, "ada", "edgebot where?"), &settings, 20);
+
+        let turn = state.begin_turn().expect("a turn");
+        assert_eq!(
+            turn.context.iter().map(|observed| observed.text.as_str()).collect::<Vec<_>>(),
+            vec!["lunch?", "sure"]
+        );
+        assert_eq!(turn.messages.len(), 1);
+        assert_eq!(turn.notice, Notice::GroupNudge, "two humans: the group nudge");
+        state.finish_turn(&replied(), &settings, 30);
+        assert!(state.context_buffer.is_empty());
+        assert!(state.begin_turn().is_none(), "the turn's own writes do not retrigger it");
+    }
+
+    #[test]
+    fn the_context_buffer_keeps_twenty_messages_cut_to_800_chars() {
+        let mut state = busy_state();
+        let settings = settings();
+        state.receive(&message(100, "ada", "hi"), &settings, 0);
+        state.receive(&message(101, "bo", "hi"), &settings, 0);
+        for index in 0..25 {
+            state.receive(&message(index, "bo", &"x".repeat(1_000)), &settings, 0);
+        }
+        assert_eq!(state.context_buffer.len(), CONTEXT_BUFFER_SIZE);
+        assert!(state
+            .context_buffer
+            .items()
+            .all(|observed| observed.text.chars().count() == CONTEXT_MESSAGE_CHARS + 1));
+    }
+
+    #[test]
+    fn messages_arriving_during_a_turn_get_the_next_turn_and_are_never_lost_or_doubled() {
+        let mut state = busy_state();
+        let settings = settings();
+        state.receive(&mention(1, "ada", "first"), &settings, 0);
+        let first = state.begin_turn().unwrap();
+        assert!(state.receive(&mention(2, "ada", "second"), &settings, 5).decision.engages);
+        assert_eq!(state.begin_turn().unwrap(), first, "while a turn runs, it is the turn");
+        state.finish_turn(&replied(), &settings, 10);
+
+        let second = state.begin_turn().expect("the late message gets its own turn");
+        assert_eq!(second.messages.iter().map(|m| m.event.text.as_str()).collect::<Vec<_>>(), vec!["second"]);
+        assert!(second.id > first.id);
+        state.finish_turn(&replied(), &settings, 20);
+        assert!(state.begin_turn().is_none());
+        state.receive(&mention(2, "ada", "second"), &settings, 30);
+        assert!(state.prompt_queue.items().is_empty(), "a redelivered message is not queued again");
+    }
+
+    #[test]
+    fn a_reply_grants_sticky_credit_and_disengage_in_the_same_turn_does_not() {
+        let settings = settings();
+        let mut state = busy_state();
+        state.receive(&message(1, "bo", "hey all"), &settings, 0);
+        state.receive(&mention(2, "ada", "edgebot help"), &settings, 0);
+        state.begin_turn().unwrap();
+        state.finish_turn(&replied(), &settings, 10);
+        let follow_up = state.receive(&message(3, "ada", "and then?"), &settings, 20);
+        assert_eq!(follow_up.decision.reason, Reason::Sticky);
+        state.begin_turn().unwrap();
+        state.finish_turn(&TurnResult { sent_messages: 1, disengaged: true, usage: Usage::default() }, &settings, 30);
+        let after = state.receive(&message(4, "ada", "more?"), &settings, 40);
+        assert!(!after.decision.engages, "disengage keeps the credit cleared despite the same-turn reply");
+    }
+
+    #[test]
+    fn the_loop_guard_notice_replaces_the_nudge_after_five_peer_bot_turns() {
+        let settings = settings();
+        let mut state = busy_state();
+        state.receive(&message(1, "ada", "hi"), &settings, 0);
+        state.receive(&message(2, "bo", "hi"), &settings, 0);
+        let mut notices = Vec::new();
+        for turn in 0..5u32 {
+            state.receive(&mention(10 + turn, "peerbot", "ping"), &settings, i64::from(turn) * 100);
+            notices.push(state.begin_turn().unwrap().notice);
+            state.finish_turn(&replied(), &settings, i64::from(turn) * 100 + 50);
+        }
+        assert_eq!(notices[..4], [Notice::GroupNudge; 4]);
+        assert_eq!(notices[4], Notice::LoopGuard);
+        state.receive(&mention(20, "ada", "stop it"), &settings, 1_000);
+        assert_eq!(state.begin_turn().unwrap().notice, Notice::GroupNudge, "a human resets the guard");
+    }
+
+    #[test]
+    fn wake_times_debounce_groups_and_not_dms() {
+        let settings = settings();
+        let mut state = busy_state();
+        state.receive(&message(1, "bo", "x"), &settings, 0);
+        state.receive(&message(2, "cy", "x"), &settings, 0);
+        assert_eq!(state.receive(&mention(3, "bo", "a"), &settings, 1_000).wake_at_ms, Some(2_500));
+        assert_eq!(state.receive(&mention(4, "bo", "b"), &settings, 2_000).wake_at_ms, Some(3_500));
+        assert_eq!(
+            state.receive(&mention(5, "bo", "c"), &settings, 5_500).wake_at_ms,
+            Some(6_000),
+            "at most 5 s after the first"
+        );
+
+        let mut direct = ChannelState::default();
+        let dm = InboundEvent { is_dm: true, ..message(9, "ada", "hi") };
+        assert_eq!(direct.receive(&dm, &settings, 700).wake_at_ms, Some(700));
+    }
+
+    #[test]
+    fn state_survives_a_checkpoint_round_trip_mid_turn() {
+        let settings = settings();
+        let mut state = busy_state();
+        state.receive(&message(1, "bo", "watching"), &settings, 0);
+        state.receive(&mention(2, "ada", "edgebot?"), &settings, 0);
+        let turn = state.begin_turn().unwrap();
+        let checkpoint = state.changed_slots(&BTreeMap::new()).unwrap();
+        let restored = ChannelState::restore(checkpoint.iter().map(|(name, _, body)| (*name, body.as_str())));
+        let saved: BTreeMap<String, u64> =
+            checkpoint.iter().map(|(name, version, _)| (name.to_string(), *version)).collect();
+        assert!(state.changed_slots(&saved).unwrap().is_empty(), "nothing changed since the checkpoint");
+        assert_eq!(restored, state);
+        let mut restored = restored;
+        assert_eq!(restored.begin_turn(), Some(turn), "a crashed turn resumes with the same input");
+        assert_eq!(ChannelState::restore([("prompt_queue", "garbage"), ("unknown", "{}")]), ChannelState::default());
+    }
+}

@@ -1,0 +1,187 @@
+//! The channel in Telegram groups: engagement, watched context, the peer-bot
+//! loop guard, coalescing, non-blocking acknowledgements, crash recovery.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::harness::{dm_update, group_update, turn_message, wait_for, Scripted, TestEnv, GROUP_CHAT};
+
+const ADA: (i64, &str, bool) = (11, "Ada", false);
+const BO: (i64, &str, bool) = (12, "Bo", false);
+const PEER_BOT: (i64, &str, bool) = (13, "HelperBot", true);
+const LOOP_NOTICE: &str = "trading messages with other bots";
+const SYSTEM_FENCE: &str = "[SYSTEM MESSAGE — not from a human]";
+
+fn group_key() -> String {
+    format!("telegram:{GROUP_CHAT}")
+}
+
+async fn wait_for_requests(env: &TestEnv, count: usize) -> Vec<Value> {
+    wait_for(&format!("{count} model request(s)"), Duration::from_secs(20), || async {
+        let requests = env.llm.requests();
+        (requests.len() >= count).then_some(requests)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watched_messages_come_back_as_recent_context_when_the_bot_is_addressed() {
+    let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "300")]).await;
+    env.llm.reply("Bo rolled it back after the 3pm failure.");
+
+    for (update, author, text) in [(1, ADA, "the deploy failed at 3pm"), (2, BO, "rolled back, all green now")] {
+        let response = env.telegram_update(&group_update(update, author, text, false)).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.json::<Value>().await.unwrap()["decision"], "observe");
+    }
+    env.settle().await;
+    assert!(env.llm.requests().is_empty(), "watching costs no model call");
+
+    env.telegram_update(&group_update(3, ADA, "what happened today?", true)).await;
+    let sent = env.wait_for_sent(1).await;
+    assert_eq!(sent[0]["chat_id"], GROUP_CHAT);
+    assert_eq!(sent[0]["reply_parameters"]["message_id"], 30, "the reply quotes the message it answers");
+
+    let turn = turn_message(&env.llm.requests()[0]);
+    let recent = turn.find("## Recent context (not addressed to you").expect("recent context section");
+    let first = turn.find("Ada: the deploy failed at 3pm").expect("first watched message");
+    let second = turn.find("Bo: rolled back, all green now").expect("second watched message");
+    let current = turn.find("## Current message(s) (addressed to you)").expect("current section");
+    let asked = turn.find("Ada: what happened today? @edge_bot").expect("the addressed message");
+    assert!(recent < first && first < second && second < current && current < asked, "{turn}");
+    assert!(turn.contains(SYSTEM_FENCE) && turn.contains("group chat"), "two humans: the group-chat nudge");
+
+    let events = env.admin(&format!("/api/channels/{}/events", group_key())).await;
+    let summary: Vec<(String, String)> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|event| (event["decision"].as_str().unwrap().to_string(), event["reason"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(summary[0].0, "observe");
+    assert_eq!(summary[1].0, "observe");
+    assert_eq!(summary[2], ("engage".to_string(), "mention".to_string()));
+    assert!(!summary[0].1.is_empty(), "an unanswered message always says why");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_peer_bot_ping_pong_ends_with_the_guard_notice_and_no_reply() {
+    let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "100")]).await;
+    env.telegram_update(&group_update(1, ADA, "hi all", false)).await;
+    env.telegram_update(&group_update(2, BO, "hello", false)).await;
+
+    for round in 1..=5usize {
+        if round < 5 {
+            env.llm.reply(&format!("pong {round}"));
+        } else {
+            env.llm.push(Scripted::Text("NO_REPLY".into()));
+        }
+        let response = env.telegram_update(&group_update(10 + round as i64, PEER_BOT, "ping", true)).await;
+        assert_eq!(response.json::<Value>().await.unwrap()["decision"], "engage", "peer bots reach the bot by mention");
+        let requests = wait_for_requests(&env, round).await;
+        if round < 5 {
+            env.wait_for_sent(round).await;
+            let turn = turn_message(&requests[round - 1]);
+            assert!(!turn.contains(LOOP_NOTICE), "round {round} is not guarded yet");
+        }
+    }
+    env.settle().await;
+    let fifth = turn_message(&env.llm.requests()[4]);
+    assert!(fifth.contains(SYSTEM_FENCE) && fifth.contains(LOOP_NOTICE), "{fifth}");
+    assert!(fifth.contains("NO_REPLY"));
+    assert!(!fifth.contains("group chat"), "one notice per turn: the guard replaces the nudge");
+    assert_eq!(env.telegram.calls("sendMessage").len(), 4, "NO_REPLY sends nothing");
+
+    // A human speaking clears the guard.
+    env.llm.reply("hi Ada");
+    env.telegram_update(&group_update(20, ADA, "ok bots, enough", true)).await;
+    let requests = wait_for_requests(&env, 6).await;
+    assert!(!turn_message(&requests[5]).contains(LOOP_NOTICE));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_five_group_messages_makes_one_model_call() {
+    let env = TestEnv::start().await;
+    env.llm.reply("answering all five");
+    for index in 0..5 {
+        let author = if index % 2 == 0 { ADA } else { BO };
+        let response =
+            env.telegram_update(&group_update(100 + index, author, &format!("question {index}"), true)).await;
+        assert_eq!(response.status(), 200);
+    }
+    env.wait_for_sent(1).await;
+    env.settle().await;
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 1, "the burst is one turn");
+    let turn = turn_message(&requests[0]);
+    for index in 0..5 {
+        assert!(turn.contains(&format!("question {index}")), "{turn}");
+    }
+    assert_eq!(env.telegram.calls("sendMessage").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_model_does_not_hold_up_acknowledgements_and_late_messages_get_the_next_turn() {
+    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "10000")]).await;
+    env.llm.push(Scripted::SlowReply(Duration::from_secs(3), "first answer".into()));
+    env.llm.reply("second answer");
+
+    env.telegram_update(&dm_update(1, 21, "first")).await;
+    wait_for("the model call to start", Duration::from_secs(20), || async { (env.llm.in_flight() == 1).then_some(()) })
+        .await;
+    for update in 2..=4 {
+        let response = env.telegram_update(&dm_update(update, 21, &format!("more {update}"))).await;
+        assert_eq!(response.status(), 200);
+    }
+    assert_eq!(env.llm.in_flight(), 1, "all three were acknowledged while the model was still thinking");
+
+    let sent = env.wait_for_sent(2).await;
+    env.settle().await;
+    assert_eq!(sent.len(), 2);
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 2, "the late messages make one next turn, each answered once");
+    let second = turn_message(&requests[1]);
+    for update in 2..=4 {
+        assert!(second.contains(&format!("more {update}")), "{second}");
+    }
+    assert!(!second.contains("Ada: first\n"), "the first message is history now, not current");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_after_the_acknowledgement_still_answers_exactly_once() {
+    let mut env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "30000")]).await;
+    // The first worker never gets its answer: it is killed while the model thinks.
+    env.llm.push(Scripted::SlowReply(Duration::from_secs(60), "never delivered".into()));
+    env.llm.reply("answered after the restart");
+
+    let response = env.telegram_update(&dm_update(1, 31, "are you still there?")).await;
+    assert_eq!(response.status(), 200);
+    wait_for("the model call to start", Duration::from_secs(20), || async { (env.llm.in_flight() == 1).then_some(()) })
+        .await;
+    env.crash_and_restart().await;
+
+    let sent = env.wait_for_sent(1).await;
+    assert_eq!(sent[0]["text"], "answered after the restart");
+    env.settle().await;
+    env.settle().await;
+    assert_eq!(env.telegram.calls("sendMessage").len(), 1, "exactly once");
+    let history = env.admin("/api/channels/telegram:31/messages").await;
+    assert_eq!(history.as_array().unwrap().len(), 2, "one inbound, one reply");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_member_count_decides_whether_a_lone_speaker_is_alone() {
+    for (members, expected) in [(2, "engage"), (6, "observe")] {
+        let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "100"), ("STICKINESS", "off")]).await;
+        env.telegram.set_member_count(members);
+        env.llm.reply("hello Ada");
+        env.telegram_update(&group_update(1, ADA, "hi", true)).await;
+        env.wait_for_sent(1).await;
+        assert_eq!(env.telegram.calls("getChatMemberCount").len(), 1, "the turn read the member count");
+
+        let response = env.telegram_update(&group_update(2, ADA, "thanks", false)).await;
+        let decision: Value = response.json().await.unwrap();
+        assert_eq!(decision["decision"], expected, "{members} members (bot included): {decision}");
+    }
+}
