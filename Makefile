@@ -43,3 +43,6 @@ lint:
 
 clean:
 	rm -rf build target/wasm32-unknown-unknown .wrangler
+
+bench: build
+	cargo bench --bench webhook

@@ -52,7 +52,10 @@ if ! command -v node >/dev/null || ! node_is_recent node; then
   fi
 fi
 
+# `npm install --no-save` installs the locked versions without rewriting the lockfile.
+# (`npm ci` refuses this lockfile: npm leaves other platforms' optional workerd
+# packages out of it, then calls it out of sync.)
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm packages (wrangler, binaryen)"
-  npm ci --no-audit --no-fund
+  npm install --no-save --no-audit --no-fund
 fi

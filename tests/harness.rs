@@ -1,8 +1,13 @@
 //! Shared test harness: fake outside services and the Worker under test.
 
+// Explicit paths, so the bench can include this harness too.
+#[path = "harness/fake_llm.rs"]
 pub mod fake_llm;
+#[path = "harness/fake_telegram.rs"]
 pub mod fake_telegram;
+#[path = "harness/server.rs"]
 mod server;
+#[path = "harness/worker.rs"]
 pub mod worker;
 
 use std::future::Future;
@@ -193,4 +198,17 @@ pub fn turn_message(request: &Value) -> String {
         .and_then(|message| message["content"].as_str())
         .unwrap_or_default()
         .to_string()
+}
+
+/// A group message that replies to message `parent_id` written by `parent_author_id`.
+pub fn group_reply_update(update_id: i64, author: (i64, &str, bool), text: &str, parent: (i64, i64)) -> Value {
+    let (parent_id, parent_author_id) = parent;
+    let mut update = group_update(update_id, author, text, false);
+    update["message"]["reply_to_message"] = json!({
+        "message_id": parent_id,
+        "date": 1_795_000_000,
+        "from": { "id": parent_author_id, "is_bot": parent_author_id == 4242, "first_name": "someone" },
+        "chat": { "id": GROUP_CHAT, "type": "supergroup" }
+    });
+    update
 }

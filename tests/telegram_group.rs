@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{dm_update, group_update, turn_message, wait_for, Scripted, TestEnv, GROUP_CHAT};
+use crate::harness::{
+    dm_update, group_reply_update, group_update, turn_message, wait_for, Scripted, TestEnv, GROUP_CHAT,
+};
 
 const ADA: (i64, &str, bool) = (11, "Ada", false);
 const BO: (i64, &str, bool) = (12, "Bo", false);
@@ -63,6 +65,19 @@ async fn watched_messages_come_back_as_recent_context_when_the_bot_is_addressed(
     assert_eq!(summary[1].0, "observe");
     assert_eq!(summary[2], ("engage".to_string(), "mention".to_string()));
     assert!(!summary[0].1.is_empty(), "an unanswered message always says why");
+
+    // A reply to the bot's message engages; Bo's reply to Ada's message does not.
+    let bot_message_id = 501; // the fake Telegram numbers sent messages from 501
+    let to_ada = env.telegram_update(&group_reply_update(4, BO, "agreed", (10, ADA.0))).await;
+    assert_eq!(to_ada.json::<Value>().await.unwrap()["decision"], "observe");
+    env.llm.reply("It was the database migration.");
+    let to_bot = env.telegram_update(&group_reply_update(5, BO, "why did it fail?", (bot_message_id, 4242))).await;
+    let decision: Value = to_bot.json().await.unwrap();
+    assert_eq!(
+        (decision["decision"].as_str(), decision["reason"].as_str()),
+        (Some("engage"), Some("reply to the bot"))
+    );
+    env.wait_for_sent(2).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -122,6 +122,27 @@ impl Worker {
         }
     }
 
+    /// CPU time (user + system) used so far by this worker's workerd processes.
+    #[allow(dead_code)] // used by `make bench`
+    pub fn workerd_cpu(&self) -> Duration {
+        let Some(group) = self.child.as_ref().map(|child| child.id().to_string()) else {
+            return Duration::ZERO;
+        };
+        let ticks_per_second = 100; // USER_HZ on Linux
+        let mut ticks = 0u64;
+        for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else { continue };
+            // Fields after the parenthesised command name: state ppid pgrp ... utime(14) stime(15).
+            let Some((head, rest)) = stat.rsplit_once(')') else { continue };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if head.contains("workerd") && fields.get(2) == Some(&group.as_str()) {
+                ticks += fields.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+                ticks += fields.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            }
+        }
+        Duration::from_millis(ticks * 1000 / ticks_per_second)
+    }
+
     /// What wrangler and the Worker printed so far.
     pub fn log(&self) -> String {
         fs::read_to_string(&self.log_path).unwrap_or_default()
