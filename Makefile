@@ -32,9 +32,10 @@ dev: build
 	wrangler d1 migrations apply DB --local
 	wrangler dev --port $(PORT) --test-scheduled
 
-test: build lint
+test: build
 	cargo test --lib
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
+	@$(MAKE) -s lint
 
 lint:
 	cargo fmt --check

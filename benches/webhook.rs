@@ -134,7 +134,8 @@ async fn main() {
     })
     .await;
     let many = measure(env, "webhook ack, 100 conversations", |index| {
-        let mut update = group_update(2_000_000 + index as i64 % 1_000_000_000, speaker(index / 100), "hello team", false);
+        let mut update =
+            group_update(2_000_000 + index as i64 % 1_000_000_000, speaker(index / 100), "hello team", false);
         update["message"]["chat"]["id"] = (-1_000 - (index % 100) as i64).into();
         async move { env.telegram_update(&update).await }
     })

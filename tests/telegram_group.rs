@@ -11,6 +11,7 @@ use crate::harness::{
 
 const ADA: (i64, &str, bool) = (11, "Ada", false);
 const BO: (i64, &str, bool) = (12, "Bo", false);
+const CY: (i64, &str, bool) = (14, "Cy", false);
 const PEER_BOT: (i64, &str, bool) = (13, "HelperBot", true);
 const LOOP_NOTICE: &str = "trading messages with other bots";
 const SYSTEM_FENCE: &str = "[SYSTEM MESSAGE — not from a human]";
@@ -30,54 +31,61 @@ async fn wait_for_requests(env: &TestEnv, count: usize) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread")]
 async fn watched_messages_come_back_as_recent_context_when_the_bot_is_addressed() {
     let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "300")]).await;
-    env.llm.reply("Bo rolled it back after the 3pm failure.");
+    env.llm.reply("Hello Ada.");
+    env.telegram_update(&group_update(1, ADA, "hi", true)).await;
+    env.wait_for_sent(1).await;
 
-    for (update, author, text) in [(1, ADA, "the deploy failed at 3pm"), (2, BO, "rolled back, all green now")] {
+    for (update, author, text) in [(2, BO, "the deploy failed at 3pm"), (3, CY, "rolled back, all green now")] {
         let response = env.telegram_update(&group_update(update, author, text, false)).await;
         assert_eq!(response.status(), 200);
         assert_eq!(response.json::<Value>().await.unwrap()["decision"], "observe");
     }
     env.settle().await;
-    assert!(env.llm.requests().is_empty(), "watching costs no model call");
+    assert_eq!(env.llm.requests().len(), 1, "watching costs no model call");
 
-    env.telegram_update(&group_update(3, ADA, "what happened today?", true)).await;
-    let sent = env.wait_for_sent(1).await;
-    assert_eq!(sent[0]["chat_id"], GROUP_CHAT);
-    assert_eq!(sent[0]["reply_parameters"]["message_id"], 30, "the reply quotes the message it answers");
+    env.llm.reply("Cy rolled it back after the 3pm failure.");
+    env.telegram_update(&group_update(4, ADA, "what happened today?", true)).await;
+    let sent = env.wait_for_sent(2).await;
+    assert_eq!(sent[1]["chat_id"], GROUP_CHAT);
+    assert_eq!(sent[1]["reply_parameters"]["message_id"], 40, "the reply quotes the message it answers");
 
-    let turn = turn_message(&env.llm.requests()[0]);
+    let turn = turn_message(&env.llm.requests()[1]);
     let recent = turn.find("## Recent context (not addressed to you").expect("recent context section");
-    let first = turn.find("Ada: the deploy failed at 3pm").expect("first watched message");
-    let second = turn.find("Bo: rolled back, all green now").expect("second watched message");
+    let first = turn.find("Bo: the deploy failed at 3pm").expect("first watched message");
+    let second = turn.find("Cy: rolled back, all green now").expect("second watched message");
     let current = turn.find("## Current message(s) (addressed to you)").expect("current section");
     let asked = turn.find("Ada: what happened today? @edge_bot").expect("the addressed message");
     assert!(recent < first && first < second && second < current && current < asked, "{turn}");
-    assert!(turn.contains(SYSTEM_FENCE) && turn.contains("group chat"), "two humans: the group-chat nudge");
+    assert!(turn.contains(SYSTEM_FENCE) && turn.contains("group chat"), "several humans: the group-chat nudge");
+
+    // A reply to another person's message is observed; a reply to the bot's message engages.
+    let to_ada = env.telegram_update(&group_reply_update(5, BO, "agreed", (40, ADA.0))).await;
+    assert_eq!(to_ada.json::<Value>().await.unwrap()["decision"], "observe");
+    env.llm.reply("It was the database migration.");
+    let bot_message_id = 502; // the fake Telegram numbers sent messages from 501
+    let to_bot = env.telegram_update(&group_reply_update(6, BO, "why did it fail?", (bot_message_id, 4242))).await;
+    assert_eq!(to_bot.json::<Value>().await.unwrap()["reason"], "reply to the bot");
+    env.wait_for_sent(3).await;
 
     let events = env.admin(&format!("/api/channels/{}/events", group_key())).await;
-    let summary: Vec<(String, String)> = events
+    let summary: Vec<(&str, &str)> = events
         .as_array()
         .unwrap()
         .iter()
-        .map(|event| (event["decision"].as_str().unwrap().to_string(), event["reason"].as_str().unwrap().to_string()))
+        .map(|event| (event["decision"].as_str().unwrap(), event["reason"].as_str().unwrap()))
         .collect();
-    assert_eq!(summary[0].0, "observe");
-    assert_eq!(summary[1].0, "observe");
-    assert_eq!(summary[2], ("engage".to_string(), "mention".to_string()));
-    assert!(!summary[0].1.is_empty(), "an unanswered message always says why");
-
-    // A reply to the bot's message engages; Bo's reply to Ada's message does not.
-    let bot_message_id = 501; // the fake Telegram numbers sent messages from 501
-    let to_ada = env.telegram_update(&group_reply_update(4, BO, "agreed", (10, ADA.0))).await;
-    assert_eq!(to_ada.json::<Value>().await.unwrap()["decision"], "observe");
-    env.llm.reply("It was the database migration.");
-    let to_bot = env.telegram_update(&group_reply_update(5, BO, "why did it fail?", (bot_message_id, 4242))).await;
-    let decision: Value = to_bot.json().await.unwrap();
     assert_eq!(
-        (decision["decision"].as_str(), decision["reason"].as_str()),
-        (Some("engage"), Some("reply to the bot"))
+        summary,
+        vec![
+            ("engage", "mention"),
+            ("observe", "not addressed"),
+            ("observe", "not addressed"),
+            ("engage", "mention"),
+            ("observe", "not addressed"),
+            ("engage", "reply to the bot"),
+        ],
+        "every inbound is recorded with its decision and why"
     );
-    env.wait_for_sent(2).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
