@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use edgebot::channel::participants::MembershipCount;
 use edgebot::channel::state::{ChannelSettings, ChannelState};
 use edgebot::config::Config;
-use edgebot::inbound::{Author, InboundEvent, ReplyAddress};
+use edgebot::inbound::{Author, InboundEvent};
 use harness::{group_update, TestEnv};
 
 const REQUESTS: usize = 400;
@@ -80,22 +80,9 @@ fn pure_channel_cost() {
     let messages = 20_000;
     let started = Instant::now();
     for index in 0..messages {
-        let event = InboundEvent {
-            conversation_key: "telegram:-1".into(),
-            delivery_id: index.to_string(),
-            message_id: index.to_string(),
-            author: Author { id: (index % 7).to_string(), name: format!("user {}", index % 7), is_bot: false },
-            text: "a message of ordinary length in a busy group, not addressed to the bot".into(),
-            is_dm: false,
-            is_bot_mention: false,
-            mentions_others: false,
-            reply_to_bot_message_id: None,
-            reply_to_other_message_id: None,
-            thread: None,
-            attachments: vec![],
-            timestamp_ms: 0,
-            reply_address: ReplyAddress::Telegram { chat_id: -1, topic_id: None },
-        };
+        let author = Author { id: (index % 7).to_string(), name: format!("user {}", index % 7), is_bot: false };
+        let text = "a message of ordinary length in a busy group, not addressed to the bot";
+        let event = InboundEvent::plain_text(-1, &index.to_string(), author, text);
         state.receive(&event, settings, 1_000 + index as i64);
         for (name, version, _) in state.changed_slots(&saved).expect("checkpoint") {
             saved.insert(name.to_string(), version);

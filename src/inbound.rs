@@ -57,3 +57,26 @@ pub struct Attachment {
     pub kind: String,
     pub platform_file_id: String,
 }
+
+impl InboundEvent {
+    /// A plain text message in a Telegram chat, with no mention, reply, thread
+    /// or file: the base that tests and benchmarks adjust field by field.
+    pub fn plain_text(chat_id: i64, delivery_id: &str, author: Author, text: &str) -> Self {
+        InboundEvent {
+            conversation_key: format!("telegram:{chat_id}"),
+            delivery_id: delivery_id.to_string(),
+            message_id: delivery_id.to_string(),
+            author,
+            text: text.to_string(),
+            is_dm: false,
+            is_bot_mention: false,
+            mentions_others: false,
+            reply_to_bot_message_id: None,
+            reply_to_other_message_id: None,
+            thread: None,
+            attachments: Vec::new(),
+            timestamp_ms: 0,
+            reply_address: ReplyAddress::Telegram { chat_id, topic_id: None },
+        }
+    }
+}

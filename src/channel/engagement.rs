@@ -188,27 +188,13 @@ pub fn decide(input: &EngagementInput<'_>) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inbound::{Author, ReplyAddress};
+    use crate::inbound::Author;
 
     const NOW: i64 = 10_000_000;
 
     fn event(author: &str, text: &str) -> InboundEvent {
-        InboundEvent {
-            conversation_key: "telegram:-1".into(),
-            delivery_id: "1".into(),
-            message_id: "1".into(),
-            author: Author { id: author.into(), name: author.into(), is_bot: author.ends_with("bot") },
-            text: text.into(),
-            is_dm: false,
-            is_bot_mention: false,
-            mentions_others: false,
-            reply_to_bot_message_id: None,
-            reply_to_other_message_id: None,
-            thread: None,
-            attachments: vec![],
-            timestamp_ms: NOW,
-            reply_address: ReplyAddress::Telegram { chat_id: -1, topic_id: None },
-        }
+        let author = Author { id: author.into(), name: author.into(), is_bot: author.ends_with("bot") };
+        InboundEvent::plain_text(-1, "1", author, text)
     }
 
     /// A room with these speakers (names ending in "bot" are bots).

@@ -131,6 +131,27 @@ fn cut(text: &str, limit: usize) -> String {
     }
 }
 
+/// Calls `$callback!` with the name of every slot: the one list that
+/// checkpointing and restoring share.
+macro_rules! with_slots {
+    ($callback:ident) => {
+        $callback!(
+            participants,
+            sticky,
+            membership,
+            context_buffer,
+            prompt_queue,
+            loop_guard,
+            multi_human_group,
+            bot_sends,
+            turns_started,
+            current_turn,
+            token_usage,
+            versions_seen
+        )
+    };
+}
+
 impl ChannelState {
     /// The slots whose version differs from `saved` (name → version already
     /// persisted), with their checkpoint form: only these need writing.
@@ -147,20 +168,7 @@ impl ChannelState {
                 }
             )*};
         }
-        collect!(
-            participants,
-            sticky,
-            membership,
-            context_buffer,
-            prompt_queue,
-            loop_guard,
-            multi_human_group,
-            bot_sends,
-            turns_started,
-            current_turn,
-            token_usage,
-            versions_seen
-        );
+        with_slots!(collect);
         Ok(changed)
     }
 
@@ -181,20 +189,7 @@ impl ChannelState {
                     }
                 };
             }
-            restore!(
-                participants,
-                sticky,
-                membership,
-                context_buffer,
-                prompt_queue,
-                loop_guard,
-                multi_human_group,
-                bot_sends,
-                turns_started,
-                current_turn,
-                token_usage,
-                versions_seen
-            );
+            with_slots!(restore);
         }
         state
     }
@@ -351,7 +346,7 @@ pub struct TurnResult {
 mod tests {
     use super::*;
     use crate::channel::engagement::Reason;
-    use crate::inbound::{Author, ReplyAddress};
+    use crate::inbound::Author;
 
     fn settings() -> ChannelSettings {
         ChannelSettings {
@@ -365,22 +360,8 @@ mod tests {
     }
 
     fn message(delivery: u32, author: &str, text: &str) -> InboundEvent {
-        InboundEvent {
-            conversation_key: "telegram:-5".into(),
-            delivery_id: delivery.to_string(),
-            message_id: delivery.to_string(),
-            author: Author { id: author.into(), name: author.into(), is_bot: author.ends_with("bot") },
-            text: text.into(),
-            is_dm: false,
-            is_bot_mention: false,
-            mentions_others: false,
-            reply_to_bot_message_id: None,
-            reply_to_other_message_id: None,
-            thread: None,
-            attachments: vec![],
-            timestamp_ms: 0,
-            reply_address: ReplyAddress::Telegram { chat_id: -5, topic_id: None },
-        }
+        let author = Author { id: author.into(), name: author.into(), is_bot: author.ends_with("bot") };
+        InboundEvent::plain_text(-5, &delivery.to_string(), author, text)
     }
 
     fn mention(delivery: u32, author: &str, text: &str) -> InboundEvent {

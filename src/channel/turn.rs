@@ -220,7 +220,7 @@ mod tests {
     use std::collections::VecDeque;
 
     use super::*;
-    use crate::inbound::{Author, ReplyAddress};
+    use crate::inbound::Author;
     use crate::llm::ToolCall;
 
     struct ScriptedModel {
@@ -266,22 +266,8 @@ mod tests {
     }
 
     fn event(text: &str) -> InboundEvent {
-        InboundEvent {
-            conversation_key: "telegram:1".into(),
-            delivery_id: "1".into(),
-            message_id: "1".into(),
-            author: Author { id: "7".into(), name: "Ada".into(), is_bot: false },
-            text: text.into(),
-            is_dm: true,
-            is_bot_mention: false,
-            mentions_others: false,
-            reply_to_bot_message_id: None,
-            reply_to_other_message_id: None,
-            thread: None,
-            attachments: vec![],
-            timestamp_ms: 0,
-            reply_address: ReplyAddress::Telegram { chat_id: 1, topic_id: None },
-        }
+        let ada = Author { id: "7".into(), name: "Ada".into(), is_bot: false };
+        InboundEvent { is_dm: true, ..InboundEvent::plain_text(1, "1", ada, text) }
     }
 
     #[test]
