@@ -15,7 +15,7 @@ WORKER := build/index_bg.wasm
 SOURCES := Cargo.toml Cargo.lock $(shell find src durable_objects prompts -type f 2>/dev/null)
 PORT ?= 8787
 
-.PHONY: setup build dev test test-unit test-integration lint bench clean
+.PHONY: setup build dev test lint bench clean discord-commands
 
 setup:
 	@scripts/setup.sh
@@ -47,3 +47,7 @@ clean:
 
 bench: build
 	cargo bench --bench webhook
+
+# Registers /ask and the "Ask edgebot" message command with Discord.
+discord-commands:
+	scripts/register-discord-commands.sh

@@ -61,6 +61,7 @@ impl DurableObject for ChannelObject {
         match (request.method(), request.path().as_str()) {
             (Method::Post, "/inbound") => self.receive(request).await,
             (Method::Get, "/events") => Response::from_json(&inbox::events(&self.state.storage().sql())?),
+            (Method::Get, "/outbox") => Response::from_json(&outbox::recent(&self.state.storage().sql(), 200)?),
             _ => Response::error("not found", 404),
         }
     }

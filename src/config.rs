@@ -7,6 +7,8 @@ use crate::channel::sticky::DEFAULT_STICKY_WINDOW_MS;
 use crate::llm::RetryPolicy;
 
 pub const DEFAULT_TELEGRAM_API_BASE: &str = "https://api.telegram.org";
+pub const DEFAULT_SLACK_API_BASE: &str = "https://slack.com/api";
+pub const DEFAULT_DISCORD_API_BASE: &str = "https://discord.com/api/v10";
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_CHANNEL_MODEL: &str = "openai/gpt-4o-mini";
 pub const DEFAULT_BOT_NAME: &str = "edgebot";
@@ -30,6 +32,15 @@ pub struct Config {
     pub telegram_bot_username: String,
     pub telegram_webhook_secret: String,
     pub telegram_api_base: String,
+    pub slack_signing_secret: String,
+    pub slack_bot_token: String,
+    /// The bot's own user id (`U…`); event payloads usually carry it too.
+    pub slack_bot_user_id: String,
+    pub slack_api_base: String,
+    pub discord_public_key: String,
+    pub discord_application_id: String,
+    pub discord_bot_token: String,
+    pub discord_api_base: String,
     pub openai_base_url: String,
     pub openai_api_key: String,
     pub channel_model: String,
@@ -61,6 +72,14 @@ impl Config {
             telegram_bot_username: text("TELEGRAM_BOT_USERNAME", &bot_name),
             telegram_webhook_secret: text("TELEGRAM_WEBHOOK_SECRET", ""),
             telegram_api_base: text("TELEGRAM_API_BASE", DEFAULT_TELEGRAM_API_BASE).trim_end_matches('/').to_string(),
+            slack_signing_secret: text("SLACK_SIGNING_SECRET", ""),
+            slack_bot_token: text("SLACK_BOT_TOKEN", ""),
+            slack_bot_user_id: text("SLACK_BOT_USER_ID", ""),
+            slack_api_base: text("SLACK_API_BASE", DEFAULT_SLACK_API_BASE).trim_end_matches('/').to_string(),
+            discord_public_key: text("DISCORD_PUBLIC_KEY", ""),
+            discord_application_id: text("DISCORD_APPLICATION_ID", ""),
+            discord_bot_token: text("DISCORD_BOT_TOKEN", ""),
+            discord_api_base: text("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).trim_end_matches('/').to_string(),
             openai_base_url: text("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
             openai_api_key: text("OPENAI_API_KEY", ""),
             channel_model: text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL),

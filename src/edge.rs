@@ -4,10 +4,13 @@
 
 mod admin;
 pub mod config;
+pub mod discord;
 pub mod history;
 pub mod http;
 pub mod model;
+pub mod outbound;
 mod router;
+pub mod slack;
 pub mod telegram;
 mod webhooks;
 

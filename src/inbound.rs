@@ -20,6 +20,15 @@ pub enum ReplyAddress {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         topic_id: Option<i64>,
     },
+    Slack {
+        channel: String,
+        /// The thread the conversation lives in; replies go there.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thread_ts: Option<String>,
+    },
+    /// A Discord interaction, answered through its webhook: the first piece
+    /// edits the deferred response, later pieces are follow-ups.
+    Discord { application_id: String, interaction_token: String, channel_id: String },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the
@@ -36,6 +45,9 @@ pub struct InboundEvent {
     pub author: Author,
     pub text: String,
     pub is_dm: bool,
+    /// A slash or context command: always addressed to the bot.
+    #[serde(default)]
+    pub is_command: bool,
     pub is_bot_mention: bool,
     pub mentions_others: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,6 +81,7 @@ impl InboundEvent {
             author,
             text: text.to_string(),
             is_dm: false,
+            is_command: false,
             is_bot_mention: false,
             mentions_others: false,
             reply_to_bot_message_id: None,

@@ -2,6 +2,8 @@
 //! platform's payloads into [`crate::inbound::InboundEvent`]s and replies into
 //! the platform's API calls.
 
+pub mod discord;
+pub mod slack;
 pub mod telegram;
 
 /// Splits a reply into pieces of at most `limit` characters, preferring to break

@@ -10,6 +10,7 @@ use serde::Serialize;
 const TEMPLATES: &[(&str, &str)] = &[
     ("channel_system", include_str!("../prompts/channel_system.md.j2")),
     ("channel_turn", include_str!("../prompts/channel_turn.md.j2")),
+    ("command_ack", include_str!("../prompts/command_ack.md")),
     ("history_message", include_str!("../prompts/history_message.md.j2")),
     ("model_failure", include_str!("../prompts/model_failure.md.j2")),
     ("notices/group_nudge", include_str!("../prompts/notices/group_nudge.md")),

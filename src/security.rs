@@ -15,6 +15,23 @@ pub fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
     difference == 0
 }
 
+/// How far a signed request's timestamp may be from now (Slack's documented window).
+pub const REPLAY_WINDOW_SECS: i64 = 5 * 60;
+
+/// Whether a signed request's timestamp (Unix seconds, as text) is recent
+/// enough to accept: an older one may be a replay.
+pub fn is_fresh(timestamp: &str, now_secs: i64) -> bool {
+    timestamp.trim().parse::<i64>().is_ok_and(|sent| (now_secs - sent).abs() <= REPLAY_WINDOW_SECS)
+}
+
+/// Decodes lowercase or uppercase hex; None on any other character or odd length.
+pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|index| u8::from_str_radix(text.get(index..index + 2)?, 16).ok()).collect()
+}
+
 /// Checks an `Authorization: Bearer <token>` header against the configured token.
 /// An unset or empty token rejects everything: the admin API fails closed.
 pub fn bearer_matches(header: Option<&str>, expected_token: &str) -> bool {
@@ -38,6 +55,21 @@ mod tests {
         assert!(!constant_time_eq(b"secret", b"secret2"));
         assert!(!constant_time_eq(b"", b"x"));
         assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn timestamps_outside_five_minutes_are_stale() {
+        assert!(is_fresh("1000", 1000 + REPLAY_WINDOW_SECS));
+        assert!(is_fresh("1000", 1000 - REPLAY_WINDOW_SECS));
+        assert!(!is_fresh("1000", 1001 + REPLAY_WINDOW_SECS));
+        assert!(!is_fresh("soon", 1000));
+    }
+
+    #[test]
+    fn hex_decodes_or_refuses() {
+        assert_eq!(decode_hex("00ff7A"), Some(vec![0, 255, 122]));
+        assert_eq!(decode_hex("abc"), None);
+        assert_eq!(decode_hex("zz"), None);
     }
 
     #[test]

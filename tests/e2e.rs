@@ -4,6 +4,9 @@
 //!
 //! Run through `make test`, which builds the Worker and puts Node 22 on PATH.
 
+mod discord;
 mod harness;
+mod outbound;
+mod slack;
 mod telegram_dm;
 mod telegram_group;

@@ -1,10 +1,10 @@
 //! Shared test harness: fake outside services and the Worker under test.
 
 // Explicit paths, so the bench can include this harness too.
+#[path = "harness/fake_api.rs"]
+pub mod fake_api;
 #[path = "harness/fake_llm.rs"]
 pub mod fake_llm;
-#[path = "harness/fake_telegram.rs"]
-pub mod fake_telegram;
 #[path = "harness/server.rs"]
 mod server;
 #[path = "harness/worker.rs"]
@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+pub use fake_api::{FakeApi, Flavor};
 pub use fake_llm::{FakeLlm, Scripted};
-pub use fake_telegram::FakeTelegram;
 pub use worker::Worker;
 
 pub const TELEGRAM_SECRET: &str = "test-webhook-secret";
@@ -46,7 +46,9 @@ where
 /// One test's world: the fakes and a Worker pointed at them.
 pub struct TestEnv {
     pub llm: FakeLlm,
-    pub telegram: FakeTelegram,
+    pub telegram: FakeApi,
+    pub slack: FakeApi,
+    pub discord: FakeApi,
     pub worker: Worker,
     pub client: reqwest::Client,
     vars: Vec<(String, String)>,
@@ -62,7 +64,9 @@ impl TestEnv {
     /// Starts with extra vars (or overrides of the defaults below).
     pub async fn start_with(extra_vars: &[(&str, &str)]) -> Self {
         let llm = FakeLlm::start().await;
-        let telegram = FakeTelegram::start().await;
+        let telegram = FakeApi::start(Flavor::Telegram).await;
+        let slack = FakeApi::start(Flavor::Slack).await;
+        let discord = FakeApi::start(Flavor::Discord).await;
         let mut vars: Vec<(String, String)> = [
             ("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN.to_string()),
             ("TELEGRAM_BOT_USERNAME", "edge_bot".into()),
@@ -74,6 +78,13 @@ impl TestEnv {
             ("ADMIN_TOKEN", ADMIN_TOKEN.into()),
             ("LLM_TIMEOUT_MS", "1500".into()),
             ("LLM_BACKOFF_MS", "50".into()),
+            ("SLACK_SIGNING_SECRET", SLACK_SECRET.into()),
+            ("SLACK_BOT_TOKEN", "xoxb-test".into()),
+            ("SLACK_BOT_USER_ID", SLACK_BOT_USER.into()),
+            ("SLACK_API_BASE", format!("{}/api", slack.base_url)),
+            ("DISCORD_PUBLIC_KEY", discord_public_key()),
+            ("DISCORD_APPLICATION_ID", DISCORD_APPLICATION.into()),
+            ("DISCORD_API_BASE", format!("{}/api/v10", discord.base_url)),
         ]
         .into_iter()
         .map(|(name, value)| (name.to_string(), value))
@@ -84,7 +95,7 @@ impl TestEnv {
         }
         let state = tempfile::TempDir::new().expect("state dir");
         let worker = Worker::start(&vars, state.path()).await;
-        TestEnv { llm, telegram, worker, client: reqwest::Client::new(), vars, state }
+        TestEnv { llm, telegram, slack, discord, worker, client: reqwest::Client::new(), vars, state }
     }
 
     /// Kills the Worker at once (as a crash would) and starts a new one on the
@@ -110,6 +121,27 @@ impl TestEnv {
             request = request.header("X-Telegram-Bot-Api-Secret-Token", secret);
         }
         request.send().await.expect("webhook request")
+    }
+
+    /// POSTs a body to a webhook path with these headers.
+    pub async fn post(&self, path: &str, headers: &[(&str, String)], body: Vec<u8>) -> reqwest::Response {
+        let mut request = self.client.post(format!("{}{path}", self.worker.base_url)).body(body);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        request.send().await.expect("webhook request")
+    }
+
+    /// POSTs a Slack Events API body, signed now.
+    pub async fn slack_event(&self, body: &Value) -> reqwest::Response {
+        let body = body.to_string().into_bytes();
+        self.post("/webhooks/slack", &slack_headers(&body, now_secs(), "application/json"), body).await
+    }
+
+    /// POSTs a Discord interaction, signed now.
+    pub async fn discord_interaction(&self, body: &Value) -> reqwest::Response {
+        let body = body.to_string().into_bytes();
+        self.post("/webhooks/discord", &discord_headers(&body, now_secs()), body).await
     }
 
     /// GETs an admin API path with the admin token and returns its JSON.
@@ -211,4 +243,65 @@ pub fn group_reply_update(update_id: i64, author: (i64, &str, bool), text: &str,
         "chat": { "id": GROUP_CHAT, "type": "supergroup" }
     });
     update
+}
+
+pub const SLACK_SECRET: &str = "test-slack-signing-secret";
+pub const SLACK_BOT_USER: &str = "UEDGEBOT";
+pub const DISCORD_APPLICATION: &str = "775799577604522054";
+
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64
+}
+
+/// Headers of a Slack request signed with the test secret at `timestamp`.
+pub fn slack_headers(body: &[u8], timestamp: i64, content_type: &str) -> Vec<(&'static str, String)> {
+    let timestamp = timestamp.to_string();
+    vec![
+        ("content-type", content_type.to_string()),
+        ("X-Slack-Request-Timestamp", timestamp.clone()),
+        ("X-Slack-Signature", edgebot::platforms::slack::sign(body, &timestamp, SLACK_SECRET)),
+    ]
+}
+
+fn discord_keys() -> ed25519_compact::KeyPair {
+    ed25519_compact::KeyPair::from_seed(ed25519_compact::Seed::new([42; 32]))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+pub fn discord_public_key() -> String {
+    hex(discord_keys().pk.as_ref())
+}
+
+/// Headers of a Discord interaction signed with the test key at `timestamp`.
+pub fn discord_headers(body: &[u8], timestamp: i64) -> Vec<(&'static str, String)> {
+    let timestamp = timestamp.to_string();
+    let signed = [timestamp.as_bytes(), body].concat();
+    vec![
+        ("content-type", "application/json".to_string()),
+        ("X-Signature-Timestamp", timestamp),
+        ("X-Signature-Ed25519", hex(discord_keys().sk.sign(signed, None).as_ref())),
+    ]
+}
+
+/// A Slack `event_callback` around `event`.
+pub fn slack_callback(event_id: &str, event: Value) -> Value {
+    json!({
+        "token": "unused", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+        "event_id": event_id, "event_time": 1_795_000_000,
+        "authorizations": [{"team_id": "T1", "user_id": SLACK_BOT_USER, "is_bot": true}],
+        "event": event
+    })
+}
+
+/// A Discord `/ask` interaction in a guild channel.
+pub fn discord_ask(interaction_id: &str, text: &str) -> Value {
+    json!({
+        "id": interaction_id, "application_id": DISCORD_APPLICATION, "type": 2, "token": format!("token-{interaction_id}"),
+        "guild_id": "G1", "channel_id": "C1", "version": 1,
+        "member": {"user": {"id": "U1", "username": "ada", "global_name": "Ada", "bot": false}},
+        "data": {"id": "cmd1", "name": "ask", "type": 1, "options": [{"name": "text", "type": 3, "value": text}]}
+    })
 }

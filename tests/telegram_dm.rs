@@ -29,7 +29,7 @@ async fn a_dm_gets_the_models_reply() {
     let sent = env.wait_for_sent(1).await;
     assert_eq!(sent[0]["chat_id"], 77);
     assert_eq!(sent[0]["text"], "Hello Ada, nice to meet you!");
-    assert!(env.telegram.tokens_used().iter().all(|bot| bot == "bot4242:test-token"));
+    assert!(env.telegram.requests().iter().all(|call| call.path.starts_with("/bot4242:test-token/")));
 
     let requests = env.llm.requests();
     assert_eq!(requests.len(), 1);

@@ -91,8 +91,11 @@ async fn watched_messages_come_back_as_recent_context_when_the_bot_is_addressed(
 #[tokio::test(flavor = "multi_thread")]
 async fn a_peer_bot_ping_pong_ends_with_the_guard_notice_and_no_reply() {
     let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "100")]).await;
-    env.telegram_update(&group_update(1, ADA, "hi all", false)).await;
-    env.telegram_update(&group_update(2, BO, "hello", false)).await;
+    // Two humans talking to each other (replies to each other are observed): a busy group.
+    for (update, author, parent) in [(1, ADA, (5, BO.0)), (2, BO, (10, ADA.0))] {
+        let response = env.telegram_update(&group_reply_update(update, author, "hi", parent)).await;
+        assert_eq!(response.json::<Value>().await.unwrap()["decision"], "observe");
+    }
 
     for round in 1..=5usize {
         if round < 5 {

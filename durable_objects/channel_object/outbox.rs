@@ -1,7 +1,7 @@
 //! The outbox: every piece of text the channel means to send, written before
 //! it is sent, so a retried or resumed turn sends each piece at most once.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorage, SqlStorageValue};
 
 pub const SCHEMA: &str = "
@@ -21,14 +21,17 @@ CREATE INDEX IF NOT EXISTS outbox_by_turn ON outbox (turn, piece);
 ";
 
 /// One piece to send (or already sent) for a turn.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Entry {
     pub id: String,
+    pub turn: i64,
+    pub piece: i64,
     pub text: String,
     pub reply_to: Option<String>,
     pub status: String,
     pub attempts: i64,
     pub platform_message_id: Option<String>,
+    pub last_error: Option<String>,
 }
 
 /// Records the turn's pieces (idempotently: a piece already recorded stays as it is).
@@ -60,7 +63,7 @@ fn insert(sql: &SqlStorage, turn: i64, piece: i64, text: &str, reply_to: Option<
 /// The turn's pieces in order.
 pub fn entries(sql: &SqlStorage, turn: i64) -> Result<Vec<Entry>> {
     sql.exec(
-        "SELECT id, text, reply_to, status, attempts, platform_message_id FROM outbox \
+        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error FROM outbox \
          WHERE turn = ? ORDER BY piece",
         vec![SqlStorageValue::from(turn)],
     )?
@@ -82,4 +85,14 @@ pub fn mark_attempt_failed(sql: &SqlStorage, id: &str, error: &str, give_up: boo
         vec![status.into(), error.into(), id.into()],
     )?;
     Ok(())
+}
+
+/// The most recent pieces, newest first (admin API): failed sends show here.
+pub fn recent(sql: &SqlStorage, limit: i64) -> Result<Vec<Entry>> {
+    sql.exec(
+        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error FROM outbox \
+         ORDER BY turn DESC, piece DESC LIMIT ?",
+        vec![SqlStorageValue::from(limit)],
+    )?
+    .to_array()
 }

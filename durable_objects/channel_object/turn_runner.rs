@@ -6,7 +6,6 @@
 use worker::{D1Database, Result, SqlStorage};
 
 use super::{inbox, outbox, ChannelObject};
-use crate::channel::participants::MembershipCount;
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, HistoryRole, TurnContext};
 use crate::config::Config;
@@ -14,9 +13,9 @@ use crate::edge::config::DATABASE_BINDING;
 use crate::edge::history::{self, StoredMessage};
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::model::HttpModel;
-use crate::edge::telegram;
-use crate::inbound::{InboundEvent, ReplyAddress};
-use crate::platforms::{split_message, telegram::MESSAGE_LIMIT};
+use crate::edge::outbound::{self, Messenger, Piece, Platform};
+use crate::inbound::InboundEvent;
+use crate::platforms::split_message;
 use crate::prompt;
 use crate::time::format_utc;
 
@@ -41,37 +40,62 @@ pub async fn run(object: &ChannelObject) -> Result<()> {
         let Some(turn) = object.step(|channel| channel.begin_turn())? else {
             return Ok(());
         };
-        run_one(object, &sql, &database, &turn).await?;
+        if let Some(resume_at) = run_one(object, &sql, &database, &turn).await? {
+            // Rate limited: the same turn resumes then; later turns wait behind it.
+            object.step(|channel| channel.defer_turn(resume_at))?;
+            return object.state.storage().set_alarm((resume_at - now_ms()).max(0)).await;
+        }
     }
     // More turns are waiting: continue in a new alarm rather than run long.
     object.state.storage().set_alarm(0).await
 }
 
-async fn run_one(object: &ChannelObject, sql: &SqlStorage, database: &D1Database, turn: &TurnSnapshot) -> Result<()> {
+/// Runs one turn to its end, or until a rate limit says to come back later
+/// (then returns when).
+async fn run_one(
+    object: &ChannelObject,
+    sql: &SqlStorage,
+    database: &D1Database,
+    turn: &TurnSnapshot,
+) -> Result<Option<i64>> {
     let config = &object.config;
     let Some(last) = turn.messages.last().map(|message| &message.event) else {
-        return object.step(|channel| channel.finish_turn(&TurnResult::default(), &config.channel, now_ms()));
+        object.step(|channel| channel.finish_turn(&TurnResult::default(), &config.channel, now_ms()))?;
+        return Ok(None);
     };
+    let platform = outbound::for_address(config, &last.reply_address);
     if turn.result.is_none() {
-        refresh_membership(object, last).await?;
-        let (texts, result) = think(config, database, turn).await?;
-        let pieces: Vec<String> = texts.iter().flat_map(|text| split_message(text, MESSAGE_LIMIT)).collect();
+        platform.show_working(last).await;
+        refresh_membership(object, &platform, last).await?;
+        let (texts, result) = think(config, database, turn, platform.name()).await?;
+        let pieces: Vec<String> = texts.iter().flat_map(|text| split_message(text, platform.message_limit())).collect();
         // In a group, quote the message being answered; a DM needs no quote.
-        let reply_to = (!last.is_dm).then_some(last.message_id.as_str());
+        let reply_to = (!last.is_dm && !last.is_command).then_some(last.message_id.as_str());
         outbox::enqueue(sql, turn.id as i64, &pieces, reply_to, now_ms())?;
         object.step(|channel| channel.record_turn_result(result))?;
     }
-    let sent = deliver(config, sql, last, turn.id as i64).await?;
+    let sent = match deliver(config, &platform, sql, last, turn.id as i64).await? {
+        Delivery::Done(sent) => sent,
+        // The turn is not over: the working signal stays until it is.
+        Delivery::RateLimited { resume_at } => return Ok(Some(resume_at)),
+    };
+    platform.clear_working(last).await;
     history::record(database, &sent).await?;
     let handled: Vec<String> = turn.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
     inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
     let result = TurnResult { sent_messages: sent.len() as u64, ..object.channel.borrow().current_result() };
-    object.step(|channel| channel.finish_turn(&result, &config.channel, now_ms()))
+    object.step(|channel| channel.finish_turn(&result, &config.channel, now_ms()))?;
+    Ok(None)
 }
 
 /// Asks the model; returns the texts to send and what the turn decided. A
 /// model that keeps failing yields the friendly failure message, never silence.
-async fn think(config: &Config, database: &D1Database, turn: &TurnSnapshot) -> Result<(Vec<String>, TurnResult)> {
+async fn think(
+    config: &Config,
+    database: &D1Database,
+    turn: &TurnSnapshot,
+    platform: &str,
+) -> Result<(Vec<String>, TurnResult)> {
     let stored: Vec<StoredMessage> =
         turn.messages.iter().map(|message| StoredMessage::inbound(&message.event, message.received_at_ms)).collect();
     let conversation_key = &turn.messages[0].event.conversation_key;
@@ -79,7 +103,7 @@ async fn think(config: &Config, database: &D1Database, turn: &TurnSnapshot) -> R
     let current: Vec<InboundEvent> = turn.messages.iter().map(|message| message.event.clone()).collect();
     let context = TurnContext {
         bot_name: &config.bot_name,
-        platform: "Telegram",
+        platform,
         now_utc: format_utc(now_ms()),
         history: &earlier,
         context: &turn.context,
@@ -118,31 +142,49 @@ async fn think(config: &Config, database: &D1Database, turn: &TurnSnapshot) -> R
 }
 
 /// Re-reads the group's member count when the cached one is not fresh.
-async fn refresh_membership(object: &ChannelObject, event: &InboundEvent) -> Result<()> {
+async fn refresh_membership(object: &ChannelObject, platform: &Platform<'_>, event: &InboundEvent) -> Result<()> {
     let now = now_ms();
-    let fresh = object.channel.borrow().membership.get().is_some_and(|read| read.is_fresh_and_complete(now));
+    let (fresh, peer_bots) = {
+        let channel = object.channel.borrow();
+        let fresh = channel.membership.get().is_some_and(|read| read.is_fresh_and_complete(now));
+        (fresh, channel.participants.get().peer_bot_names().count())
+    };
     if event.is_dm || fresh {
         return Ok(());
     }
-    let ReplyAddress::Telegram { chat_id, .. } = event.reply_address;
-    let Some(members) = telegram::member_count(&object.config, chat_id).await else {
-        return Ok(());
-    };
-    object.step(|channel| {
-        let peer_bots = channel.participants.get().peer_bot_names().count();
-        // The count includes this bot and every peer bot; neither is human.
-        let humans = members.saturating_sub(1 + peer_bots);
-        channel.membership.update([MembershipCount { humans, truncated: false, fetched_at_ms: now }]);
-    })
+    match platform.member_count(event, peer_bots, now).await {
+        Some(read) => object.step(|channel| {
+            channel.membership.update([read]);
+        }),
+        None => Ok(()),
+    }
 }
 
-/// Sends the turn's unsent pieces; returns every piece sent so far, as history.
-async fn deliver(config: &Config, sql: &SqlStorage, event: &InboundEvent, turn: i64) -> Result<Vec<StoredMessage>> {
+/// How a turn's delivery ended.
+enum Delivery {
+    /// Every piece was sent or has failed for good: these were sent.
+    Done(Vec<StoredMessage>),
+    /// The platform asked to wait: resume the turn at this time.
+    RateLimited { resume_at: i64 },
+}
+
+/// Sends the turn's unsent pieces in order; returns every piece sent so far, as history.
+async fn deliver(
+    config: &Config,
+    platform: &Platform<'_>,
+    sql: &SqlStorage,
+    event: &InboundEvent,
+    turn: i64,
+) -> Result<Delivery> {
     let mut sent = Vec::new();
     for entry in outbox::entries(sql, turn)? {
         let platform_message_id = match entry.status.as_str() {
             "sent" => entry.platform_message_id.clone(),
-            "pending" => send_with_retries(config, sql, event, &entry).await?,
+            "pending" => match send_with_retries(config, platform, sql, event, &entry).await? {
+                Sending::Sent(id) => Some(id),
+                Sending::Failed => None,
+                Sending::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
+            },
             _ => None,
         };
         if let Some(platform_message_id) = platform_message_id {
@@ -158,21 +200,31 @@ async fn deliver(config: &Config, sql: &SqlStorage, event: &InboundEvent, turn: 
             });
         }
     }
-    Ok(sent)
+    Ok(Delivery::Done(sent))
+}
+
+enum Sending {
+    Sent(String),
+    /// Given up after bounded attempts; recorded in the outbox for the admin API.
+    Failed,
+    /// Rate limited: try again at this time (from the alarm, not by waiting here).
+    RetryAt(i64),
 }
 
 async fn send_with_retries(
     config: &Config,
+    platform: &Platform<'_>,
     sql: &SqlStorage,
     event: &InboundEvent,
     entry: &outbox::Entry,
-) -> Result<Option<String>> {
+) -> Result<Sending> {
     let mut attempts = entry.attempts.max(0) as u32;
+    let piece = Piece { index: entry.piece.max(0) as usize, text: &entry.text, reply_to: entry.reply_to.as_deref() };
     loop {
-        match telegram::send_text(config, &event.reply_address, &entry.text, entry.reply_to.as_deref()).await {
+        match platform.send(&event.reply_address, &piece).await {
             Ok(message_id) => {
                 outbox::mark_sent(sql, &entry.id, &message_id)?;
-                return Ok(Some(message_id));
+                return Ok(Sending::Sent(message_id));
             }
             Err(failure) => {
                 attempts += 1;
@@ -180,7 +232,10 @@ async fn send_with_retries(
                 worker::console_warn!("send of {} failed (attempt {attempts}): {}", entry.id, failure.message);
                 outbox::mark_attempt_failed(sql, &entry.id, &failure.message, give_up)?;
                 if give_up {
-                    return Ok(None);
+                    return Ok(Sending::Failed);
+                }
+                if let Some(wait) = failure.retry_after_ms {
+                    return Ok(Sending::RetryAt(now_ms() + wait as i64));
                 }
                 sleep_ms(SEND_BACKOFF_MS).await;
             }

@@ -54,6 +54,7 @@ pub struct EngagementInput<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
+    Command,
     Dm,
     Mention,
     ReplyToBot,
@@ -71,6 +72,7 @@ pub enum Reason {
 impl Reason {
     pub fn as_str(self) -> &'static str {
         match self {
+            Reason::Command => "command",
             Reason::Dm => "dm",
             Reason::Mention => "mention",
             Reason::ReplyToBot => "reply to the bot",
@@ -141,7 +143,10 @@ pub fn decide(input: &EngagementInput<'_>) -> Decision {
     let multi_human_group = !event.is_dm && humans > 1;
     let decision = |engages, reason| Decision { engages, reason, consumes_credit: false, multi_human_group };
 
-    // 1. Explicit triggers.
+    // 1. Explicit triggers. A command is addressed to the bot by construction.
+    if event.is_command {
+        return decision(true, Reason::Command);
+    }
     if input.triggers.dm && event.is_dm {
         return decision(true, Reason::Dm);
     }
@@ -270,6 +275,12 @@ mod tests {
         let busy: &[&str] = &["ada", "bo", "cy"];
         let fresh_solo = MembershipCount { humans: 1, truncated: false, fetched_at_ms: NOW - 1_000 };
         let cases = vec![
+            case(
+                "a slash command always engages",
+                with(event("ada", "/ask x"), |e| e.is_command = true),
+                busy,
+                (true, Reason::Command),
+            ),
             case("dm engages", with(event("ada", "hi"), |e| e.is_dm = true), &["ada"], (true, Reason::Dm)),
             Case {
                 triggers: Triggers::parse("mention,reply"),

@@ -76,6 +76,9 @@ pub struct TurnSnapshot {
     /// Set once the model has answered, so a resumed turn does not lose it.
     #[serde(default)]
     pub result: Option<TurnResult>,
+    /// A rate-limited send: the turn resumes no earlier than this.
+    #[serde(default)]
+    pub not_before_ms: i64,
 }
 
 /// The channel's slots.
@@ -243,12 +246,13 @@ impl ChannelState {
     /// otherwise after the burst settles (debounce), but never later than the
     /// longest wait after its first message.
     pub fn wake_at(&self, settings: &ChannelSettings, now_ms: i64) -> Option<i64> {
-        if self.current_turn.get().is_some() {
-            return Some(now_ms);
+        if let Some(turn) = self.current_turn.get() {
+            return Some(turn.not_before_ms.max(now_ms));
         }
         let queued = self.prompt_queue.items();
         let first = queued.first()?;
-        if queued.iter().any(|message| message.event.is_dm) {
+        // DMs and commands (a user waiting on a deferred response) skip the debounce.
+        if queued.iter().any(|message| message.event.is_dm || message.event.is_command) {
             return Some(now_ms);
         }
         let last = queued.last().map_or(first.received_at_ms, |message| message.received_at_ms);
@@ -281,6 +285,7 @@ impl ChannelState {
             context: self.context_buffer.items().cloned().collect(),
             notice,
             result: None,
+            not_before_ms: 0,
         };
         self.current_turn.update([snapshot.clone()]);
         Some(snapshot)
@@ -290,6 +295,14 @@ impl ChannelState {
     pub fn record_turn_result(&mut self, result: TurnResult) {
         if let Some(snapshot) = self.current_turn.get() {
             let updated = TurnSnapshot { result: Some(result), ..snapshot.clone() };
+            self.current_turn.update([updated]);
+        }
+    }
+
+    /// Postpones the running turn (its sends were rate limited).
+    pub fn defer_turn(&mut self, until_ms: i64) {
+        if let Some(snapshot) = self.current_turn.get() {
+            let updated = TurnSnapshot { not_before_ms: until_ms, ..snapshot.clone() };
             self.current_turn.update([updated]);
         }
     }

@@ -24,10 +24,20 @@ fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
 /// Every inbound the channel received, with its decision and why.
 pub async fn channel_events(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env)?;
+    from_channel(env, key, "events").await
+}
+
+/// The channel's recent outgoing pieces, with attempts and the last error.
+pub async fn channel_outbox(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    from_channel(env, key, "outbox").await
+}
+
+async fn from_channel(env: &Env, key: &str, view: &str) -> Result<Response, ApiError> {
     let key = percent_decode(key);
     let stub =
         env.durable_object(CHANNEL_BINDING).and_then(|namespace| namespace.get_by_name(&key)).map_err(internal)?;
-    stub.fetch_with_str("https://channel/events").await.map_err(internal)
+    stub.fetch_with_str(&format!("https://channel/{view}")).await.map_err(internal)
 }
 
 /// The conversation's stored history, oldest first.

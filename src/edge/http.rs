@@ -5,10 +5,12 @@ use std::time::Duration;
 use futures_util::future::{select, Either};
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
 
-/// A finished exchange: the status and the whole body.
+/// A finished exchange: the status, the whole body, and a `Retry-After`
+/// header (seconds) when the server sent one.
 pub struct HttpAnswer {
     pub status: u16,
     pub body: Vec<u8>,
+    pub retry_after_secs: Option<f64>,
 }
 
 #[derive(Debug)]
@@ -25,13 +27,25 @@ pub async fn post_json(
     body: &serde_json::Value,
     timeout_ms: u64,
 ) -> Result<HttpAnswer, HttpFailure> {
-    let request = build_request(url, headers, body).map_err(|error| HttpFailure::Network(error.to_string()))?;
+    send_json(Method::Post, url, headers, body, timeout_ms).await
+}
+
+/// Sends a JSON body with any method and waits at most `timeout_ms`.
+pub async fn send_json(
+    method: Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+    timeout_ms: u64,
+) -> Result<HttpAnswer, HttpFailure> {
+    let request = build_request(method, url, headers, body).map_err(|error| HttpFailure::Network(error.to_string()))?;
     let controller = AbortController::default();
     let signal = controller.signal();
     let exchange = async move {
         let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
+        let retry_after_secs = response.headers().get("retry-after")?.and_then(|value| value.trim().parse().ok());
         let body = response.bytes().await?;
-        Ok::<_, worker::Error>(HttpAnswer { status: response.status_code(), body })
+        Ok::<_, worker::Error>(HttpAnswer { status: response.status_code(), body, retry_after_secs })
     };
     let deadline = Delay::from(Duration::from_millis(timeout_ms));
     match select(Box::pin(exchange), deadline).await {
@@ -44,14 +58,19 @@ pub async fn post_json(
     }
 }
 
-fn build_request(url: &str, headers: &[(&str, &str)], body: &serde_json::Value) -> worker::Result<Request> {
+fn build_request(
+    method: Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+) -> worker::Result<Request> {
     let request_headers = Headers::new();
     request_headers.set("content-type", "application/json")?;
     for (name, value) in headers {
         request_headers.set(name, value)?;
     }
     let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_headers(request_headers).with_body(Some(body.to_string().into()));
+    init.with_method(method).with_headers(request_headers).with_body(Some(body.to_string().into()));
     Request::new_with_init(url, &init)
 }
 

@@ -13,8 +13,11 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     let outcome = match (request.method(), segments.as_slice()) {
         (Method::Get, ["health"]) => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
         (Method::Post, ["webhooks", "telegram"]) => webhooks::telegram(request, env).await,
+        (Method::Post, ["webhooks", "slack"]) => webhooks::slack(request, env).await,
+        (Method::Post, ["webhooks", "discord"]) => webhooks::discord(request, env).await,
         (Method::Get, ["api", "channels", key, "events"]) => admin::channel_events(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "messages"]) => admin::channel_messages(&request, env, key).await,
+        (Method::Get, ["api", "channels", key, "outbox"]) => admin::channel_outbox(&request, env, key).await,
         (_, ["health"] | ["webhooks", _] | ["api", "channels", _, _]) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound),
     };

@@ -1,52 +1,96 @@
-//! Sending to Telegram through the Bot API.
+//! Telegram Bot API calls.
 
-use crate::config::Config;
-use crate::inbound::ReplyAddress;
-use crate::platforms::telegram::{send_message_body, sent_message_id};
+use serde_json::{json, Value};
 
 use super::http::post_json;
+use super::outbound::{Messenger, Piece, SendFailure};
+use crate::channel::participants::MembershipCount;
+use crate::config::Config;
+use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::platforms::telegram::{send_message_body, sent_message_id, MESSAGE_LIMIT};
 
 /// How long one Bot API call may take.
 const API_TIMEOUT_MS: u64 = 10_000;
+/// The reaction that shows a turn has started on a message.
+const WORKING_REACTION: &str = "👀";
 
-/// Why a send failed; `retryable` says whether another attempt may succeed.
-#[derive(Debug)]
-pub struct SendFailure {
-    pub message: String,
-    pub retryable: bool,
+pub struct Telegram<'a> {
+    pub config: &'a Config,
 }
 
-/// Sends one piece of text and returns Telegram's id for the sent message.
-pub async fn send_text(
-    config: &Config,
-    address: &ReplyAddress,
-    text: &str,
-    reply_to_message_id: Option<&str>,
-) -> Result<String, SendFailure> {
-    // The token is part of the URL: this URL is never logged.
-    let url = format!("{}/bot{}/sendMessage", config.telegram_api_base, config.telegram_bot_token);
-    let body = send_message_body(address, text, reply_to_message_id);
-    let answer = post_json(&url, &[], &body, API_TIMEOUT_MS)
-        .await
-        .map_err(|failure| SendFailure { message: format!("{failure:?}"), retryable: true })?;
-    let parsed: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
-    if answer.status == 200 && parsed["ok"] == true {
-        return Ok(sent_message_id(&parsed).unwrap_or_default());
+impl Telegram<'_> {
+    /// Calls a Bot API method. The token is part of the URL: never log it.
+    async fn call(&self, method: &str, body: &Value) -> Result<Value, SendFailure> {
+        let url = format!("{}/bot{}/{method}", self.config.telegram_api_base, self.config.telegram_bot_token);
+        let answer = post_json(&url, &[], body, API_TIMEOUT_MS)
+            .await
+            .map_err(|failure| SendFailure::network("Telegram", failure))?;
+        let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+        if answer.status == 200 && parsed["ok"] == true {
+            return Ok(parsed);
+        }
+        let retry_after_ms = parsed.pointer("/parameters/retry_after").and_then(Value::as_u64).map(|secs| secs * 1000);
+        let detail = parsed["description"].as_str().unwrap_or("no description");
+        Err(SendFailure::from_status("Telegram", answer.status, detail, retry_after_ms))
     }
-    Err(SendFailure {
-        message: format!(
-            "Telegram answered {}: {}",
-            answer.status,
-            parsed["description"].as_str().unwrap_or("no description")
-        ),
-        retryable: answer.status == 429 || answer.status >= 500,
-    })
 }
 
-/// The chat's member count (bots included), or None when Telegram cannot say.
-pub async fn member_count(config: &Config, chat_id: i64) -> Option<usize> {
-    let url = format!("{}/bot{}/getChatMemberCount", config.telegram_api_base, config.telegram_bot_token);
-    let answer = post_json(&url, &[], &serde_json::json!({ "chat_id": chat_id }), API_TIMEOUT_MS).await.ok()?;
-    let parsed: serde_json::Value = serde_json::from_slice(&answer.body).ok()?;
-    parsed["result"].as_u64().map(|count| count as usize)
+impl Telegram<'_> {
+    async fn react(&self, event: &InboundEvent, reaction: Value) {
+        let (ReplyAddress::Telegram { chat_id, .. }, Ok(message_id)) =
+            (&event.reply_address, event.message_id.parse::<i64>())
+        else {
+            return;
+        };
+        let body = json!({ "chat_id": chat_id, "message_id": message_id, "reaction": reaction });
+        let _ = self.call("setMessageReaction", &body).await;
+    }
+}
+
+impl Messenger for Telegram<'_> {
+    fn message_limit(&self) -> usize {
+        MESSAGE_LIMIT
+    }
+
+    /// Sends with HTML formatting; if Telegram rejects the markup, sends the
+    /// same text as plain text.
+    async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
+        let plain = send_message_body(address, piece.text, piece.reply_to);
+        let mut formatted = plain.clone();
+        formatted["parse_mode"] = json!("HTML");
+        let answer = match self.call("sendMessage", &formatted).await {
+            Err(failure) if failure.message.contains("can't parse entities") => {
+                self.call("sendMessage", &plain).await?
+            }
+            other => other?,
+        };
+        Ok(sent_message_id(&answer).unwrap_or_default())
+    }
+
+    async fn show_working(&self, event: &InboundEvent) {
+        let ReplyAddress::Telegram { chat_id, topic_id } = &event.reply_address else {
+            return;
+        };
+        let mut typing = json!({ "chat_id": chat_id, "action": "typing" });
+        if let Some(topic) = topic_id {
+            typing["message_thread_id"] = json!(topic);
+        }
+        let _ = self.call("sendChatAction", &typing).await;
+        self.react(event, json!([{ "type": "emoji", "emoji": WORKING_REACTION }])).await;
+    }
+
+    /// Typing expires by itself; the reaction is replaced by none.
+    async fn clear_working(&self, event: &InboundEvent) {
+        self.react(event, json!([])).await;
+    }
+
+    async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount> {
+        let ReplyAddress::Telegram { chat_id, .. } = &event.reply_address else {
+            return None;
+        };
+        let answer = self.call("getChatMemberCount", &json!({ "chat_id": chat_id })).await.ok()?;
+        let members = answer["result"].as_u64()? as usize;
+        // The count includes this bot and every peer bot; neither is human.
+        Some(MembershipCount { humans: members.saturating_sub(1 + peer_bots), truncated: false, fetched_at_ms: now_ms })
+    }
 }

@@ -5,14 +5,82 @@ use worker::{Env, Method, Request, RequestInit, Response};
 
 use crate::api_error::ApiError;
 use crate::inbound::InboundEvent;
+use crate::platforms::discord::{self, DiscordError, Interaction};
+use crate::platforms::slack::{self, ParsedSlack, SlackError};
 use crate::platforms::telegram::{self, BotIdentity, ParsedUpdate, TelegramError};
+use crate::prompt;
 
 use super::config::{self, CHANNEL_BINDING};
+use super::http::now_ms;
 use super::router::internal;
+
+/// A header's value, or None when absent.
+fn header(request: &Request, name: &str) -> Result<Option<String>, ApiError> {
+    request.headers().get(name).map_err(internal)
+}
+
+/// Slack Events API deliveries and slash commands (form-encoded).
+pub async fn slack(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+    let config = config::load(env);
+    let signature = header(&request, slack::SIGNATURE_HEADER)?;
+    let timestamp = header(&request, slack::TIMESTAMP_HEADER)?;
+    let is_form =
+        header(&request, "content-type")?.is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
+    let body = request.bytes().await.map_err(|_| ApiError::BadRequest("unreadable body".into()))?;
+    slack::verify_signature(
+        signature.as_deref(),
+        timestamp.as_deref(),
+        &body,
+        &config.slack_signing_secret,
+        now_ms() / 1000,
+    )
+    .map_err(|error| match error {
+        SlackError::MissingSignature => ApiError::Unauthorized("missing Slack signature"),
+        SlackError::Stale => ApiError::Unauthorized("stale Slack request"),
+        _ => ApiError::Unauthorized("invalid Slack signature"),
+    })?;
+    if is_form {
+        let event = slack::parse_command(&body).map_err(|error| ApiError::BadRequest(error.to_string()))?;
+        deliver(env, &event).await?;
+        return acknowledge(serde_json::json!({ "response_type": "ephemeral", "text": prompt::text("command_ack") }));
+    }
+    match slack::parse_event(&body, &config.slack_bot_user_id) {
+        Err(error) => Err(ApiError::BadRequest(error.to_string())),
+        Ok(ParsedSlack::Challenge(challenge)) => acknowledge(serde_json::json!({ "challenge": challenge })),
+        Ok(ParsedSlack::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
+        Ok(ParsedSlack::Message(event)) => acknowledge(deliver(env, &event).await?),
+    }
+}
+
+/// Discord interactions: PONG, a deferred response for commands, a deferred
+/// update for components.
+pub async fn discord(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+    let config = config::load(env);
+    let signature = header(&request, discord::SIGNATURE_HEADER)?;
+    let timestamp = header(&request, discord::TIMESTAMP_HEADER)?;
+    let body = request.bytes().await.map_err(|_| ApiError::BadRequest("unreadable body".into()))?;
+    discord::verify_signature(
+        signature.as_deref(),
+        timestamp.as_deref(),
+        &body,
+        &config.discord_public_key,
+        now_ms() / 1000,
+    )
+    .map_err(|error| match error {
+        DiscordError::MissingSignature => ApiError::Unauthorized("missing Discord signature"),
+        DiscordError::Stale => ApiError::Unauthorized("stale Discord request"),
+        _ => ApiError::Unauthorized("invalid Discord signature"),
+    })?;
+    let interaction = discord::parse_interaction(&body).map_err(|error| ApiError::BadRequest(error.to_string()))?;
+    if let Interaction::Command(event) = &interaction {
+        deliver(env, event).await?;
+    }
+    acknowledge(discord::immediate_response(&interaction))
+}
 
 pub async fn telegram(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     let config = config::load(env);
-    let secret = request.headers().get(telegram::SECRET_HEADER).map_err(internal)?;
+    let secret = header(&request, telegram::SECRET_HEADER)?;
     telegram::verify_secret(secret.as_deref(), &config.telegram_webhook_secret).map_err(|error| match error {
         TelegramError::MissingSecret => ApiError::Unauthorized("missing Telegram secret token"),
         _ => ApiError::Unauthorized("invalid Telegram secret token"),
@@ -22,10 +90,7 @@ pub async fn telegram(mut request: Request, env: &Env) -> Result<Response, ApiEr
     match telegram::parse_update(&body, &bot) {
         Err(error) => Err(ApiError::BadRequest(error.to_string())),
         Ok(ParsedUpdate::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
-        Ok(ParsedUpdate::Message(event)) => {
-            let stored = deliver(env, &event).await?;
-            acknowledge(stored)
-        }
+        Ok(ParsedUpdate::Message(event)) => acknowledge(deliver(env, &event).await?),
     }
 }
 

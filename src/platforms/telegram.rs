@@ -175,6 +175,7 @@ pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, Tele
         author: Author { id: from.id.to_string(), name: display_name(from), is_bot: from.is_bot },
         text,
         is_dm: message.chat.kind == "private",
+        is_command: false,
         is_bot_mention,
         mentions_others,
         reply_to_bot_message_id,
@@ -237,10 +238,12 @@ fn classify_mentions(text: &str, entities: &[Entity], bot: &BotIdentity) -> (boo
 
 /// The `sendMessage` body for one piece of a reply.
 pub fn send_message_body(address: &ReplyAddress, text: &str, reply_to_message_id: Option<&str>) -> Value {
-    let ReplyAddress::Telegram { chat_id, topic_id } = address;
-    let mut body = json!({ "chat_id": chat_id, "text": text });
-    if let Some(topic) = topic_id {
-        body["message_thread_id"] = json!(topic);
+    let mut body = json!({ "text": text });
+    if let ReplyAddress::Telegram { chat_id, topic_id } = address {
+        body["chat_id"] = json!(chat_id);
+        if let Some(topic) = topic_id {
+            body["message_thread_id"] = json!(topic);
+        }
     }
     if let Some(message_id) = reply_to_message_id.and_then(|id| id.parse::<i64>().ok()) {
         body["reply_parameters"] = json!({ "message_id": message_id, "allow_sending_without_reply": true });

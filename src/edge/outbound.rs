@@ -1,0 +1,128 @@
+//! Outbound calls to the platforms, behind one trait: a fourth platform is one
+//! more implementation and one more arm in [`for_address`].
+
+use crate::channel::participants::MembershipCount;
+use crate::config::Config;
+use crate::inbound::{InboundEvent, ReplyAddress};
+
+use super::{discord::Discord, slack::Slack, telegram::Telegram};
+
+/// Why a send failed, and whether (and when) trying again may help.
+#[derive(Debug)]
+pub struct SendFailure {
+    pub message: String,
+    pub retryable: bool,
+    /// The platform asked to wait this long first (a rate limit).
+    pub retry_after_ms: Option<u64>,
+}
+
+impl SendFailure {
+    pub fn permanent(message: String) -> Self {
+        SendFailure { message, retryable: false, retry_after_ms: None }
+    }
+
+    /// Classifies an HTTP failure: 429 and 5xx are worth retrying.
+    pub fn from_status(platform: &str, status: u16, detail: &str, retry_after_ms: Option<u64>) -> Self {
+        SendFailure {
+            message: format!("{platform} answered {status}: {detail}"),
+            retryable: status == 429 || status >= 500,
+            retry_after_ms: if status == 429 { retry_after_ms.or(Some(1_000)) } else { None },
+        }
+    }
+
+    pub fn network(platform: &str, failure: super::http::HttpFailure) -> Self {
+        SendFailure { message: format!("{platform}: {failure:?}"), retryable: true, retry_after_ms: None }
+    }
+}
+
+/// One outgoing piece of a reply.
+pub struct Piece<'a> {
+    /// Its place in the reply (Discord edits the deferred response with piece 0).
+    pub index: usize,
+    pub text: &'a str,
+    /// The platform message it quotes, if any.
+    pub reply_to: Option<&'a str>,
+}
+
+/// What every platform does for the channel.
+#[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
+pub trait Messenger {
+    /// The longest message the platform takes; replies are split to fit.
+    fn message_limit(&self) -> usize;
+    /// Sends one piece; returns the platform's id for the sent message.
+    async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure>;
+    /// Shows that a turn started on this message (typing, a reaction); best effort.
+    async fn show_working(&self, event: &InboundEvent);
+    /// Takes the working signal away again; called on every way a turn ends.
+    async fn clear_working(&self, event: &InboundEvent);
+    /// A read of the conversation's members, when the platform can give one.
+    async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount>;
+}
+
+/// The platform a reply address belongs to.
+pub enum Platform<'a> {
+    Telegram(Telegram<'a>),
+    Slack(Slack<'a>),
+    Discord(Discord<'a>),
+}
+
+pub fn for_address<'a>(config: &'a Config, address: &ReplyAddress) -> Platform<'a> {
+    match address {
+        ReplyAddress::Telegram { .. } => Platform::Telegram(Telegram { config }),
+        ReplyAddress::Slack { .. } => Platform::Slack(Slack { config }),
+        ReplyAddress::Discord { .. } => Platform::Discord(Discord { config }),
+    }
+}
+
+impl Platform<'_> {
+    /// The platform's name, for prompts.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Platform::Telegram(_) => "Telegram",
+            Platform::Slack(_) => "Slack",
+            Platform::Discord(_) => "Discord",
+        }
+    }
+}
+
+impl Messenger for Platform<'_> {
+    fn message_limit(&self) -> usize {
+        match self {
+            Platform::Telegram(platform) => platform.message_limit(),
+            Platform::Slack(platform) => platform.message_limit(),
+            Platform::Discord(platform) => platform.message_limit(),
+        }
+    }
+
+    async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
+        match self {
+            Platform::Telegram(platform) => platform.send(address, piece).await,
+            Platform::Slack(platform) => platform.send(address, piece).await,
+            Platform::Discord(platform) => platform.send(address, piece).await,
+        }
+    }
+
+    async fn show_working(&self, event: &InboundEvent) {
+        match self {
+            Platform::Telegram(platform) => platform.show_working(event).await,
+            Platform::Slack(platform) => platform.show_working(event).await,
+            Platform::Discord(platform) => platform.show_working(event).await,
+        }
+    }
+
+    async fn clear_working(&self, event: &InboundEvent) {
+        match self {
+            Platform::Telegram(platform) => platform.clear_working(event).await,
+            Platform::Slack(platform) => platform.clear_working(event).await,
+            Platform::Discord(platform) => platform.clear_working(event).await,
+        }
+    }
+
+    async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount> {
+        match self {
+            Platform::Telegram(platform) => platform.member_count(event, peer_bots, now_ms).await,
+            Platform::Slack(platform) => platform.member_count(event, peer_bots, now_ms).await,
+            Platform::Discord(platform) => platform.member_count(event, peer_bots, now_ms).await,
+        }
+    }
+}

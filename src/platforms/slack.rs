@@ -1,0 +1,466 @@
+//! Slack Events API and slash commands: v0 signatures, event parsing, outbound calls.
+
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::Sha256;
+use thiserror::Error;
+
+use crate::inbound::{Author, InboundEvent, ReplyAddress};
+use crate::security::{decode_hex, is_fresh};
+
+/// Slack truncates very long messages; replies are split well before that.
+pub const MESSAGE_LIMIT: usize = 12_000;
+pub const SIGNATURE_HEADER: &str = "X-Slack-Signature";
+pub const TIMESTAMP_HEADER: &str = "X-Slack-Request-Timestamp";
+/// The reaction that shows a turn has started on a message.
+pub const WORKING_REACTION: &str = "eyes";
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SlackError {
+    #[error("missing Slack signature or timestamp")]
+    MissingSignature,
+    #[error("stale Slack request timestamp")]
+    Stale,
+    #[error("invalid Slack signature")]
+    WrongSignature,
+    #[error("malformed Slack payload: {0}")]
+    Malformed(String),
+}
+
+/// Checks `X-Slack-Signature` (`v0=` + hex HMAC-SHA256 of `v0:{timestamp}:{body}`)
+/// in constant time, and refuses timestamps more than five minutes off.
+pub fn verify_signature(
+    signature: Option<&str>,
+    timestamp: Option<&str>,
+    body: &[u8],
+    signing_secret: &str,
+    now_secs: i64,
+) -> Result<(), SlackError> {
+    let (Some(signature), Some(timestamp)) = (signature, timestamp) else {
+        return Err(SlackError::MissingSignature);
+    };
+    if !is_fresh(timestamp, now_secs) {
+        return Err(SlackError::Stale);
+    }
+    let presented = signature.strip_prefix("v0=").and_then(decode_hex).ok_or(SlackError::WrongSignature)?;
+    if signing_secret.is_empty() {
+        return Err(SlackError::WrongSignature);
+    }
+    let mut mac = Hmac::<Sha256>::new_from_slice(signing_secret.as_bytes()).map_err(|_| SlackError::WrongSignature)?;
+    mac.update(b"v0:");
+    mac.update(timestamp.as_bytes());
+    mac.update(b":");
+    mac.update(body);
+    // `verify_slice` compares in constant time.
+    mac.verify_slice(&presented).map_err(|_| SlackError::WrongSignature)
+}
+
+/// The signature a request with this body and timestamp must carry (for tools and tests).
+pub fn sign(body: &[u8], timestamp: &str, signing_secret: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(signing_secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(format!("v0:{timestamp}:").as_bytes());
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    format!("v0={}", digest.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
+}
+
+/// What a Slack request turned into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParsedSlack {
+    /// `url_verification`: answer with the challenge.
+    Challenge(String),
+    Message(Box<InboundEvent>),
+    /// Acknowledged and dropped, with the reason.
+    Ignored(&'static str),
+}
+
+#[derive(Debug, Deserialize)]
+struct Envelope {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    challenge: Option<String>,
+    #[serde(default)]
+    team_id: Option<String>,
+    #[serde(default)]
+    event: Option<Event>,
+    #[serde(default)]
+    authorizations: Vec<Authorization>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Authorization {
+    #[serde(default)]
+    user_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    subtype: Option<String>,
+    #[serde(default)]
+    channel: Option<String>,
+    #[serde(default)]
+    channel_type: Option<String>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    bot_id: Option<String>,
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    bot_profile: Option<BotProfile>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    ts: Option<String>,
+    #[serde(default)]
+    thread_ts: Option<String>,
+    #[serde(default)]
+    parent_user_id: Option<String>,
+    #[serde(default)]
+    files: Vec<File>,
+}
+
+#[derive(Debug, Deserialize)]
+struct BotProfile {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct File {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    filetype: Option<String>,
+}
+
+/// Message subtypes that are someone saying something; all others (edits,
+/// deletions, joins, topic changes) are acknowledged and ignored.
+const SPEECH_SUBTYPES: &[&str] = &["bot_message", "thread_broadcast", "file_share", "me_message"];
+
+/// Parses an Events API body. `bot_user_id` is the configured bot user; the
+/// payload's own `authorizations` entry wins when present.
+pub fn parse_event(body: &[u8], bot_user_id: &str) -> Result<ParsedSlack, SlackError> {
+    let envelope: Envelope = serde_json::from_slice(body).map_err(|error| SlackError::Malformed(error.to_string()))?;
+    match envelope.kind.as_str() {
+        "url_verification" => {
+            let challenge = envelope.challenge.ok_or_else(|| SlackError::Malformed("no challenge".into()))?;
+            return Ok(ParsedSlack::Challenge(challenge));
+        }
+        "event_callback" => {}
+        _ => return Ok(ParsedSlack::Ignored("not an event callback")),
+    }
+    let event = envelope.event.ok_or_else(|| SlackError::Malformed("event_callback without event".into()))?;
+    let bot_user = envelope.authorizations.iter().find_map(|auth| auth.user_id.clone()).unwrap_or(bot_user_id.into());
+    if event.kind != "message" && event.kind != "app_mention" {
+        return Ok(ParsedSlack::Ignored("event type is not a message"));
+    }
+    if event.subtype.as_deref().is_some_and(|subtype| !SPEECH_SUBTYPES.contains(&subtype)) {
+        return Ok(ParsedSlack::Ignored("message edit, deletion or membership change"));
+    }
+    let (Some(channel), Some(ts)) = (event.channel.clone(), event.ts.clone()) else {
+        return Err(SlackError::Malformed("message without channel or ts".into()));
+    };
+    let is_bot = event.bot_id.is_some() || event.subtype.as_deref() == Some("bot_message");
+    let author_id = event.user.clone().or(event.bot_id.clone()).unwrap_or_default();
+    if !bot_user.is_empty() && author_id == bot_user {
+        return Ok(ParsedSlack::Ignored("the bot's own message"));
+    }
+    let team = envelope.team_id.unwrap_or_default();
+    let text = event.text.clone().unwrap_or_default();
+    let (is_bot_mention, mentions_others) = classify_mentions(&text, &bot_user);
+    let thread = event.thread_ts.clone().filter(|thread| *thread != ts);
+    let (reply_to_bot_message_id, reply_to_other_message_id) = match (&thread, &event.parent_user_id) {
+        (Some(root), Some(parent)) if *parent == bot_user => (Some(root.clone()), None),
+        (Some(root), Some(_)) => (None, Some(root.clone())),
+        _ => (None, None),
+    };
+    let conversation_key = match &thread {
+        Some(root) => format!("slack:{team}:{channel}:{root}"),
+        None => format!("slack:{team}:{channel}"),
+    };
+    let name = event
+        .bot_profile
+        .as_ref()
+        .and_then(|profile| profile.name.clone())
+        .or(event.username.clone())
+        .unwrap_or_else(|| author_id.clone());
+    let attachments = event
+        .files
+        .iter()
+        .filter_map(|file| {
+            Some(crate::inbound::Attachment {
+                kind: file.filetype.clone().unwrap_or_else(|| "file".into()),
+                platform_file_id: file.id.clone()?,
+            })
+        })
+        .collect();
+    let timestamp_ms = ts.split('.').next().and_then(|secs| secs.parse::<i64>().ok()).unwrap_or(0) * 1000;
+    Ok(ParsedSlack::Message(Box::new(InboundEvent {
+        conversation_key,
+        // The message's identity, not the event id: the `message` and
+        // `app_mention` events for one message, and every retry of either,
+        // share it, so one message is answered once.
+        delivery_id: format!("{channel}:{ts}"),
+        message_id: ts.clone(),
+        author: Author { id: author_id, name, is_bot },
+        text,
+        is_dm: event.channel_type.as_deref() == Some("im"),
+        is_command: false,
+        is_bot_mention: is_bot_mention || event.kind == "app_mention",
+        mentions_others,
+        reply_to_bot_message_id,
+        reply_to_other_message_id,
+        thread: thread.clone(),
+        attachments,
+        timestamp_ms,
+        reply_address: ReplyAddress::Slack { channel, thread_ts: thread },
+    })))
+}
+
+/// Returns (mentions the bot, mentions someone else) from `<@U…>` tokens.
+fn classify_mentions(text: &str, bot_user: &str) -> (bool, bool) {
+    let mut mentions_bot = false;
+    let mut mentions_others = false;
+    for token in text.split("<@").skip(1) {
+        let Some(end) = token.find('>') else { continue };
+        let id = token[..end].split('|').next().unwrap_or_default();
+        if !bot_user.is_empty() && id == bot_user {
+            mentions_bot = true;
+        } else if !id.is_empty() {
+            mentions_others = true;
+        }
+    }
+    (mentions_bot, mentions_others && !mentions_bot)
+}
+
+/// A slash command (`application/x-www-form-urlencoded`) as an inbound event.
+pub fn parse_command(body: &[u8]) -> Result<InboundEvent, SlackError> {
+    let fields: Vec<(String, String)> = form_fields(body);
+    let field = |name: &str| fields.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
+    let require = |name: &'static str| field(name).ok_or_else(|| SlackError::Malformed(format!("no {name}")));
+    let channel = require("channel_id")?;
+    let team = field("team_id").unwrap_or_default();
+    let trigger = require("trigger_id")?;
+    let user = require("user_id")?;
+    let text = field("text").unwrap_or_default();
+    Ok(InboundEvent {
+        conversation_key: format!("slack:{team}:{channel}"),
+        delivery_id: format!("command:{trigger}"),
+        message_id: trigger,
+        author: Author { name: field("user_name").unwrap_or_else(|| user.clone()), id: user, is_bot: false },
+        text,
+        is_dm: channel.starts_with('D'),
+        is_command: true,
+        is_bot_mention: false,
+        mentions_others: false,
+        reply_to_bot_message_id: None,
+        reply_to_other_message_id: None,
+        thread: None,
+        attachments: Vec::new(),
+        timestamp_ms: 0,
+        reply_address: ReplyAddress::Slack { channel, thread_ts: None },
+    })
+}
+
+fn form_fields(body: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(body)
+        .split('&')
+        .filter_map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            Some((form_decode(key), form_decode(value)))
+        })
+        .collect()
+}
+
+/// Decodes `+` and `%XX` escapes of a form field.
+fn form_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'+' => decoded.push(b' '),
+            b'%' => {
+                if let Some(byte) = text.get(index + 1..index + 3).and_then(|hex| u8::from_str_radix(hex, 16).ok()) {
+                    decoded.push(byte);
+                    index += 3;
+                    continue;
+                }
+                decoded.push(b'%');
+            }
+            byte => decoded.push(byte),
+        }
+        index += 1;
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
+}
+
+/// The `chat.postMessage` body for one piece of a reply.
+pub fn post_message_body(address: &ReplyAddress, text: &str) -> Value {
+    match address {
+        ReplyAddress::Slack { channel, thread_ts } => {
+            let mut body = json!({ "channel": channel, "text": text });
+            if let Some(thread) = thread_ts {
+                body["thread_ts"] = json!(thread);
+            }
+            body
+        }
+        _ => json!({ "text": text }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+
+    #[test]
+    fn signatures_are_checked_with_a_five_minute_window() {
+        let body = br#"{"type":"event_callback"}"#;
+        let signature = sign(body, "1531420618", SECRET);
+        let ok = verify_signature(Some(&signature), Some("1531420618"), body, SECRET, 1531420618 + 10);
+        assert_eq!(ok, Ok(()));
+        let cases = [
+            (None, Some("1531420618"), 0, SlackError::MissingSignature),
+            (Some(signature.as_str()), None, 0, SlackError::MissingSignature),
+            (Some(signature.as_str()), Some("1531420618"), 301, SlackError::Stale),
+            (Some("v0=00"), Some("1531420618"), 0, SlackError::WrongSignature),
+            (Some("v1=abc"), Some("1531420618"), 0, SlackError::WrongSignature),
+        ];
+        for (signature, timestamp, skew, expected) in cases {
+            let result = verify_signature(signature, timestamp, body, SECRET, 1531420618 + skew);
+            assert_eq!(result, Err(expected));
+        }
+        let tampered = verify_signature(Some(&signature), Some("1531420618"), b"{}", SECRET, 1531420618);
+        assert_eq!(tampered, Err(SlackError::WrongSignature));
+        assert_eq!(
+            verify_signature(Some(&sign(body, "1531420618", "")), Some("1531420618"), body, "", 1531420618),
+            Err(SlackError::WrongSignature),
+            "an unset secret accepts nothing"
+        );
+    }
+
+    #[test]
+    fn the_url_verification_challenge_is_returned() {
+        let body = json!({"token": "x", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification"});
+        assert_eq!(
+            parse_event(body.to_string().as_bytes(), "UBOT").unwrap(),
+            ParsedSlack::Challenge("3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P".into())
+        );
+    }
+
+    fn callback(event: Value) -> Vec<u8> {
+        json!({
+            "token": "x", "team_id": "T061EG9R6", "api_app_id": "A0PNCHHK2", "type": "event_callback",
+            "event_id": "Ev0PV52K25", "event_time": 1_515_449_522,
+            "authorizations": [{"team_id": "T061EG9R6", "user_id": "UBOT", "is_bot": true}],
+            "event": event
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    fn message(parsed: ParsedSlack) -> InboundEvent {
+        match parsed {
+            ParsedSlack::Message(event) => *event,
+            other => panic!("expected a message, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_channel_message_mentioning_the_bot() {
+        let event = message(
+            parse_event(
+                &callback(json!({"type": "message", "channel": "C2147483705", "user": "U2147483697",
+                    "text": "Hello <@UBOT>, and <@U0LAN0Z89|bob>", "ts": "1355517523.000005", "channel_type": "channel"})),
+                "",
+            )
+            .unwrap(),
+        );
+        assert_eq!(event.conversation_key, "slack:T061EG9R6:C2147483705");
+        assert_eq!(event.delivery_id, "C2147483705:1355517523.000005");
+        assert!(event.is_bot_mention && !event.mentions_others, "a mention of the bot wins");
+        assert!(!event.is_dm && !event.author.is_bot);
+        assert_eq!(event.timestamp_ms, 1_355_517_523_000);
+        assert_eq!(event.reply_address, ReplyAddress::Slack { channel: "C2147483705".into(), thread_ts: None });
+    }
+
+    #[test]
+    fn threads_are_conversations_and_replies_go_into_them() {
+        let event = message(
+            parse_event(
+                &callback(json!({"type": "message", "channel": "C1", "user": "U1", "text": "and <@U2>?",
+                    "ts": "1700000001.000200", "thread_ts": "1700000000.000100", "parent_user_id": "U3", "channel_type": "channel"})),
+                "",
+            )
+            .unwrap(),
+        );
+        assert_eq!(event.conversation_key, "slack:T061EG9R6:C1:1700000000.000100");
+        assert!(event.mentions_others && !event.is_bot_mention);
+        assert_eq!(event.reply_to_other_message_id.as_deref(), Some("1700000000.000100"));
+        assert_eq!(post_message_body(&event.reply_address, "hi")["thread_ts"], "1700000000.000100");
+    }
+
+    #[test]
+    fn app_mentions_dms_and_peer_bots() {
+        let mention = message(
+            parse_event(
+                &callback(json!({"type": "app_mention", "channel": "C1", "user": "U1", "text": "hey", "ts": "1.2"})),
+                "",
+            )
+            .unwrap(),
+        );
+        assert!(mention.is_bot_mention);
+        assert_eq!(mention.delivery_id, "C1:1.2", "the same identity as the message event for it");
+
+        let dm = message(
+            parse_event(&callback(json!({"type": "message", "channel": "D1", "user": "U1", "text": "hi", "ts": "1.3", "channel_type": "im"})), "")
+                .unwrap(),
+        );
+        assert!(dm.is_dm);
+
+        let peer = message(
+            parse_event(
+                &callback(json!({"type": "message", "subtype": "bot_message", "channel": "C1", "bot_id": "B9",
+                    "username": "helper", "bot_profile": {"name": "HelperBot"}, "text": "ping", "ts": "1.4"})),
+                "",
+            )
+            .unwrap(),
+        );
+        assert!(peer.author.is_bot);
+        assert_eq!(peer.author.name, "HelperBot");
+    }
+
+    #[test]
+    fn own_messages_edits_deletes_and_joins_are_ignored() {
+        let ignored = [
+            json!({"type": "message", "channel": "C1", "user": "UBOT", "text": "my reply", "ts": "1.1"}),
+            json!({"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1.2"}),
+            json!({"type": "message", "subtype": "message_deleted", "channel": "C1", "ts": "1.3"}),
+            json!({"type": "message", "subtype": "channel_join", "channel": "C1", "user": "U1", "text": "joined", "ts": "1.4"}),
+            json!({"type": "reaction_added", "user": "U1"}),
+        ];
+        for event in ignored {
+            assert!(matches!(parse_event(&callback(event.clone()), "").unwrap(), ParsedSlack::Ignored(_)), "{event}");
+        }
+        assert!(matches!(parse_event(b"{nope", ""), Err(SlackError::Malformed(_))));
+    }
+
+    #[test]
+    fn slash_commands_are_commands() {
+        let body = b"token=x&team_id=T1&channel_id=C9&user_id=U1&user_name=ada&command=%2Fask&text=what+is+2%2B2%3F&response_url=https%3A%2F%2Fhooks&trigger_id=13345224609.738474920.8088930838d88f008e0";
+        let event = parse_command(body).unwrap();
+        assert!(event.is_command);
+        assert_eq!(event.text, "what is 2+2?");
+        assert_eq!(event.conversation_key, "slack:T1:C9");
+        assert_eq!(event.author.name, "ada");
+        assert!(parse_command(b"text=hi").is_err());
+    }
+}

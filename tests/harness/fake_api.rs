@@ -1,0 +1,138 @@
+//! A fake platform API (Telegram Bot API, Slack Web API, Discord webhooks):
+//! records every call and answers the way the platform does. A test can
+//! script failures for the next calls to a path.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::server::ServerHandle;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Telegram,
+    Slack,
+    Discord,
+}
+
+/// One recorded call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub method: String,
+    pub path: String,
+    pub body: Value,
+}
+
+/// A scripted answer for the next call whose path ends with `path_suffix`.
+struct Failure {
+    path_suffix: String,
+    status: u16,
+    body: Value,
+    retry_after: Option<String>,
+}
+
+struct ApiState {
+    flavor: Flavor,
+    calls: Vec<Call>,
+    failures: VecDeque<Failure>,
+    next_id: i64,
+    /// Members the platform reports (bots included).
+    member_count: u64,
+}
+
+pub struct FakeApi {
+    pub base_url: String,
+    state: Arc<Mutex<ApiState>>,
+    _server: ServerHandle,
+}
+
+impl FakeApi {
+    pub async fn start(flavor: Flavor) -> Self {
+        let state = Arc::new(Mutex::new(ApiState {
+            flavor,
+            calls: Vec::new(),
+            failures: VecDeque::new(),
+            next_id: 500,
+            member_count: 10,
+        }));
+        let shared = state.clone();
+        let router = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+            let state = shared.clone();
+            async move { answer(&state, method, uri, headers, body) }
+        });
+        let server = ServerHandle::serve(router).await;
+        FakeApi { base_url: server.base_url.clone(), state, _server: server }
+    }
+
+    /// The bodies of the calls whose path ends with `suffix`, in order.
+    pub fn calls(&self, suffix: &str) -> Vec<Value> {
+        self.requests().into_iter().filter(|call| call.path.ends_with(suffix)).map(|call| call.body).collect()
+    }
+
+    /// Every call, in order.
+    pub fn requests(&self) -> Vec<Call> {
+        self.state.lock().unwrap().calls.clone()
+    }
+
+    pub fn total_calls(&self) -> usize {
+        self.state.lock().unwrap().calls.len()
+    }
+
+    pub fn set_member_count(&self, count: u64) {
+        self.state.lock().unwrap().member_count = count;
+    }
+
+    /// The next call to a path ending with `path_suffix` gets this answer.
+    pub fn fail_next(&self, path_suffix: &str, status: u16, body: Value, retry_after: Option<&str>) {
+        self.state.lock().unwrap().failures.push_back(Failure {
+            path_suffix: path_suffix.to_string(),
+            status,
+            body,
+            retry_after: retry_after.map(str::to_string),
+        });
+    }
+}
+
+fn answer(state: &Mutex<ApiState>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let mut state = state.lock().unwrap();
+    let path = uri.path().to_string();
+    let is_form = headers
+        .get("content-type")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
+    let body: Value = if is_form {
+        json!(String::from_utf8_lossy(&body))
+    } else {
+        serde_json::from_slice(&body).unwrap_or(Value::Null)
+    };
+    state.calls.push(Call { method: method.to_string(), path: path.clone(), body: body.clone() });
+    if let Some(position) = state.failures.iter().position(|failure| path.ends_with(&failure.path_suffix)) {
+        let failure = state.failures.remove(position).expect("position is in range");
+        let status = StatusCode::from_u16(failure.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = (status, axum::Json(failure.body)).into_response();
+        if let Some(seconds) = failure.retry_after.and_then(|value| value.parse().ok()) {
+            response.headers_mut().insert("retry-after", seconds);
+        }
+        return response;
+    }
+    state.next_id += 1;
+    let id = state.next_id;
+    let members = state.member_count;
+    let reply = match state.flavor {
+        Flavor::Telegram if path.ends_with("/getChatMemberCount") => json!({"ok": true, "result": members}),
+        Flavor::Telegram => json!({"ok": true, "result": {"message_id": id, "date": 1_795_000_000,
+            "chat": {"id": body["chat_id"]}, "text": body["text"]}}),
+        Flavor::Slack if path.ends_with("/conversations.members") => {
+            let ids: Vec<String> = (0..members).map(|index| format!("U{index}")).collect();
+            json!({"ok": true, "members": ids, "response_metadata": {"next_cursor": ""}})
+        }
+        Flavor::Slack => json!({"ok": true, "channel": body["channel"], "ts": format!("1795000000.{id:06}")}),
+        Flavor::Discord => json!({"id": id.to_string(), "content": body["content"]}),
+    };
+    axum::Json(reply).into_response()
+}

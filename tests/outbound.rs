@@ -1,0 +1,93 @@
+//! Reliable outbound, seen through Telegram: rate limits reschedule the send,
+//! rejected markup falls back to plain text, long answers are split, and a
+//! send that keeps failing is recorded for the admin API.
+
+use serde_json::{json, Value};
+
+use crate::harness::{dm_update, TestEnv};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_429_with_retry_after_is_retried_and_delivered_exactly_once() {
+    let env = TestEnv::start().await;
+    env.telegram.fail_next(
+        "/sendMessage",
+        429,
+        json!({"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 1", "parameters": {"retry_after": 1}}),
+        None,
+    );
+    env.llm.reply("after the rate limit");
+    env.telegram_update(&dm_update(1, 41, "hi")).await;
+    let sent = env.wait_for_sent(2).await; // the refused attempt, then the delivery
+    env.settle().await;
+    let sent_now = env.telegram.calls("/sendMessage");
+    assert_eq!(sent_now.len(), 2, "one refused attempt and exactly one delivery");
+    assert_eq!(sent[1]["text"], "after the rate limit");
+    assert_eq!(env.llm.requests().len(), 1, "the rate limit did not re-run the turn");
+    let outbox = env.admin("/api/channels/telegram:41/outbox").await;
+    assert_eq!(outbox[0]["status"], "sent");
+    assert_eq!(outbox[0]["attempts"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rejected_html_falls_back_to_plain_text() {
+    let env = TestEnv::start().await;
+    env.telegram.fail_next(
+        "/sendMessage",
+        400,
+        json!({"ok": false, "error_code": 400, "description": "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 2"}),
+        None,
+    );
+    env.llm.reply("a <x> b");
+    env.telegram_update(&dm_update(1, 42, "markup?")).await;
+    let sent = env.wait_for_sent(2).await;
+    assert_eq!(sent[0]["parse_mode"], "HTML");
+    assert_eq!(sent[1]["text"], "a <x> b");
+    assert!(sent[1].get("parse_mode").is_none(), "the retry is plain text");
+    let working = env.telegram.calls("/sendChatAction");
+    assert_eq!(working[0]["action"], "typing");
+    let reactions = env.telegram.calls("/setMessageReaction");
+    assert_eq!(reactions[0]["reaction"][0]["emoji"], "👀");
+    assert_eq!(reactions.last().unwrap()["reaction"], json!([]), "the working reaction is cleared at the end");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_answers_are_split_at_telegrams_limit() {
+    let env = TestEnv::start().await;
+    let long = "lorem ipsum ".repeat(1_000); // 12,000 characters
+    env.llm.reply(&long);
+    env.telegram_update(&dm_update(1, 43, "a long one")).await;
+    env.wait_for_sent(3).await;
+    env.settle().await;
+    let sent: Vec<Value> = env.telegram.calls("/sendMessage");
+    assert_eq!(sent.len(), 3);
+    assert!(sent.iter().all(|piece| piece["text"].as_str().unwrap().chars().count() <= 4096));
+    let joined: Vec<&str> = sent.iter().map(|piece| piece["text"].as_str().unwrap()).collect();
+    assert_eq!(joined.join(" "), long.trim());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_send_that_keeps_failing_is_recorded_and_the_conversation_goes_on() {
+    let env = TestEnv::start().await;
+    for _ in 0..3 {
+        env.telegram.fail_next("/sendMessage", 502, json!({"ok": false, "description": "Bad Gateway"}), None);
+    }
+    env.llm.reply("this one is lost to the outage");
+    env.telegram_update(&dm_update(1, 44, "hello?")).await;
+    let outbox = crate::harness::wait_for("the failure in the outbox", std::time::Duration::from_secs(20), || async {
+        let outbox = env.admin("/api/channels/telegram:44/outbox").await;
+        (outbox[0]["status"] == "failed").then_some(outbox)
+    })
+    .await;
+    assert_eq!(outbox[0]["attempts"], 3, "bounded retries");
+    assert!(outbox[0]["last_error"].as_str().unwrap().contains("502"));
+    let history = env.admin("/api/channels/telegram:44/messages").await;
+    assert_eq!(history[0]["content"], "hello?", "the inbound is kept");
+
+    env.llm.reply("back again");
+    env.telegram_update(&dm_update(2, 44, "still there?")).await;
+    crate::harness::wait_for("the next reply", std::time::Duration::from_secs(20), || async {
+        let sent = env.telegram.calls("/sendMessage");
+        sent.iter().any(|piece| piece["text"] == "back again").then_some(())
+    })
+    .await;
+}
