@@ -24,6 +24,7 @@ use crate::config::Config;
 use crate::edge::config;
 use crate::edge::http::now_ms;
 use crate::inbound::InboundEvent;
+use crate::process::envelope::Envelope;
 
 #[durable_object]
 pub struct ChannelObject {
@@ -60,6 +61,7 @@ impl DurableObject for ChannelObject {
     async fn fetch(&self, request: Request) -> Result<Response> {
         match (request.method(), request.path().as_str()) {
             (Method::Post, "/inbound") => self.receive(request).await,
+            (Method::Post, "/process-event") => self.receive_process_event(request).await,
             (Method::Get, "/events") => Response::from_json(&inbox::events(&self.state.storage().sql())?),
             (Method::Get, "/outbox") => Response::from_json(&outbox::recent(&self.state.storage().sql(), 200)?),
             _ => Response::error("not found", 404),
@@ -79,6 +81,20 @@ impl ChannelObject {
         let result = change(&mut self.channel.borrow_mut());
         slots::save(&self.state.storage().sql(), &self.channel.borrow(), &mut self.saved_versions.borrow_mut())?;
         Ok(result)
+    }
+
+    /// Takes in a report from a branch; a new one retriggers the channel.
+    async fn receive_process_event(&self, mut request: Request) -> Result<Response> {
+        let Ok(envelope) = request.json::<Envelope>().await else {
+            return Response::error("malformed envelope", 400);
+        };
+        let accepted = self.step(|channel| channel.receive_process_event(envelope))?;
+        let now = now_ms();
+        let wake_at = self.channel.borrow().wake_at(&self.config.channel, now);
+        if let Some(wake_at) = wake_at.filter(|_| accepted) {
+            self.state.storage().set_alarm((wake_at - now).max(0)).await?;
+        }
+        Response::from_json(&serde_json::json!({ "ok": true, "accepted": accepted }))
     }
 
     /// Decides on one inbound and stores it, once per delivery id; wakes the

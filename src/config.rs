@@ -44,6 +44,8 @@ pub struct Config {
     pub openai_base_url: String,
     pub openai_api_key: String,
     pub channel_model: String,
+    /// The model branches think with (defaults to the channel's).
+    pub branch_model: String,
     pub history_limit: u32,
     pub llm_timeout_ms: u64,
     pub llm_retry: RetryPolicy,
@@ -83,6 +85,7 @@ impl Config {
             openai_base_url: text("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
             openai_api_key: text("OPENAI_API_KEY", ""),
             channel_model: text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL),
+            branch_model: text("BRANCH_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
             history_limit: number("HISTORY_LIMIT", DEFAULT_HISTORY_LIMIT.into()).clamp(1, 500) as u32,
             llm_timeout_ms: number("LLM_TIMEOUT_MS", DEFAULT_LLM_TIMEOUT_MS).max(100),
             llm_retry: RetryPolicy {

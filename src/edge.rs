@@ -7,6 +7,7 @@ pub mod config;
 pub mod discord;
 pub mod history;
 pub mod http;
+mod jobs;
 pub mod model;
 pub mod outbound;
 mod router;

@@ -11,6 +11,7 @@ pub mod config;
 pub mod inbound;
 pub mod llm;
 pub mod platforms;
+pub mod process;
 pub mod prompt;
 pub mod security;
 pub mod time;

@@ -8,6 +8,8 @@ use serde::Serialize;
 
 /// Every template, by name. Adding a template is one line here.
 const TEMPLATES: &[(&str, &str)] = &[
+    ("branch_question", include_str!("../prompts/branch_question.md.j2")),
+    ("branch_system", include_str!("../prompts/branch_system.md.j2")),
     ("channel_system", include_str!("../prompts/channel_system.md.j2")),
     ("channel_turn", include_str!("../prompts/channel_turn.md.j2")),
     ("command_ack", include_str!("../prompts/command_ack.md")),
@@ -15,6 +17,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("model_failure", include_str!("../prompts/model_failure.md.j2")),
     ("notices/group_nudge", include_str!("../prompts/notices/group_nudge.md")),
     ("notices/loop_guard", include_str!("../prompts/notices/loop_guard.md")),
+    ("tools/branch", include_str!("../prompts/tools/branch.md")),
     ("tools/channel_disengage", include_str!("../prompts/tools/channel_disengage.md")),
     ("tools/reply", include_str!("../prompts/tools/reply.md")),
     ("tools/skip", include_str!("../prompts/tools/skip.md")),

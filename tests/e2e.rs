@@ -7,6 +7,7 @@
 mod discord;
 mod harness;
 mod outbound;
+mod processes;
 mod slack;
 mod telegram_dm;
 mod telegram_group;

@@ -7,15 +7,16 @@ use worker::{D1Database, Result, SqlStorage};
 
 use super::{inbox, outbox, ChannelObject};
 use crate::channel::state::{TurnResult, TurnSnapshot};
-use crate::channel::turn::{compose_messages, run_turn, Action, HistoryRole, TurnContext};
+use crate::channel::turn::{compose_messages, run_turn, Action, HistoryEntry, HistoryRole, TurnContext};
 use crate::config::Config;
-use crate::edge::config::DATABASE_BINDING;
+use crate::edge::config::{DATABASE_BINDING, JOBS_BINDING};
 use crate::edge::history::{self, StoredMessage};
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::model::HttpModel;
 use crate::edge::outbound::{self, Messenger, Piece, Platform};
 use crate::inbound::InboundEvent;
 use crate::platforms::split_message;
+use crate::process::branch::{BranchJob, Job};
 use crate::prompt;
 use crate::time::format_utc;
 
@@ -59,7 +60,7 @@ async fn run_one(
     turn: &TurnSnapshot,
 ) -> Result<Option<i64>> {
     let config = &object.config;
-    let Some(last) = turn.messages.last().map(|message| &message.event) else {
+    let Some(last) = turn.answering() else {
         object.step(|channel| channel.finish_turn(&TurnResult::default(), &config.channel, now_ms()))?;
         return Ok(None);
     };
@@ -67,8 +68,12 @@ async fn run_one(
     if turn.result.is_none() {
         platform.show_working(last).await;
         refresh_membership(object, &platform, last).await?;
-        let (texts, result) = think(config, database, turn, platform.name()).await?;
-        let pieces: Vec<String> = texts.iter().flat_map(|text| split_message(text, platform.message_limit())).collect();
+        let capacity = object.channel.borrow().branch_capacity();
+        let thought = think(config, database, turn, platform.name(), capacity).await?;
+        start_branches(object, turn, last, &thought).await?;
+        let result = thought.result;
+        let pieces: Vec<String> =
+            thought.texts.iter().flat_map(|text| split_message(text, platform.message_limit())).collect();
         // In a group, quote the message being answered; a DM needs no quote.
         let reply_to = (!last.is_dm && !last.is_command).then_some(last.message_id.as_str());
         outbox::enqueue(sql, turn.id as i64, &pieces, reply_to, now_ms())?;
@@ -88,17 +93,48 @@ async fn run_one(
     Ok(None)
 }
 
-/// Asks the model; returns the texts to send and what the turn decided. A
-/// model that keeps failing yields the friendly failure message, never silence.
+/// What the model made of a turn.
+struct Thought {
+    /// The texts to send.
+    texts: Vec<String>,
+    result: TurnResult,
+    /// Questions to think through in branches.
+    branches: Vec<String>,
+    /// The conversation as the model saw it, for branches to fork.
+    fork: Vec<HistoryEntry>,
+}
+
+/// Asks the model. A model that keeps failing yields the friendly failure
+/// message, never silence.
 async fn think(
     config: &Config,
     database: &D1Database,
     turn: &TurnSnapshot,
     platform: &str,
-) -> Result<(Vec<String>, TurnResult)> {
-    let stored: Vec<StoredMessage> =
+    branch_capacity: usize,
+) -> Result<Thought> {
+    let Some(answering) = turn.answering() else {
+        return Ok(Thought {
+            texts: Vec::new(),
+            result: TurnResult::default(),
+            branches: Vec::new(),
+            fork: Vec::new(),
+        });
+    };
+    let conversation_key = &answering.conversation_key;
+    let mut stored: Vec<StoredMessage> =
         turn.messages.iter().map(|message| StoredMessage::inbound(&message.event, message.received_at_ms)).collect();
-    let conversation_key = &turn.messages[0].event.conversation_key;
+    // Finished work enters the history too, so later turns remember it.
+    stored.extend(turn.process_events.iter().map(|event| StoredMessage {
+        id: format!("{conversation_key}:process:{}", event.envelope.id),
+        conversation_key: conversation_key.clone(),
+        role: HistoryRole::User,
+        author_id: event.envelope.from.clone(),
+        author_name: "branch".into(),
+        content: format!("[branch on \"{}\"] {}", event.question, event.envelope.body),
+        platform_message_id: None,
+        created_at: event.envelope.ts,
+    }));
     let earlier = history::load_and_record(database, conversation_key, &stored, config.history_limit as usize).await?;
     let current: Vec<InboundEvent> = turn.messages.iter().map(|message| message.event.clone()).collect();
     let context = TurnContext {
@@ -109,36 +145,64 @@ async fn think(
         context: &turn.context,
         current: &current,
         notice: turn.notice,
+        process_events: &turn.process_events,
+        active_branches: &turn.active_branches,
     };
     let outcome = async {
         let messages = compose_messages(&context).map_err(|error| error.to_string())?;
         let model = HttpModel::new(config, &config.channel_model).map_err(|error| error.to_string())?;
-        run_turn(&model, model.model_name(), messages).await.map_err(|error| error.to_string())
+        run_turn(&model, model.model_name(), messages, branch_capacity).await.map_err(|error| error.to_string())
     }
     .await;
-    let mut result = TurnResult::default();
-    let texts = match outcome {
+    let mut thought = Thought { texts: Vec::new(), result: TurnResult::default(), branches: Vec::new(), fork: earlier };
+    thought.fork.extend(stored.iter().map(|message| HistoryEntry {
+        role: message.role,
+        author_name: message.author_name.clone(),
+        content: message.content.clone(),
+    }));
+    match outcome {
         Ok(outcome) => {
-            result.usage = outcome.usage;
-            outcome
-                .actions
-                .into_iter()
-                .filter_map(|action| match action {
-                    Action::Reply { text } => Some(text),
-                    Action::Disengage => {
-                        result.disengaged = true;
-                        None
-                    }
-                    Action::Skip { .. } => None,
-                })
-                .collect()
+            thought.result.usage = outcome.usage;
+            for action in outcome.actions {
+                match action {
+                    Action::Reply { text } => thought.texts.push(text),
+                    Action::Disengage => thought.result.disengaged = true,
+                    Action::Branch { question } => thought.branches.push(question),
+                    Action::Skip { .. } => {}
+                }
+            }
         }
         Err(error) => {
             worker::console_error!("channel turn {} failed: {error}", turn.id);
-            vec![prompt::text("model_failure")]
+            thought.texts.push(prompt::text("model_failure"));
         }
-    };
-    Ok((texts, result))
+    }
+    Ok(thought)
+}
+
+/// Queues a job for each branch the model started. Job ids are stable per
+/// turn, so a resumed turn's repeat is recognised downstream.
+async fn start_branches(
+    object: &ChannelObject,
+    turn: &TurnSnapshot,
+    origin: &InboundEvent,
+    thought: &Thought,
+) -> Result<()> {
+    for (index, question) in thought.branches.iter().enumerate() {
+        let id = format!("{}:{}:b{index}", origin.conversation_key, turn.id);
+        if !object.step(|channel| channel.start_branch(&id, question, origin, now_ms()))? {
+            continue;
+        }
+        let job = Job::Branch(BranchJob {
+            id,
+            conversation_key: origin.conversation_key.clone(),
+            question: question.clone(),
+            history: thought.fork.clone(),
+            origin: origin.clone(),
+        });
+        object.env.queue(JOBS_BINDING)?.send(&job).await?;
+    }
+    Ok(())
 }
 
 /// Re-reads the group's member count when the cached one is not fresh.

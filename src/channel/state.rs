@@ -13,6 +13,8 @@ use super::sticky::StickyLedger;
 use super::versioned::{BinaryOperatorAggregate, Custom, Keyed, LastValue, RingBuffer, Topic, Versioned, VersionsSeen};
 use crate::inbound::InboundEvent;
 use crate::llm::Usage;
+use crate::process::branch::MAX_CONCURRENT_BRANCHES;
+use crate::process::envelope::Envelope;
 
 /// Messages the context buffer keeps while the bot watches silently.
 pub const CONTEXT_BUFFER_SIZE: usize = 20;
@@ -20,6 +22,33 @@ pub const CONTEXT_BUFFER_SIZE: usize = 20;
 pub const CONTEXT_MESSAGE_CHARS: usize = 800;
 /// The actor that runs channel turns.
 pub const TURN_ACTOR: &str = "turn";
+/// Finished work retriggers the channel after this pause (so bursts coalesce)...
+pub const RETRIGGER_DEBOUNCE_MS: i64 = 500;
+/// ...at most this many times per user message.
+pub const MAX_RETRIGGERS_PER_MESSAGE: u32 = 3;
+
+/// A branch the channel started and is waiting on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchStatus {
+    pub question: String,
+    pub started_at_ms: i64,
+    /// The message it was started for; its answer goes there.
+    pub origin: InboundEvent,
+}
+
+/// Finished work reported back to the channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessEvent {
+    pub envelope: Envelope,
+    pub question: String,
+    pub origin: InboundEvent,
+}
+
+impl Keyed for ProcessEvent {
+    fn key(&self) -> &str {
+        &self.envelope.id
+    }
+}
 
 /// Tunables of the channel (from config).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +102,14 @@ pub struct TurnSnapshot {
     pub messages: Vec<QueuedMessage>,
     pub context: Vec<ObservedMessage>,
     pub notice: Notice,
+    /// Work that finished since the last turn.
+    #[serde(default)]
+    pub process_events: Vec<ProcessEvent>,
+    /// Questions branches are still thinking about.
+    #[serde(default)]
+    pub active_branches: Vec<String>,
+    #[serde(default)]
+    pub process_version: u64,
     /// Set once the model has answered, so a resumed turn does not lose it.
     #[serde(default)]
     pub result: Option<TurnResult>,
@@ -95,6 +132,10 @@ pub struct ChannelState {
     pub turns_started: BinaryOperatorAggregate<u64>,
     pub current_turn: LastValue<TurnSnapshot>,
     pub token_usage: BinaryOperatorAggregate<Usage>,
+    pub active_branches: Custom<BTreeMap<String, BranchStatus>>,
+    pub process_events: Topic<ProcessEvent>,
+    /// Turns run for finished work since the last user message.
+    pub retriggers: Custom<u32>,
     pub versions_seen: Custom<VersionsSeen>,
 }
 
@@ -112,6 +153,9 @@ impl Default for ChannelState {
             turns_started: BinaryOperatorAggregate::default(),
             current_turn: LastValue::default(),
             token_usage: BinaryOperatorAggregate::default(),
+            active_branches: Custom::default(),
+            process_events: Topic::default(),
+            retriggers: Custom::default(),
             versions_seen: Custom::default(),
         }
     }
@@ -150,6 +194,9 @@ macro_rules! with_slots {
             turns_started,
             current_turn,
             token_usage,
+            active_branches,
+            process_events,
+            retriggers,
             versions_seen
         )
     };
@@ -229,6 +276,7 @@ impl ChannelState {
             });
         }
         if decision.engages {
+            self.retriggers.update(|count| std::mem::replace(count, 0) != 0);
             self.prompt_queue.update([QueuedMessage { event: event.clone(), received_at_ms: now_ms }]);
         } else {
             self.context_buffer.update([ObservedMessage {
@@ -249,6 +297,19 @@ impl ChannelState {
         if let Some(turn) = self.current_turn.get() {
             return Some(turn.not_before_ms.max(now_ms));
         }
+        let for_messages = self.queue_wake_at(settings, now_ms);
+        // Finished work retriggers the channel, debounced and bounded per user message.
+        let for_results = (*self.retriggers.get() < MAX_RETRIGGERS_PER_MESSAGE)
+            .then(|| self.process_events.items().last())
+            .flatten()
+            .map(|event| event.envelope.ts + RETRIGGER_DEBOUNCE_MS);
+        match (for_messages, for_results) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn queue_wake_at(&self, settings: &ChannelSettings, now_ms: i64) -> Option<i64> {
         let queued = self.prompt_queue.items();
         let first = queued.first()?;
         // DMs and commands (a user waiting on a deferred response) skip the debounce.
@@ -259,6 +320,34 @@ impl ChannelState {
         Some((last + settings.debounce_ms).min(first.received_at_ms + settings.max_wait_ms))
     }
 
+    /// Records a branch the turn started; false when too many already run.
+    pub fn start_branch(&mut self, id: &str, question: &str, origin: &InboundEvent, now_ms: i64) -> bool {
+        if self.active_branches.get().len() >= MAX_CONCURRENT_BRANCHES {
+            return false;
+        }
+        let status = BranchStatus { question: question.to_string(), started_at_ms: now_ms, origin: origin.clone() };
+        self.active_branches.update(|branches| branches.insert(id.to_string(), status).is_none());
+        true
+    }
+
+    /// Free branch slots right now.
+    pub fn branch_capacity(&self) -> usize {
+        MAX_CONCURRENT_BRANCHES.saturating_sub(self.active_branches.get().len())
+    }
+
+    /// Takes in a process's report (a branch's conclusion or failure); returns
+    /// whether it was new. A report for an unknown or finished branch is dropped.
+    pub fn receive_process_event(&mut self, envelope: Envelope) -> bool {
+        let Some(branch_id) = envelope.reference.clone() else {
+            return false;
+        };
+        let Some(branch) = self.active_branches.get().get(&branch_id).cloned() else {
+            return false;
+        };
+        self.active_branches.update(|branches| branches.remove(&branch_id).is_some());
+        self.process_events.update([ProcessEvent { envelope, question: branch.question, origin: branch.origin }])
+    }
+
     /// The turn to run now: the one a crash interrupted, or a new one over the
     /// queued messages if the queue moved since the last turn took it.
     pub fn begin_turn(&mut self) -> Option<TurnSnapshot> {
@@ -266,9 +355,19 @@ impl ChannelState {
             return Some(snapshot.clone());
         }
         let queue_version = self.prompt_queue.version();
-        let reads = [("prompt_queue", queue_version)];
-        if self.prompt_queue.items().is_empty() || !self.versions_seen.get().should_run(TURN_ACTOR, &reads) {
+        let process_version = self.process_events.version();
+        let reads = [("prompt_queue", queue_version), ("process_events", process_version)];
+        let has_messages = !self.prompt_queue.items().is_empty();
+        let has_results = !self.process_events.items().is_empty()
+            && (has_messages || *self.retriggers.get() < MAX_RETRIGGERS_PER_MESSAGE);
+        if !(has_messages || has_results) || !self.versions_seen.get().should_run(TURN_ACTOR, &reads) {
             return None;
+        }
+        if !has_messages {
+            self.retriggers.update(|count| {
+                *count += 1;
+                true
+            });
         }
         self.turns_started.update([1]);
         let notice = if self.loop_guard.get().active {
@@ -284,6 +383,9 @@ impl ChannelState {
             messages: self.prompt_queue.items().to_vec(),
             context: self.context_buffer.items().cloned().collect(),
             notice,
+            process_events: self.process_events.items().to_vec(),
+            active_branches: self.active_branches.get().values().map(|branch| branch.question.clone()).collect(),
+            process_version,
             result: None,
             not_before_ms: 0,
         };
@@ -321,6 +423,8 @@ impl ChannelState {
         };
         let handled: Vec<String> = snapshot.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
         self.prompt_queue.remove(&handled);
+        let reported: Vec<String> = snapshot.process_events.iter().map(|event| event.envelope.id.clone()).collect();
+        self.process_events.remove(&reported);
         // Only the context the turn saw; messages observed meanwhile stay for the next one.
         let shown = self
             .context_buffer
@@ -338,12 +442,23 @@ impl ChannelState {
         self.token_usage.update([outcome.usage]);
         // The turn saw the queue as it was when it started; anything that came
         // in since moved the version past that and gets the next turn.
-        let seen = [("prompt_queue", snapshot.queue_version)];
+        let seen = [("prompt_queue", snapshot.queue_version), ("process_events", snapshot.process_version)];
         self.versions_seen.update(|versions| {
             versions.mark(TURN_ACTOR, &seen);
             true
         });
         self.current_turn.clear();
+    }
+}
+
+impl TurnSnapshot {
+    /// The message the turn answers: the newest one, or for a turn run for
+    /// finished work, the message that work was started for.
+    pub fn answering(&self) -> Option<&InboundEvent> {
+        self.messages
+            .last()
+            .map(|message| &message.event)
+            .or_else(|| self.process_events.first().map(|event| &event.origin))
     }
 }
 
@@ -360,6 +475,7 @@ mod tests {
     use super::*;
     use crate::channel::engagement::Reason;
     use crate::inbound::Author;
+    use crate::process::envelope::MessageType;
 
     fn settings() -> ChannelSettings {
         ChannelSettings {
@@ -481,6 +597,71 @@ mod tests {
         assert_eq!(notices[4], Notice::LoopGuard);
         state.receive(&mention(20, "ada", "stop it"), &settings, 1_000);
         assert_eq!(state.begin_turn().unwrap().notice, Notice::GroupNudge, "a human resets the guard");
+    }
+
+    fn conclusion(id: &str, branch: &str, ts: i64) -> Envelope {
+        Envelope::new(id, ts, format!("branch:{branch}"), "channel", MessageType::Done, Some(branch.into()), "42")
+    }
+
+    #[test]
+    fn a_branch_conclusion_retriggers_the_channel_once_and_is_shown_to_it() {
+        let settings = settings();
+        let mut state = busy_state();
+        let origin = mention(1, "ada", "edgebot, think hard");
+        state.receive(&origin, &settings, 0);
+        state.begin_turn().unwrap();
+        assert!(state.start_branch("b1", "what is the answer?", &origin, 10));
+        state.finish_turn(&replied(), &settings, 20);
+        assert!(state.begin_turn().is_none());
+        assert_eq!(state.wake_at(&settings, 30), None, "nothing to do while the branch thinks");
+
+        assert!(state.receive_process_event(conclusion("e1", "b1", 1_000)));
+        assert!(!state.receive_process_event(conclusion("e1", "b1", 1_000)), "a redelivered report is dropped");
+        assert_eq!(state.wake_at(&settings, 1_000), Some(1_000 + RETRIGGER_DEBOUNCE_MS));
+        let turn = state.begin_turn().expect("a retrigger turn");
+        assert!(turn.messages.is_empty());
+        assert_eq!(turn.process_events[0].question, "what is the answer?");
+        assert_eq!(turn.answering().map(|event| event.delivery_id.as_str()), Some("1"));
+        state.finish_turn(&replied(), &settings, 1_100);
+        assert!(state.begin_turn().is_none());
+        assert!(state.process_events.items().is_empty());
+    }
+
+    #[test]
+    fn branches_are_capped_and_retriggers_bounded_per_user_message() {
+        let settings = settings();
+        let mut state = busy_state();
+        let origin = mention(1, "ada", "edgebot");
+        state.receive(&origin, &settings, 0);
+        for index in 0..MAX_CONCURRENT_BRANCHES {
+            assert!(state.start_branch(&format!("b{index}"), "q", &origin, 0));
+        }
+        assert!(!state.start_branch("extra", "q", &origin, 0));
+        assert_eq!(state.branch_capacity(), 0);
+        state.begin_turn().unwrap();
+        state.finish_turn(&replied(), &settings, 1);
+
+        for index in 0..MAX_CONCURRENT_BRANCHES {
+            state.receive_process_event(conclusion(&format!("e{index}"), &format!("b{index}"), 100));
+        }
+        let mut retrigger_turns = 0;
+        for round in 0..5 {
+            if round > 0 {
+                // Each retrigger turn starts another branch that reports back.
+                let branch = format!("next{round}");
+                assert!(state.start_branch(&branch, "q", &origin, 150));
+                state.receive_process_event(conclusion(&format!("n{round}"), &branch, 200 + round));
+            }
+            if state.begin_turn().is_some() {
+                retrigger_turns += 1;
+                state.finish_turn(&replied(), &settings, 300);
+            }
+        }
+        assert_eq!(retrigger_turns, MAX_RETRIGGERS_PER_MESSAGE as usize);
+        assert!(!state.process_events.items().is_empty(), "later results wait for the next user message");
+        state.receive(&mention(9, "ada", "edgebot, and?"), &settings, 300);
+        let turn = state.begin_turn().unwrap();
+        assert!(!turn.process_events.is_empty(), "and are shown with it");
     }
 
     #[test]

@@ -7,9 +7,10 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::state::{Notice, ObservedMessage};
+use super::state::{Notice, ObservedMessage, ProcessEvent};
 use crate::inbound::InboundEvent;
 use crate::llm::{ChatMessage, ChatRequest, Completion, LlmError, Role, ToolSpec, Usage};
+use crate::process::envelope::MessageType;
 use crate::prompt;
 
 /// Most channel turns take one to three model calls; past this the channel is
@@ -51,6 +52,10 @@ pub struct TurnContext<'a> {
     pub context: &'a [ObservedMessage],
     pub current: &'a [InboundEvent],
     pub notice: Notice,
+    /// Work that finished since the last turn.
+    pub process_events: &'a [ProcessEvent],
+    /// Questions branches are still thinking about.
+    pub active_branches: &'a [String],
 }
 
 /// What the turn decided to do; the channel object carries these out.
@@ -64,6 +69,10 @@ pub enum Action {
     },
     /// Clear every sticky credit of this conversation.
     Disengage,
+    /// Think a question through in a background branch.
+    Branch {
+        question: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -83,6 +92,15 @@ pub fn channel_tools() -> Vec<ToolSpec> {
                 "type": "object",
                 "properties": { "content": { "type": "string", "description": "The message to send." } },
                 "required": ["content"]
+            }),
+        },
+        ToolSpec {
+            name: "branch".into(),
+            description: prompt::text("tools/branch"),
+            parameters: json!({
+                "type": "object",
+                "properties": { "question": { "type": "string", "description": "What to think through." } },
+                "required": ["question"]
             }),
         },
         ToolSpec {
@@ -139,19 +157,38 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, m
         .iter()
         .map(|observed| json!({ "author": observed.author_name, "text": observed.text }))
         .collect();
+    let completed: Vec<_> = context
+        .process_events
+        .iter()
+        .map(|event| {
+            json!({
+                "question": event.question,
+                "body": event.envelope.body,
+                "failed": event.envelope.kind == MessageType::Error,
+            })
+        })
+        .collect();
     let turn = prompt::render(
         "channel_turn",
-        json!({ "current": current, "context": context_lines, "notice": context.notice }),
+        json!({
+            "current": current,
+            "context": context_lines,
+            "notice": context.notice,
+            "completed": completed,
+            "active_branches": context.active_branches,
+        }),
     )?;
     messages.push(ChatMessage::new(Role::User, turn));
     Ok(messages)
 }
 
-/// Runs the model/tool loop until the model replies, skips, or runs out of calls.
+/// Runs the model/tool loop until the model replies, skips, or runs out of
+/// calls. At most `branch_capacity` branches may be started.
 pub async fn run_turn(
     model: &impl ChatModel,
     model_name: &str,
     mut messages: Vec<ChatMessage>,
+    branch_capacity: usize,
 ) -> Result<TurnOutcome, LlmError> {
     let tools = channel_tools();
     let mut outcome = TurnOutcome::default();
@@ -183,6 +220,19 @@ pub async fn run_turn(
                         "sent".to_string()
                     }
                     _ => "error: `content` must be a non-empty string".to_string(),
+                },
+                "branch" => match call.arguments.get("question").and_then(|value| value.as_str()) {
+                    Some(question) if !question.trim().is_empty() => {
+                        let started =
+                            outcome.actions.iter().filter(|action| matches!(action, Action::Branch { .. })).count();
+                        if started < branch_capacity {
+                            outcome.actions.push(Action::Branch { question: question.to_string() });
+                            "branch started: its conclusion comes back to you in a later turn".to_string()
+                        } else {
+                            "error: too many branches are running; answer directly or wait".to_string()
+                        }
+                    }
+                    _ => "error: `question` must be a non-empty string".to_string(),
                 },
                 "channel_disengage" => {
                     outcome.actions.push(Action::Disengage);
@@ -250,7 +300,7 @@ mod tests {
 
     fn run(model: &ScriptedModel) -> Result<TurnOutcome, LlmError> {
         let messages = vec![ChatMessage::new(Role::User, "hi")];
-        futures_executor(run_turn(model, "m", messages))
+        futures_executor(run_turn(model, "m", messages, 1))
     }
 
     /// The loop never actually waits, so polling once per step is enough.
@@ -333,6 +383,8 @@ mod tests {
             context: &[],
             current: &current,
             notice: Notice::None,
+            process_events: &[],
+            active_branches: &[],
         };
         let messages = compose_messages(&context).unwrap();
         assert_eq!(messages.len(), 4);
@@ -365,6 +417,8 @@ mod tests {
                 context: &watched,
                 current: &current,
                 notice,
+                process_events: &[],
+                active_branches: &[],
             };
             let turn = compose_messages(&context).unwrap().pop().unwrap().content;
             let recent = turn.find("## Recent context (not addressed to you").expect("recent context section");
@@ -375,6 +429,60 @@ mod tests {
             assert!(turn.contains(expected), "{notice:?}");
             assert_eq!(turn.matches("SYSTEM MESSAGE").count(), 1, "one notice per turn");
         }
+    }
+
+    #[test]
+    fn branches_are_actions_up_to_the_capacity() {
+        let model = ScriptedModel::new(vec![
+            Ok(Completion {
+                tool_calls: vec![
+                    ToolCall { id: "a".into(), name: "branch".into(), arguments: json!({"question": "one"}) },
+                    ToolCall { id: "b".into(), name: "branch".into(), arguments: json!({"question": "two"}) },
+                ],
+                ..Completion::default()
+            }),
+            Ok(call("reply", json!({"content": "thinking about it"}))),
+        ]);
+        let outcome = run(&model).unwrap();
+        assert_eq!(
+            outcome.actions,
+            vec![Action::Branch { question: "one".into() }, Action::Reply { text: "thinking about it".into() }]
+        );
+        let results: Vec<String> = model.requests.borrow()[1]
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::Tool)
+            .map(|message| message.content.clone())
+            .collect();
+        assert!(results[0].starts_with("branch started") && results[1].starts_with("error: too many"));
+    }
+
+    #[test]
+    fn finished_work_and_running_branches_show_in_a_status_section() {
+        use crate::channel::state::ProcessEvent;
+        use crate::process::envelope::Envelope;
+        let done = ProcessEvent {
+            envelope: Envelope::new("e", 0, "branch:b", "channel", MessageType::Done, Some("b".into()), "It is 42."),
+            question: "what is the answer?".into(),
+            origin: event("x"),
+        };
+        let context = TurnContext {
+            bot_name: "edgebot",
+            platform: "telegram",
+            now_utc: String::new(),
+            history: &[],
+            context: &[],
+            current: &[],
+            notice: Notice::None,
+            process_events: std::slice::from_ref(&done),
+            active_branches: &["is it raining?".to_string()],
+        };
+        let turn = compose_messages(&context).unwrap().pop().unwrap().content;
+        assert!(turn.contains("## Status"));
+        assert!(turn.contains("still thinking about: is it raining?"));
+        assert!(turn.contains("finished on \"what is the answer?\": It is 42."));
+        assert!(turn.contains("No new messages"), "{turn}");
+        assert!(!turn.contains("## Current message(s)"));
     }
 
     #[test]

@@ -1,0 +1,100 @@
+//! The `jobs` queue consumer: runs branches and reports back to the channel.
+//! Each message is acked on its own; a failing job is retried by the queue and,
+//! after its retries, arrives on the dead-letter queue, whose consumer tells
+//! the channel the work failed (so the user hears it).
+
+use worker::{event, Context, Env, Message, MessageBatch, MessageExt, Method, Request, RequestInit};
+
+use super::config::{self, CHANNEL_BINDING, DEAD_LETTER_SUFFIX};
+use super::http::now_ms;
+use super::model::HttpModel;
+use crate::config::Config;
+use crate::process::branch::{compose_messages, run_branch, BranchJob, Job};
+use crate::process::envelope::{Envelope, MessageType};
+
+#[event(queue)]
+async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Context) -> worker::Result<()> {
+    let config = config::load(&env);
+    let dead_letters = batch.queue().ends_with(DEAD_LETTER_SUFFIX);
+    // An error here would abort the whole Worker: every failure is per message.
+    let messages = match batch.messages() {
+        Ok(messages) => messages,
+        Err(error) => {
+            worker::console_error!("unreadable job batch: {error}");
+            batch.retry_all();
+            return Ok(());
+        }
+    };
+    for message in messages {
+        handle(&config, &env, &message, dead_letters).await;
+    }
+    Ok(())
+}
+
+async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>, dead_letters: bool) {
+    let job: Job = match serde_json::from_value(message.body().clone()) {
+        Ok(job) => job,
+        Err(error) => {
+            worker::console_error!("dropping an unreadable job: {error}");
+            message.ack();
+            return;
+        }
+    };
+    let Job::Branch(branch) = job;
+    let report = if dead_letters {
+        // Out of retries: the user is told instead of waiting forever.
+        Some(report(&branch, MessageType::Error, "the branch failed after several attempts".into()))
+    } else {
+        match think(config, &branch).await {
+            Ok(conclusion) => Some(report(&branch, MessageType::Done, conclusion)),
+            Err(error) if error.is_retryable() => {
+                worker::console_warn!("branch {} failed, the queue will retry: {error}", branch.id);
+                None
+            }
+            Err(error) => Some(report(&branch, MessageType::Error, format!("the branch failed: {error}"))),
+        }
+    };
+    let Some(envelope) = report else {
+        message.retry();
+        return;
+    };
+    match deliver(env, &branch.conversation_key, &envelope).await {
+        Ok(()) => message.ack(),
+        Err(error) => {
+            worker::console_error!("could not report branch {} to its channel: {error}", branch.id);
+            message.retry();
+        }
+    }
+}
+
+async fn think(config: &Config, branch: &BranchJob) -> Result<String, crate::llm::LlmError> {
+    let model = HttpModel::new(config, &config.branch_model)?;
+    let messages =
+        compose_messages(branch, &config.bot_name).map_err(|error| crate::llm::LlmError::Config(error.to_string()))?;
+    run_branch(&model, model.model_name(), messages).await
+}
+
+/// The report's id is derived from the job's, so a redelivered job's report is
+/// recognised by the channel as the same one.
+fn report(branch: &BranchJob, kind: MessageType, body: String) -> Envelope {
+    Envelope::new(
+        format!("{}:report", branch.id),
+        now_ms(),
+        format!("branch:{}", branch.id),
+        "channel",
+        kind,
+        Some(branch.id.clone()),
+        body,
+    )
+}
+
+async fn deliver(env: &Env, conversation_key: &str, envelope: &Envelope) -> worker::Result<()> {
+    let stub = env.durable_object(CHANNEL_BINDING)?.get_by_name(conversation_key)?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_body(Some(serde_json::to_string(envelope)?.into()));
+    let response = stub.fetch_with_request(Request::new_with_init("https://channel/process-event", &init)?).await?;
+    if response.status_code() != 200 {
+        return Err(worker::Error::RustError(format!("channel answered {}", response.status_code())));
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! The typed envelope every inter-process message travels in (the war-room
+//! format): `v, id, ts, from, to, type, ref, body`.
+
+use serde::{Deserialize, Serialize};
+
+/// The envelope format version.
+pub const ENVELOPE_VERSION: u8 = 1;
+/// Bodies longer than this are cut, with a warning appended.
+pub const BODY_CAP_BYTES: usize = 65_536;
+const TRUNCATION_WARNING: &str = "\n[truncated: the body exceeded 65536 bytes]";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageType {
+    Task,
+    Done,
+    Review,
+    Pass,
+    Fail,
+    Fix,
+    Error,
+    Signoff,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub v: u8,
+    /// Unique per message; receivers de-duplicate on it.
+    pub id: String,
+    /// Milliseconds since the Unix epoch.
+    pub ts: i64,
+    pub from: String,
+    pub to: String,
+    #[serde(rename = "type")]
+    pub kind: MessageType,
+    /// The message this one answers (a `done` refers to its `task`).
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    pub body: String,
+}
+
+impl Envelope {
+    /// Builds an envelope, cutting an oversized body at a character boundary.
+    pub fn new(
+        id: impl Into<String>,
+        ts: i64,
+        from: impl Into<String>,
+        to: impl Into<String>,
+        kind: MessageType,
+        reference: Option<String>,
+        body: impl Into<String>,
+    ) -> Self {
+        Envelope {
+            v: ENVELOPE_VERSION,
+            id: id.into(),
+            ts,
+            from: from.into(),
+            to: to.into(),
+            kind,
+            reference,
+            body: cap_body(body.into()),
+        }
+    }
+}
+
+fn cap_body(mut body: String) -> String {
+    if body.len() <= BODY_CAP_BYTES {
+        return body;
+    }
+    let mut end = BODY_CAP_BYTES - TRUNCATION_WARNING.len();
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    body.truncate(end);
+    body.push_str(TRUNCATION_WARNING);
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_serialise_in_the_war_room_shape() {
+        let envelope = Envelope::new("m2", 5, "branch:b1", "channel", MessageType::Done, Some("m1".into()), "42");
+        let json = serde_json::to_value(&envelope).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"v": 1, "id": "m2", "ts": 5, "from": "branch:b1", "to": "channel", "type": "done", "ref": "m1", "body": "42"})
+        );
+        assert_eq!(serde_json::from_value::<Envelope>(json).unwrap(), envelope);
+    }
+
+    #[test]
+    fn oversized_bodies_are_cut_with_a_warning() {
+        let envelope = Envelope::new("m", 0, "a", "b", MessageType::Done, None, "é".repeat(40_000));
+        assert!(envelope.body.len() <= BODY_CAP_BYTES);
+        assert!(envelope.body.ends_with(TRUNCATION_WARNING));
+        let small = Envelope::new("m", 0, "a", "b", MessageType::Done, None, "short");
+        assert_eq!(small.body, "short");
+    }
+}

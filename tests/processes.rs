@@ -1,0 +1,69 @@
+//! Branches: the channel delegates thinking to a Queue job and answers with
+//! its conclusion in a later turn, without ever waiting for it.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::harness::{dm_update, turn_message, wait_for, Scripted, TestEnv};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_that_branches_later_answers_with_the_branch_conclusion() {
+    let env = TestEnv::start().await;
+    env.llm.push(Scripted::ToolCalls(vec![
+        ("branch".into(), json!({"question": "what is six times seven?"})),
+        ("reply".into(), json!({"content": "Let me think about that."})),
+    ]));
+    env.llm.push(Scripted::Text("Six times seven is 42.".into())); // the branch
+    env.llm.reply("It's 42."); // the channel, retriggered by the conclusion
+
+    env.telegram_update(&dm_update(1, 51, "what is 6x7? think carefully")).await;
+    let sent = env.wait_for_sent(2).await;
+    assert_eq!(sent[0]["text"], "Let me think about that.");
+    assert_eq!(sent[1]["text"], "It's 42.");
+
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 3);
+    let branch = crate::harness::all_message_text(&requests[1]);
+    assert!(branch.contains("You are a branch"), "the branch has its own system prompt");
+    assert!(branch.contains("Ada: what is 6x7? think carefully"), "the branch forks the channel's history");
+    assert!(branch.contains("what is six times seven?"));
+    assert!(requests[1]["tools"].is_null(), "the branch gets no channel tools");
+
+    let retrigger = turn_message(&requests[2]);
+    assert!(retrigger.contains("## Status"), "{retrigger}");
+    assert!(retrigger.contains("Six times seven is 42."));
+    assert!(retrigger.contains("No new messages"));
+
+    env.settle().await;
+    assert_eq!(env.telegram.calls("sendMessage").len(), 2, "one retrigger, no cascade");
+    let history = env.admin("/api/channels/telegram:51/messages").await;
+    let contents: Vec<&str> = history.as_array().unwrap().iter().map(|row| row["content"].as_str().unwrap()).collect();
+    assert!(contents.iter().any(|content| content.contains("Six times seven is 42.")), "{contents:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_branch_that_exhausts_its_retries_ends_with_a_message_to_the_user() {
+    let env = TestEnv::start_with(&[("LLM_MAX_ATTEMPTS", "1")]).await;
+    env.llm.push(Scripted::ToolCalls(vec![
+        ("branch".into(), json!({"question": "the hard question"})),
+        ("reply".into(), json!({"content": "On it."})),
+    ]));
+    // The branch's model fails on every delivery (the queue tries three times).
+    for _ in 0..3 {
+        env.llm.push(Scripted::Status(503));
+    }
+    env.llm.reply("Sorry, I could not work that out.");
+
+    env.telegram_update(&dm_update(1, 52, "a hard one")).await;
+    let sent = wait_for("the failure message", Duration::from_secs(60), || async {
+        let sent = env.telegram.calls("sendMessage");
+        (sent.len() >= 2).then_some(sent)
+    })
+    .await;
+    assert_eq!(sent[1]["text"], "Sorry, I could not work that out.");
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 5, "one channel turn, three branch attempts, one retrigger");
+    let retrigger = turn_message(&requests[4]);
+    assert!(retrigger.contains("A branch failed"), "{retrigger}");
+}
