@@ -5,6 +5,8 @@
 //! so no webhook ever waits for a model. The channel's state lives in memory as
 //! versioned slots and is checkpointed to the object's SQLite after every step.
 
+#[path = "channel_object/envelopes.rs"]
+mod envelopes;
 #[path = "channel_object/inbox.rs"]
 mod inbox;
 #[path = "channel_object/outbox.rs"]
@@ -40,7 +42,7 @@ pub struct ChannelObject {
 impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA] {
+        for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA, envelopes::SCHEMA] {
             if let Err(error) = sql.exec(schema, None) {
                 worker::console_error!("channel schema: {error}");
             }
@@ -60,6 +62,16 @@ impl DurableObject for ChannelObject {
 
     async fn fetch(&self, request: Request) -> Result<Response> {
         match (request.method(), request.path().as_str()) {
+            (Method::Get, "/envelopes") => {
+                let url = request.url()?;
+                let query =
+                    |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
+                let last = query("last").and_then(|value| value.parse().ok());
+                let lines = envelopes::read(&self.state.storage().sql(), query("type").as_deref(), last)?;
+                let mut response = Response::ok(lines)?;
+                response.headers_mut().set("content-type", "application/x-ndjson")?;
+                Ok(response)
+            }
             (Method::Post, "/inbound") => self.receive(request).await,
             (Method::Post, "/process-event") => self.receive_process_event(request).await,
             (Method::Get, "/events") => Response::from_json(&inbox::events(&self.state.storage().sql())?),
@@ -88,6 +100,7 @@ impl ChannelObject {
         let Ok(envelope) = request.json::<Envelope>().await else {
             return Response::error("malformed envelope", 400);
         };
+        envelopes::log(&self.state.storage().sql(), &envelope)?;
         let accepted = self.step(|channel| channel.receive_process_event(envelope))?;
         let now = now_ms();
         let wake_at = self.channel.borrow().wake_at(&self.config.channel, now);

@@ -10,6 +10,7 @@ pub const DEFAULT_TELEGRAM_API_BASE: &str = "https://api.telegram.org";
 pub const DEFAULT_SLACK_API_BASE: &str = "https://slack.com/api";
 pub const DEFAULT_DISCORD_API_BASE: &str = "https://discord.com/api/v10";
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_CHANNEL_MODEL: &str = "openai/gpt-4o-mini";
 pub const DEFAULT_BOT_NAME: &str = "edgebot";
 /// How many earlier messages of a conversation a turn's prompt carries.
@@ -43,6 +44,8 @@ pub struct Config {
     pub discord_api_base: String,
     pub openai_base_url: String,
     pub openai_api_key: String,
+    pub anthropic_base_url: String,
+    pub anthropic_api_key: String,
     pub channel_model: String,
     /// The model branches think with (defaults to the channel's).
     pub branch_model: String,
@@ -84,6 +87,8 @@ impl Config {
             discord_api_base: text("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).trim_end_matches('/').to_string(),
             openai_base_url: text("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
             openai_api_key: text("OPENAI_API_KEY", ""),
+            anthropic_base_url: text("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL),
+            anthropic_api_key: text("ANTHROPIC_API_KEY", ""),
             channel_model: text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL),
             branch_model: text("BRANCH_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
             history_limit: number("HISTORY_LIMIT", DEFAULT_HISTORY_LIMIT.into()).clamp(1, 500) as u32,

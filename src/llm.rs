@@ -1,7 +1,9 @@
 //! Talking to language models: the provider-neutral chat types, model strings,
 //! and what makes a failure worth retrying. Providers live in submodules.
 
+pub mod anthropic;
 pub mod openai;
+pub mod routing;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -18,9 +20,20 @@ pub struct ModelSpec {
 pub enum Provider {
     /// Any OpenAI-compatible chat-completions endpoint.
     OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
 }
 
 impl ModelSpec {
+    /// `provider/model`, as configured.
+    pub fn key(&self) -> String {
+        let provider = match self.provider {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        };
+        format!("{provider}/{}", self.model)
+    }
+
     pub fn parse(spec: &str) -> Result<Self, LlmError> {
         let (provider, model) = spec
             .split_once('/')
@@ -28,6 +41,7 @@ impl ModelSpec {
             .ok_or_else(|| LlmError::Config(format!("model '{spec}' is not <provider>/<model>")))?;
         let provider = match provider {
             "openai" => Provider::OpenAi,
+            "anthropic" => Provider::Anthropic,
             other => return Err(LlmError::Config(format!("unknown model provider '{other}'"))),
         };
         Ok(ModelSpec { provider, model: model.to_string() })

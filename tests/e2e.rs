@@ -6,6 +6,7 @@
 
 mod discord;
 mod harness;
+mod models;
 mod outbound;
 mod processes;
 mod slack;

@@ -157,6 +157,19 @@ impl TestEnv {
         response.json().await.expect("admin JSON")
     }
 
+    /// GETs an admin API path that answers text (JSON lines).
+    pub async fn admin_text(&self, path: &str) -> String {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.worker.base_url))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("admin request");
+        assert_eq!(response.status(), 200, "admin {path}");
+        response.text().await.expect("admin text")
+    }
+
     /// Waits until the fake Telegram has received `count` sendMessage calls.
     pub async fn wait_for_sent(&self, count: usize) -> Vec<Value> {
         wait_for(&format!("{count} sendMessage call(s)"), Duration::from_secs(20), || async {

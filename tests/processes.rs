@@ -40,6 +40,18 @@ async fn a_turn_that_branches_later_answers_with_the_branch_conclusion() {
     let history = env.admin("/api/channels/telegram:51/messages").await;
     let contents: Vec<&str> = history.as_array().unwrap().iter().map(|row| row["content"].as_str().unwrap()).collect();
     assert!(contents.iter().any(|content| content.contains("Six times seven is 42.")), "{contents:?}");
+
+    // The envelopes between the channel and its branch, as JSON lines.
+    let lines = env.admin_text("/api/channels/telegram:51/envelopes").await;
+    let envelopes: Vec<serde_json::Value> = lines.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let kinds: Vec<&str> = envelopes.iter().map(|envelope| envelope["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["task", "done"]);
+    assert_eq!(envelopes[1]["ref"], envelopes[0]["to"].as_str().unwrap().trim_start_matches("branch:"));
+    assert_eq!(envelopes[1]["v"], 1);
+    let done = env.admin_text("/api/channels/telegram:51/envelopes?type=done&last=5").await;
+    assert_eq!(done.lines().count(), 1);
+    assert!(done.contains("Six times seven is 42."));
+    assert_eq!(env.admin_text("/api/channels/telegram:51/envelopes?last=1").await.lines().count(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

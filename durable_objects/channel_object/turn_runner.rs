@@ -5,7 +5,7 @@
 
 use worker::{D1Database, Result, SqlStorage};
 
-use super::{inbox, outbox, ChannelObject};
+use super::{envelopes, inbox, outbox, ChannelObject};
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, HistoryEntry, HistoryRole, TurnContext};
 use crate::config::Config;
@@ -17,6 +17,7 @@ use crate::edge::outbound::{self, Messenger, Piece, Platform};
 use crate::inbound::InboundEvent;
 use crate::platforms::split_message;
 use crate::process::branch::{BranchJob, Job};
+use crate::process::envelope::{Envelope, MessageType};
 use crate::prompt;
 use crate::time::format_utc;
 
@@ -193,6 +194,16 @@ async fn start_branches(
         if !object.step(|channel| channel.start_branch(&id, question, origin, now_ms()))? {
             continue;
         }
+        let task = Envelope::new(
+            format!("{id}:task"),
+            now_ms(),
+            "channel",
+            format!("branch:{id}"),
+            MessageType::Task,
+            None,
+            question.clone(),
+        );
+        envelopes::log(&object.state.storage().sql(), &task)?;
         let job = Job::Branch(BranchJob {
             id,
             conversation_key: origin.conversation_key.clone(),

@@ -33,6 +33,14 @@ pub async fn channel_outbox(request: &Request, env: &Env, key: &str) -> Result<R
     from_channel(env, key, "outbox").await
 }
 
+/// The envelopes between the channel and its processes, as JSON lines;
+/// `?type=done` keeps one type, `?last=N` the newest N.
+pub async fn channel_envelopes(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let query = request.url().map_err(internal)?.query().map(|query| format!("?{query}")).unwrap_or_default();
+    from_channel(env, key, &format!("envelopes{query}")).await
+}
+
 async fn from_channel(env: &Env, key: &str, view: &str) -> Result<Response, ApiError> {
     let key = percent_decode(key);
     let stub =

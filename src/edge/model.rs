@@ -1,46 +1,64 @@
-//! The channel's model, reached over HTTP, with bounded retries.
+//! The models, reached over HTTP: a chain of `provider/model` entries tried in
+//! order, each with bounded retries, rate-limited ones cooling down.
+
+use std::cell::RefCell;
 
 use crate::channel::turn::ChatModel;
 use crate::config::Config;
-use crate::llm::{openai, ChatRequest, Completion, LlmError, ModelSpec, Provider};
+use crate::llm::routing::{falls_back, parse_chain, Cooldowns};
+use crate::llm::{anthropic, openai, ChatRequest, Completion, LlmError, ModelSpec, Provider};
 
-use super::http::{post_json, sleep_ms, HttpFailure};
+use super::http::{now_ms, post_json, sleep_ms, HttpFailure};
 
-/// A configured model endpoint.
+thread_local! {
+    /// Cooldowns live as long as the isolate: every object and job in it shares them.
+    static COOLDOWNS: RefCell<Cooldowns> = RefCell::new(Cooldowns::default());
+}
+
+/// A configured model chain.
 pub struct HttpModel<'a> {
     config: &'a Config,
-    spec: ModelSpec,
+    chain: Vec<ModelSpec>,
 }
 
 impl<'a> HttpModel<'a> {
-    pub fn new(config: &'a Config, model: &str) -> Result<Self, LlmError> {
-        Ok(HttpModel { config, spec: ModelSpec::parse(model)? })
+    /// `chain` is a process's model setting, e.g. `openai/gpt-4o,anthropic/claude-3-5-haiku-latest`.
+    pub fn new(config: &'a Config, chain: &str) -> Result<Self, LlmError> {
+        Ok(HttpModel { config, chain: parse_chain(chain)? })
     }
 
+    /// The primary model's name (requests are re-addressed per model tried).
     pub fn model_name(&self) -> &str {
-        &self.spec.model
+        &self.chain[0].model
     }
 
-    async fn complete_once(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
-        match self.spec.provider {
-            Provider::OpenAi => {
-                let authorization = format!("Bearer {}", self.config.openai_api_key);
-                let answer = post_json(
-                    &openai::endpoint(&self.config.openai_base_url),
-                    &[("authorization", &authorization)],
-                    &openai::request_body(request),
-                    self.config.llm_timeout_ms,
-                )
-                .await
-                .map_err(|failure| match failure {
-                    HttpFailure::Timeout => LlmError::Timeout,
-                    HttpFailure::Network(message) => LlmError::Network(message),
-                })?;
-                if !(200..300).contains(&answer.status) {
-                    return Err(LlmError::Status(answer.status));
-                }
-                openai::parse_response(&answer.body)
-            }
+    async fn complete_once(&self, spec: &ModelSpec, request: &ChatRequest) -> Result<Completion, LlmError> {
+        let request = ChatRequest { model: spec.model.clone(), ..request.clone() };
+        let (url, authorization, body) = match spec.provider {
+            Provider::OpenAi => (
+                openai::endpoint(&self.config.openai_base_url),
+                ("authorization", format!("Bearer {}", self.config.openai_api_key)),
+                openai::request_body(&request),
+            ),
+            Provider::Anthropic => (
+                anthropic::endpoint(&self.config.anthropic_base_url),
+                ("x-api-key", self.config.anthropic_api_key.clone()),
+                anthropic::request_body(&request),
+            ),
+        };
+        let headers = [(authorization.0, authorization.1.as_str()), ("anthropic-version", anthropic::API_VERSION)];
+        let headers = if spec.provider == Provider::Anthropic { &headers[..] } else { &headers[..1] };
+        let answer =
+            post_json(&url, headers, &body, self.config.llm_timeout_ms).await.map_err(|failure| match failure {
+                HttpFailure::Timeout => LlmError::Timeout,
+                HttpFailure::Network(message) => LlmError::Network(message),
+            })?;
+        if !(200..300).contains(&answer.status) {
+            return Err(LlmError::Status(answer.status));
+        }
+        match spec.provider {
+            Provider::OpenAi => openai::parse_response(&answer.body),
+            Provider::Anthropic => anthropic::parse_response(&answer.body),
         }
     }
 }
@@ -48,16 +66,31 @@ impl<'a> HttpModel<'a> {
 impl ChatModel for HttpModel<'_> {
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let policy = self.config.llm_retry;
-        let mut attempt = 1;
-        loop {
-            sleep_ms(policy.backoff_before(attempt)).await;
-            match self.complete_once(request).await {
-                Err(error) if error.is_retryable() && attempt < policy.max_attempts => {
-                    worker::console_warn!("model call attempt {attempt} failed: {error}; retrying");
+        let order: Vec<ModelSpec> =
+            COOLDOWNS.with(|cooldowns| cooldowns.borrow().order(&self.chain, now_ms()).into_iter().cloned().collect());
+        let mut last_error = LlmError::Config("no model configured".into());
+        for spec in &order {
+            let mut attempt = 1;
+            loop {
+                sleep_ms(policy.backoff_before(attempt)).await;
+                let error = match self.complete_once(spec, request).await {
+                    Ok(completion) => return Ok(completion),
+                    Err(error) => error,
+                };
+                COOLDOWNS.with(|cooldowns| cooldowns.borrow_mut().record(spec, &error, now_ms()));
+                worker::console_warn!("model {} attempt {attempt} failed: {error}", spec.key());
+                // A rate limit moves on at once; other transient failures retry first.
+                if error.is_retryable() && error != LlmError::Status(429) && attempt < policy.max_attempts {
                     attempt += 1;
+                    continue;
                 }
-                result => return result,
+                if !falls_back(&error) {
+                    return Err(error);
+                }
+                last_error = error;
+                break;
             }
         }
+        Err(last_error)
     }
 }
