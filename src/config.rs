@@ -49,6 +49,10 @@ pub struct Config {
     pub channel_model: String,
     /// The model branches think with (defaults to the channel's).
     pub branch_model: String,
+    /// The model that writes compaction summaries (defaults to the channel's).
+    pub compactor_model: String,
+    /// The channel model's context window, for compaction.
+    pub context_window_tokens: u64,
     pub history_limit: u32,
     pub llm_timeout_ms: u64,
     pub llm_retry: RetryPolicy,
@@ -91,6 +95,11 @@ impl Config {
             anthropic_api_key: text("ANTHROPIC_API_KEY", ""),
             channel_model: text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL),
             branch_model: text("BRANCH_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
+            compactor_model: text("COMPACTOR_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
+            context_window_tokens: number(
+                "CONTEXT_WINDOW_TOKENS",
+                crate::process::compaction::DEFAULT_CONTEXT_WINDOW_TOKENS,
+            ),
             history_limit: number("HISTORY_LIMIT", DEFAULT_HISTORY_LIMIT.into()).clamp(1, 500) as u32,
             llm_timeout_ms: number("LLM_TIMEOUT_MS", DEFAULT_LLM_TIMEOUT_MS).max(100),
             llm_retry: RetryPolicy {

@@ -2,4 +2,15 @@
 //! Queue jobs and report back to the channel through typed envelopes.
 
 pub mod branch;
+pub mod compaction;
 pub mod envelope;
+
+use serde::{Deserialize, Serialize};
+
+/// Every job the `jobs` queue carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Job {
+    Branch(branch::BranchJob),
+    Compaction(compaction::CompactionJob),
+}

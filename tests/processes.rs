@@ -79,3 +79,40 @@ async fn a_branch_that_exhausts_its_retries_ends_with_a_message_to_the_user() {
     let retrigger = turn_message(&requests[4]);
     assert!(retrigger.contains("A branch failed"), "{retrigger}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_small_context_window_compacts_and_the_conversation_carries_on_with_the_summary() {
+    let env = TestEnv::start_with(&[("CONTEXT_WINDOW_TOKENS", "700")]).await;
+    for _ in 0..3 {
+        env.llm.push_for("You summarise", Scripted::Text("SUMMARY: Ada's cat is called Tom.".into()));
+    }
+    let padding = "and some more detail about my day ".repeat(17); // ~580 characters
+    for round in 1..=5 {
+        env.llm.reply(&format!("noted {round}"));
+        let text =
+            if round == 1 { format!("my cat is called Tom, {padding}") } else { format!("message {round}, {padding}") };
+        env.telegram_update(&dm_update(round, 53, &text)).await;
+        env.wait_for_sent(round as usize).await;
+        env.settle().await; // let a queued compaction finish before the next turn
+    }
+    let requests = env.llm.requests();
+    let compactions: Vec<_> =
+        requests.iter().filter(|request| crate::harness::all_message_text(request).contains("You summarise")).collect();
+    assert!(!compactions.is_empty(), "the window filled up and a compaction job ran");
+    assert!(
+        crate::harness::all_message_text(compactions[0]).contains("my cat is called Tom"),
+        "it summarised the oldest"
+    );
+
+    let last_turn = requests
+        .iter()
+        .rev()
+        .find(|request| !crate::harness::all_message_text(request).contains("You summarise"))
+        .unwrap();
+    let prompt = crate::harness::all_message_text(last_turn);
+    assert!(prompt.contains("SUMMARY: Ada's cat is called Tom."), "the summary is in the prompt: {prompt}");
+    assert!(!prompt.contains("my cat is called Tom,"), "the summarised message left the live history");
+    assert!(turn_message(last_turn).contains("message 5"), "the conversation carried on");
+    let history = env.admin("/api/channels/telegram:53/messages").await;
+    assert_eq!(history.as_array().unwrap().len(), 10, "compacted messages stay archived in D1");
+}

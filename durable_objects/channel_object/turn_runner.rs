@@ -16,8 +16,10 @@ use crate::edge::model::HttpModel;
 use crate::edge::outbound::{self, Messenger, Piece, Platform};
 use crate::inbound::InboundEvent;
 use crate::platforms::split_message;
-use crate::process::branch::{BranchJob, Job};
+use crate::process::branch::BranchJob;
+use crate::process::compaction::{estimate_tokens, plan, CompactionJob, CompactionPlan};
 use crate::process::envelope::{Envelope, MessageType};
+use crate::process::Job;
 use crate::prompt;
 use crate::time::format_utc;
 
@@ -72,6 +74,7 @@ async fn run_one(
         let capacity = object.channel.borrow().branch_capacity();
         let thought = think(config, database, turn, platform.name(), capacity).await?;
         start_branches(object, turn, last, &thought).await?;
+        compact(object, database, turn, last, &thought).await?;
         let result = thought.result;
         let pieces: Vec<String> =
             thought.texts.iter().flat_map(|text| split_message(text, platform.message_limit())).collect();
@@ -95,6 +98,7 @@ async fn run_one(
 }
 
 /// What the model made of a turn.
+#[derive(Default)]
 struct Thought {
     /// The texts to send.
     texts: Vec<String>,
@@ -103,6 +107,10 @@ struct Thought {
     branches: Vec<String>,
     /// The conversation as the model saw it, for branches to fork.
     fork: Vec<HistoryEntry>,
+    /// The ids of the live history messages in the prompt, oldest first.
+    history_ids: Vec<String>,
+    /// The prompt's estimated size.
+    estimated_tokens: u64,
 }
 
 /// Asks the model. A model that keeps failing yields the friendly failure
@@ -115,12 +123,7 @@ async fn think(
     branch_capacity: usize,
 ) -> Result<Thought> {
     let Some(answering) = turn.answering() else {
-        return Ok(Thought {
-            texts: Vec::new(),
-            result: TurnResult::default(),
-            branches: Vec::new(),
-            fork: Vec::new(),
-        });
+        return Ok(Thought::default());
     };
     let conversation_key = &answering.conversation_key;
     let mut stored: Vec<StoredMessage> =
@@ -135,13 +138,22 @@ async fn think(
         content: format!("[branch on \"{}\"] {}", event.question, event.envelope.body),
         platform_message_id: None,
         created_at: event.envelope.ts,
+        compacted: 0,
     }));
-    let earlier = history::load_and_record(database, conversation_key, &stored, config.history_limit as usize).await?;
+    let loaded = history::load_and_record(database, conversation_key, &stored, config.history_limit as usize).await?;
+    let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
+    let entry = |row: &StoredMessage| HistoryEntry {
+        role: row.role,
+        author_name: row.author_name.clone(),
+        content: row.content.clone(),
+    };
+    let earlier: Vec<HistoryEntry> = loaded.earlier.iter().map(entry).collect();
     let current: Vec<InboundEvent> = turn.messages.iter().map(|message| message.event.clone()).collect();
     let context = TurnContext {
         bot_name: &config.bot_name,
         platform,
         now_utc: format_utc(now_ms()),
+        summaries: &loaded.summaries,
         history: &earlier,
         context: &turn.context,
         current: &current,
@@ -149,18 +161,17 @@ async fn think(
         process_events: &turn.process_events,
         active_branches: &turn.active_branches,
     };
+    let mut estimated_tokens = 0;
     let outcome = async {
         let messages = compose_messages(&context).map_err(|error| error.to_string())?;
+        estimated_tokens = estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
         let model = HttpModel::new(config, &config.channel_model).map_err(|error| error.to_string())?;
         run_turn(&model, model.model_name(), messages, branch_capacity).await.map_err(|error| error.to_string())
     }
     .await;
-    let mut thought = Thought { texts: Vec::new(), result: TurnResult::default(), branches: Vec::new(), fork: earlier };
-    thought.fork.extend(stored.iter().map(|message| HistoryEntry {
-        role: message.role,
-        author_name: message.author_name.clone(),
-        content: message.content.clone(),
-    }));
+    let mut fork = earlier.clone();
+    fork.extend(stored.iter().map(entry));
+    let mut thought = Thought { fork, history_ids, estimated_tokens, ..Thought::default() };
     match outcome {
         Ok(outcome) => {
             thought.result.usage = outcome.usage;
@@ -214,6 +225,30 @@ async fn start_branches(
         object.env.queue(JOBS_BINDING)?.send(&job).await?;
     }
     Ok(())
+}
+
+/// Keeps the context inside the window: summarising is queued (the channel
+/// never waits for it); only an emergency cut happens here, without an LLM.
+async fn compact(
+    object: &ChannelObject,
+    database: &D1Database,
+    turn: &TurnSnapshot,
+    origin: &InboundEvent,
+    thought: &Thought,
+) -> Result<()> {
+    let ids = &thought.history_ids;
+    match plan(thought.estimated_tokens, object.config.context_window_tokens, ids.len()) {
+        CompactionPlan::Nothing => Ok(()),
+        CompactionPlan::Truncate { oldest } => history::drop_oldest(database, &ids[..oldest]).await,
+        CompactionPlan::Summarise { oldest } => {
+            let job = Job::Compaction(CompactionJob {
+                id: format!("{}:{}:compaction", origin.conversation_key, turn.id),
+                conversation_key: origin.conversation_key.clone(),
+                message_ids: ids[..oldest].to_vec(),
+            });
+            object.env.queue(JOBS_BINDING)?.send(&job).await
+        }
+    }
 }
 
 /// Re-reads the group's member count when the cached one is not fresh.
@@ -272,6 +307,7 @@ async fn deliver(
                 content: entry.text.clone(),
                 platform_message_id: Some(platform_message_id),
                 created_at: now_ms(),
+                compacted: 0,
             });
         }
     }

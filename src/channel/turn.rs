@@ -47,6 +47,8 @@ pub struct TurnContext<'a> {
     pub bot_name: &'a str,
     pub platform: &'a str,
     pub now_utc: String,
+    /// Compaction summaries of earlier history, oldest first.
+    pub summaries: &'a [String],
     pub history: &'a [HistoryEntry],
     /// What the bot watched silently since its last turn.
     pub context: &'a [ObservedMessage],
@@ -131,6 +133,10 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, m
         }),
     )?;
     let mut messages = vec![ChatMessage::new(Role::System, system)];
+    if !context.summaries.is_empty() {
+        let summaries = prompt::render("history_summaries", json!({ "summaries": context.summaries }))?;
+        messages.push(ChatMessage::new(Role::System, summaries));
+    }
     for entry in context.history {
         let message = match entry.role {
             HistoryRole::User => ChatMessage::new(
@@ -379,6 +385,7 @@ mod tests {
             bot_name: "edgebot",
             platform: "telegram",
             now_utc: "2026-01-01 00:00 UTC".into(),
+            summaries: &[],
             history: &history,
             context: &[],
             current: &current,
@@ -413,6 +420,7 @@ mod tests {
                 bot_name: "edgebot",
                 platform: "telegram",
                 now_utc: String::new(),
+                summaries: &[],
                 history: &[],
                 context: &watched,
                 current: &current,
@@ -470,6 +478,7 @@ mod tests {
             bot_name: "edgebot",
             platform: "telegram",
             now_utc: String::new(),
+            summaries: &["Ada asked about cats.".to_string()],
             history: &[],
             context: &[],
             current: &[],
@@ -477,7 +486,9 @@ mod tests {
             process_events: std::slice::from_ref(&done),
             active_branches: &["is it raining?".to_string()],
         };
-        let turn = compose_messages(&context).unwrap().pop().unwrap().content;
+        let messages = compose_messages(&context).unwrap();
+        assert!(messages[1].content.contains("Ada asked about cats."), "summaries stack at the top");
+        let turn = messages.last().unwrap().content.clone();
         assert!(turn.contains("## Status"));
         assert!(turn.contains("still thinking about: is it raining?"));
         assert!(turn.contains("finished on \"what is the answer?\": It is 42."));

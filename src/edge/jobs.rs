@@ -8,9 +8,14 @@ use worker::{event, Context, Env, Message, MessageBatch, MessageExt, Method, Req
 use super::config::{self, CHANNEL_BINDING, DEAD_LETTER_SUFFIX};
 use super::http::now_ms;
 use super::model::HttpModel;
+use crate::channel::turn::ChatModel;
 use crate::config::Config;
-use crate::process::branch::{compose_messages, run_branch, BranchJob, Job};
+use crate::llm::{ChatMessage, ChatRequest, Role};
+use crate::process::branch::{compose_messages, run_branch, BranchJob};
+use crate::process::compaction::CompactionJob;
 use crate::process::envelope::{Envelope, MessageType};
+use crate::process::Job;
+use crate::prompt;
 
 #[event(queue)]
 async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Context) -> worker::Result<()> {
@@ -40,7 +45,20 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
             return;
         }
     };
-    let Job::Branch(branch) = job;
+    let branch = match job {
+        Job::Branch(branch) => branch,
+        Job::Compaction(job) => {
+            // A failed compaction costs nothing but context: the next turn plans again.
+            match (dead_letters, summarise(config, env, &job).await) {
+                (true, _) | (false, Ok(())) => message.ack(),
+                (false, Err(error)) => {
+                    worker::console_warn!("compaction {} failed, the queue will retry: {error}", job.id);
+                    message.retry();
+                }
+            }
+            return;
+        }
+    };
     let report = if dead_letters {
         // Out of retries: the user is told instead of waiting forever.
         Some(report(&branch, MessageType::Error, "the branch failed after several attempts".into()))
@@ -65,6 +83,31 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
             message.retry();
         }
     }
+}
+
+/// Summarises the job's messages with the compactor model and swaps them for
+/// the summary (they stay in D1, flagged, as the archive).
+async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<(), String> {
+    let database = env.d1(super::config::DATABASE_BINDING).map_err(|error| error.to_string())?;
+    let rows = super::history::live_messages(&database, &job.message_ids).await.map_err(|error| error.to_string())?;
+    if rows.is_empty() {
+        return Ok(()); // already compacted by an earlier delivery
+    }
+    let transcript: String = rows.iter().map(|row| format!("{}: {}\n", row.author_name, row.content)).collect();
+    let system = prompt::render("compactor_system", serde_json::json!({ "bot_name": config.bot_name }))
+        .map_err(|error| error.to_string())?;
+    let model = HttpModel::new(config, &config.compactor_model).map_err(|error| error.to_string())?;
+    let request = ChatRequest {
+        model: model.model_name().to_string(),
+        messages: vec![ChatMessage::new(Role::System, system), ChatMessage::new(Role::User, transcript)],
+        tools: Vec::new(),
+    };
+    let summary = model.complete(&request).await.map_err(|error| error.to_string())?;
+    let summary = summary.content.ok_or("the compactor answered nothing")?;
+    let covered: Vec<String> = rows.iter().map(|row| row.id.clone()).collect();
+    super::history::store_summary(&database, &job.id, &job.conversation_key, &summary, &covered, now_ms())
+        .await
+        .map_err(|error| error.to_string())
 }
 
 async fn think(config: &Config, branch: &BranchJob) -> Result<String, crate::llm::LlmError> {

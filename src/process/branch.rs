@@ -27,13 +27,6 @@ pub struct BranchJob {
     pub origin: InboundEvent,
 }
 
-/// Every job the `jobs` queue carries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Job {
-    Branch(BranchJob),
-}
-
 /// The branch's first messages: its own system prompt, the forked history, the question.
 pub fn compose_messages(job: &BranchJob, bot_name: &str) -> Result<Vec<ChatMessage>, minijinja::Error> {
     let mut messages =

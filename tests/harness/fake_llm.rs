@@ -37,6 +37,9 @@ pub enum Scripted {
 #[derive(Default)]
 struct Script {
     answers: VecDeque<Scripted>,
+    /// Answers for requests whose system prompt contains a marker, taken
+    /// before the general script (for processes that run concurrently).
+    routed: Vec<(String, VecDeque<Scripted>)>,
     requests: Vec<Value>,
     in_flight: usize,
 }
@@ -59,6 +62,15 @@ impl FakeLlm {
         self.script.lock().unwrap().answers.push_back(answer);
     }
 
+    /// Queues an answer for requests whose system prompt contains `marker`.
+    pub fn push_for(&self, marker: &str, answer: Scripted) {
+        let mut script = self.script.lock().unwrap();
+        match script.routed.iter_mut().find(|(existing, _)| existing == marker) {
+            Some((_, answers)) => answers.push_back(answer),
+            None => script.routed.push((marker.to_string(), VecDeque::from([answer]))),
+        }
+    }
+
     pub fn reply(&self, text: &str) {
         self.push(Scripted::Reply(text.to_string()));
     }
@@ -77,9 +89,15 @@ impl FakeLlm {
 async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<Value>) -> Response {
     let answer = {
         let mut script = script.lock().unwrap();
+        let system = request["messages"][0]["content"].as_str().unwrap_or_default().to_string();
         script.requests.push(request);
         script.in_flight += 1;
-        script.answers.pop_front()
+        let routed = script
+            .routed
+            .iter_mut()
+            .find(|(marker, answers)| system.contains(marker.as_str()) && !answers.is_empty())
+            .and_then(|(_, answers)| answers.pop_front());
+        routed.or_else(|| script.answers.pop_front())
     };
     let response = answer_with(answer).await;
     script.lock().unwrap().in_flight -= 1;
