@@ -11,6 +11,6 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Job {
-    Branch(branch::BranchJob),
+    Branch(Box<branch::BranchJob>),
     Compaction(compaction::CompactionJob),
 }

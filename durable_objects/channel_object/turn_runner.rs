@@ -215,13 +215,13 @@ async fn start_branches(
             question.clone(),
         );
         envelopes::log(&object.state.storage().sql(), &task)?;
-        let job = Job::Branch(BranchJob {
+        let job = Job::Branch(Box::new(BranchJob {
             id,
             conversation_key: origin.conversation_key.clone(),
             question: question.clone(),
             history: thought.fork.clone(),
             origin: origin.clone(),
-        });
+        }));
         object.env.queue(JOBS_BINDING)?.send(&job).await?;
     }
     Ok(())
