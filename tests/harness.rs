@@ -146,15 +146,7 @@ impl TestEnv {
 
     /// GETs an admin API path with the admin token and returns its JSON.
     pub async fn admin(&self, path: &str) -> Value {
-        let response = self
-            .client
-            .get(format!("{}{path}", self.worker.base_url))
-            .bearer_auth(ADMIN_TOKEN)
-            .send()
-            .await
-            .expect("admin request");
-        assert_eq!(response.status(), 200, "admin {path}");
-        response.json().await.expect("admin JSON")
+        serde_json::from_str(&self.admin_text(path).await).expect("admin JSON")
     }
 
     /// GETs an admin API path that answers text (JSON lines).
