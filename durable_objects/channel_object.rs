@@ -76,6 +76,9 @@ impl DurableObject for ChannelObject {
             (Method::Post, "/process-event") => self.receive_process_event(request).await,
             (Method::Get, "/events") => Response::from_json(&inbox::events(&self.state.storage().sql())?),
             (Method::Get, "/outbox") => Response::from_json(&outbox::recent(&self.state.storage().sql(), 200)?),
+            (Method::Get, "/usage") => {
+                Response::from_json(&serde_json::json!({ "channel": self.channel.borrow().token_usage.get() }))
+            }
             _ => Response::error("not found", 404),
         }
     }

@@ -4,6 +4,8 @@
 pub mod branch;
 pub mod compaction;
 pub mod envelope;
+pub mod fetch_guard;
+pub mod worker;
 
 use serde::{Deserialize, Serialize};
 

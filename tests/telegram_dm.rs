@@ -36,6 +36,14 @@ async fn a_dm_gets_the_models_reply() {
     assert_eq!(requests[0]["model"], "scripted-model");
     assert!(all_message_text(&requests[0]).contains("Ada: hi there"));
     assert!(requests[0]["tools"].as_array().unwrap().iter().any(|tool| tool["function"]["name"] == "reply"));
+
+    // The fake model reports 10 input and 5 output tokens per call.
+    let usage = crate::harness::wait_for("the turn's usage", std::time::Duration::from_secs(10), || async {
+        let usage = env.admin("/api/channels/telegram:77/usage").await;
+        (usage["channel"]["input_tokens"] == 10).then_some(usage)
+    })
+    .await;
+    assert_eq!(usage["channel"]["output_tokens"], 5);
 }
 
 #[tokio::test(flavor = "multi_thread")]

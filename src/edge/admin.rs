@@ -41,6 +41,12 @@ pub async fn channel_envelopes(request: &Request, env: &Env, key: &str) -> Resul
     from_channel(env, key, &format!("envelopes{query}")).await
 }
 
+/// Tokens the channel's model calls used, summed.
+pub async fn channel_usage(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    from_channel(env, key, "usage").await
+}
+
 async fn from_channel(env: &Env, key: &str, view: &str) -> Result<Response, ApiError> {
     let key = percent_decode(key);
     let stub =

@@ -19,6 +19,7 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         (Method::Get, ["api", "channels", key, "messages"]) => admin::channel_messages(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "outbox"]) => admin::channel_outbox(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "envelopes"]) => admin::channel_envelopes(&request, env, key).await,
+        (Method::Get, ["api", "channels", key, "usage"]) => admin::channel_usage(&request, env, key).await,
         (_, ["health"] | ["webhooks", _] | ["api", "channels", _, _]) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound),
     };
