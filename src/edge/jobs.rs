@@ -48,10 +48,15 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
     let branch = match job {
         Job::Branch(branch) => branch,
         Job::Compaction(job) => {
-            // A failed compaction costs nothing but context: the next turn plans again.
-            match (dead_letters, summarise(config, env, &job).await) {
-                (true, _) | (false, Ok(())) => message.ack(),
-                (false, Err(error)) => {
+            // A compaction out of retries is dropped: it costs only context,
+            // and the next turn plans again.
+            if dead_letters {
+                message.ack();
+                return;
+            }
+            match summarise(config, env, &job).await {
+                Ok(()) => message.ack(),
+                Err(error) => {
                     worker::console_warn!("compaction {} failed, the queue will retry: {error}", job.id);
                     message.retry();
                 }
