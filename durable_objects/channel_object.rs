@@ -18,6 +18,7 @@ mod turn_runner;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, State};
 
@@ -32,8 +33,8 @@ use crate::process::envelope::Envelope;
 pub struct ChannelObject {
     state: State,
     env: Env,
-    /// Read once per object instance: vars do not change while it lives.
-    config: Config,
+    /// Vars do not change while the object lives.
+    config: Rc<Config>,
     channel: RefCell<ChannelState>,
     /// Slot versions already in storage, so a checkpoint writes only what moved.
     saved_versions: RefCell<BTreeMap<String, u64>>,

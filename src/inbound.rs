@@ -71,15 +71,22 @@ pub struct Attachment {
 }
 
 impl InboundEvent {
-    /// A plain text message in a Telegram chat, with no mention, reply, thread
-    /// or file: the base that tests and benchmarks adjust field by field.
-    pub fn plain_text(chat_id: i64, delivery_id: &str, author: Author, text: &str) -> Self {
+    /// A message with no mention, reply, thread, file or timestamp: parsers
+    /// start here and set what their payload says.
+    pub fn new(
+        conversation_key: String,
+        delivery_id: String,
+        message_id: String,
+        author: Author,
+        text: String,
+        reply_address: ReplyAddress,
+    ) -> Self {
         InboundEvent {
-            conversation_key: format!("telegram:{chat_id}"),
-            delivery_id: delivery_id.to_string(),
-            message_id: delivery_id.to_string(),
+            conversation_key,
+            delivery_id,
+            message_id,
             author,
-            text: text.to_string(),
+            text,
             is_dm: false,
             is_command: false,
             is_bot_mention: false,
@@ -89,7 +96,20 @@ impl InboundEvent {
             thread: None,
             attachments: Vec::new(),
             timestamp_ms: 0,
-            reply_address: ReplyAddress::Telegram { chat_id, topic_id: None },
+            reply_address,
         }
+    }
+
+    /// A plain text message in a Telegram chat: the base that tests and
+    /// benchmarks adjust field by field.
+    pub fn plain_text(chat_id: i64, delivery_id: &str, author: Author, text: &str) -> Self {
+        InboundEvent::new(
+            format!("telegram:{chat_id}"),
+            delivery_id.to_string(),
+            delivery_id.to_string(),
+            author,
+            text.to_string(),
+            ReplyAddress::Telegram { chat_id, topic_id: None },
+        )
     }
 }

@@ -1,5 +1,7 @@
 //! Reads [`Config`] from the Worker's vars and secrets.
 
+use std::rc::Rc;
+
 use worker::Env;
 
 use crate::config::Config;
@@ -13,8 +15,23 @@ pub const DEAD_LETTER_SUFFIX: &str = "-dlq";
 /// Name of the D1 binding.
 pub const DATABASE_BINDING: &str = "DB";
 
-pub fn load(env: &Env) -> Config {
-    Config::from_lookup(|name| {
-        env.secret(name).map(|value| value.to_string()).or_else(|_| env.var(name).map(|value| value.to_string())).ok()
+thread_local! {
+    /// Vars and secrets are fixed for an isolate's life (a deploy or a changed
+    /// secret starts new isolates), so they are read once, not per webhook.
+    static CONFIG: std::cell::OnceCell<Rc<Config>> = const { std::cell::OnceCell::new() };
+}
+
+pub fn load(env: &Env) -> Rc<Config> {
+    CONFIG.with(|config| {
+        config
+            .get_or_init(|| {
+                Rc::new(Config::from_lookup(|name| {
+                    env.secret(name)
+                        .map(|value| value.to_string())
+                        .or_else(|_| env.var(name).map(|value| value.to_string()))
+                        .ok()
+                }))
+            })
+            .clone()
     })
 }

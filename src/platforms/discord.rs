@@ -172,27 +172,16 @@ pub fn parse_interaction(body: &[u8]) -> Result<Interaction, DiscordError> {
     let channel_id = payload.channel_id.ok_or_else(|| DiscordError::Malformed("no channel_id".into()))?;
     let token = payload.token.ok_or_else(|| DiscordError::Malformed("no token".into()))?;
     let scope = payload.guild_id.clone().unwrap_or_else(|| "dm".into());
-    Ok(Interaction::Command(Box::new(InboundEvent {
-        conversation_key: format!("discord:{scope}:{channel_id}"),
-        delivery_id: payload.id.clone(),
-        message_id: payload.id,
-        author: Author { name: user.global_name.unwrap_or(user.username), id: user.id, is_bot: user.bot },
+    let event = InboundEvent::new(
+        format!("discord:{scope}:{channel_id}"),
+        payload.id.clone(),
+        payload.id,
+        Author { name: user.global_name.unwrap_or(user.username), id: user.id, is_bot: user.bot },
         text,
-        is_dm: payload.guild_id.is_none(),
-        is_command: true,
-        is_bot_mention: false,
-        mentions_others: false,
-        reply_to_bot_message_id: None,
-        reply_to_other_message_id: None,
-        thread: None,
-        attachments: Vec::new(),
-        timestamp_ms: 0,
-        reply_address: ReplyAddress::Discord {
-            application_id: payload.application_id,
-            interaction_token: token,
-            channel_id,
-        },
-    })))
+        ReplyAddress::Discord { application_id: payload.application_id, interaction_token: token, channel_id },
+    );
+    let is_dm = payload.guild_id.is_none();
+    Ok(Interaction::Command(Box::new(InboundEvent { is_dm, is_command: true, ..event })))
 }
 
 /// The immediate answer to an interaction.

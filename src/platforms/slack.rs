@@ -249,23 +249,17 @@ pub fn parse_command(body: &[u8]) -> Result<InboundEvent, SlackError> {
     let trigger = require("trigger_id")?;
     let user = require("user_id")?;
     let text = field("text").unwrap_or_default();
-    Ok(InboundEvent {
-        conversation_key: format!("slack:{team}:{channel}"),
-        delivery_id: format!("command:{trigger}"),
-        message_id: trigger,
-        author: Author { name: field("user_name").unwrap_or_else(|| user.clone()), id: user, is_bot: false },
+    let author = Author { name: field("user_name").unwrap_or_else(|| user.clone()), id: user, is_bot: false };
+    let is_dm = channel.starts_with('D');
+    let event = InboundEvent::new(
+        format!("slack:{team}:{channel}"),
+        format!("command:{trigger}"),
+        trigger,
+        author,
         text,
-        is_dm: channel.starts_with('D'),
-        is_command: true,
-        is_bot_mention: false,
-        mentions_others: false,
-        reply_to_bot_message_id: None,
-        reply_to_other_message_id: None,
-        thread: None,
-        attachments: Vec::new(),
-        timestamp_ms: 0,
-        reply_address: ReplyAddress::Slack { channel, thread_ts: None },
-    })
+        ReplyAddress::Slack { channel, thread_ts: None },
+    );
+    Ok(InboundEvent { is_dm, is_command: true, ..event })
 }
 
 fn form_fields(body: &[u8]) -> Vec<(String, String)> {
