@@ -47,6 +47,7 @@ clean:
 
 bench: build
 	cargo bench --bench webhook
+	cargo bench --bench memory
 
 # Registers /ask and the "Ask edgebot" message command with Discord.
 discord-commands:

@@ -4,6 +4,7 @@
 pub mod engagement;
 pub mod loop_guard;
 pub mod participants;
+pub mod processes;
 pub mod state;
 pub mod sticky;
 pub mod turn;

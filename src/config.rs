@@ -11,6 +11,7 @@ pub const DEFAULT_SLACK_API_BASE: &str = "https://slack.com/api";
 pub const DEFAULT_DISCORD_API_BASE: &str = "https://discord.com/api/v10";
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+pub const DEFAULT_SEARCH_BASE_URL: &str = "https://api.search.brave.com";
 pub const DEFAULT_CHANNEL_MODEL: &str = "openai/gpt-4o-mini";
 pub const DEFAULT_BOT_NAME: &str = "edgebot";
 /// How many earlier messages of a conversation a turn's prompt carries.
@@ -51,6 +52,19 @@ pub struct Config {
     pub branch_model: String,
     /// The model that writes compaction summaries (defaults to the channel's).
     pub compactor_model: String,
+    /// The model workers run on (defaults to the channel's).
+    pub worker_model: String,
+    /// The model that writes the memory bulletin (defaults to the channel's).
+    pub cortex_model: String,
+    /// Hosts `http_fetch` may reach even though they are private (tests only).
+    pub fetch_allowed_hosts: Vec<String>,
+    /// The Brave Search API key; `web_search` is offered only when it is set.
+    pub search_api_key: String,
+    pub search_base_url: String,
+    /// `local` (the offline default), `openai/<model>` or `workers-ai/<model>`.
+    pub embedding_model: String,
+    /// Where memory vectors live: `d1` (exact scan, the default) or `vectorize`.
+    pub vector_backend: String,
     /// The channel model's context window, for compaction.
     pub context_window_tokens: u64,
     pub history_limit: u32,
@@ -96,6 +110,17 @@ impl Config {
             channel_model: text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL),
             branch_model: text("BRANCH_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
             compactor_model: text("COMPACTOR_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
+            worker_model: text("WORKER_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
+            cortex_model: text("CORTEX_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
+            fetch_allowed_hosts: text("FETCH_ALLOW_HOSTS", "")
+                .split(',')
+                .map(|host| host.trim().to_ascii_lowercase())
+                .filter(|host| !host.is_empty())
+                .collect(),
+            search_api_key: text("SEARCH_API_KEY", ""),
+            search_base_url: text("SEARCH_BASE_URL", DEFAULT_SEARCH_BASE_URL).trim_end_matches('/').to_string(),
+            embedding_model: text("EMBEDDING_MODEL", "local"),
+            vector_backend: text("VECTOR_BACKEND", "d1").to_ascii_lowercase(),
             context_window_tokens: number(
                 "CONTEXT_WINDOW_TOKENS",
                 crate::process::compaction::DEFAULT_CONTEXT_WINDOW_TOKENS,

@@ -4,15 +4,20 @@
 
 mod admin;
 pub mod config;
+mod cortex;
 pub mod discord;
 pub mod history;
 pub mod http;
-mod jobs;
+pub mod jobs;
+pub mod memory;
 pub mod model;
 pub mod outbound;
 mod router;
 pub mod slack;
+pub mod tasks;
 pub mod telegram;
+pub mod usage;
+pub mod web;
 mod webhooks;
 
 use worker::{event, Context, Env, Request, Response, Result};

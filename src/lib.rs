@@ -10,6 +10,7 @@ pub mod channel;
 pub mod config;
 pub mod inbound;
 pub mod llm;
+pub mod memory;
 pub mod platforms;
 pub mod process;
 pub mod prompt;

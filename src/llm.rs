@@ -4,6 +4,7 @@
 pub mod anthropic;
 pub mod openai;
 pub mod routing;
+pub mod workers_ai;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,6 +23,8 @@ pub enum Provider {
     OpenAi,
     /// The Anthropic Messages API.
     Anthropic,
+    /// Workers AI, through the Worker's `AI` binding.
+    WorkersAi,
 }
 
 impl ModelSpec {
@@ -30,6 +33,7 @@ impl ModelSpec {
         let provider = match self.provider {
             Provider::OpenAi => "openai",
             Provider::Anthropic => "anthropic",
+            Provider::WorkersAi => "workers-ai",
         };
         format!("{provider}/{}", self.model)
     }
@@ -42,6 +46,7 @@ impl ModelSpec {
         let provider = match provider {
             "openai" => Provider::OpenAi,
             "anthropic" => Provider::Anthropic,
+            "workers-ai" => Provider::WorkersAi,
             other => return Err(LlmError::Config(format!("unknown model provider '{other}'"))),
         };
         Ok(ModelSpec { provider, model: model.to_string() })
@@ -57,14 +62,17 @@ pub enum Role {
     Tool,
 }
 
-/// One message of a conversation with the model.
-#[derive(Debug, Clone, PartialEq)]
+/// One message of a conversation with the model (serialisable, so a worker's
+/// conversation can rest in D1 between its segments).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: Role,
     pub content: String,
     /// Tool calls the assistant made in this message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
     /// For `Role::Tool`: the call this message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
 }
 
@@ -86,8 +94,15 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
+impl ToolSpec {
+    /// A tool whose description is the template `prompts/tools/<name>.md`.
+    pub fn new(name: &str, parameters: Value) -> Self {
+        ToolSpec { name: name.to_string(), description: crate::prompt::text(&format!("tools/{name}")), parameters }
+    }
+}
+
 /// A call the model asked for; `arguments` is already parsed JSON.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -170,6 +185,12 @@ mod tests {
         assert_eq!(spec.model, "gpt-4o-mini");
         // Model names may themselves contain slashes (OpenRouter-style).
         assert_eq!(ModelSpec::parse("openai/meta/llama-3").unwrap().model, "meta/llama-3");
+        let workers_ai = ModelSpec::parse("workers-ai/@cf/meta/llama-3.1-8b-instruct").unwrap();
+        assert_eq!(
+            (workers_ai.provider, workers_ai.model.as_str()),
+            (Provider::WorkersAi, "@cf/meta/llama-3.1-8b-instruct")
+        );
+        assert_eq!(workers_ai.key(), "workers-ai/@cf/meta/llama-3.1-8b-instruct");
         assert!(ModelSpec::parse("gpt-4o").is_err());
         assert!(ModelSpec::parse("openai/").is_err());
         assert!(ModelSpec::parse("mystery/x").is_err());

@@ -1,11 +1,13 @@
-//! Processes besides the channel: branches (and, later, workers) that run as
+//! Processes besides the channel: branches, workers and compactions that run as
 //! Queue jobs and report back to the channel through typed envelopes.
 
 pub mod branch;
 pub mod compaction;
 pub mod envelope;
 pub mod fetch_guard;
+pub mod web_search;
 pub mod worker;
+pub mod worker_run;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,4 +17,5 @@ use serde::{Deserialize, Serialize};
 pub enum Job {
     Branch(Box<branch::BranchJob>),
     Compaction(compaction::CompactionJob),
+    Worker(worker_run::WorkerJob),
 }

@@ -6,9 +6,11 @@
 
 mod discord;
 mod harness;
+mod memory;
 mod models;
 mod outbound;
 mod processes;
 mod slack;
 mod telegram_dm;
 mod telegram_group;
+mod workers;

@@ -144,6 +144,25 @@ impl TestEnv {
         self.post("/webhooks/discord", &discord_headers(&body, now_secs()), body).await
     }
 
+    /// Sends an admin API request with the admin token; returns the status and JSON body.
+    pub async fn admin_send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request =
+            self.client.request(method, format!("{}{path}", self.worker.base_url)).bearer_auth(ADMIN_TOKEN);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("admin request");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Fires the cron trigger as the scheduler would (`wrangler dev --test-scheduled`).
+    pub async fn cron(&self) {
+        let url = format!("{}/__scheduled?cron=*/15+*+*+*+*", self.worker.base_url);
+        let response = self.client.get(url).send().await.expect("scheduled request");
+        assert!(response.status().is_success(), "the scheduled handler ran");
+    }
+
     /// GETs an admin API path with the admin token and returns its JSON.
     pub async fn admin(&self, path: &str) -> Value {
         serde_json::from_str(&self.admin_text(path).await).expect("admin JSON")

@@ -2,9 +2,11 @@
 //! rejected markup falls back to plain text, long answers are split, and a
 //! send that keeps failing is recorded for the admin API.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
-use crate::harness::{dm_update, TestEnv};
+use crate::harness::{dm_update, wait_for, Scripted, TestEnv};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_429_with_retry_after_is_retried_and_delivered_exactly_once() {
@@ -47,7 +49,12 @@ async fn rejected_html_falls_back_to_plain_text() {
     assert_eq!(working[0]["action"], "typing");
     let reactions = env.telegram.calls("/setMessageReaction");
     assert_eq!(reactions[0]["reaction"][0]["emoji"], "👀");
-    assert_eq!(reactions.last().unwrap()["reaction"], json!([]), "the working reaction is cleared at the end");
+    // The working reaction is cleared right after the last send.
+    wait_for("the working reaction to be cleared", Duration::from_secs(5), || async {
+        let reactions = env.telegram.calls("/setMessageReaction");
+        (reactions.len() == 2 && reactions[1]["reaction"] == json!([])).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -90,4 +97,27 @@ async fn a_send_that_keeps_failing_is_recorded_and_the_conversation_goes_on() {
         sent.iter().any(|piece| piece["text"] == "back again").then_some(())
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reaction_the_model_chooses_replaces_the_working_one() {
+    let env = TestEnv::start().await;
+    env.llm.push(Scripted::ToolCalls(vec![
+        ("react".into(), json!({ "emoji": "👍" })),
+        ("reply".into(), json!({ "content": "Done." })),
+    ]));
+    env.telegram_update(&dm_update(1, 44, "please note it")).await;
+    env.wait_for_sent(1).await;
+    let reactions = wait_for("three reaction calls", Duration::from_secs(5), || async {
+        let reactions = env.telegram.calls("/setMessageReaction");
+        (reactions.len() >= 3).then_some(reactions)
+    })
+    .await;
+    let shown: Vec<Value> = reactions.iter().map(|call| call["reaction"].clone()).collect();
+    assert_eq!(
+        shown,
+        vec![json!([{"type": "emoji", "emoji": "👀"}]), json!([]), json!([{"type": "emoji", "emoji": "👍"}])],
+        "working, cleared, then the model's reaction stays"
+    );
+    assert_eq!(reactions[2]["message_id"], 10, "on the message answered");
 }

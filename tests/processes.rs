@@ -28,7 +28,14 @@ async fn a_turn_that_branches_later_answers_with_the_branch_conclusion() {
     assert!(branch.contains("You are a branch"), "the branch has its own system prompt");
     assert!(branch.contains("Ada: what is 6x7? think carefully"), "the branch forks the channel's history");
     assert!(branch.contains("what is six times seven?"));
-    assert!(requests[1]["tools"].is_null(), "the branch gets no channel tools");
+    let tools: Vec<&str> = requests[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"memory_save") && tools.contains(&"channel_recall"), "{tools:?}");
+    assert!(!tools.contains(&"reply"), "the branch gets no channel tools");
 
     let retrigger = turn_message(&requests[2]);
     assert!(retrigger.contains("## Status"), "{retrigger}");
@@ -77,7 +84,7 @@ async fn a_branch_that_exhausts_its_retries_ends_with_a_message_to_the_user() {
     let requests = env.llm.requests();
     assert_eq!(requests.len(), 5, "one channel turn, three branch attempts, one retrigger");
     let retrigger = turn_message(&requests[4]);
-    assert!(retrigger.contains("A branch failed"), "{retrigger}");
+    assert!(retrigger.contains("failed on \"the hard question\""), "{retrigger}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -6,6 +6,7 @@
 use worker::{D1Database, Result, SqlStorage};
 
 use super::{envelopes, inbox, outbox, ChannelObject};
+use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, HistoryEntry, HistoryRole, TurnContext};
 use crate::config::Config;
@@ -19,6 +20,7 @@ use crate::platforms::split_message;
 use crate::process::branch::BranchJob;
 use crate::process::compaction::{estimate_tokens, plan, CompactionJob, CompactionPlan};
 use crate::process::envelope::{Envelope, MessageType};
+use crate::process::worker_run::{WorkerInput, WorkerJob};
 use crate::process::Job;
 use crate::prompt;
 use crate::time::format_utc;
@@ -68,14 +70,16 @@ async fn run_one(
         return Ok(None);
     };
     let platform = outbound::for_address(config, &last.reply_address);
+    // Reactions the model chose; a turn resumed after a crash has lost them (a small loss).
+    let mut reactions = Vec::new();
     if turn.result.is_none() {
         platform.show_working(last).await;
         refresh_membership(object, &platform, last).await?;
-        let capacity = object.channel.borrow().branch_capacity();
-        let thought = think(config, database, turn, platform.name(), capacity).await?;
-        start_branches(object, turn, last, &thought).await?;
+        let thought = think(object, database, turn, platform.name()).await?;
+        delegate(object, database, turn, last, &thought).await?;
         compact(object, database, turn, last, &thought).await?;
         let result = thought.result;
+        reactions = thought.reactions.clone();
         let pieces: Vec<String> =
             thought.texts.iter().flat_map(|text| split_message(text, platform.message_limit())).collect();
         // In a group, quote the message being answered; a DM needs no quote.
@@ -89,6 +93,9 @@ async fn run_one(
         Delivery::RateLimited { resume_at } => return Ok(Some(resume_at)),
     };
     platform.clear_working(last).await;
+    for emoji in &reactions {
+        platform.react(last, emoji).await;
+    }
     history::record(database, &sent).await?;
     let handled: Vec<String> = turn.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
     inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
@@ -103,8 +110,10 @@ struct Thought {
     /// The texts to send.
     texts: Vec<String>,
     result: TurnResult,
-    /// Questions to think through in branches.
-    branches: Vec<String>,
+    /// Branches and workers to start, follow-ups to route, processes to cancel.
+    delegations: Vec<Action>,
+    /// Emoji to react with on the message answered.
+    reactions: Vec<String>,
     /// The conversation as the model saw it, for branches to fork.
     fork: Vec<HistoryEntry>,
     /// The ids of the live history messages in the prompt, oldest first.
@@ -115,13 +124,8 @@ struct Thought {
 
 /// Asks the model. A model that keeps failing yields the friendly failure
 /// message, never silence.
-async fn think(
-    config: &Config,
-    database: &D1Database,
-    turn: &TurnSnapshot,
-    platform: &str,
-    branch_capacity: usize,
-) -> Result<Thought> {
+async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapshot, platform: &str) -> Result<Thought> {
+    let config = &object.config;
     let Some(answering) = turn.answering() else {
         return Ok(Thought::default());
     };
@@ -134,8 +138,8 @@ async fn think(
         conversation_key: conversation_key.clone(),
         role: HistoryRole::User,
         author_id: event.envelope.from.clone(),
-        author_name: "branch".into(),
-        content: format!("[branch on \"{}\"] {}", event.question, event.envelope.body),
+        author_name: event.kind.label().to_lowercase(),
+        content: format!("[{} on \"{}\"] {}", event.kind.label().to_lowercase(), event.task, event.envelope.body),
         platform_message_id: None,
         created_at: event.envelope.ts,
         compacted: 0,
@@ -153,20 +157,21 @@ async fn think(
         bot_name: &config.bot_name,
         platform,
         now_utc: format_utc(now_ms()),
+        bulletin: &loaded.bulletin,
         summaries: &loaded.summaries,
         history: &earlier,
         context: &turn.context,
         current: &current,
         notice: turn.notice,
         process_events: &turn.process_events,
-        active_branches: &turn.active_branches,
+        processes: &turn.processes,
     };
     let mut estimated_tokens = 0;
     let outcome = async {
         let messages = compose_messages(&context).map_err(|error| error.to_string())?;
         estimated_tokens = estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
-        let model = HttpModel::new(config, &config.channel_model).map_err(|error| error.to_string())?;
-        run_turn(&model, model.model_name(), messages, branch_capacity).await.map_err(|error| error.to_string())
+        let model = HttpModel::new(config, &object.env, &config.channel_model).map_err(|error| error.to_string())?;
+        run_turn(&model, model.model_name(), messages, &turn.processes).await.map_err(|error| error.to_string())
     }
     .await;
     let mut fork = earlier.clone();
@@ -179,8 +184,9 @@ async fn think(
                 match action {
                     Action::Reply { text } => thought.texts.push(text),
                     Action::Disengage => thought.result.disengaged = true,
-                    Action::Branch { question } => thought.branches.push(question),
+                    Action::React { emoji } => thought.reactions.push(emoji),
                     Action::Skip { .. } => {}
+                    delegation => thought.delegations.push(delegation),
                 }
             }
         }
@@ -192,39 +198,106 @@ async fn think(
     Ok(thought)
 }
 
-/// Queues a job for each branch the model started. Job ids are stable per
-/// turn, so a resumed turn's repeat is recognised downstream.
-async fn start_branches(
+/// Carries out the turn's delegations: queues a job for each branch and worker
+/// started and each follow-up routed, and stops cancelled processes. Ids are
+/// stable per turn, so a resumed turn's repeat is recognised and skipped.
+async fn delegate(
     object: &ChannelObject,
+    database: &D1Database,
     turn: &TurnSnapshot,
     origin: &InboundEvent,
     thought: &Thought,
 ) -> Result<()> {
-    for (index, question) in thought.branches.iter().enumerate() {
-        let id = format!("{}:{}:b{index}", origin.conversation_key, turn.id);
-        if !object.step(|channel| channel.start_branch(&id, question, origin, now_ms()))? {
-            continue;
-        }
-        let task = Envelope::new(
-            format!("{id}:task"),
-            now_ms(),
-            "channel",
-            format!("branch:{id}"),
-            MessageType::Task,
-            None,
-            question.clone(),
-        );
-        envelopes::log(&object.state.storage().sql(), &task)?;
-        let job = Job::Branch(Box::new(BranchJob {
-            id,
-            conversation_key: origin.conversation_key.clone(),
-            question: question.clone(),
-            history: thought.fork.clone(),
+    let sql = object.state.storage().sql();
+    let conversation_key = &origin.conversation_key;
+    for (index, action) in thought.delegations.iter().enumerate() {
+        let id = format!("{conversation_key}:{}:{index}", turn.id);
+        let status = |kind, task: &str, interactive| ProcessStatus {
+            kind,
+            task: task.to_string(),
+            started_at_ms: now_ms(),
             origin: origin.clone(),
-        }));
-        object.env.queue(JOBS_BINDING)?.send(&job).await?;
+            status: None,
+            interactive,
+            waiting: false,
+        };
+        let (envelope, job) = match action {
+            Action::Branch { question } => {
+                if !object.step(|channel| channel.start_process(&id, status(ProcessKind::Branch, question, false)))? {
+                    continue;
+                }
+                let job = Job::Branch(Box::new(BranchJob {
+                    id: id.clone(),
+                    conversation_key: conversation_key.clone(),
+                    question: question.clone(),
+                    history: thought.fork.clone(),
+                    origin: origin.clone(),
+                }));
+                (task_envelope(&id, "branch", &id, question), Some(job))
+            }
+            Action::SpawnWorker { task, interactive } => {
+                let started = status(ProcessKind::Worker, task, *interactive);
+                if !object.step(|channel| channel.start_process(&id, started))? {
+                    continue;
+                }
+                let input = WorkerInput::Start { task: task.clone(), interactive: *interactive };
+                let job =
+                    WorkerJob { id: id.clone(), conversation_key: conversation_key.clone(), step: "s1".into(), input };
+                (task_envelope(&id, "worker", &id, task), Some(Job::Worker(job)))
+            }
+            Action::Route { id: worker, message } => {
+                if object.step(|channel| channel.route_to_process(worker))?.is_err() {
+                    continue;
+                }
+                let input = WorkerInput::FollowUp { message: message.clone() };
+                let job = WorkerJob {
+                    id: worker.clone(),
+                    conversation_key: conversation_key.clone(),
+                    step: id.clone(),
+                    input,
+                };
+                (task_envelope(&id, "worker", worker, message), Some(Job::Worker(job)))
+            }
+            Action::Cancel { id: process } => {
+                let Ok(stopped) = object.step(|channel| channel.cancel_process(process))? else {
+                    continue;
+                };
+                if stopped.kind == ProcessKind::Worker {
+                    crate::edge::jobs::cancel_worker(database, process, conversation_key).await?;
+                }
+                let to = format!("{}:{process}", stopped.kind.label().to_lowercase());
+                let envelope = Envelope::new(
+                    format!("{id}:cancel"),
+                    now_ms(),
+                    "channel",
+                    to,
+                    MessageType::Cancel,
+                    Some(process.clone()),
+                    "",
+                );
+                (envelope, None)
+            }
+            Action::Reply { .. } | Action::Skip { .. } | Action::Disengage | Action::React { .. } => continue,
+        };
+        envelopes::log(&sql, &envelope)?;
+        if let Some(job) = job {
+            object.env.queue(JOBS_BINDING)?.send(&job).await?;
+        }
     }
     Ok(())
+}
+
+/// The `task` envelope that hands work to a process.
+fn task_envelope(id: &str, kind: &str, process: &str, body: &str) -> Envelope {
+    Envelope::new(
+        format!("{id}:task"),
+        now_ms(),
+        "channel",
+        format!("{kind}:{process}"),
+        MessageType::Task,
+        Some(process.to_string()),
+        body.to_string(),
+    )
 }
 
 /// Keeps the context inside the window: summarising is queued (the channel

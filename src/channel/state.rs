@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 use super::engagement::{decide, Decision, EngagementInput, Triggers};
 use super::loop_guard::LoopGuard;
 use super::participants::{MembershipCount, Participants};
+use super::processes::{ProcessReport, ProcessStatus, Processes, Received, Refusal};
 use super::sticky::StickyLedger;
 use super::versioned::{BinaryOperatorAggregate, Custom, Keyed, LastValue, RingBuffer, Topic, Versioned, VersionsSeen};
 use crate::inbound::InboundEvent;
 use crate::llm::Usage;
-use crate::process::branch::MAX_CONCURRENT_BRANCHES;
 use crate::process::envelope::Envelope;
 
 /// Messages the context buffer keeps while the bot watches silently.
@@ -27,24 +27,7 @@ pub const RETRIGGER_DEBOUNCE_MS: i64 = 500;
 /// ...at most this many times per user message.
 pub const MAX_RETRIGGERS_PER_MESSAGE: u32 = 3;
 
-/// A branch the channel started and is waiting on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BranchStatus {
-    pub question: String,
-    pub started_at_ms: i64,
-    /// The message it was started for; its answer goes there.
-    pub origin: InboundEvent,
-}
-
-/// Finished work reported back to the channel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessEvent {
-    pub envelope: Envelope,
-    pub question: String,
-    pub origin: InboundEvent,
-}
-
-impl Keyed for ProcessEvent {
+impl Keyed for ProcessReport {
     fn key(&self) -> &str {
         &self.envelope.id
     }
@@ -102,12 +85,12 @@ pub struct TurnSnapshot {
     pub messages: Vec<QueuedMessage>,
     pub context: Vec<ObservedMessage>,
     pub notice: Notice,
-    /// Work that finished since the last turn.
+    /// Work that finished (or asks for input) since the last turn.
     #[serde(default)]
-    pub process_events: Vec<ProcessEvent>,
-    /// Questions branches are still thinking about.
+    pub process_events: Vec<ProcessReport>,
+    /// Branches and workers still running when the turn began.
     #[serde(default)]
-    pub active_branches: Vec<String>,
+    pub processes: Processes,
     #[serde(default)]
     pub process_version: u64,
     /// Set once the model has answered, so a resumed turn does not lose it.
@@ -132,8 +115,8 @@ pub struct ChannelState {
     pub turns_started: BinaryOperatorAggregate<u64>,
     pub current_turn: LastValue<TurnSnapshot>,
     pub token_usage: BinaryOperatorAggregate<Usage>,
-    pub active_branches: Custom<BTreeMap<String, BranchStatus>>,
-    pub process_events: Topic<ProcessEvent>,
+    pub processes: Custom<Processes>,
+    pub process_events: Topic<ProcessReport>,
     /// Turns run for finished work since the last user message.
     pub retriggers: Custom<u32>,
     pub versions_seen: Custom<VersionsSeen>,
@@ -153,7 +136,7 @@ impl Default for ChannelState {
             turns_started: BinaryOperatorAggregate::default(),
             current_turn: LastValue::default(),
             token_usage: BinaryOperatorAggregate::default(),
-            active_branches: Custom::default(),
+            processes: Custom::default(),
             process_events: Topic::default(),
             retriggers: Custom::default(),
             versions_seen: Custom::default(),
@@ -194,7 +177,7 @@ macro_rules! with_slots {
             turns_started,
             current_turn,
             token_usage,
-            active_branches,
+            processes,
             process_events,
             retriggers,
             versions_seen
@@ -320,32 +303,48 @@ impl ChannelState {
         Some((last + settings.debounce_ms).min(first.received_at_ms + settings.max_wait_ms))
     }
 
-    /// Records a branch the turn started; false when too many already run.
-    pub fn start_branch(&mut self, id: &str, question: &str, origin: &InboundEvent, now_ms: i64) -> bool {
-        if self.active_branches.get().len() >= MAX_CONCURRENT_BRANCHES {
-            return false;
-        }
-        let status = BranchStatus { question: question.to_string(), started_at_ms: now_ms, origin: origin.clone() };
-        self.active_branches.update(|branches| branches.insert(id.to_string(), status).is_none());
-        true
+    /// Records a process the turn started; false when its kind is at its limit.
+    pub fn start_process(&mut self, id: &str, status: ProcessStatus) -> bool {
+        let mut started = false;
+        self.processes.update(|processes| {
+            started = processes.start(id, status);
+            started
+        });
+        started
     }
 
-    /// Free branch slots right now.
-    pub fn branch_capacity(&self) -> usize {
-        MAX_CONCURRENT_BRANCHES.saturating_sub(self.active_branches.get().len())
-    }
-
-    /// Takes in a process's report (a branch's conclusion or failure); returns
-    /// whether it was new. A report for an unknown or finished branch is dropped.
+    /// Takes in a process's envelope; returns whether the channel should wake
+    /// for it (a result or a question, not progress). Repeats are dropped.
     pub fn receive_process_event(&mut self, envelope: Envelope) -> bool {
-        let Some(branch_id) = envelope.reference.clone() else {
-            return false;
-        };
-        let Some(branch) = self.active_branches.get().get(&branch_id).cloned() else {
-            return false;
-        };
-        self.active_branches.update(|branches| branches.remove(&branch_id).is_some());
-        self.process_events.update([ProcessEvent { envelope, question: branch.question, origin: branch.origin }])
+        let mut received = Received::Ignored;
+        self.processes.update(|processes| {
+            received = processes.receive(envelope);
+            received != Received::Ignored
+        });
+        match received {
+            Received::Report(report) => self.process_events.update([*report]),
+            Received::Progress | Received::Ignored => false,
+        }
+    }
+
+    /// Marks an interactive worker as working on a follow-up.
+    pub fn route_to_process(&mut self, id: &str) -> Result<(), Refusal> {
+        let mut outcome = Ok(());
+        self.processes.update(|processes| {
+            outcome = processes.route(id);
+            outcome.is_ok()
+        });
+        outcome
+    }
+
+    /// Stops tracking a process; returns what it was.
+    pub fn cancel_process(&mut self, id: &str) -> Result<ProcessStatus, Refusal> {
+        let mut outcome = Err(Refusal::Unknown(id.to_string()));
+        self.processes.update(|processes| {
+            outcome = processes.cancel(id);
+            outcome.is_ok()
+        });
+        outcome
     }
 
     /// The turn to run now: the one a crash interrupted, or a new one over the
@@ -384,7 +383,7 @@ impl ChannelState {
             context: self.context_buffer.items().cloned().collect(),
             notice,
             process_events: self.process_events.items().to_vec(),
-            active_branches: self.active_branches.get().values().map(|branch| branch.question.clone()).collect(),
+            processes: self.processes.get().clone(),
             process_version,
             result: None,
             not_before_ms: 0,
@@ -474,6 +473,7 @@ pub struct TurnResult {
 mod tests {
     use super::*;
     use crate::channel::engagement::Reason;
+    use crate::channel::processes::{ProcessKind, MAX_CONCURRENT_BRANCHES};
     use crate::inbound::Author;
     use crate::process::envelope::MessageType;
 
@@ -599,6 +599,18 @@ mod tests {
         assert_eq!(state.begin_turn().unwrap().notice, Notice::GroupNudge, "a human resets the guard");
     }
 
+    fn branch(question: &str, origin: &InboundEvent) -> ProcessStatus {
+        ProcessStatus {
+            kind: ProcessKind::Branch,
+            task: question.into(),
+            started_at_ms: 0,
+            origin: origin.clone(),
+            status: None,
+            interactive: false,
+            waiting: false,
+        }
+    }
+
     fn conclusion(id: &str, branch: &str, ts: i64) -> Envelope {
         Envelope::new(id, ts, format!("branch:{branch}"), "channel", MessageType::Done, Some(branch.into()), "42")
     }
@@ -610,7 +622,7 @@ mod tests {
         let origin = mention(1, "ada", "edgebot, think hard");
         state.receive(&origin, &settings, 0);
         state.begin_turn().unwrap();
-        assert!(state.start_branch("b1", "what is the answer?", &origin, 10));
+        assert!(state.start_process("b1", branch("what is the answer?", &origin)));
         state.finish_turn(&replied(), &settings, 20);
         assert!(state.begin_turn().is_none());
         assert_eq!(state.wake_at(&settings, 30), None, "nothing to do while the branch thinks");
@@ -620,7 +632,7 @@ mod tests {
         assert_eq!(state.wake_at(&settings, 1_000), Some(1_000 + RETRIGGER_DEBOUNCE_MS));
         let turn = state.begin_turn().expect("a retrigger turn");
         assert!(turn.messages.is_empty());
-        assert_eq!(turn.process_events[0].question, "what is the answer?");
+        assert_eq!(turn.process_events[0].task, "what is the answer?");
         assert_eq!(turn.answering().map(|event| event.delivery_id.as_str()), Some("1"));
         state.finish_turn(&replied(), &settings, 1_100);
         assert!(state.begin_turn().is_none());
@@ -634,10 +646,10 @@ mod tests {
         let origin = mention(1, "ada", "edgebot");
         state.receive(&origin, &settings, 0);
         for index in 0..MAX_CONCURRENT_BRANCHES {
-            assert!(state.start_branch(&format!("b{index}"), "q", &origin, 0));
+            assert!(state.start_process(&format!("b{index}"), branch("q", &origin)));
         }
-        assert!(!state.start_branch("extra", "q", &origin, 0));
-        assert_eq!(state.branch_capacity(), 0);
+        assert!(!state.start_process("extra", branch("q", &origin)));
+        assert_eq!(state.processes.get().capacity(ProcessKind::Branch), 0);
         state.begin_turn().unwrap();
         state.finish_turn(&replied(), &settings, 1);
 
@@ -648,9 +660,9 @@ mod tests {
         for round in 0..5 {
             if round > 0 {
                 // Each retrigger turn starts another branch that reports back.
-                let branch = format!("next{round}");
-                assert!(state.start_branch(&branch, "q", &origin, 150));
-                state.receive_process_event(conclusion(&format!("n{round}"), &branch, 200 + round));
+                let id = format!("next{round}");
+                assert!(state.start_process(&id, branch("q", &origin)));
+                state.receive_process_event(conclusion(&format!("n{round}"), &id, 200 + round));
             }
             if state.begin_turn().is_some() {
                 retrigger_turns += 1;

@@ -7,7 +7,8 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::state::{Notice, ObservedMessage, ProcessEvent};
+use super::processes::{ProcessKind, ProcessReport, Processes};
+use super::state::{Notice, ObservedMessage};
 use crate::inbound::InboundEvent;
 use crate::llm::{ChatMessage, ChatRequest, Completion, LlmError, Role, ToolSpec, Usage};
 use crate::process::envelope::MessageType;
@@ -47,6 +48,8 @@ pub struct TurnContext<'a> {
     pub bot_name: &'a str,
     pub platform: &'a str,
     pub now_utc: String,
+    /// The cortex's memory bulletin (may be empty).
+    pub bulletin: &'a str,
     /// Compaction summaries of earlier history, oldest first.
     pub summaries: &'a [String],
     pub history: &'a [HistoryEntry],
@@ -54,10 +57,10 @@ pub struct TurnContext<'a> {
     pub context: &'a [ObservedMessage],
     pub current: &'a [InboundEvent],
     pub notice: Notice,
-    /// Work that finished since the last turn.
-    pub process_events: &'a [ProcessEvent],
-    /// Questions branches are still thinking about.
-    pub active_branches: &'a [String],
+    /// Work that finished (or asks for input) since the last turn.
+    pub process_events: &'a [ProcessReport],
+    /// Branches and workers still running.
+    pub processes: &'a Processes,
 }
 
 /// What the turn decided to do; the channel object carries these out.
@@ -75,6 +78,24 @@ pub enum Action {
     Branch {
         question: String,
     },
+    /// Hand a task to a background worker.
+    SpawnWorker {
+        task: String,
+        interactive: bool,
+    },
+    /// A follow-up for an interactive worker that waits for input.
+    Route {
+        id: String,
+        message: String,
+    },
+    /// Stop a branch or a worker.
+    Cancel {
+        id: String,
+    },
+    /// React to the message being answered with an emoji.
+    React {
+        emoji: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -86,39 +107,34 @@ pub struct TurnOutcome {
 
 /// The channel tools offered to the model.
 pub fn channel_tools() -> Vec<ToolSpec> {
+    let text = |description: &str| json!({ "type": "string", "description": description });
     vec![
-        ToolSpec {
-            name: "reply".into(),
-            description: prompt::text("tools/reply"),
-            parameters: json!({
-                "type": "object",
-                "properties": { "content": { "type": "string", "description": "The message to send." } },
-                "required": ["content"]
-            }),
-        },
-        ToolSpec {
-            name: "branch".into(),
-            description: prompt::text("tools/branch"),
-            parameters: json!({
-                "type": "object",
-                "properties": { "question": { "type": "string", "description": "What to think through." } },
-                "required": ["question"]
-            }),
-        },
-        ToolSpec {
-            name: "channel_disengage".into(),
-            description: prompt::text("tools/channel_disengage"),
-            parameters: json!({ "type": "object", "properties": {} }),
-        },
-        ToolSpec {
-            name: "skip".into(),
-            description: prompt::text("tools/skip"),
-            parameters: json!({
-                "type": "object",
-                "properties": { "reason": { "type": "string", "description": "Why no answer is needed." } }
-            }),
-        },
+        ToolSpec::new("reply", object(json!({ "content": text("The message to send.") }), &["content"])),
+        ToolSpec::new("react", object(json!({ "emoji": text("One emoji, e.g. 👍") }), &["emoji"])),
+        ToolSpec::new("branch", object(json!({ "question": text("What to think through.") }), &["question"])),
+        ToolSpec::new(
+            "spawn_worker",
+            object(
+                json!({
+                    "task": text("The whole task: the worker sees nothing else."),
+                    "interactive": { "type": "boolean", "description": "Whether it may ask for follow-ups." }
+                }),
+                &["task"],
+            ),
+        ),
+        ToolSpec::new(
+            "route",
+            object(json!({ "id": text("The worker's id."), "message": text("The follow-up.") }), &["id", "message"]),
+        ),
+        ToolSpec::new("cancel", object(json!({ "id": text("The branch's or worker's id.") }), &["id"])),
+        ToolSpec::new("channel_disengage", object(json!({}), &[])),
+        ToolSpec::new("skip", object(json!({ "reason": text("Why no answer is needed.") }), &[])),
     ]
+}
+
+/// A JSON-schema object with these properties.
+pub fn object(properties: serde_json::Value, required: &[&str]) -> serde_json::Value {
+    json!({ "type": "object", "properties": properties, "required": required })
 }
 
 /// The messages of a turn's first model call.
@@ -129,6 +145,7 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, m
             "bot_name": context.bot_name,
             "platform": context.platform,
             "now_utc": context.now_utc,
+            "bulletin": context.bulletin,
             "is_dm": context.current.iter().all(|event| event.is_dm),
         }),
     )?;
@@ -168,9 +185,26 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, m
         .iter()
         .map(|event| {
             json!({
-                "question": event.question,
+                "label": event.kind.label(),
+                "task": event.task,
                 "body": event.envelope.body,
                 "failed": event.envelope.kind == MessageType::Error,
+                "waiting": event.envelope.kind == MessageType::Waiting,
+                "id": event.envelope.reference,
+            })
+        })
+        .collect();
+    let running: Vec<_> = context
+        .processes
+        .iter()
+        .map(|(id, process)| {
+            json!({
+                "id": id,
+                "label": process.kind.label(),
+                "task": process.task,
+                "status": process.status,
+                "waiting": process.waiting,
+                "interactive": process.interactive,
             })
         })
         .collect();
@@ -181,7 +215,7 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, m
             "context": context_lines,
             "notice": context.notice,
             "completed": completed,
-            "active_branches": context.active_branches,
+            "running": running,
         }),
     )?;
     messages.push(ChatMessage::new(Role::User, turn));
@@ -189,15 +223,18 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, m
 }
 
 /// Runs the model/tool loop until the model replies, skips, or runs out of
-/// calls. At most `branch_capacity` branches may be started.
+/// calls. Starting, routing to and cancelling processes is checked against
+/// `processes` (the channel's table as the turn began).
 pub async fn run_turn(
     model: &impl ChatModel,
     model_name: &str,
     mut messages: Vec<ChatMessage>,
-    branch_capacity: usize,
+    processes: &Processes,
 ) -> Result<TurnOutcome, LlmError> {
     let tools = channel_tools();
     let mut outcome = TurnOutcome::default();
+    // The turn's own view: what it starts, routes and cancels counts at once.
+    let mut processes = processes.clone();
     while outcome.model_calls < MAX_MODEL_CALLS_PER_TURN {
         let request = ChatRequest { model: model_name.to_string(), messages: messages.clone(), tools: tools.clone() };
         let completion = model.complete(&request).await?;
@@ -218,39 +255,14 @@ pub async fn run_turn(
         messages.push(assistant);
         let mut finished = false;
         for call in &completion.tool_calls {
-            let result = match call.name.as_str() {
-                "reply" => match call.arguments.get("content").and_then(|value| value.as_str()) {
-                    Some(text) if !text.trim().is_empty() => {
-                        outcome.actions.push(spoken(text.to_string()));
-                        finished = true;
-                        "sent".to_string()
-                    }
-                    _ => "error: `content` must be a non-empty string".to_string(),
-                },
-                "branch" => match call.arguments.get("question").and_then(|value| value.as_str()) {
-                    Some(question) if !question.trim().is_empty() => {
-                        let started =
-                            outcome.actions.iter().filter(|action| matches!(action, Action::Branch { .. })).count();
-                        if started < branch_capacity {
-                            outcome.actions.push(Action::Branch { question: question.to_string() });
-                            "branch started: its conclusion comes back to you in a later turn".to_string()
-                        } else {
-                            "error: too many branches are running; answer directly or wait".to_string()
-                        }
-                    }
-                    _ => "error: `question` must be a non-empty string".to_string(),
-                },
-                "channel_disengage" => {
-                    outcome.actions.push(Action::Disengage);
-                    "disengaged: people must address you again before you answer".to_string()
+            let result = match channel_tool(&call.name, &call.arguments, &mut processes) {
+                Ok(action) => {
+                    let result = action_result(&action);
+                    finished |= matches!(action, Action::Reply { .. } | Action::Skip { .. });
+                    outcome.actions.push(action);
+                    result
                 }
-                "skip" => {
-                    let reason = call.arguments.get("reason").and_then(|value| value.as_str()).unwrap_or("");
-                    outcome.actions.push(Action::Skip { reason: reason.to_string() });
-                    finished = true;
-                    "skipped".to_string()
-                }
-                other => format!("error: there is no tool named `{other}`"),
+                Err(error) => format!("error: {error}"),
             };
             messages.push(ChatMessage::tool_result(&call.id, result));
         }
@@ -259,6 +271,66 @@ pub async fn run_turn(
         }
     }
     Ok(outcome)
+}
+
+/// Reads one tool call into an action, checking it against the processes.
+fn channel_tool(name: &str, arguments: &serde_json::Value, processes: &mut Processes) -> Result<Action, String> {
+    let argument = |key: &str| -> Result<String, String> {
+        match arguments.get(key).and_then(|value| value.as_str()) {
+            Some(value) if !value.trim().is_empty() => Ok(value.to_string()),
+            _ => Err(format!("`{key}` must be a non-empty string")),
+        }
+    };
+    let start = |processes: &mut Processes, kind: ProcessKind| match processes.reserve(kind) {
+        true => Ok(()),
+        false => Err("too many are running already; answer directly or wait".to_string()),
+    };
+    match name {
+        "reply" => Ok(spoken(argument("content")?)),
+        "skip" => Ok(Action::Skip {
+            reason: arguments.get("reason").and_then(|value| value.as_str()).unwrap_or("").to_string(),
+        }),
+        "react" => Ok(Action::React { emoji: argument("emoji")? }),
+        "channel_disengage" => Ok(Action::Disengage),
+        "branch" => {
+            let question = argument("question")?;
+            start(processes, ProcessKind::Branch)?;
+            Ok(Action::Branch { question })
+        }
+        "spawn_worker" => {
+            let task = argument("task")?;
+            start(processes, ProcessKind::Worker)?;
+            let interactive = arguments.get("interactive").and_then(|value| value.as_bool()).unwrap_or(false);
+            Ok(Action::SpawnWorker { task, interactive })
+        }
+        "route" => {
+            let id = argument("id")?;
+            let message = argument("message")?;
+            processes.route(&id).map_err(|refusal| refusal.to_string())?;
+            Ok(Action::Route { id, message })
+        }
+        "cancel" => {
+            let id = argument("id")?;
+            processes.cancel(&id).map_err(|refusal| refusal.to_string())?;
+            Ok(Action::Cancel { id })
+        }
+        other => Err(format!("there is no tool named `{other}`")),
+    }
+}
+
+/// What the model is told a successful tool call did.
+fn action_result(action: &Action) -> String {
+    match action {
+        Action::Reply { .. } => "sent",
+        Action::Skip { .. } => "skipped",
+        Action::React { .. } => "reacted",
+        Action::Disengage => "disengaged: people must address you again before you answer",
+        Action::Branch { .. } => "branch started: its conclusion comes back to you in a later turn",
+        Action::SpawnWorker { .. } => "worker started: its progress shows in Status and its outcome comes back to you",
+        Action::Route { .. } => "follow-up sent to the worker",
+        Action::Cancel { .. } => "cancelled",
+    }
+    .to_string()
 }
 
 /// A text the model meant to send; `NO_REPLY` means silence.
@@ -276,6 +348,7 @@ mod tests {
     use std::collections::VecDeque;
 
     use super::*;
+    use crate::channel::processes::ProcessStatus;
     use crate::inbound::Author;
     use crate::llm::ToolCall;
 
@@ -304,9 +377,34 @@ mod tests {
         }
     }
 
+    /// Two branches already running: one slot is left.
+    fn busy_processes() -> Processes {
+        let mut processes = Processes::default();
+        for id in ["b0", "b1"] {
+            processes.start(id, process(ProcessKind::Branch, false));
+        }
+        processes
+    }
+
+    fn process(kind: ProcessKind, interactive: bool) -> ProcessStatus {
+        ProcessStatus {
+            kind,
+            task: "is it raining?".into(),
+            started_at_ms: 0,
+            origin: event("x"),
+            status: None,
+            interactive,
+            waiting: false,
+        }
+    }
+
     fn run(model: &ScriptedModel) -> Result<TurnOutcome, LlmError> {
+        run_with(model, &busy_processes())
+    }
+
+    fn run_with(model: &ScriptedModel, processes: &Processes) -> Result<TurnOutcome, LlmError> {
         let messages = vec![ChatMessage::new(Role::User, "hi")];
-        futures_executor(run_turn(model, "m", messages, 1))
+        futures_executor(run_turn(model, "m", messages, processes))
     }
 
     /// The loop never actually waits, so polling once per step is enough.
@@ -385,13 +483,14 @@ mod tests {
             bot_name: "edgebot",
             platform: "telegram",
             now_utc: "2026-01-01 00:00 UTC".into(),
+            bulletin: "",
             summaries: &[],
             history: &history,
             context: &[],
             current: &current,
             notice: Notice::None,
             process_events: &[],
-            active_branches: &[],
+            processes: &Processes::default(),
         };
         let messages = compose_messages(&context).unwrap();
         assert_eq!(messages.len(), 4);
@@ -420,13 +519,14 @@ mod tests {
                 bot_name: "edgebot",
                 platform: "telegram",
                 now_utc: String::new(),
+                bulletin: "",
                 summaries: &[],
                 history: &[],
                 context: &watched,
                 current: &current,
                 notice,
                 process_events: &[],
-                active_branches: &[],
+                processes: &Processes::default(),
             };
             let turn = compose_messages(&context).unwrap().pop().unwrap().content;
             let recent = turn.find("## Recent context (not addressed to you").expect("recent context section");
@@ -467,31 +567,42 @@ mod tests {
 
     #[test]
     fn finished_work_and_running_branches_show_in_a_status_section() {
-        use crate::channel::state::ProcessEvent;
         use crate::process::envelope::Envelope;
-        let done = ProcessEvent {
+        let done = ProcessReport {
             envelope: Envelope::new("e", 0, "branch:b", "channel", MessageType::Done, Some("b".into()), "It is 42."),
-            question: "what is the answer?".into(),
+            kind: ProcessKind::Branch,
+            task: "what is the answer?".into(),
             origin: event("x"),
         };
+        let mut running = Processes::default();
+        running.start(
+            "w7",
+            ProcessStatus { status: Some("read 3 of 5 pages".into()), ..process(ProcessKind::Worker, false) },
+        );
         let context = TurnContext {
             bot_name: "edgebot",
             platform: "telegram",
             now_utc: String::new(),
+            bulletin: "Ada's cat is called Tom.",
             summaries: &["Ada asked about cats.".to_string()],
             history: &[],
             context: &[],
             current: &[],
             notice: Notice::None,
             process_events: std::slice::from_ref(&done),
-            active_branches: &["is it raining?".to_string()],
+            processes: &running,
         };
         let messages = compose_messages(&context).unwrap();
+        assert!(
+            messages[0].content.contains("## What you remember\n\nAda's cat is called Tom."),
+            "{}",
+            messages[0].content
+        );
         assert!(messages[1].content.contains("Ada asked about cats."), "summaries stack at the top");
         let turn = messages.last().unwrap().content.clone();
         assert!(turn.contains("## Status"));
-        assert!(turn.contains("still thinking about: is it raining?"));
-        assert!(turn.contains("finished on \"what is the answer?\": It is 42."));
+        assert!(turn.contains("Worker `w7` on \"is it raining?\": read 3 of 5 pages"), "{turn}");
+        assert!(turn.contains("Branch `b` finished on \"what is the answer?\": It is 42."), "{turn}");
         assert!(turn.contains("No new messages"), "{turn}");
         assert!(!turn.contains("## Current message(s)"));
     }
@@ -504,5 +615,52 @@ mod tests {
         ]);
         let outcome = run(&model).unwrap();
         assert_eq!(outcome.actions, vec![Action::Disengage, Action::Reply { text: "ok, backing off".into() }]);
+    }
+
+    #[test]
+    fn worker_tools_are_checked_against_the_running_processes() {
+        let mut processes = Processes::default();
+        processes.start("chat", ProcessStatus { waiting: true, ..process(ProcessKind::Worker, true) });
+        processes.start("busy", process(ProcessKind::Worker, true));
+        let model = ScriptedModel::new(vec![
+            Ok(Completion {
+                tool_calls: vec![
+                    ToolCall { id: "1".into(), name: "route".into(), arguments: json!({"id": "busy", "message": "x"}) },
+                    ToolCall {
+                        id: "2".into(),
+                        name: "route".into(),
+                        arguments: json!({"id": "chat", "message": "Oslo"}),
+                    },
+                    ToolCall { id: "3".into(), name: "cancel".into(), arguments: json!({"id": "nope"}) },
+                    ToolCall { id: "4".into(), name: "cancel".into(), arguments: json!({"id": "busy"}) },
+                    ToolCall {
+                        id: "5".into(),
+                        name: "spawn_worker".into(),
+                        arguments: json!({"task": "find flights", "interactive": true}),
+                    },
+                    ToolCall { id: "6".into(), name: "react".into(), arguments: json!({"emoji": "👍"}) },
+                ],
+                ..Completion::default()
+            }),
+            Ok(call("skip", json!({}))),
+        ]);
+        let outcome = run_with(&model, &processes).unwrap();
+        assert_eq!(
+            outcome.actions[..4],
+            [
+                Action::Route { id: "chat".into(), message: "Oslo".into() },
+                Action::Cancel { id: "busy".into() },
+                Action::SpawnWorker { task: "find flights".into(), interactive: true },
+                Action::React { emoji: "👍".into() },
+            ]
+        );
+        let results: Vec<String> = model.requests.borrow()[1]
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::Tool)
+            .map(|message| message.content.clone())
+            .collect();
+        assert!(results[0].contains("still working"), "{results:?}");
+        assert!(results[2].contains("no running process"), "{results:?}");
     }
 }

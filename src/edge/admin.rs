@@ -6,8 +6,8 @@ use crate::api_error::ApiError;
 use crate::security::bearer_matches;
 
 use super::config::{self, CHANNEL_BINDING, DATABASE_BINDING};
-use super::history;
 use super::router::internal;
+use super::{history, jobs, memory, usage};
 
 /// How many rows an admin listing returns at most.
 const LISTING_LIMIT: usize = 500;
@@ -41,10 +41,24 @@ pub async fn channel_envelopes(request: &Request, env: &Env, key: &str) -> Resul
     from_channel(env, key, &format!("envelopes{query}")).await
 }
 
-/// Tokens the channel's model calls used, summed.
+/// Tokens used per process type (channel, branch, worker, compactor), summed.
 pub async fn channel_usage(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env)?;
-    from_channel(env, key, "usage").await
+    let mut usage: serde_json::Map<String, serde_json::Value> =
+        from_channel(env, key, "usage").await?.json().await.map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    for (process, spent) in usage::by_process(&database, &percent_decode(key)).await.map_err(internal)? {
+        usage.insert(process, serde_json::to_value(spent).map_err(internal)?);
+    }
+    Response::from_json(&usage).map_err(internal)
+}
+
+/// The conversation's workers: task, state, segments, status, outcome, usage.
+pub async fn channel_workers(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let workers = jobs::list_workers(&database, &percent_decode(key)).await.map_err(internal)?;
+    Response::from_json(&workers).map_err(internal)
 }
 
 async fn from_channel(env: &Env, key: &str, view: &str) -> Result<Response, ApiError> {
@@ -60,6 +74,43 @@ pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     let messages = history::list(&database, &percent_decode(key), LISTING_LIMIT).await.map_err(internal)?;
     Response::from_json(&messages).map_err(internal)
+}
+
+/// Lists or searches memories: `?query=…&mode=hybrid|recent|important|typed
+/// &memory_type=…&sort=recent|importance|most_accessed&limit=N`.
+pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let url = request.url().map_err(internal)?;
+    let arguments: serde_json::Map<String, serde_json::Value> =
+        url.query_pairs().map(|(key, value)| (key.into_owned(), value.into_owned().into())).collect();
+    let recall = memory::RecallRequest::from_arguments(&arguments.into());
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let found = memory::recall(&config::load(env), env, &database, &recall).await.map_err(internal)?;
+    Response::from_json(&found).map_err(internal)
+}
+
+/// Imports memories in bulk (`[{"content", "memory_type", "importance"?}]`,
+/// at most 500 per request), without linking them to each other.
+pub async fn import_memories(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(&request, env)?;
+    let Ok(items) = request.json::<Vec<memory::ImportItem>>().await else {
+        return Err(ApiError::BadRequest("expected a JSON array of {content, memory_type, importance?}".into()));
+    };
+    if items.len() > 500 {
+        return Err(ApiError::BadRequest("at most 500 memories per request".into()));
+    }
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let imported = memory::import(&config::load(env), env, &database, &items).await.map_err(internal)?;
+    Response::from_json(&serde_json::json!({ "imported": imported })).map_err(internal)
+}
+
+pub async fn delete_memory(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    match memory::delete(&config::load(env), env, &database, &percent_decode(id)).await.map_err(internal)? {
+        true => Response::from_json(&serde_json::json!({ "deleted": true })).map_err(internal),
+        false => Err(ApiError::NotFound),
+    }
 }
 
 /// Decodes `%XX` escapes in a path segment (conversation keys hold `:`).

@@ -48,4 +48,7 @@ impl Messenger for Discord<'_> {
     async fn member_count(&self, _event: &InboundEvent, _peer_bots: usize, _now_ms: i64) -> Option<MembershipCount> {
         None
     }
+
+    /// Commands have no message of the user's to react to.
+    async fn react(&self, _event: &InboundEvent, _emoji: &str) {}
 }

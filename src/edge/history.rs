@@ -77,11 +77,13 @@ struct SummaryRow {
 /// A conversation's history as a turn sees it: compaction summaries (oldest
 /// first) and the live messages before the current ones.
 pub struct LoadedHistory {
+    /// The cortex's memory bulletin (empty until one is built).
+    pub bulletin: String,
     pub summaries: Vec<String>,
     pub earlier: Vec<StoredMessage>,
 }
 
-/// In one round trip: reads the conversation's summaries and last `limit`
+/// In one round trip: reads the memory bulletin, the conversation's summaries and last `limit`
 /// messages before `current`, and stores `current` (idempotently) so it is
 /// history from now on.
 pub async fn load_and_record(
@@ -93,7 +95,8 @@ pub async fn load_and_record(
     let summaries = db
         .prepare("SELECT content FROM summaries WHERE conversation_key = ?1 ORDER BY created_at, rowid")
         .bind(&[conversation_key.into()])?;
-    let mut statements = vec![summaries, latest(db, conversation_key, limit + current.len())?];
+    let bulletin = db.prepare("SELECT value AS content FROM memory_meta WHERE key = 'bulletin'");
+    let mut statements = vec![summaries, latest(db, conversation_key, limit + current.len())?, bulletin];
     for message in current {
         statements.push(insert(db, message)?);
     }
@@ -113,7 +116,15 @@ pub async fn load_and_record(
         .take(limit)
         .collect();
     earlier.reverse();
-    Ok(LoadedHistory { summaries: summaries.into_iter().map(|row| row.content).collect(), earlier })
+    let bulletin: Vec<SummaryRow> = match results.get(2) {
+        Some(result) => result.results()?,
+        None => Vec::new(),
+    };
+    Ok(LoadedHistory {
+        bulletin: bulletin.into_iter().next().map(|row| row.content).unwrap_or_default(),
+        summaries: summaries.into_iter().map(|row| row.content).collect(),
+        earlier,
+    })
 }
 
 /// Flags messages as compacted (1 = summarised, 2 = dropped); they stay as the archive.
@@ -196,4 +207,25 @@ pub async fn list(db: &D1Database, conversation_key: &str, limit: usize) -> Resu
         .results()?;
     rows.reverse();
     Ok(rows)
+}
+
+/// Messages of the conversation that contain every word of `query` (up to
+/// five words), newest first: `channel_recall`.
+pub async fn search(db: &D1Database, conversation_key: &str, query: &str, limit: usize) -> Result<Vec<StoredMessage>> {
+    let words: Vec<String> = query
+        .split_whitespace()
+        .take(5)
+        .map(|word| format!("%{}%", word.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")))
+        .collect();
+    if words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let conditions: String =
+        (0..words.len()).map(|index| format!(" AND content LIKE ?{} ESCAPE '\\'", index + 3)).collect();
+    let query = format!(
+        "SELECT * FROM messages WHERE conversation_key = ?1{conditions} ORDER BY created_at DESC, rowid DESC LIMIT ?2"
+    );
+    let mut bindings = vec![JsValue::from(conversation_key), JsValue::from_f64(limit as f64)];
+    bindings.extend(words.iter().map(|word| JsValue::from(word.as_str())));
+    db.prepare(query).bind(&bindings)?.all().await?.results()
 }

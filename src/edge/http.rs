@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
+use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 /// A finished exchange: the status, the whole body, and a `Retry-After`
 /// header (seconds) when the server sent one.
@@ -11,6 +11,8 @@ pub struct HttpAnswer {
     pub status: u16,
     pub body: Vec<u8>,
     pub retry_after_secs: Option<f64>,
+    /// Where a redirect points (requests made with manual redirects only).
+    pub location: Option<String>,
 }
 
 #[derive(Debug)]
@@ -39,13 +41,34 @@ pub async fn send_json(
     timeout_ms: u64,
 ) -> Result<HttpAnswer, HttpFailure> {
     let request = build_request(method, url, headers, body).map_err(|error| HttpFailure::Network(error.to_string()))?;
+    exchange(request, timeout_ms).await
+}
+
+/// A GET that does not follow redirects (the caller checks each hop).
+pub async fn get_manual(url: &str, headers: &[(&str, &str)], timeout_ms: u64) -> Result<HttpAnswer, HttpFailure> {
+    let build = || {
+        let request_headers = Headers::new();
+        for (name, value) in headers {
+            request_headers.set(name, value)?;
+        }
+        let mut init = RequestInit::new();
+        init.with_method(Method::Get).with_headers(request_headers).with_redirect(RequestRedirect::Manual);
+        Request::new_with_init(url, &init)
+    };
+    let request = build().map_err(|error: worker::Error| HttpFailure::Network(error.to_string()))?;
+    exchange(request, timeout_ms).await
+}
+
+/// Sends a request and reads the whole answer, within `timeout_ms`.
+async fn exchange(request: Request, timeout_ms: u64) -> Result<HttpAnswer, HttpFailure> {
     let controller = AbortController::default();
     let signal = controller.signal();
     let exchange = async move {
         let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
         let retry_after_secs = response.headers().get("retry-after")?.and_then(|value| value.trim().parse().ok());
+        let location = response.headers().get("location")?;
         let body = response.bytes().await?;
-        Ok::<_, worker::Error>(HttpAnswer { status: response.status_code(), body, retry_after_secs })
+        Ok::<_, worker::Error>(HttpAnswer { status: response.status_code(), body, retry_after_secs, location })
     };
     let deadline = Delay::from(Duration::from_millis(timeout_ms));
     match select(Box::pin(exchange), deadline).await {

@@ -1,7 +1,12 @@
-//! The `jobs` queue consumer: runs branches and reports back to the channel.
+//! The `jobs` queue consumer: runs branches, worker steps and compactions.
 //! Each message is acked on its own; a failing job is retried by the queue and,
 //! after its retries, arrives on the dead-letter queue, whose consumer tells
 //! the channel the work failed (so the user hears it).
+
+mod branch_step;
+mod worker_step;
+
+pub use worker_step::{cancel as cancel_worker, list as list_workers};
 
 use worker::{event, Context, Env, Message, MessageBatch, MessageExt, Method, Request, RequestInit};
 
@@ -11,9 +16,8 @@ use super::model::HttpModel;
 use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::llm::{ChatMessage, ChatRequest, Role};
-use crate::process::branch::{compose_messages, run_branch, BranchJob};
 use crate::process::compaction::CompactionJob;
-use crate::process::envelope::{Envelope, MessageType};
+use crate::process::envelope::Envelope;
 use crate::process::Job;
 use crate::prompt;
 
@@ -47,6 +51,20 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
     };
     let branch = match job {
         Job::Branch(branch) => branch,
+        Job::Worker(job) => {
+            let outcome = match dead_letters {
+                true => worker_step::give_up(env, &job).await,
+                false => worker_step::run_step(config, env, &job).await,
+            };
+            match outcome {
+                Ok(()) => message.ack(),
+                Err(error) => {
+                    worker::console_warn!("worker {} step {} failed, the queue will retry: {error}", job.id, job.step);
+                    message.retry();
+                }
+            }
+            return;
+        }
         Job::Compaction(job) => {
             // A compaction out of retries is dropped: it costs only context,
             // and the next turn plans again.
@@ -64,27 +82,10 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
             return;
         }
     };
-    let report = if dead_letters {
-        // Out of retries: the user is told instead of waiting forever.
-        Some(report(&branch, MessageType::Error, "the branch failed after several attempts".into()))
-    } else {
-        match think(config, &branch).await {
-            Ok(conclusion) => Some(report(&branch, MessageType::Done, conclusion)),
-            Err(error) if error.is_retryable() => {
-                worker::console_warn!("branch {} failed, the queue will retry: {error}", branch.id);
-                None
-            }
-            Err(error) => Some(report(&branch, MessageType::Error, format!("the branch failed: {error}"))),
-        }
-    };
-    let Some(envelope) = report else {
-        message.retry();
-        return;
-    };
-    match deliver(env, &branch.conversation_key, &envelope).await {
+    match branch_step::run(config, env, &branch, dead_letters).await {
         Ok(()) => message.ack(),
         Err(error) => {
-            worker::console_error!("could not report branch {} to its channel: {error}", branch.id);
+            worker::console_warn!("branch {} failed, the queue will retry: {error}", branch.id);
             message.retry();
         }
     }
@@ -101,42 +102,25 @@ async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<()
     let transcript: String = rows.iter().map(|row| format!("{}: {}\n", row.author_name, row.content)).collect();
     let system = prompt::render("compactor_system", serde_json::json!({ "bot_name": config.bot_name }))
         .map_err(|error| error.to_string())?;
-    let model = HttpModel::new(config, &config.compactor_model).map_err(|error| error.to_string())?;
+    let model = HttpModel::new(config, env, &config.compactor_model).map_err(|error| error.to_string())?;
     let request = ChatRequest {
         model: model.model_name().to_string(),
         messages: vec![ChatMessage::new(Role::System, system), ChatMessage::new(Role::User, transcript)],
         tools: Vec::new(),
     };
-    let summary = model.complete(&request).await.map_err(|error| error.to_string())?;
-    let summary = summary.content.ok_or("the compactor answered nothing")?;
+    let completion = model.complete(&request).await.map_err(|error| error.to_string())?;
+    if let Err(error) = super::usage::record(&database, &job.conversation_key, "compactor", completion.usage).await {
+        worker::console_warn!("compactor usage not recorded: {error}");
+    }
+    let summary = completion.content.ok_or("the compactor answered nothing")?;
     let covered: Vec<String> = rows.iter().map(|row| row.id.clone()).collect();
     super::history::store_summary(&database, &job.id, &job.conversation_key, &summary, &covered, now_ms())
         .await
         .map_err(|error| error.to_string())
 }
 
-async fn think(config: &Config, branch: &BranchJob) -> Result<String, crate::llm::LlmError> {
-    let model = HttpModel::new(config, &config.branch_model)?;
-    let messages =
-        compose_messages(branch, &config.bot_name).map_err(|error| crate::llm::LlmError::Config(error.to_string()))?;
-    run_branch(&model, model.model_name(), messages).await
-}
-
-/// The report's id is derived from the job's, so a redelivered job's report is
-/// recognised by the channel as the same one.
-fn report(branch: &BranchJob, kind: MessageType, body: String) -> Envelope {
-    Envelope::new(
-        format!("{}:report", branch.id),
-        now_ms(),
-        format!("branch:{}", branch.id),
-        "channel",
-        kind,
-        Some(branch.id.clone()),
-        body,
-    )
-}
-
-async fn deliver(env: &Env, conversation_key: &str, envelope: &Envelope) -> worker::Result<()> {
+/// Posts an envelope to the conversation's channel object.
+pub(super) async fn deliver(env: &Env, conversation_key: &str, envelope: &Envelope) -> worker::Result<()> {
     let stub = env.durable_object(CHANNEL_BINDING)?.get_by_name(conversation_key)?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_body(Some(serde_json::to_string(envelope)?.into()));

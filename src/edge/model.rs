@@ -2,13 +2,18 @@
 //! order, each with bounded retries, rate-limited ones cooling down.
 
 use std::cell::RefCell;
+use std::time::Duration;
+
+use futures_util::future::{select, Either};
+use worker::{Delay, Env};
 
 use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::llm::routing::{falls_back, parse_chain, Cooldowns};
-use crate::llm::{anthropic, openai, ChatRequest, Completion, LlmError, ModelSpec, Provider};
+use crate::llm::{anthropic, openai, workers_ai, ChatRequest, Completion, LlmError, ModelSpec, Provider};
 
 use super::http::{now_ms, post_json, sleep_ms, HttpFailure};
+use super::memory::AI_BINDING;
 
 thread_local! {
     /// Cooldowns live as long as the isolate: every object and job in it shares them.
@@ -18,13 +23,30 @@ thread_local! {
 /// A configured model chain.
 pub struct HttpModel<'a> {
     config: &'a Config,
+    /// For the Workers AI binding.
+    env: &'a Env,
     chain: Vec<ModelSpec>,
 }
 
 impl<'a> HttpModel<'a> {
     /// `chain` is a process's model setting, e.g. `openai/gpt-4o,anthropic/claude-3-5-haiku-latest`.
-    pub fn new(config: &'a Config, chain: &str) -> Result<Self, LlmError> {
-        Ok(HttpModel { config, chain: parse_chain(chain)? })
+    pub fn new(config: &'a Config, env: &'a Env, chain: &str) -> Result<Self, LlmError> {
+        Ok(HttpModel { config, env, chain: parse_chain(chain)? })
+    }
+
+    /// Workers AI runs through the binding, not over HTTP.
+    async fn complete_on_workers_ai(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        let ai = self.env.ai(AI_BINDING).map_err(|error| LlmError::Config(format!("Workers AI: {error}")))?;
+        let body = workers_ai::request_body(request);
+        let run = ai.run::<_, serde_json::Value>(&request.model, body);
+        let deadline = Delay::from(Duration::from_millis(self.config.llm_timeout_ms));
+        let outcome = match select(Box::pin(run), deadline).await {
+            Either::Left((Ok(answer), _)) => workers_ai::parse_response(&answer),
+            // The binding's errors carry no status; treat them as transient.
+            Either::Left((Err(error), _)) => Err(LlmError::Network(error.to_string())),
+            Either::Right(_) => Err(LlmError::Timeout),
+        };
+        outcome
     }
 
     /// The primary model's name (requests are re-addressed per model tried).
@@ -35,6 +57,7 @@ impl<'a> HttpModel<'a> {
     async fn complete_once(&self, spec: &ModelSpec, request: &ChatRequest) -> Result<Completion, LlmError> {
         let request = ChatRequest { model: spec.model.clone(), ..request.clone() };
         let (url, authorization, body) = match spec.provider {
+            Provider::WorkersAi => return self.complete_on_workers_ai(&request).await,
             Provider::OpenAi => (
                 openai::endpoint(&self.config.openai_base_url),
                 ("authorization", format!("Bearer {}", self.config.openai_api_key)),
@@ -57,8 +80,8 @@ impl<'a> HttpModel<'a> {
             return Err(LlmError::Status(answer.status));
         }
         match spec.provider {
-            Provider::OpenAi => openai::parse_response(&answer.body),
             Provider::Anthropic => anthropic::parse_response(&answer.body),
+            _ => openai::parse_response(&answer.body),
         }
     }
 }

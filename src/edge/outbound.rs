@@ -57,6 +57,8 @@ pub trait Messenger {
     async fn clear_working(&self, event: &InboundEvent);
     /// A read of the conversation's members, when the platform can give one.
     async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount>;
+    /// Reacts to the message with an emoji (the `react` tool); best effort.
+    async fn react(&self, event: &InboundEvent, emoji: &str);
 }
 
 /// The platform a reply address belongs to.
@@ -123,6 +125,14 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.member_count(event, peer_bots, now_ms).await,
             Platform::Slack(platform) => platform.member_count(event, peer_bots, now_ms).await,
             Platform::Discord(platform) => platform.member_count(event, peer_bots, now_ms).await,
+        }
+    }
+
+    async fn react(&self, event: &InboundEvent, emoji: &str) {
+        match self {
+            Platform::Telegram(platform) => platform.react(event, emoji).await,
+            Platform::Slack(platform) => platform.react(event, emoji).await,
+            Platform::Discord(platform) => platform.react(event, emoji).await,
         }
     }
 }

@@ -20,7 +20,13 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         (Method::Get, ["api", "channels", key, "outbox"]) => admin::channel_outbox(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "envelopes"]) => admin::channel_envelopes(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "usage"]) => admin::channel_usage(&request, env, key).await,
-        (_, ["health"] | ["webhooks", _] | ["api", "channels", _, _]) => Err(ApiError::MethodNotAllowed),
+        (Method::Get, ["api", "channels", key, "workers"]) => admin::channel_workers(&request, env, key).await,
+        (Method::Get, ["api", "memories"]) => admin::memories(&request, env).await,
+        (Method::Post, ["api", "memories"]) => admin::import_memories(request, env).await,
+        (Method::Delete, ["api", "memories", id]) => admin::delete_memory(&request, env, id).await,
+        (_, ["health"] | ["webhooks", _] | ["api", "channels", _, _] | ["api", "memories", ..]) => {
+            Err(ApiError::MethodNotAllowed)
+        }
         _ => Err(ApiError::NotFound),
     };
     outcome.or_else(|error| Ok(Response::from_json(&error.body())?.with_status(error.status())))

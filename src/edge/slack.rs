@@ -7,7 +7,7 @@ use super::outbound::{Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
-use crate::platforms::slack::{post_message_body, MESSAGE_LIMIT, WORKING_REACTION};
+use crate::platforms::slack::{emoji_name, post_message_body, MESSAGE_LIMIT, WORKING_REACTION};
 
 const API_TIMEOUT_MS: u64 = 10_000;
 /// Members read per page; a channel with more is a truncated read.
@@ -35,15 +35,15 @@ impl Slack<'_> {
 }
 
 impl Slack<'_> {
-    /// Adds or removes the working reaction on the message a turn answers.
-    async fn reaction(&self, method: &str, event: &InboundEvent) {
+    /// Adds or removes a reaction (by Slack emoji name) on the message a turn answers.
+    async fn reaction(&self, method: &str, event: &InboundEvent, name: &str) {
         let ReplyAddress::Slack { channel, .. } = &event.reply_address else {
             return;
         };
         if event.is_command {
             return; // a slash command has no message to react to
         }
-        let body = json!({ "channel": channel, "timestamp": event.message_id, "name": WORKING_REACTION });
+        let body = json!({ "channel": channel, "timestamp": event.message_id, "name": name });
         let _ = self.call(method, &body).await;
     }
 }
@@ -61,11 +61,11 @@ impl Messenger for Slack<'_> {
     /// Slack bots have no typing indicator over the Web API: the :eyes:
     /// reaction on the message says the bot is on it.
     async fn show_working(&self, event: &InboundEvent) {
-        self.reaction("reactions.add", event).await;
+        self.reaction("reactions.add", event, WORKING_REACTION).await;
     }
 
     async fn clear_working(&self, event: &InboundEvent) {
-        self.reaction("reactions.remove", event).await;
+        self.reaction("reactions.remove", event, WORKING_REACTION).await;
     }
 
     async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount> {
@@ -84,5 +84,9 @@ impl Messenger for Slack<'_> {
             parsed.pointer("/response_metadata/next_cursor").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
         // Members include this bot and the peer bots seen speaking.
         Some(MembershipCount { humans: members.saturating_sub(1 + peer_bots), truncated, fetched_at_ms: now_ms })
+    }
+
+    async fn react(&self, event: &InboundEvent, emoji: &str) {
+        self.reaction("reactions.add", event, &emoji_name(emoji)).await;
     }
 }

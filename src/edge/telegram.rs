@@ -36,7 +36,7 @@ impl Telegram<'_> {
 }
 
 impl Telegram<'_> {
-    async fn react(&self, event: &InboundEvent, reaction: Value) {
+    async fn set_reaction(&self, event: &InboundEvent, reaction: Value) {
         let (ReplyAddress::Telegram { chat_id, .. }, Ok(message_id)) =
             (&event.reply_address, event.message_id.parse::<i64>())
         else {
@@ -76,12 +76,12 @@ impl Messenger for Telegram<'_> {
             typing["message_thread_id"] = json!(topic);
         }
         let _ = self.call("sendChatAction", &typing).await;
-        self.react(event, json!([{ "type": "emoji", "emoji": WORKING_REACTION }])).await;
+        self.set_reaction(event, json!([{ "type": "emoji", "emoji": WORKING_REACTION }])).await;
     }
 
     /// Typing expires by itself; the reaction is replaced by none.
     async fn clear_working(&self, event: &InboundEvent) {
-        self.react(event, json!([])).await;
+        self.set_reaction(event, json!([])).await;
     }
 
     async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount> {
@@ -92,5 +92,10 @@ impl Messenger for Telegram<'_> {
         let members = answer["result"].as_u64()? as usize;
         // The count includes this bot and every peer bot; neither is human.
         Some(MembershipCount { humans: members.saturating_sub(1 + peer_bots), truncated: false, fetched_at_ms: now_ms })
+    }
+
+    /// Telegram keeps one reaction per bot: this replaces the working one.
+    async fn react(&self, event: &InboundEvent, emoji: &str) {
+        self.set_reaction(event, json!([{ "type": "emoji", "emoji": emoji }])).await;
     }
 }

@@ -309,6 +309,30 @@ pub fn post_message_body(address: &ReplyAddress, text: &str) -> Value {
     }
 }
 
+/// Slack reacts by emoji name: common emoji are mapped to their names, and a
+/// `:name:` (or bare name) from the model is used as it is.
+pub fn emoji_name(emoji: &str) -> String {
+    const NAMES: &[(&str, &str)] = &[
+        ("👍", "+1"),
+        ("👎", "-1"),
+        ("👀", "eyes"),
+        ("✅", "white_check_mark"),
+        ("❤️", "heart"),
+        ("❤", "heart"),
+        ("🎉", "tada"),
+        ("😂", "joy"),
+        ("🙏", "pray"),
+        ("🔥", "fire"),
+        ("🤔", "thinking_face"),
+        ("👋", "wave"),
+    ];
+    let emoji = emoji.trim();
+    NAMES
+        .iter()
+        .find(|(glyph, _)| *glyph == emoji)
+        .map_or_else(|| emoji.trim_matches(':').to_string(), |(_, name)| name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,5 +480,12 @@ mod tests {
         assert_eq!(event.conversation_key, "slack:T1:C9");
         assert_eq!(event.author.name, "ada");
         assert!(parse_command(b"text=hi").is_err());
+    }
+
+    #[test]
+    fn reactions_use_slack_emoji_names() {
+        assert_eq!(emoji_name("👍"), "+1");
+        assert_eq!(emoji_name(" :rocket: "), "rocket");
+        assert_eq!(emoji_name("tada"), "tada");
     }
 }

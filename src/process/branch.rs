@@ -3,16 +3,15 @@
 //! a conclusion the channel takes in.
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::channel::turn::{ChatModel, HistoryEntry, HistoryRole};
+use crate::channel::turn::{object, ChatModel, HistoryEntry, HistoryRole};
 use crate::inbound::InboundEvent;
-use crate::llm::{ChatMessage, ChatRequest, LlmError, Role};
+use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolSpec, Usage};
+use crate::memory::types::MemoryType;
 use crate::prompt;
 
 pub const MAX_BRANCH_MODEL_CALLS: u32 = 10;
-/// Branches one channel may have running at once.
-pub const MAX_CONCURRENT_BRANCHES: usize = 3;
 
 /// The queue job that runs a branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,34 +46,101 @@ pub fn compose_messages(job: &BranchJob, bot_name: &str) -> Result<Vec<ChatMessa
     Ok(messages)
 }
 
+/// What a branch's tools do in the world (memory, history, tasks, workers).
+#[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
+pub trait BranchTools {
+    /// Runs a tool; errors are text the model reads.
+    async fn call(&self, name: &str, arguments: &Value) -> String;
+}
+
+/// The tools a branch is offered.
+pub fn branch_tools() -> Vec<ToolSpec> {
+    let text = |description: &str| json!({ "type": "string", "description": description });
+    let types =
+        json!({ "type": "string", "enum": MemoryType::ALL.iter().map(|kind| kind.as_str()).collect::<Vec<_>>() });
+    vec![
+        ToolSpec::new(
+            "memory_save",
+            object(
+                json!({
+                    "content": text("The memory, self-contained."),
+                    "memory_type": types,
+                    "importance": { "type": "number", "description": "0 to 1; leave out for the type's default." }
+                }),
+                &["content", "memory_type"],
+            ),
+        ),
+        ToolSpec::new(
+            "memory_recall",
+            object(
+                json!({
+                    "query": text("What to look for (hybrid mode)."),
+                    "mode": { "type": "string", "enum": ["hybrid", "recent", "important", "typed"] },
+                    "memory_type": types,
+                    "sort": { "type": "string", "enum": ["recent", "importance", "most_accessed"] },
+                    "limit": { "type": "integer" }
+                }),
+                &[],
+            ),
+        ),
+        ToolSpec::new("memory_delete", object(json!({ "id": text("The memory's id.") }), &["id"])),
+        ToolSpec::new(
+            "channel_recall",
+            object(json!({ "query": text("Words to find in this conversation.") }), &["query"]),
+        ),
+        ToolSpec::new("task_create", object(json!({ "title": text("What needs doing.") }), &["title"])),
+        ToolSpec::new("task_list", object(json!({}), &[])),
+        ToolSpec::new(
+            "task_update",
+            object(
+                json!({
+                    "id": text("The task's id."),
+                    "status": { "type": "string", "enum": ["todo", "in_progress", "done"] },
+                    "note": text("What changed.")
+                }),
+                &["id"],
+            ),
+        ),
+        ToolSpec::new("worker_inspect", object(json!({ "id": text("A worker's id; leave out for all.") }), &[])),
+    ]
+}
+
 /// Thinks until the model answers in plain text (the conclusion) or the call
-/// budget runs out (then the last thing it said stands).
+/// budget runs out (then the last thing it said stands). Returns the
+/// conclusion and the tokens spent.
 pub async fn run_branch(
     model: &impl ChatModel,
     model_name: &str,
+    tools: &impl BranchTools,
     mut messages: Vec<ChatMessage>,
-) -> Result<String, LlmError> {
+) -> Result<(String, Usage), LlmError> {
+    let specs = branch_tools();
+    let mut usage = Usage::default();
     let mut last_words = String::new();
     for _ in 0..MAX_BRANCH_MODEL_CALLS {
-        let request = ChatRequest { model: model_name.to_string(), messages: messages.clone(), tools: Vec::new() };
+        let request = ChatRequest { model: model_name.to_string(), messages: messages.clone(), tools: specs.clone() };
         let completion = model.complete(&request).await?;
+        usage.input_tokens += completion.usage.input_tokens;
+        usage.output_tokens += completion.usage.output_tokens;
         if let Some(content) = completion.content.clone() {
             last_words = content;
         }
         if completion.tool_calls.is_empty() {
             break;
         }
-        // Branch tools arrive with the memory issue; until then every call is
-        // answered so the model concludes instead of waiting.
         let mut assistant = ChatMessage::new(Role::Assistant, completion.content.unwrap_or_default());
         assistant.tool_calls = completion.tool_calls.clone();
         messages.push(assistant);
         for call in &completion.tool_calls {
-            messages.push(ChatMessage::tool_result(&call.id, "error: no tools are available; answer in plain text"));
+            let result = match specs.iter().any(|spec| spec.name == call.name) {
+                true => tools.call(&call.name, &call.arguments).await,
+                false => format!("error: there is no tool named `{}`", call.name),
+            };
+            messages.push(ChatMessage::tool_result(&call.id, result));
         }
     }
     if last_words.trim().is_empty() {
         return Err(LlmError::Malformed("the branch reached no conclusion".into()));
     }
-    Ok(last_words)
+    Ok((last_words, usage))
 }

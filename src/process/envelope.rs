@@ -20,6 +20,12 @@ pub enum MessageType {
     Fix,
     Error,
     Signoff,
+    /// Progress from a running process, for the channel's status block.
+    Status,
+    /// An interactive worker finished a step and waits for a follow-up.
+    Waiting,
+    /// The channel stopped a process.
+    Cancel,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

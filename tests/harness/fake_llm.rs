@@ -32,6 +32,8 @@ pub enum Scripted {
     Hang(Duration),
     /// A `reply` tool call, sent only after this long (a slow model).
     SlowReply(Duration, String),
+    /// Any other answer, given only after this long.
+    Delayed(Duration, Box<Scripted>),
 }
 
 #[derive(Default)]
@@ -99,6 +101,13 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
             .and_then(|(_, answers)| answers.pop_front());
         routed.or_else(|| script.answers.pop_front())
     };
+    let answer = match answer {
+        Some(Scripted::Delayed(duration, inner)) => {
+            tokio::time::sleep(duration).await;
+            Some(*inner)
+        }
+        other => other,
+    };
     let response = answer_with(answer).await;
     script.lock().unwrap().in_flight -= 1;
     response
@@ -133,7 +142,7 @@ async fn answer_with(answer: Option<Scripted>) -> Response {
             tokio::time::sleep(duration).await;
             (StatusCode::INTERNAL_SERVER_ERROR, "too late").into_response()
         }
-        None => {
+        Some(Scripted::Delayed(..)) | None => {
             (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "script exhausted"}}))).into_response()
         }
     }

@@ -1,0 +1,262 @@
+//! The work a channel has delegated and not yet heard the end of: branches
+//! thinking and workers working. The status block of every channel turn is
+//! rendered from here; reports from those processes land here first.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::inbound::InboundEvent;
+use crate::process::envelope::{Envelope, MessageType};
+
+/// Branches one channel may have running at once.
+pub const MAX_CONCURRENT_BRANCHES: usize = 3;
+/// Workers one channel may have running at once (each is a queue job chain).
+pub const MAX_CONCURRENT_WORKERS: usize = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessKind {
+    Branch,
+    Worker,
+}
+
+impl ProcessKind {
+    /// How the status block names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            ProcessKind::Branch => "Branch",
+            ProcessKind::Worker => "Worker",
+        }
+    }
+}
+
+/// A delegated process the channel is waiting on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessStatus {
+    pub kind: ProcessKind,
+    /// The branch's question or the worker's task.
+    pub task: String,
+    pub started_at_ms: i64,
+    /// The message it was started for; its answer goes there.
+    pub origin: InboundEvent,
+    /// The latest progress the process reported (`set_status`).
+    #[serde(default)]
+    pub status: Option<String>,
+    /// An interactive worker takes follow-ups through `route`.
+    #[serde(default)]
+    pub interactive: bool,
+    /// An interactive worker that finished a step and waits for a follow-up.
+    #[serde(default)]
+    pub waiting: bool,
+}
+
+/// A report the channel takes in and shows to its next turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessReport {
+    pub envelope: Envelope,
+    pub kind: ProcessKind,
+    pub task: String,
+    pub origin: InboundEvent,
+}
+
+/// What an incoming envelope did to the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Received {
+    /// Unknown or finished process, or a type the channel does not take: dropped.
+    Ignored,
+    /// Progress recorded for the status block; no turn needed.
+    Progress,
+    /// A result the user should hear about: retrigger the channel with it.
+    Report(Box<ProcessReport>),
+}
+
+/// Why a `route` or `cancel` was refused (the model sees this text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("there is no running process with id `{0}`")]
+    Unknown(String),
+    #[error("`{0}` is not an interactive worker")]
+    NotInteractive(String),
+    #[error("worker `{0}` is still working; wait until it asks for input")]
+    Busy(String),
+}
+
+/// The running processes by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Processes {
+    running: BTreeMap<String, ProcessStatus>,
+    /// Slots a turn has promised but not yet started (only in a turn's own view).
+    #[serde(skip)]
+    reserved: [usize; 2],
+}
+
+impl Processes {
+    pub fn get(&self, id: &str) -> Option<&ProcessStatus> {
+        self.running.get(id)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &ProcessStatus)> {
+        self.running.iter()
+    }
+
+    pub fn count(&self, kind: ProcessKind) -> usize {
+        self.running.values().filter(|process| process.kind == kind).count()
+    }
+
+    /// Free slots for `kind` right now.
+    pub fn capacity(&self, kind: ProcessKind) -> usize {
+        let limit = match kind {
+            ProcessKind::Branch => MAX_CONCURRENT_BRANCHES,
+            ProcessKind::Worker => MAX_CONCURRENT_WORKERS,
+        };
+        limit.saturating_sub(self.count(kind) + self.reserved[kind as usize])
+    }
+
+    /// Takes a slot for a process about to start; false when none is free.
+    pub fn reserve(&mut self, kind: ProcessKind) -> bool {
+        let free = self.capacity(kind) > 0;
+        if free {
+            self.reserved[kind as usize] += 1;
+        }
+        free
+    }
+
+    /// Records a started process; false when its kind is at its limit or the
+    /// id is already running (a resumed turn starting it again).
+    pub fn start(&mut self, id: &str, status: ProcessStatus) -> bool {
+        if self.capacity(status.kind) == 0 || self.running.contains_key(id) {
+            return false;
+        }
+        self.running.insert(id.to_string(), status);
+        true
+    }
+
+    /// Takes in an envelope from a process (its `ref` names the process).
+    pub fn receive(&mut self, envelope: Envelope) -> Received {
+        let Some(id) = envelope.reference.clone() else {
+            return Received::Ignored;
+        };
+        let Some(process) = self.running.get_mut(&id) else {
+            return Received::Ignored;
+        };
+        match envelope.kind {
+            MessageType::Status => {
+                process.status = Some(envelope.body.clone());
+                Received::Progress
+            }
+            MessageType::Waiting => {
+                process.waiting = true;
+                process.status = Some(envelope.body.clone());
+                Received::Report(Box::new(report(process, envelope)))
+            }
+            MessageType::Done | MessageType::Error => match self.running.remove(&id) {
+                Some(process) => Received::Report(Box::new(report(&process, envelope))),
+                None => Received::Ignored,
+            },
+            _ => Received::Ignored,
+        }
+    }
+
+    /// Checks a follow-up for an interactive worker and marks it working again.
+    pub fn route(&mut self, id: &str) -> Result<(), Refusal> {
+        let process = self.running.get_mut(id).ok_or_else(|| Refusal::Unknown(id.to_string()))?;
+        if process.kind != ProcessKind::Worker || !process.interactive {
+            return Err(Refusal::NotInteractive(id.to_string()));
+        }
+        if !process.waiting {
+            return Err(Refusal::Busy(id.to_string()));
+        }
+        process.waiting = false;
+        Ok(())
+    }
+
+    /// Stops tracking a process; its later reports are dropped.
+    pub fn cancel(&mut self, id: &str) -> Result<ProcessStatus, Refusal> {
+        self.running.remove(id).ok_or_else(|| Refusal::Unknown(id.to_string()))
+    }
+}
+
+fn report(process: &ProcessStatus, envelope: Envelope) -> ProcessReport {
+    ProcessReport { envelope, kind: process.kind, task: process.task.clone(), origin: process.origin.clone() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbound::Author;
+
+    fn origin() -> InboundEvent {
+        InboundEvent::plain_text(1, "1", Author { id: "7".into(), name: "Ada".into(), is_bot: false }, "hi")
+    }
+
+    fn process(kind: ProcessKind, interactive: bool) -> ProcessStatus {
+        ProcessStatus {
+            kind,
+            task: "count the stars".into(),
+            started_at_ms: 0,
+            origin: origin(),
+            status: None,
+            interactive,
+            waiting: false,
+        }
+    }
+
+    fn envelope(id: &str, kind: MessageType, process: &str, body: &str) -> Envelope {
+        Envelope::new(id, 5, format!("worker:{process}"), "channel", kind, Some(process.into()), body)
+    }
+
+    #[test]
+    fn each_kind_has_its_own_limit_and_an_id_starts_once() {
+        let mut processes = Processes::default();
+        for index in 0..MAX_CONCURRENT_BRANCHES {
+            assert!(processes.start(&format!("b{index}"), process(ProcessKind::Branch, false)));
+        }
+        assert!(!processes.start("b-extra", process(ProcessKind::Branch, false)));
+        assert!(processes.start("w0", process(ProcessKind::Worker, false)));
+        assert!(!processes.start("w0", process(ProcessKind::Worker, false)), "a resumed turn starts nothing twice");
+        assert_eq!(processes.capacity(ProcessKind::Worker), MAX_CONCURRENT_WORKERS - 1);
+    }
+
+    #[test]
+    fn progress_updates_the_status_and_a_result_ends_the_process_once() {
+        let mut processes = Processes::default();
+        processes.start("w", process(ProcessKind::Worker, false));
+        assert_eq!(processes.receive(envelope("s1", MessageType::Status, "w", "halfway")), Received::Progress);
+        assert_eq!(processes.get("w").and_then(|process| process.status.as_deref()), Some("halfway"));
+        let Received::Report(report) = processes.receive(envelope("d", MessageType::Done, "w", "42")) else {
+            panic!("a done report retriggers the channel");
+        };
+        assert_eq!((report.kind, report.task.as_str()), (ProcessKind::Worker, "count the stars"));
+        assert!(processes.get("w").is_none());
+        assert_eq!(processes.receive(envelope("d", MessageType::Done, "w", "42")), Received::Ignored);
+        assert_eq!(processes.receive(envelope("x", MessageType::Done, "other", "?")), Received::Ignored);
+    }
+
+    #[test]
+    fn only_a_waiting_interactive_worker_takes_a_follow_up() {
+        let mut processes = Processes::default();
+        processes.start("plain", process(ProcessKind::Worker, false));
+        processes.start("chat", process(ProcessKind::Worker, true));
+        processes.start("b", process(ProcessKind::Branch, false));
+        assert_eq!(processes.route("plain"), Err(Refusal::NotInteractive("plain".into())));
+        assert_eq!(processes.route("b"), Err(Refusal::NotInteractive("b".into())));
+        assert_eq!(processes.route("chat"), Err(Refusal::Busy("chat".into())));
+        assert!(matches!(
+            processes.receive(envelope("q", MessageType::Waiting, "chat", "which city?")),
+            Received::Report(_)
+        ));
+        assert_eq!(processes.route("chat"), Ok(()));
+        assert_eq!(processes.route("chat"), Err(Refusal::Busy("chat".into())), "one follow-up per question");
+        assert_eq!(processes.route("gone"), Err(Refusal::Unknown("gone".into())));
+    }
+
+    #[test]
+    fn a_cancelled_process_reports_nothing_more() {
+        let mut processes = Processes::default();
+        processes.start("b", process(ProcessKind::Branch, false));
+        assert_eq!(processes.cancel("b").map(|process| process.kind), Ok(ProcessKind::Branch));
+        assert_eq!(processes.receive(envelope("d", MessageType::Done, "b", "late")), Received::Ignored);
+        assert!(processes.cancel("b").is_err());
+    }
+}

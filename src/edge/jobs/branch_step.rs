@@ -1,0 +1,115 @@
+//! Runs a branch from its queue message and reports its conclusion to the
+//! channel. The report's id is derived from the job's, so a redelivered job's
+//! report is recognised by the channel as the same one.
+
+use serde_json::Value;
+use worker::{D1Database, Env};
+
+use super::{deliver, worker_step};
+use crate::config::Config;
+use crate::edge::config::DATABASE_BINDING;
+use crate::edge::http::now_ms;
+use crate::edge::model::HttpModel;
+use crate::edge::{history, memory, tasks, usage};
+use crate::llm::LlmError;
+use crate::process::branch::{compose_messages, run_branch, BranchJob, BranchTools};
+use crate::process::envelope::{Envelope, MessageType};
+
+/// Thinks (or, out of retries, gives up) and reports. An error means the
+/// queue should retry.
+pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: bool) -> Result<(), String> {
+    let database = env.d1(DATABASE_BINDING).map_err(|error| error.to_string())?;
+    let envelope = if dead_letters {
+        // Out of retries: the user is told instead of waiting forever.
+        report(branch, MessageType::Error, "the branch failed after several attempts".into())
+    } else {
+        match think(config, env, &database, branch).await {
+            Ok(conclusion) => report(branch, MessageType::Done, conclusion),
+            Err(error) if error.is_retryable() => return Err(error.to_string()),
+            Err(error) => report(branch, MessageType::Error, format!("the branch failed: {error}")),
+        }
+    };
+    deliver(env, &branch.conversation_key, &envelope).await.map_err(|error| error.to_string())
+}
+
+async fn think(config: &Config, env: &Env, database: &D1Database, branch: &BranchJob) -> Result<String, LlmError> {
+    let model = HttpModel::new(config, env, &config.branch_model)?;
+    let messages = compose_messages(branch, &config.bot_name).map_err(|error| LlmError::Config(error.to_string()))?;
+    let tools = EdgeTools { config, env, db: database, conversation_key: &branch.conversation_key };
+    let (conclusion, spent) = run_branch(&model, model.model_name(), &tools, messages).await?;
+    if let Err(error) = usage::record(database, &branch.conversation_key, "branch", spent).await {
+        worker::console_warn!("branch usage not recorded: {error}");
+    }
+    Ok(conclusion)
+}
+
+fn report(branch: &BranchJob, kind: MessageType, body: String) -> Envelope {
+    Envelope::new(
+        format!("{}:report", branch.id),
+        now_ms(),
+        format!("branch:{}", branch.id),
+        "channel",
+        kind,
+        Some(branch.id.clone()),
+        body,
+    )
+}
+
+/// The branch's tools as they act on D1 (and the memory store).
+struct EdgeTools<'a> {
+    config: &'a Config,
+    env: &'a Env,
+    db: &'a D1Database,
+    conversation_key: &'a str,
+}
+
+impl BranchTools for EdgeTools<'_> {
+    async fn call(&self, name: &str, arguments: &Value) -> String {
+        let result = match name {
+            "memory_save" | "memory_recall" | "memory_delete" => {
+                memory::tool(self.config, self.env, self.db, self.conversation_key, name, arguments).await
+            }
+            _ => self.conversation_tool(name, arguments).await,
+        };
+        result.unwrap_or_else(|error| format!("error: {error}"))
+    }
+}
+
+impl EdgeTools<'_> {
+    async fn conversation_tool(&self, name: &str, arguments: &Value) -> worker::Result<String> {
+        let argument = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("").trim().to_string();
+        let (db, key) = (self.db, self.conversation_key);
+        Ok(match name {
+            "channel_recall" => {
+                let found = history::search(db, key, &argument("query"), 10).await?;
+                if found.is_empty() {
+                    "nothing found".to_string()
+                } else {
+                    found.iter().map(|row| format!("{}: {}\n", row.author_name, row.content)).collect()
+                }
+            }
+            "task_create" => match argument("title") {
+                title if title.is_empty() => "error: `title` must be a non-empty string".to_string(),
+                title => format!("task {} created", tasks::create(db, key, &title).await?),
+            },
+            "task_list" => serde_json::to_string(&tasks::list(db, key).await?)?,
+            "task_update" => {
+                let Some(id) = arguments.get("id").and_then(|id| id.as_i64().or_else(|| id.as_str()?.parse().ok()))
+                else {
+                    return Ok("error: `id` must be a task id".into());
+                };
+                let (status, note) = (argument("status"), argument("note"));
+                let status = (!status.is_empty()).then_some(status.as_str());
+                let note = (!note.is_empty()).then_some(note.as_str());
+                tasks::update(db, key, id, status, note).await?
+            }
+            "worker_inspect" => {
+                let id = argument("id");
+                let workers = worker_step::list(db, key).await?;
+                let shown: Vec<_> = workers.iter().filter(|worker| id.is_empty() || worker.id == id).collect();
+                serde_json::to_string(&shown)?
+            }
+            other => format!("error: there is no tool named `{other}`"),
+        })
+    }
+}

@@ -1,0 +1,307 @@
+//! Runs one step of a worker from its queue message. The run rests in D1
+//! between steps; the side effects a step decides (its report to the channel,
+//! the next segment's job) are stored with the run before they are carried
+//! out, so a redelivered job finishes them instead of repeating the segment.
+
+use std::cell::Cell;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, Env};
+
+use super::deliver;
+use crate::config::Config;
+use crate::edge::config::{DATABASE_BINDING, JOBS_BINDING};
+use crate::edge::http::now_ms;
+use crate::edge::model::HttpModel;
+use crate::edge::{tasks, usage, web};
+use crate::process::envelope::{Envelope, MessageType};
+use crate::process::worker::WorkerState;
+use crate::process::worker_run::{run_segment, SegmentEnd, WorkerInput, WorkerJob, WorkerRun, WorkerTools};
+use crate::process::Job;
+
+/// Side effects a finished step owes, stored with the run until carried out.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Pending {
+    report: Option<Envelope>,
+    next: Option<WorkerJob>,
+}
+
+#[derive(Deserialize)]
+struct Row {
+    run: Option<String>,
+    pending: Option<String>,
+    cancelled: i64,
+}
+
+pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(), String> {
+    let db = env.d1(DATABASE_BINDING).map_err(text)?;
+    if let WorkerInput::Start { task, interactive } = &job.input {
+        let run = WorkerRun::start(task, *interactive, &config.bot_name).map_err(text)?;
+        create(&db, job, &run).await.map_err(text)?;
+    }
+    let Some(row) = load(&db, &job.id).await.map_err(text)? else {
+        return Ok(()); // a step for a worker that never started: nothing to do
+    };
+    if let Some(pending) = row.pending.as_deref().and_then(|pending| serde_json::from_str(pending).ok()) {
+        carry_out(env, job, &pending).await?;
+        clear_pending(&db, &job.id).await.map_err(text)?;
+    }
+    let Some(mut run) = row.run.as_deref().and_then(|run| serde_json::from_str::<WorkerRun>(run).ok()) else {
+        return Ok(());
+    };
+    if row.cancelled != 0 || run.steps.contains(&job.step) || run.state.is_finished() || !run.accept(&job.input) {
+        return Ok(()); // cancelled, already done, or not for this state: a repeat does nothing
+    }
+    let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
+    let tools = EdgeTools { config, env, db: &db, job, progress_reports: Cell::new(0) };
+    let usage_before = run.usage;
+    let end = match run_segment(&model, model.model_name(), &tools, &mut run).await {
+        Ok(end) => end,
+        // The queue retries the step from the stored run.
+        Err(error) if error.is_retryable() => return Err(error.to_string()),
+        Err(error) => {
+            run.state = WorkerState::Failed;
+            SegmentEnd::Failed(format!("the worker could not reach its model: {error}"))
+        }
+    };
+    run.steps.push(job.step.clone());
+    let pending = decide(job, &run, end);
+    let spent = crate::llm::Usage {
+        input_tokens: run.usage.input_tokens - usage_before.input_tokens,
+        output_tokens: run.usage.output_tokens - usage_before.output_tokens,
+    };
+    save(&db, job, &run, &pending, spent).await.map_err(text)?;
+    carry_out(env, job, &pending).await?;
+    clear_pending(&db, &job.id).await.map_err(text)
+}
+
+/// Out of retries: the worker is failed and the channel told, once.
+pub async fn give_up(env: &Env, job: &WorkerJob) -> Result<(), String> {
+    let db = env.d1(DATABASE_BINDING).map_err(text)?;
+    let envelope = report(job, MessageType::Error, "failed", "the worker failed after several attempts".into());
+    let pending = Pending { report: Some(envelope), next: None };
+    db.prepare("UPDATE workers SET state = 'failed', pending = ?1, updated_at = ?2 WHERE id = ?3")
+        .bind(&[serde_json::to_string(&pending).map_err(text)?.into(), now(), job.id.as_str().into()])
+        .map_err(text)?
+        .run()
+        .await
+        .map_err(text)?;
+    carry_out(env, job, &pending).await?;
+    clear_pending(&db, &job.id).await.map_err(text)
+}
+
+/// What a segment's end owes the world.
+fn decide(job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) -> Pending {
+    let step = &job.step;
+    match end {
+        SegmentEnd::Outcome(outcome) => {
+            Pending { report: Some(report(job, MessageType::Done, "done", outcome)), next: None }
+        }
+        SegmentEnd::Waiting(question) => Pending {
+            report: Some(report(job, MessageType::Waiting, &format!("{step}:waiting"), question)),
+            next: None,
+        },
+        SegmentEnd::Failed(words) => {
+            Pending { report: Some(report(job, MessageType::Error, "failed", words)), next: None }
+        }
+        SegmentEnd::Cancelled => Pending::default(),
+        SegmentEnd::Continue => Pending {
+            report: None,
+            next: Some(WorkerJob {
+                id: job.id.clone(),
+                conversation_key: job.conversation_key.clone(),
+                step: format!("s{}", run.segments + 1),
+                input: WorkerInput::Continue,
+            }),
+        },
+    }
+}
+
+fn report(job: &WorkerJob, kind: MessageType, suffix: &str, body: String) -> Envelope {
+    Envelope::new(
+        format!("{}:{suffix}", job.id),
+        now_ms(),
+        format!("worker:{}", job.id),
+        "channel",
+        kind,
+        Some(job.id.clone()),
+        body,
+    )
+}
+
+async fn carry_out(env: &Env, job: &WorkerJob, pending: &Pending) -> Result<(), String> {
+    if let Some(envelope) = &pending.report {
+        deliver(env, &job.conversation_key, envelope).await.map_err(text)?;
+    }
+    if let Some(next) = &pending.next {
+        env.queue(JOBS_BINDING).map_err(text)?.send(&Job::Worker(next.clone())).await.map_err(text)?;
+    }
+    Ok(())
+}
+
+/// The worker's tools as they act on the world.
+struct EdgeTools<'a> {
+    config: &'a Config,
+    env: &'a Env,
+    db: &'a D1Database,
+    job: &'a WorkerJob,
+    /// Progress lines sent in this step (their envelope ids count up).
+    progress_reports: Cell<u32>,
+}
+
+impl WorkerTools for EdgeTools<'_> {
+    fn has_search(&self) -> bool {
+        !self.config.search_api_key.is_empty()
+    }
+
+    async fn call(&self, name: &str, arguments: &Value) -> String {
+        let argument = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("").trim().to_string();
+        match name {
+            "http_fetch" => web::http_fetch(self.config, &argument("url")).await,
+            "web_search" => web::web_search(self.config, &argument("query")).await,
+            "task_update" => {
+                let Some(id) = arguments.get("id").and_then(|id| id.as_i64().or_else(|| id.as_str()?.parse().ok()))
+                else {
+                    return "error: `id` must be a task id".into();
+                };
+                let (status, note) = (argument("status"), argument("note"));
+                let status = (!status.is_empty()).then_some(status.as_str());
+                let note = (!note.is_empty()).then_some(note.as_str());
+                tasks::update(self.db, &self.job.conversation_key, id, status, note)
+                    .await
+                    .unwrap_or_else(|error| format!("error: {error}"))
+            }
+            other => format!("error: there is no tool named `{other}`"),
+        }
+    }
+
+    async fn report_progress(&self, text: &str) {
+        let count = self.progress_reports.get() + 1;
+        self.progress_reports.set(count);
+        let envelope =
+            report(self.job, MessageType::Status, &format!("{}:status:{count}", self.job.step), text.to_string());
+        // Progress is best effort: the outcome is what must arrive.
+        if let Err(error) = deliver(self.env, &self.job.conversation_key, &envelope).await {
+            worker::console_warn!("worker {} could not report progress: {error}", self.job.id);
+        }
+    }
+
+    async fn is_cancelled(&self) -> bool {
+        load(self.db, &self.job.id).await.ok().flatten().is_some_and(|row| row.cancelled != 0)
+    }
+}
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+fn now() -> JsValue {
+    JsValue::from_f64(now_ms() as f64)
+}
+
+fn state_name(state: WorkerState) -> String {
+    serde_json::to_value(state).ok().and_then(|value| value.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+async fn create(db: &D1Database, job: &WorkerJob, run: &WorkerRun) -> worker::Result<()> {
+    db.prepare(
+        "INSERT INTO workers (id, conversation_key, state, run, updated_at) VALUES (?1, ?2, 'running', ?3, ?4) \
+         ON CONFLICT (id) DO UPDATE SET run = excluded.run WHERE workers.run IS NULL",
+    )
+    .bind(&[job.id.as_str().into(), job.conversation_key.as_str().into(), serde_json::to_string(run)?.into(), now()])?
+    .run()
+    .await?;
+    Ok(())
+}
+
+async fn load(db: &D1Database, id: &str) -> worker::Result<Option<Row>> {
+    db.prepare("SELECT run, pending, cancelled FROM workers WHERE id = ?1").bind(&[id.into()])?.first(None).await
+}
+
+async fn save(
+    db: &D1Database,
+    job: &WorkerJob,
+    run: &WorkerRun,
+    pending: &Pending,
+    spent: crate::llm::Usage,
+) -> worker::Result<()> {
+    let update =
+        db.prepare("UPDATE workers SET state = ?1, run = ?2, pending = ?3, updated_at = ?4 WHERE id = ?5").bind(&[
+            state_name(run.state).into(),
+            serde_json::to_string(run)?.into(),
+            serde_json::to_string(pending)?.into(),
+            now(),
+            job.id.as_str().into(),
+        ])?;
+    db.batch(vec![update, usage::add(db, &job.conversation_key, "worker", spent)?]).await?;
+    Ok(())
+}
+
+async fn clear_pending(db: &D1Database, id: &str) -> worker::Result<()> {
+    db.prepare("UPDATE workers SET pending = NULL WHERE id = ?1").bind(&[id.into()])?.run().await?;
+    Ok(())
+}
+
+/// Marks a worker cancelled (the channel's `cancel`); a worker whose job has
+/// not started yet is stopped before it does.
+pub async fn cancel(db: &D1Database, id: &str, conversation_key: &str) -> worker::Result<()> {
+    db.prepare(
+        "INSERT INTO workers (id, conversation_key, state, cancelled, updated_at) VALUES (?1, ?2, 'failed', 1, ?3) \
+         ON CONFLICT (id) DO UPDATE SET cancelled = 1, state = 'failed', updated_at = excluded.updated_at",
+    )
+    .bind(&[id.into(), conversation_key.into(), now()])?
+    .run()
+    .await?;
+    Ok(())
+}
+
+/// A worker as the admin API and `worker_inspect` show it.
+#[derive(Debug, Serialize)]
+pub struct WorkerSummary {
+    pub id: String,
+    pub state: String,
+    pub cancelled: bool,
+    pub task: String,
+    pub segments: u32,
+    pub status: Option<String>,
+    pub outcome: Option<String>,
+    pub usage: crate::llm::Usage,
+}
+
+/// The conversation's workers, newest first.
+pub async fn list(db: &D1Database, conversation_key: &str) -> worker::Result<Vec<WorkerSummary>> {
+    #[derive(Deserialize)]
+    struct ListRow {
+        id: String,
+        state: String,
+        run: Option<String>,
+        cancelled: i64,
+    }
+    let rows: Vec<ListRow> = db
+        .prepare(
+            "SELECT id, state, run, cancelled FROM workers WHERE conversation_key = ?1 \
+             ORDER BY updated_at DESC LIMIT 50",
+        )
+        .bind(&[conversation_key.into()])?
+        .all()
+        .await?
+        .results()?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let run: Option<WorkerRun> = row.run.as_deref().and_then(|run| serde_json::from_str(run).ok());
+            WorkerSummary {
+                id: row.id,
+                state: row.state,
+                cancelled: row.cancelled != 0,
+                task: run.as_ref().map(|run| run.task.clone()).unwrap_or_default(),
+                segments: run.as_ref().map_or(0, |run| run.segments),
+                status: run.as_ref().and_then(|run| run.status.clone()),
+                outcome: run.as_ref().and_then(|run| run.outcome.clone()),
+                usage: run.map(|run| run.usage).unwrap_or_default(),
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,427 @@
+//! The memory store on D1: save (embedded, linked to near neighbours, indexed
+//! for full text), recall (hybrid search fused by RRF, or recent / important /
+//! typed listings), delete; and the branch tools over them.
+
+mod embedding;
+mod index;
+
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement, Env, Result};
+
+pub use embedding::{embedder, AI_BINDING};
+pub use index::{vector_index, VectorIndex};
+
+use super::http::now_ms;
+use crate::config::Config;
+use crate::memory::embed::Embedder;
+use crate::memory::linking::{plan_links, RELATED_THRESHOLD};
+use crate::memory::rrf::fuse;
+use crate::memory::types::{sort_memories, Memory, MemoryType, SearchMode, SearchSort};
+use crate::memory::vector::encode_vector;
+
+/// Results a recall returns unless asked for fewer (or more, up to the max).
+const DEFAULT_RECALL_LIMIT: usize = 10;
+const MAX_RECALL_LIMIT: usize = 50;
+/// Candidates each retriever (vector, full text, graph) hands to the fusion.
+const CANDIDATES_PER_RETRIEVER: usize = 20;
+/// Neighbours considered when linking a new memory.
+const LINK_CANDIDATES: usize = 10;
+
+/// Runs a memory tool for a branch; the answer is text for the model.
+pub async fn tool(
+    config: &Config,
+    env: &Env,
+    db: &D1Database,
+    conversation_key: &str,
+    name: &str,
+    arguments: &Value,
+) -> Result<String> {
+    let argument = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("").trim().to_string();
+    match name {
+        "memory_save" => {
+            let content = argument("content");
+            if content.is_empty() {
+                return Ok("error: `content` must be a non-empty string".into());
+            }
+            let Ok(memory_type) = MemoryType::parse(&argument("memory_type")) else {
+                return Ok("error: `memory_type` must be one of fact, preference, decision, identity, event, \
+                           observation, goal, todo"
+                    .into());
+            };
+            let importance = arguments.get("importance").and_then(Value::as_f64);
+            let saved = save(config, env, db, conversation_key, memory_type, &content, importance).await?;
+            Ok(format!("saved memory {} ({} link(s) to related memories)", saved.id, saved.links))
+        }
+        "memory_recall" => {
+            let request = RecallRequest::from_arguments(arguments);
+            let found = recall(config, env, db, &request).await?;
+            if found.is_empty() {
+                return Ok("no memories found".into());
+            }
+            Ok(found
+                .iter()
+                .map(|memory| {
+                    format!(
+                        "[{}] ({}, importance {:.2}) {}\n",
+                        memory.id,
+                        memory.memory_type.as_str(),
+                        memory.importance,
+                        memory.content
+                    )
+                })
+                .collect())
+        }
+        "memory_delete" => Ok(match delete(config, env, db, &argument("id")).await? {
+            true => "deleted".into(),
+            false => "error: there is no memory with that id".into(),
+        }),
+        other => Ok(format!("error: there is no tool named `{other}`")),
+    }
+}
+
+/// What a save did.
+pub struct Saved {
+    pub id: String,
+    pub links: usize,
+}
+
+/// The same content saved twice is one memory (its id is the content's hash),
+/// so a redelivered branch job does not duplicate what it remembered.
+fn memory_id(content: &str) -> String {
+    let normalised = content.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    let digest = Sha256::digest(normalised.as_bytes());
+    let hex: String = digest.iter().take(8).map(|byte| format!("{byte:02x}")).collect();
+    format!("mem-{hex}")
+}
+
+/// Saves a memory: embeds it, links it to near neighbours, indexes its words,
+/// and moves the store version (so the bulletin is rebuilt).
+pub async fn save(
+    config: &Config,
+    env: &Env,
+    db: &D1Database,
+    source: &str,
+    memory_type: MemoryType,
+    content: &str,
+    importance: Option<f64>,
+) -> Result<Saved> {
+    let now = now_ms();
+    let id = memory_id(content);
+    let mut memory = Memory::new(&id, memory_type, content, source, now);
+    if let Some(importance) = importance.filter(|value| value.is_finite()) {
+        memory.importance = importance.clamp(0.0, 1.0);
+    }
+    let vector = embed_one(config, env, content).await?;
+    let index = vector_index(config, env, db)?;
+    let neighbours = index.query(&vector, LINK_CANDIDATES, RELATED_THRESHOLD).await?;
+    let links = plan_links(&id, &neighbours);
+    let mut statements = vec![
+        db.prepare(
+            "INSERT INTO memories (id, memory_type, content, importance, created_at, updated_at, last_accessed_at, \
+             access_count, source) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, 0, ?6) \
+             ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, \
+             importance = MAX(importance, excluded.importance), memory_type = excluded.memory_type",
+        )
+        .bind(&[
+            id.as_str().into(),
+            memory_type.as_str().into(),
+            content.into(),
+            memory.importance.into(),
+            number(now),
+            source.into(),
+        ])?,
+        db.prepare("DELETE FROM memories_fts WHERE id = ?1").bind(&[id.as_str().into()])?,
+        db.prepare("INSERT INTO memories_fts (id, content) VALUES (?1, ?2)")
+            .bind(&[id.as_str().into(), content.into()])?,
+        bump_version(db)?,
+    ];
+    for link in &links {
+        statements.push(
+            db.prepare(
+                "INSERT OR IGNORE INTO associations (source_id, target_id, relation, weight, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .bind(&[
+                id.as_str().into(),
+                link.target.as_str().into(),
+                link.relation.as_str().into(),
+                f64::from(link.weight).into(),
+                number(now),
+            ])?,
+        );
+    }
+    db.batch(statements).await?;
+    index.upsert(&id, &vector, memory_type).await?;
+    Ok(Saved { id, links: links.len() })
+}
+
+/// Deletes a memory with its index entries and edges; false when there was none.
+pub async fn delete(config: &Config, env: &Env, db: &D1Database, id: &str) -> Result<bool> {
+    let results = db
+        .batch(vec![
+            db.prepare("DELETE FROM memories WHERE id = ?1").bind(&[id.into()])?,
+            db.prepare("DELETE FROM memories_fts WHERE id = ?1").bind(&[id.into()])?,
+            db.prepare("DELETE FROM associations WHERE source_id = ?1 OR target_id = ?1").bind(&[id.into()])?,
+            bump_version(db)?,
+        ])
+        .await?;
+    let deleted = results.first().and_then(|result| result.meta().ok().flatten()).and_then(|meta| meta.changes);
+    if deleted.unwrap_or(0) == 0 {
+        return Ok(false);
+    }
+    vector_index(config, env, db)?.delete(&[id.to_string()]).await?;
+    Ok(true)
+}
+
+/// One memory of a bulk import.
+#[derive(Debug, Deserialize)]
+pub struct ImportItem {
+    pub content: String,
+    pub memory_type: String,
+    pub importance: Option<f64>,
+}
+
+/// Imports memories in one batch: embedded and indexed, not linked (linking
+/// each against all others would be quadratic). Returns how many were stored.
+pub async fn import(config: &Config, env: &Env, db: &D1Database, items: &[ImportItem]) -> Result<usize> {
+    let now = now_ms();
+    let valid: Vec<(&ImportItem, MemoryType)> = items
+        .iter()
+        .filter(|item| !item.content.trim().is_empty())
+        .filter_map(|item| Some((item, MemoryType::parse(&item.memory_type).ok()?)))
+        .collect();
+    let texts: Vec<String> = valid.iter().map(|(item, _)| item.content.clone()).collect();
+    let vectors = embedder(config, env).embed(&texts).await.map_err(|error| error.to_string())?;
+    let index = vector_index(config, env, db)?;
+    let mut statements = vec![bump_version(db)?];
+    for ((item, memory_type), vector) in valid.iter().zip(&vectors) {
+        let id = memory_id(&item.content);
+        let importance = item.importance.filter(|value| value.is_finite()).unwrap_or(memory_type.default_importance());
+        let stored_vector = match index {
+            index::EdgeIndex::D1(_) => JsValue::from(encode_vector(vector)),
+            index::EdgeIndex::Vectorize(_) => JsValue::NULL,
+        };
+        statements.push(
+            db.prepare(
+                "INSERT OR IGNORE INTO memories (id, memory_type, content, importance, created_at, updated_at,                  last_accessed_at, access_count, source, vector) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, 0, 'import', ?6)",
+            )
+            .bind(&[
+                id.as_str().into(),
+                memory_type.as_str().into(),
+                item.content.as_str().into(),
+                importance.clamp(0.0, 1.0).into(),
+                number(now),
+                stored_vector,
+            ])?,
+        );
+        statements.push(db.prepare("DELETE FROM memories_fts WHERE id = ?1").bind(&[id.as_str().into()])?);
+        statements.push(
+            db.prepare("INSERT INTO memories_fts (id, content) VALUES (?1, ?2)")
+                .bind(&[id.as_str().into(), item.content.as_str().into()])?,
+        );
+    }
+    db.batch(statements).await?;
+    if let index::EdgeIndex::Vectorize(_) = index {
+        for ((item, memory_type), vector) in valid.iter().zip(&vectors) {
+            index.upsert(&memory_id(&item.content), vector, *memory_type).await?;
+        }
+    }
+    Ok(valid.len())
+}
+
+/// A recall as the tool or the admin API asks for it.
+#[derive(Debug, Clone)]
+pub struct RecallRequest {
+    pub query: String,
+    pub mode: SearchMode,
+    pub memory_type: Option<MemoryType>,
+    pub sort: Option<SearchSort>,
+    pub limit: usize,
+}
+
+impl RecallRequest {
+    /// From tool arguments or query parameters (all optional).
+    pub fn from_arguments(arguments: &Value) -> Self {
+        let text =
+            |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty());
+        let limit = arguments
+            .get("limit")
+            .and_then(|value| value.as_u64().or_else(|| value.as_str()?.parse().ok()))
+            .map_or(DEFAULT_RECALL_LIMIT, |limit| (limit as usize).clamp(1, MAX_RECALL_LIMIT));
+        let memory_type = text("memory_type").and_then(|kind| MemoryType::parse(kind).ok());
+        let mode =
+            text("mode").and_then(|mode| SearchMode::parse(mode).ok()).unwrap_or(match (text("query"), memory_type) {
+                (None, Some(_)) => SearchMode::Typed,
+                (None, None) => SearchMode::Recent,
+                _ => SearchMode::Hybrid,
+            });
+        RecallRequest {
+            query: text("query").unwrap_or_default().to_string(),
+            mode,
+            memory_type,
+            sort: text("sort").and_then(|sort| SearchSort::parse(sort).ok()),
+            limit,
+        }
+    }
+}
+
+/// Finds memories and counts the access.
+pub async fn recall(config: &Config, env: &Env, db: &D1Database, request: &RecallRequest) -> Result<Vec<Memory>> {
+    let limit = number(request.limit as i64);
+    let mut found: Vec<Memory> = match request.mode {
+        SearchMode::Hybrid if !request.query.is_empty() => {
+            hybrid(config, env, db, &request.query, request.limit).await?
+        }
+        SearchMode::Typed if request.memory_type.is_some() => {
+            let kind = request.memory_type.map(MemoryType::as_str).unwrap_or_default();
+            db.prepare(format!(
+                "SELECT {COLUMNS} FROM memories WHERE memory_type = ?1 ORDER BY created_at DESC LIMIT ?2"
+            ))
+            .bind(&[kind.into(), limit])?
+            .all()
+            .await?
+            .results()?
+        }
+        SearchMode::Important => db
+            .prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY importance DESC, created_at DESC LIMIT ?1"))
+            .bind(&[limit])?
+            .all()
+            .await?
+            .results()?,
+        _ => db
+            .prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY created_at DESC LIMIT ?1"))
+            .bind(&[limit])?
+            .all()
+            .await?
+            .results()?,
+    };
+    if let Some(sort) = request.sort {
+        sort_memories(&mut found, sort);
+    }
+    touch(db, &found).await?;
+    Ok(found)
+}
+
+/// The memory columns a [`Memory`] is read from (the vector stays behind).
+const COLUMNS: &str =
+    "id, memory_type, content, importance, created_at, updated_at, last_accessed_at, access_count, source";
+
+/// Vector, full-text and graph retrieval, fused by reciprocal rank.
+async fn hybrid(config: &Config, env: &Env, db: &D1Database, query: &str, limit: usize) -> Result<Vec<Memory>> {
+    let vector = embed_one(config, env, query).await?;
+    let by_meaning: Vec<String> = vector_index(config, env, db)?
+        .query(&vector, CANDIDATES_PER_RETRIEVER, 0.0)
+        .await?
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let by_words = match fts_query(query) {
+        Some(expression) => {
+            #[derive(Deserialize)]
+            struct Hit {
+                id: String,
+            }
+            let hits: Vec<Hit> = db
+                .prepare("SELECT id FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?2")
+                .bind(&[expression.into(), number(CANDIDATES_PER_RETRIEVER as i64)])?
+                .all()
+                .await?
+                .results()?;
+            hits.into_iter().map(|hit| hit.id).collect()
+        }
+        None => Vec::new(),
+    };
+    // The graph: neighbours of the best direct hits, strongest edges first.
+    let seeds: Vec<&String> = by_meaning.iter().take(5).chain(by_words.iter().take(5)).collect();
+    let by_graph = neighbours(db, &seeds).await?;
+    let fused = fuse(&[by_meaning, by_words, by_graph]);
+    let ids: Vec<String> = fused.into_iter().take(limit).map(|(id, _)| id).collect();
+    let mut memories = by_ids(db, &ids).await?;
+    memories.sort_by_key(|memory| ids.iter().position(|id| *id == memory.id));
+    Ok(memories)
+}
+
+/// An FTS5 expression matching any of the query's words (each quoted, so
+/// punctuation and operators in user text cannot break the syntax).
+fn fts_query(query: &str) -> Option<String> {
+    let words: Vec<String> = query
+        .split(|character: char| !character.is_alphanumeric())
+        .filter(|word| word.chars().count() > 1)
+        .take(16)
+        .map(|word| format!("\"{}\"", word.to_lowercase()))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+async fn neighbours(db: &D1Database, seeds: &[&String]) -> Result<Vec<String>> {
+    if seeds.is_empty() {
+        return Ok(Vec::new());
+    }
+    #[derive(Deserialize)]
+    struct Edge {
+        id: String,
+    }
+    let placeholders = (1..=seeds.len()).map(|index| format!("?{index}")).collect::<Vec<_>>().join(", ");
+    let query = format!(
+        "SELECT id FROM (\
+           SELECT target_id AS id, weight FROM associations WHERE source_id IN ({placeholders}) \
+           UNION ALL SELECT source_id AS id, weight FROM associations WHERE target_id IN ({placeholders})) \
+         GROUP BY id ORDER BY MAX(weight) DESC LIMIT {CANDIDATES_PER_RETRIEVER}"
+    );
+    let bindings: Vec<JsValue> = seeds.iter().map(|id| JsValue::from(id.as_str())).collect();
+    let edges: Vec<Edge> = db.prepare(query).bind(&bindings)?.all().await?.results()?;
+    Ok(edges.into_iter().map(|edge| edge.id).collect())
+}
+
+/// The memories with these ids (at most 90 per call: D1 binds up to 100).
+pub async fn by_ids(db: &D1Database, ids: &[String]) -> Result<Vec<Memory>> {
+    let ids = &ids[..ids.len().min(90)];
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let placeholders = (1..=ids.len()).map(|index| format!("?{index}")).collect::<Vec<_>>().join(", ");
+    let bindings: Vec<JsValue> = ids.iter().map(|id| JsValue::from(id.as_str())).collect();
+    db.prepare(format!("SELECT {COLUMNS} FROM memories WHERE id IN ({placeholders})"))
+        .bind(&bindings)?
+        .all()
+        .await?
+        .results()
+}
+
+/// Recall counts as access (for sorting and decay), without moving the
+/// store version: the bulletin does not depend on access counts.
+async fn touch(db: &D1Database, memories: &[Memory]) -> Result<()> {
+    if memories.is_empty() {
+        return Ok(());
+    }
+    let now = number(now_ms());
+    let statements = memories
+        .iter()
+        .map(|memory| {
+            db.prepare("UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?1 WHERE id = ?2")
+                .bind(&[now.clone(), memory.id.as_str().into()])
+        })
+        .collect::<Result<Vec<_>>>()?;
+    db.batch(statements).await?;
+    Ok(())
+}
+
+/// The statement that moves the store version (every content change runs it).
+pub fn bump_version(db: &D1Database) -> Result<D1PreparedStatement> {
+    Ok(db.prepare(
+        "INSERT INTO memory_meta (key, value) VALUES ('version', '1') \
+         ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+    ))
+}
+
+async fn embed_one(config: &Config, env: &Env, text: &str) -> Result<Vec<f32>> {
+    let vectors = embedder(config, env).embed(&[text.to_string()]).await.map_err(|error| error.to_string())?;
+    vectors.into_iter().next().ok_or_else(|| "the embedder returned nothing".into())
+}
+
+fn number(value: i64) -> JsValue {
+    JsValue::from_f64(value as f64)
+}

@@ -1,0 +1,168 @@
+//! Where memory vectors live, behind one trait: the D1 exact scan (the
+//! embedded default; Vectorize has no local simulator) or Cloudflare
+//! Vectorize, called through JS interop (workers-rs has no binding for it).
+
+use js_sys::{Array, Function, Promise, Reflect};
+use serde::Deserialize;
+use serde_json::json;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use worker::{D1Database, Env, Result};
+
+use crate::config::Config;
+use crate::memory::types::MemoryType;
+use crate::memory::vector::{decode_vector, encode_vector, scan};
+
+/// The Vectorize binding's name in wrangler.toml.
+pub const VECTORIZE_BINDING: &str = "VECTORS";
+
+#[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
+pub trait VectorIndex {
+    async fn upsert(&self, id: &str, vector: &[f32], memory_type: MemoryType) -> Result<()>;
+    /// The `k` nearest ids with a cosine of at least `min_score`, best first.
+    async fn query(&self, vector: &[f32], k: usize, min_score: f32) -> Result<Vec<(String, f32)>>;
+    async fn delete(&self, ids: &[String]) -> Result<()>;
+    /// The stored vectors of these ids (maintenance compares them).
+    async fn vectors(&self, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>>;
+}
+
+pub enum EdgeIndex<'a> {
+    D1(&'a D1Database),
+    Vectorize(JsValue),
+}
+
+/// The index `VECTOR_BACKEND` names.
+pub fn vector_index<'a>(config: &Config, env: &Env, db: &'a D1Database) -> Result<EdgeIndex<'a>> {
+    if config.vector_backend != "vectorize" {
+        return Ok(EdgeIndex::D1(db));
+    }
+    let binding = Reflect::get(env, &JsValue::from_str(VECTORIZE_BINDING))
+        .ok()
+        .filter(|binding| !binding.is_undefined())
+        .ok_or_else(|| {
+            worker::Error::RustError(format!("VECTOR_BACKEND=vectorize needs a `{VECTORIZE_BINDING}` binding"))
+        })?;
+    Ok(EdgeIndex::Vectorize(binding))
+}
+
+#[derive(Deserialize)]
+struct StoredRow {
+    id: String,
+    vector: String,
+}
+
+impl VectorIndex for EdgeIndex<'_> {
+    async fn upsert(&self, id: &str, vector: &[f32], memory_type: MemoryType) -> Result<()> {
+        match self {
+            EdgeIndex::D1(db) => {
+                db.prepare("UPDATE memories SET vector = ?1 WHERE id = ?2")
+                    .bind(&[encode_vector(vector).into(), id.into()])?
+                    .run()
+                    .await?;
+            }
+            EdgeIndex::Vectorize(index) => {
+                let record =
+                    json!([{ "id": id, "values": vector, "metadata": { "memory_type": memory_type.as_str() } }]);
+                call(index, "upsert", &[to_js(&record)?]).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn query(&self, vector: &[f32], k: usize, min_score: f32) -> Result<Vec<(String, f32)>> {
+        match self {
+            EdgeIndex::D1(db) => {
+                let rows: Vec<StoredRow> =
+                    db.prepare("SELECT id, vector FROM memories WHERE vector IS NOT NULL").all().await?.results()?;
+                Ok(scan(vector, rows.iter().map(|row| (row.id.as_str(), &row.vector)), k, min_score))
+            }
+            EdgeIndex::Vectorize(index) => {
+                #[derive(Deserialize)]
+                struct Match {
+                    id: String,
+                    score: f32,
+                }
+                #[derive(Deserialize)]
+                struct Matches {
+                    matches: Vec<Match>,
+                }
+                let options = json!({ "topK": k.min(100), "returnValues": false, "returnMetadata": "none" });
+                let answer = call(index, "query", &[to_js(&vector)?, to_js(&options)?]).await?;
+                let found: Matches = serde_wasm_bindgen::from_value(answer).map_err(|error| error.to_string())?;
+                Ok(found
+                    .matches
+                    .into_iter()
+                    .filter(|hit| hit.score >= min_score)
+                    .map(|hit| (hit.id, hit.score))
+                    .collect())
+            }
+        }
+    }
+
+    async fn delete(&self, ids: &[String]) -> Result<()> {
+        match self {
+            // The vector goes with its row.
+            EdgeIndex::D1(_) => Ok(()),
+            EdgeIndex::Vectorize(index) => call(index, "deleteByIds", &[to_js(&ids)?]).await.map(drop),
+        }
+    }
+
+    async fn vectors(&self, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>> {
+        match self {
+            EdgeIndex::D1(db) => {
+                let mut found = Vec::new();
+                for chunk in ids.chunks(90) {
+                    let placeholders =
+                        (1..=chunk.len()).map(|index| format!("?{index}")).collect::<Vec<_>>().join(", ");
+                    let bindings: Vec<JsValue> = chunk.iter().map(|id| JsValue::from(id.as_str())).collect();
+                    let rows: Vec<StoredRow> = db
+                        .prepare(format!(
+                            "SELECT id, vector FROM memories WHERE vector IS NOT NULL AND id IN ({placeholders})"
+                        ))
+                        .bind(&bindings)?
+                        .all()
+                        .await?
+                        .results()?;
+                    found.extend(rows.into_iter().filter_map(|row| Some((row.id, decode_vector(&row.vector)?))));
+                }
+                Ok(found)
+            }
+            EdgeIndex::Vectorize(index) => {
+                #[derive(Deserialize)]
+                struct Stored {
+                    id: String,
+                    values: Vec<f32>,
+                }
+                let mut found = Vec::new();
+                // Vectorize returns at most 20 vectors per getByIds call.
+                for chunk in ids.chunks(20) {
+                    let answer = call(index, "getByIds", &[to_js(&chunk)?]).await?;
+                    let stored: Vec<Stored> =
+                        serde_wasm_bindgen::from_value(answer).map_err(|error| error.to_string())?;
+                    found.extend(stored.into_iter().map(|stored| (stored.id, stored.values)));
+                }
+                Ok(found)
+            }
+        }
+    }
+}
+
+fn to_js(value: &impl serde::Serialize) -> Result<JsValue> {
+    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
+    value.serialize(&serializer).map_err(|error| worker::Error::RustError(error.to_string()))
+}
+
+/// Calls `index.method(...arguments)` and awaits the promise it returns.
+async fn call(index: &JsValue, method: &str, arguments: &[JsValue]) -> Result<JsValue> {
+    let function: Function = Reflect::get(index, &JsValue::from_str(method))
+        .map_err(worker::Error::from)?
+        .dyn_into()
+        .map_err(|_| worker::Error::RustError(format!("Vectorize has no `{method}`")))?;
+    let arguments: Array = arguments.iter().collect();
+    let promise: Promise = function
+        .apply(index, &arguments)
+        .map_err(worker::Error::from)?
+        .dyn_into()
+        .map_err(|_| worker::Error::RustError(format!("Vectorize `{method}` did not return a promise")))?;
+    JsFuture::from(promise).await.map_err(worker::Error::from)
+}

@@ -1,0 +1,13 @@
+//! The memory system's pure core: typed memories, embeddings, exact vector
+//! search, rank fusion, automatic links, maintenance, the cortex's circuit
+//! breaker and the bulletin's sections. No I/O: the edges load rows from D1,
+//! call these functions and write back what they return.
+
+pub mod bulletin;
+pub mod circuit;
+pub mod embed;
+pub mod linking;
+pub mod maintenance;
+pub mod rrf;
+pub mod types;
+pub mod vector;

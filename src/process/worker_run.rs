@@ -1,0 +1,409 @@
+//! A worker's run: the queue job that drives it one step at a time, the state
+//! that rests in D1 between steps, and the segment loop (at most
+//! [`TURNS_PER_SEGMENT`] model calls) that is generic over the model and the
+//! tools, so it runs natively in tests.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::worker::TURNS_PER_SEGMENT;
+use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
+use crate::channel::turn::{object, ChatModel};
+use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolSpec, Usage};
+use crate::prompt;
+
+/// The queue message that runs one step of a worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerJob {
+    /// The worker's id (stable per conversation, turn and call).
+    pub id: String,
+    pub conversation_key: String,
+    /// Unique per step; a step the run already finished is not run again.
+    pub step: String,
+    pub input: WorkerInput,
+}
+
+/// What a step brings to the worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkerInput {
+    Start {
+        task: String,
+        interactive: bool,
+    },
+    /// The next segment of a run that used up the last one.
+    Continue,
+    /// A follow-up routed from the channel to a waiting interactive worker.
+    FollowUp {
+        message: String,
+    },
+}
+
+/// Everything a worker is between its steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRun {
+    pub task: String,
+    pub interactive: bool,
+    pub state: WorkerState,
+    /// Segments run so far.
+    pub segments: u32,
+    pub nudges: u32,
+    pub messages: Vec<ChatMessage>,
+    pub status: Option<String>,
+    pub outcome: Option<String>,
+    pub usage: Usage,
+    /// Steps already finished, so a redelivered job is recognised.
+    pub steps: Vec<String>,
+}
+
+/// How a segment ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SegmentEnd {
+    /// `set_status(kind: "outcome")`: the result.
+    Outcome(String),
+    /// An interactive worker asks for input (its question).
+    Waiting(String),
+    /// Out of segments or nudges: what it had.
+    Failed(String),
+    /// The channel cancelled it: nothing to report.
+    Cancelled,
+    /// The segment's calls are spent; another segment follows.
+    Continue,
+}
+
+/// What the worker's tools do in the world; the runner handles `set_status`.
+#[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
+pub trait WorkerTools {
+    /// Whether `web_search` is offered (a search provider is configured).
+    fn has_search(&self) -> bool;
+    /// Runs a tool; errors are text the model reads.
+    async fn call(&self, name: &str, arguments: &Value) -> String;
+    /// Passes a progress line to the channel's status block.
+    async fn report_progress(&self, text: &str);
+    /// Whether the channel cancelled this worker.
+    async fn is_cancelled(&self) -> bool;
+}
+
+impl WorkerRun {
+    /// A fresh run: the worker sees only its task.
+    pub fn start(task: &str, interactive: bool, bot_name: &str) -> Result<Self, minijinja::Error> {
+        let system = prompt::render("worker_system", json!({ "bot_name": bot_name, "interactive": interactive }))?;
+        let task_message = prompt::render("worker_task", json!({ "task": task }))?;
+        Ok(WorkerRun {
+            task: task.to_string(),
+            interactive,
+            state: WorkerState::Running,
+            segments: 0,
+            nudges: 0,
+            messages: vec![ChatMessage::new(Role::System, system), ChatMessage::new(Role::User, task_message)],
+            status: None,
+            outcome: None,
+            usage: Usage::default(),
+            steps: Vec::new(),
+        })
+    }
+
+    /// Takes a step's input; false when the run cannot take it now.
+    pub fn accept(&mut self, input: &WorkerInput) -> bool {
+        match input {
+            WorkerInput::Start { .. } | WorkerInput::Continue => self.state == WorkerState::Running,
+            WorkerInput::FollowUp { message } => match self.state.apply(WorkerEvent::FollowUp) {
+                Ok(next) => {
+                    self.state = next;
+                    self.messages.push(ChatMessage::new(Role::User, message.clone()));
+                    true
+                }
+                Err(_) => false,
+            },
+        }
+    }
+
+    fn transition(&mut self, event: WorkerEvent) {
+        // The runner only asks for transitions its own state allows; a refused
+        // one leaves the state as it is rather than corrupting it.
+        if let Ok(next) = self.state.apply(event) {
+            self.state = next;
+        }
+    }
+}
+
+/// The tools a worker is offered.
+pub fn worker_tools(has_search: bool) -> Vec<ToolSpec> {
+    let text = |description: &str| json!({ "type": "string", "description": description });
+    let mut tools = vec![
+        ToolSpec::new("http_fetch", object(json!({ "url": text("An http(s) URL.") }), &["url"])),
+        ToolSpec::new(
+            "set_status",
+            object(
+                json!({
+                    "kind": { "type": "string", "enum": ["progress", "outcome"] },
+                    "text": text("The progress line, or the complete result.")
+                }),
+                &["kind", "text"],
+            ),
+        ),
+        ToolSpec::new(
+            "task_update",
+            object(
+                json!({
+                    "id": text("The task's id."),
+                    "status": { "type": "string", "enum": ["todo", "in_progress", "done"] },
+                    "note": text("What changed.")
+                }),
+                &["id"],
+            ),
+        ),
+    ];
+    if has_search {
+        tools.push(ToolSpec::new("web_search", object(json!({ "query": text("What to search for.") }), &["query"])));
+    }
+    tools
+}
+
+/// Runs one segment of model calls. The run is changed in place; on an error
+/// the caller drops it and the step runs again from the stored run.
+pub async fn run_segment(
+    model: &impl ChatModel,
+    model_name: &str,
+    tools: &impl WorkerTools,
+    run: &mut WorkerRun,
+) -> Result<SegmentEnd, LlmError> {
+    let specs = worker_tools(tools.has_search());
+    run.segments += 1;
+    for _ in 0..TURNS_PER_SEGMENT {
+        if tools.is_cancelled().await {
+            run.transition(WorkerEvent::Cancel);
+            return Ok(SegmentEnd::Cancelled);
+        }
+        let request =
+            ChatRequest { model: model_name.to_string(), messages: run.messages.clone(), tools: specs.clone() };
+        let completion = model.complete(&request).await?;
+        run.usage.input_tokens += completion.usage.input_tokens;
+        run.usage.output_tokens += completion.usage.output_tokens;
+        let text = completion.content.clone().unwrap_or_default();
+
+        if completion.tool_calls.is_empty() {
+            run.messages.push(ChatMessage::new(Role::Assistant, text.clone()));
+            if run.interactive {
+                run.transition(WorkerEvent::AwaitInput);
+                return Ok(SegmentEnd::Waiting(text));
+            }
+            match on_plain_answer(run.nudges) {
+                PlainAnswer::Nudge => {
+                    run.nudges += 1;
+                    run.messages.push(ChatMessage::new(Role::User, prompt::text("worker_nudge")));
+                    continue;
+                }
+                PlainAnswer::Fail => {
+                    run.transition(WorkerEvent::GiveUp);
+                    return Ok(SegmentEnd::Failed(fallback_words(run, &text)));
+                }
+            }
+        }
+
+        let mut assistant = ChatMessage::new(Role::Assistant, text);
+        assistant.tool_calls = completion.tool_calls.clone();
+        run.messages.push(assistant);
+        let mut outcome = None;
+        for call in &completion.tool_calls {
+            let result = if call.name == "set_status" {
+                let status = call.arguments.get("text").and_then(Value::as_str).unwrap_or("").trim().to_string();
+                let kind = call.arguments.get("kind").and_then(Value::as_str).unwrap_or("progress");
+                match (kind, status.is_empty()) {
+                    (_, true) => "error: `text` must be a non-empty string".to_string(),
+                    ("outcome", false) => {
+                        outcome = Some(status);
+                        "outcome recorded".to_string()
+                    }
+                    (_, false) => {
+                        tools.report_progress(&status).await;
+                        run.status = Some(status);
+                        "status updated".to_string()
+                    }
+                }
+            } else if specs.iter().any(|spec| spec.name == call.name) {
+                tools.call(&call.name, &call.arguments).await
+            } else {
+                format!("error: there is no tool named `{}`", call.name)
+            };
+            run.messages.push(ChatMessage::tool_result(&call.id, result));
+        }
+        if let Some(outcome) = outcome {
+            run.transition(WorkerEvent::Outcome);
+            run.outcome = Some(outcome.clone());
+            return Ok(SegmentEnd::Outcome(outcome));
+        }
+    }
+    match after_segment(run.segments) {
+        AfterSegment::NextSegment => Ok(SegmentEnd::Continue),
+        AfterSegment::Fail => {
+            run.transition(WorkerEvent::GiveUp);
+            Ok(SegmentEnd::Failed(fallback_words(run, "")))
+        }
+    }
+}
+
+/// What a worker that gave up had: its last words, else its last status.
+fn fallback_words(run: &WorkerRun, last_words: &str) -> String {
+    let had =
+        if last_words.trim().is_empty() { run.status.clone().unwrap_or_default() } else { last_words.to_string() };
+    if had.is_empty() {
+        format!("the worker on \"{}\" gave up without a result", run.task)
+    } else {
+        format!("the worker on \"{}\" gave up; what it had: {had}", run.task)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::llm::{Completion, ToolCall};
+
+    struct Script(RefCell<VecDeque<Completion>>);
+
+    impl ChatModel for Script {
+        async fn complete(&self, _request: &ChatRequest) -> Result<Completion, LlmError> {
+            self.0.borrow_mut().pop_front().ok_or(LlmError::Status(500))
+        }
+    }
+
+    #[derive(Default)]
+    struct Tools {
+        progress: RefCell<Vec<String>>,
+        calls: RefCell<Vec<String>>,
+        cancelled: bool,
+    }
+
+    impl WorkerTools for Tools {
+        fn has_search(&self) -> bool {
+            false
+        }
+        async fn call(&self, name: &str, _arguments: &Value) -> String {
+            self.calls.borrow_mut().push(name.to_string());
+            "<html>ok</html>".into()
+        }
+        async fn report_progress(&self, text: &str) {
+            self.progress.borrow_mut().push(text.to_string());
+        }
+        async fn is_cancelled(&self) -> bool {
+            self.cancelled
+        }
+    }
+
+    fn tool(name: &str, arguments: Value) -> Completion {
+        Completion {
+            tool_calls: vec![ToolCall { id: "c".into(), name: name.into(), arguments }],
+            ..Completion::default()
+        }
+    }
+
+    fn text(words: &str) -> Completion {
+        Completion { content: Some(words.into()), ..Completion::default() }
+    }
+
+    fn drive(answers: Vec<Completion>, run: &mut WorkerRun, tools: &Tools) -> Vec<SegmentEnd> {
+        let model = Script(RefCell::new(answers.into()));
+        let mut ends = Vec::new();
+        loop {
+            let end = block_on(run_segment(&model, "m", tools, run)).expect("scripted");
+            ends.push(end.clone());
+            if end != SegmentEnd::Continue {
+                return ends;
+            }
+        }
+    }
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        use std::task::{Context, Poll, Waker};
+        let mut future = std::pin::pin!(future);
+        let mut context = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+                return output;
+            }
+        }
+    }
+
+    fn fresh(interactive: bool) -> WorkerRun {
+        WorkerRun::start("count the stars", interactive, "edgebot").unwrap()
+    }
+
+    #[test]
+    fn a_long_task_runs_in_segments_and_ends_with_its_outcome() {
+        let mut answers: Vec<Completion> =
+            (0..TURNS_PER_SEGMENT + 2).map(|_| tool("http_fetch", json!({"url": "https://example.com"}))).collect();
+        answers.push(tool("set_status", json!({"kind": "progress", "text": "page 17"})));
+        answers.push(tool("set_status", json!({"kind": "outcome", "text": "42 stars"})));
+        let tools = Tools::default();
+        let mut run = fresh(false);
+        let ends = drive(answers, &mut run, &tools);
+        assert_eq!(ends, vec![SegmentEnd::Continue, SegmentEnd::Outcome("42 stars".into())]);
+        assert_eq!((run.state, run.segments), (WorkerState::Done, 2));
+        assert_eq!(tools.calls.borrow().len() as u32, TURNS_PER_SEGMENT + 2);
+        assert_eq!(*tools.progress.borrow(), vec!["page 17".to_string()]);
+        assert_eq!(run.messages[0].role, Role::System);
+        assert!(run.messages[1].content.contains("count the stars"), "a fresh prompt with only the task");
+    }
+
+    #[test]
+    fn plain_text_is_nudged_twice_then_fails_with_what_it_said() {
+        let tools = Tools::default();
+        let mut run = fresh(false);
+        let ends = drive(vec![text("done?"), text("really done"), text("I counted 41")], &mut run, &tools);
+        assert_eq!(ends.len(), 1);
+        assert!(matches!(&ends[0], SegmentEnd::Failed(words) if words.contains("I counted 41")), "{ends:?}");
+        assert_eq!((run.state, run.nudges), (WorkerState::Failed, 2));
+        let nudges = run.messages.iter().filter(|message| message.content == prompt::text("worker_nudge")).count();
+        assert_eq!(nudges, 2);
+    }
+
+    #[test]
+    fn a_worker_that_never_finishes_fails_after_the_last_segment() {
+        let answers = (0..TURNS_PER_SEGMENT * 10 + 5)
+            .map(|index| tool("set_status", json!({"kind": "progress", "text": format!("step {index}")})))
+            .collect();
+        let tools = Tools::default();
+        let mut run = fresh(false);
+        let ends = drive(answers, &mut run, &tools);
+        assert_eq!(ends.len(), 10);
+        assert!(matches!(ends.last(), Some(SegmentEnd::Failed(words)) if words.contains("step 149")), "{ends:?}");
+        assert_eq!(run.state, WorkerState::Failed);
+    }
+
+    #[test]
+    fn an_interactive_worker_waits_for_a_follow_up_and_goes_on() {
+        let tools = Tools::default();
+        let mut run = fresh(true);
+        let ends = drive(vec![text("Which city?")], &mut run, &tools);
+        assert_eq!(ends, vec![SegmentEnd::Waiting("Which city?".into())]);
+        assert_eq!(run.state, WorkerState::WaitingForInput);
+        assert!(!run.accept(&WorkerInput::Continue), "a waiting worker needs a follow-up");
+        assert!(run.accept(&WorkerInput::FollowUp { message: "Oslo".into() }));
+        assert_eq!(run.messages.last().map(|message| message.content.as_str()), Some("Oslo"));
+        let ends =
+            drive(vec![tool("set_status", json!({"kind": "outcome", "text": "Oslo: 3 stars"}))], &mut run, &tools);
+        assert_eq!(ends, vec![SegmentEnd::Outcome("Oslo: 3 stars".into())]);
+        assert!(!run.accept(&WorkerInput::FollowUp { message: "more".into() }), "a finished worker takes nothing");
+    }
+
+    #[test]
+    fn a_cancelled_worker_stops_before_its_next_call() {
+        let tools = Tools { cancelled: true, ..Tools::default() };
+        let mut run = fresh(false);
+        let ends = drive(vec![tool("http_fetch", json!({"url": "https://example.com"}))], &mut run, &tools);
+        assert_eq!(ends, vec![SegmentEnd::Cancelled]);
+        assert_eq!(run.state, WorkerState::Failed);
+        assert!(tools.calls.borrow().is_empty());
+    }
+
+    #[test]
+    fn web_search_is_offered_only_with_a_provider() {
+        let names = |search| worker_tools(search).into_iter().map(|spec| spec.name).collect::<Vec<_>>();
+        assert!(!names(false).contains(&"web_search".to_string()));
+        assert!(names(true).contains(&"web_search".to_string()));
+        assert!(names(false).contains(&"http_fetch".to_string()));
+    }
+}
