@@ -36,7 +36,10 @@ fn memory_text(index: usize) -> String {
 async fn import(env: &TestEnv, from: usize, to: usize) {
     for start in (from..to).step_by(500) {
         let batch: Vec<_> = (start..(start + 500).min(to))
-            .map(|index| json!({ "content": memory_text(index), "memory_type": ["fact", "event", "preference"][index % 3] }))
+            .map(|index| {
+                let memory_type = ["fact", "event", "preference"][index % 3];
+                json!({ "content": memory_text(index), "memory_type": memory_type })
+            })
             .collect();
         let (status, body) = env.admin_send(reqwest::Method::POST, "/api/memories", Some(json!(batch))).await;
         assert_eq!(status, 200, "import failed: {body}");
