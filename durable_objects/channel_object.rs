@@ -101,7 +101,7 @@ impl ChannelObject {
 
     /// Takes in a report from a branch; a new one retriggers the channel.
     async fn receive_process_event(&self, mut request: Request) -> Result<Response> {
-        let Ok(envelope) = request.json::<Envelope>().await else {
+        let Ok(envelope) = json_body::<Envelope>(&mut request).await else {
             return Response::error("malformed envelope", 400);
         };
         envelopes::log(&self.state.storage().sql(), &envelope)?;
@@ -117,7 +117,7 @@ impl ChannelObject {
     /// Decides on one inbound and stores it, once per delivery id; wakes the
     /// channel when a turn is due.
     async fn receive(&self, mut request: Request) -> Result<Response> {
-        let Ok(event) = request.json::<InboundEvent>().await else {
+        let Ok(event) = json_body::<InboundEvent>(&mut request).await else {
             return Response::error("malformed inbound event", 400);
         };
         let sql = self.state.storage().sql();
@@ -143,4 +143,11 @@ impl ChannelObject {
             "reason": receipt.decision.reason.as_str(),
         }))
     }
+}
+
+/// Parses a JSON body with serde_json from text: these types are read from
+/// storage the same way, so the bundle carries one deserializer for each
+/// (`Request::json` would add a second, through JS values).
+async fn json_body<T: serde::de::DeserializeOwned>(request: &mut Request) -> Result<T> {
+    Ok(serde_json::from_str(&request.text().await?)?)
 }

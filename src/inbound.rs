@@ -10,9 +10,10 @@ pub struct Author {
     pub is_bot: bool,
 }
 
-/// Where a reply to this message goes, in the platform's own terms.
+/// Where a reply to this message goes, in the platform's own terms
+/// (externally tagged, like every enum that crosses JSON: see [`crate::process::Job`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "platform", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ReplyAddress {
     Telegram {
         chat_id: i64,

@@ -15,6 +15,7 @@ pub mod platforms;
 pub mod process;
 pub mod prompt;
 pub mod security;
+pub mod sorting;
 pub mod time;
 
 #[cfg(target_arch = "wasm32")]

@@ -11,9 +11,11 @@ pub mod worker_run;
 
 use serde::{Deserialize, Serialize};
 
-/// Every job the `jobs` queue carries.
+/// Every job the `jobs` queue carries. Enums that cross JSON here are
+/// externally tagged (serde's default): internally tagged ones would pull
+/// serde's content buffering into the Worker (about 70 KB of wasm).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Job {
     Branch(Box<branch::BranchJob>),
     Compaction(compaction::CompactionJob),

@@ -93,7 +93,8 @@ pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError
 /// at most 500 per request), without linking them to each other.
 pub async fn import_memories(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     authorize(&request, env)?;
-    let Ok(items) = request.json::<Vec<memory::ImportItem>>().await else {
+    let body = request.text().await.map_err(internal)?;
+    let Ok(items) = serde_json::from_str::<Vec<memory::ImportItem>>(&body) else {
         return Err(ApiError::BadRequest("expected a JSON array of {content, memory_type, importance?}".into()));
     };
     if items.len() > 500 {

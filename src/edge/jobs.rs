@@ -41,7 +41,8 @@ async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Conte
 }
 
 async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>, dead_letters: bool) {
-    let job: Job = match serde_json::from_value(message.body().clone()) {
+    // Read through text, like every other JSON the Worker reads: one deserializer per type.
+    let job: Job = match serde_json::to_string(message.body()).and_then(|text| serde_json::from_str(&text)) {
         Ok(job) => job,
         Err(error) => {
             worker::console_error!("dropping an unreadable job: {error}");

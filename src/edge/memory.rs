@@ -340,7 +340,10 @@ async fn hybrid(config: &Config, env: &Env, db: &D1Database, query: &str, limit:
     let fused = fuse(&[by_meaning, by_words, by_graph]);
     let ids: Vec<String> = fused.into_iter().take(limit).map(|(id, _)| id).collect();
     let mut memories = by_ids(db, &ids).await?;
-    memories.sort_by_key(|memory| ids.iter().position(|id| *id == memory.id));
+    crate::sorting::sort_by(&mut memories, |a, b| {
+        let place = |memory: &Memory| ids.iter().position(|id| *id == memory.id);
+        place(a).cmp(&place(b))
+    });
     Ok(memories)
 }
 

@@ -2,6 +2,7 @@
 //! workers (update) keep per conversation.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Result};
 
@@ -48,8 +49,17 @@ pub async fn list(db: &D1Database, conversation_key: &str) -> Result<Vec<Task>> 
     .results()
 }
 
+/// `task_update` from a model's arguments (`id`, `status`, `note`).
+pub async fn update_from_arguments(db: &D1Database, conversation_key: &str, arguments: &Value) -> Result<String> {
+    let Some(id) = arguments.get("id").and_then(|id| id.as_i64().or_else(|| id.as_str()?.trim().parse().ok())) else {
+        return Ok("error: `id` must be a task id".into());
+    };
+    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty());
+    update(db, conversation_key, id, text("status"), text("note")).await
+}
+
 /// Changes a task's status and/or note; the answer is text for the model.
-pub async fn update(
+async fn update(
     db: &D1Database,
     conversation_key: &str,
     id: i64,

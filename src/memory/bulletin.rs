@@ -115,7 +115,7 @@ pub fn sections(memories: &[Memory], now_ms: i64) -> Vec<Section> {
             .filter(|memory| !shown.contains(memory.id.as_str()) && !memory.content.trim().is_empty())
             .filter(|memory| (rule.selects)(memory, now_ms))
             .collect();
-        picked.sort_by(|a, b| {
+        crate::sorting::sort_by(&mut picked, |a, b| {
             let newest = b.created_at.cmp(&a.created_at).then_with(|| a.id.cmp(&b.id));
             match rule.order {
                 Order::Newest => newest,

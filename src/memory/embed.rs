@@ -144,7 +144,7 @@ pub fn parse_openai_embeddings(response: &Value) -> Result<Vec<Vec<f32>>, EmbedE
         let embedding = item.get("embedding").ok_or_else(|| malformed("an item has no `embedding`"))?;
         indexed.push((index, numbers(embedding)?));
     }
-    indexed.sort_by_key(|(index, _)| *index);
+    crate::sorting::sort_by(&mut indexed, |a, b| a.0.cmp(&b.0));
     if indexed.iter().enumerate().any(|(position, (index, _))| *index != position as u64) {
         return Err(malformed("the `index` values are not 0..n"));
     }

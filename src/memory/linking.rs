@@ -51,7 +51,7 @@ pub fn plan_links(new_id: &str, neighbours: &[(String, f32)]) -> Vec<Link> {
             None => links.push(Link { target: id.clone(), relation, weight: *similarity }),
         }
     }
-    links.sort_by(|a, b| b.weight.total_cmp(&a.weight).then_with(|| a.target.cmp(&b.target)));
+    crate::sorting::sort_by(&mut links, |a, b| b.weight.total_cmp(&a.weight).then_with(|| a.target.cmp(&b.target)));
     links.truncate(MAX_LINKS);
     links
 }

@@ -109,7 +109,7 @@ fn merges_among(candidates: &[(&Memory, &[f32])], threshold: f32) -> Vec<Merge> 
         .filter(|index| !candidates[*index].0.memory_type.is_exempt_from_decay())
         .filter(|index| norm(candidates[*index].1) > 0.0)
         .collect();
-    order.sort_by(|a, b| {
+    crate::sorting::sort_by(&mut order, |a, b| {
         let (a, b) = (candidates[*a].0, candidates[*b].0);
         b.importance.total_cmp(&a.importance).then(b.updated_at.cmp(&a.updated_at)).then_with(|| a.id.cmp(&b.id))
     });

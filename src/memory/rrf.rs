@@ -36,7 +36,7 @@ pub fn fuse<S: AsRef<str>>(ranked_lists: &[Vec<S>]) -> Vec<(String, f64)> {
         }
     }
     // A stable sort keeps first-appearance order among equal scores.
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1));
+    crate::sorting::sort_by(&mut fused, |a, b| b.1.total_cmp(&a.1));
     fused
 }
 

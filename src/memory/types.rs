@@ -268,7 +268,7 @@ impl SearchSort {
 /// order is the same on every call.
 pub fn sort_memories(memories: &mut [Memory], sort: SearchSort) {
     let newest_then_id = |a: &Memory, b: &Memory| b.created_at.cmp(&a.created_at).then_with(|| a.id.cmp(&b.id));
-    memories.sort_by(|a, b| {
+    crate::sorting::sort_by(memories, |a, b| {
         let primary = match sort {
             SearchSort::Recent => Ordering::Equal,
             SearchSort::Importance => b.importance.total_cmp(&a.importance),

@@ -152,7 +152,7 @@ pub fn scan<'a, V: Into<StoredVector<'a>>>(
         }
     }
     let mut best: Vec<Scored<'a>> = kept.into_iter().map(|Reverse(scored)| scored).collect();
-    best.sort_by(|a, b| b.cmp(a));
+    crate::sorting::sort_by(&mut best, |a, b| b.cmp(a));
     best.into_iter().map(|scored| (scored.id.to_string(), scored.score)).collect()
 }
 

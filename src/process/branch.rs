@@ -90,19 +90,25 @@ pub fn branch_tools() -> Vec<ToolSpec> {
         ),
         ToolSpec::new("task_create", object(json!({ "title": text("What needs doing.") }), &["title"])),
         ToolSpec::new("task_list", object(json!({}), &[])),
-        ToolSpec::new(
-            "task_update",
-            object(
-                json!({
-                    "id": text("The task's id."),
-                    "status": { "type": "string", "enum": ["todo", "in_progress", "done"] },
-                    "note": text("What changed.")
-                }),
-                &["id"],
-            ),
-        ),
+        task_update_tool(),
         ToolSpec::new("worker_inspect", object(json!({ "id": text("A worker's id; leave out for all.") }), &[])),
     ]
+}
+
+/// `task_update`, which branches and workers share.
+pub fn task_update_tool() -> ToolSpec {
+    let text = |description: &str| json!({ "type": "string", "description": description });
+    ToolSpec::new(
+        "task_update",
+        object(
+            json!({
+                "id": text("The task's id."),
+                "status": { "type": "string", "enum": ["todo", "in_progress", "done"] },
+                "note": text("What changed.")
+            }),
+            &["id"],
+        ),
+    )
 }
 
 /// Thinks until the model answers in plain text (the conclusion) or the call

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::branch::task_update_tool;
 use super::worker::TURNS_PER_SEGMENT;
 use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
 use crate::channel::turn::{object, ChatModel};
@@ -25,7 +26,7 @@ pub struct WorkerJob {
 
 /// What a step brings to the worker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum WorkerInput {
     Start {
         task: String,
@@ -142,17 +143,7 @@ pub fn worker_tools(has_search: bool) -> Vec<ToolSpec> {
                 &["kind", "text"],
             ),
         ),
-        ToolSpec::new(
-            "task_update",
-            object(
-                json!({
-                    "id": text("The task's id."),
-                    "status": { "type": "string", "enum": ["todo", "in_progress", "done"] },
-                    "note": text("What changed.")
-                }),
-                &["id"],
-            ),
-        ),
+        task_update_tool(),
     ];
     if has_search {
         tools.push(ToolSpec::new("web_search", object(json!({ "query": text("What to search for.") }), &["query"])));

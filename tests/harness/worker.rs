@@ -77,6 +77,23 @@ impl Worker {
         if !state_dir.join("v3").exists() {
             copy_tree(migrated_template(), state_dir);
         }
+        // A free port can be taken by a parallel test between our probe and
+        // wrangler's bind: then start again on other ports.
+        for _ in 0..3 {
+            let mut worker = Self::launch(vars, state_dir);
+            match worker.wait_until_ready().await {
+                Ok(()) => return worker,
+                Err(exited) if exited && worker.log().contains("Address already in use") => {
+                    worker.kill();
+                    continue;
+                }
+                Err(exited) => panic!("wrangler dev did not come up (exited: {exited}); log:\n{}", worker.log()),
+            }
+        }
+        panic!("wrangler dev found no free port in three tries");
+    }
+
+    fn launch(vars: &[(String, String)], state_dir: &Path) -> Worker {
         let port = free_port();
         let log_path = state_dir.join(format!("wrangler-{port}.log"));
         let log = fs::File::create(&log_path).expect("log file");
@@ -100,23 +117,22 @@ impl Worker {
             .process_group(0)
             .spawn()
             .expect("spawn wrangler dev");
-        let mut worker = Worker { base_url: format!("http://127.0.0.1:{port}"), child: Some(child), log_path };
-        worker.wait_until_ready().await;
-        worker
+        Worker { base_url: format!("http://127.0.0.1:{port}"), child: Some(child), log_path }
     }
 
-    async fn wait_until_ready(&mut self) {
+    /// Waits for `/health`; on failure says whether wrangler exited.
+    async fn wait_until_ready(&mut self) -> Result<(), bool> {
         let client = reqwest::Client::new();
         let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
         loop {
             if let Ok(response) = client.get(format!("{}/health", self.base_url)).send().await {
                 if response.status().is_success() {
-                    return;
+                    return Ok(());
                 }
             }
-            let exited = self.child.as_mut().and_then(|child| child.try_wait().ok().flatten());
-            if exited.is_some() || tokio::time::Instant::now() > deadline {
-                panic!("wrangler dev did not come up ({exited:?}); log:\n{}", self.log());
+            let exited = self.child.as_mut().and_then(|child| child.try_wait().ok().flatten()).is_some();
+            if exited || tokio::time::Instant::now() > deadline {
+                return Err(exited);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -93,16 +93,7 @@ impl EdgeTools<'_> {
                 title => format!("task {} created", tasks::create(db, key, &title).await?),
             },
             "task_list" => serde_json::to_string(&tasks::list(db, key).await?)?,
-            "task_update" => {
-                let Some(id) = arguments.get("id").and_then(|id| id.as_i64().or_else(|| id.as_str()?.parse().ok()))
-                else {
-                    return Ok("error: `id` must be a task id".into());
-                };
-                let (status, note) = (argument("status"), argument("note"));
-                let status = (!status.is_empty()).then_some(status.as_str());
-                let note = (!note.is_empty()).then_some(note.as_str());
-                tasks::update(db, key, id, status, note).await?
-            }
+            "task_update" => tasks::update_from_arguments(db, key, arguments).await?,
             "worker_inspect" => {
                 let id = argument("id");
                 let workers = worker_step::list(db, key).await?;

@@ -30,6 +30,8 @@ struct Pending {
 
 #[derive(Deserialize)]
 struct Row {
+    /// Also set by the channel (cancel) and the dead-letter consumer, outside `run`.
+    state: String,
     run: Option<String>,
     pending: Option<String>,
     cancelled: i64,
@@ -51,7 +53,13 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
     let Some(mut run) = row.run.as_deref().and_then(|run| serde_json::from_str::<WorkerRun>(run).ok()) else {
         return Ok(());
     };
-    if row.cancelled != 0 || run.steps.contains(&job.step) || run.state.is_finished() || !run.accept(&job.input) {
+    let given_up = matches!(row.state.as_str(), "done" | "failed");
+    if row.cancelled != 0
+        || given_up
+        || run.steps.contains(&job.step)
+        || run.state.is_finished()
+        || !run.accept(&job.input)
+    {
         return Ok(()); // cancelled, already done, or not for this state: a repeat does nothing
     }
     let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
@@ -161,18 +169,9 @@ impl WorkerTools for EdgeTools<'_> {
         match name {
             "http_fetch" => web::http_fetch(self.config, &argument("url")).await,
             "web_search" => web::web_search(self.config, &argument("query")).await,
-            "task_update" => {
-                let Some(id) = arguments.get("id").and_then(|id| id.as_i64().or_else(|| id.as_str()?.parse().ok()))
-                else {
-                    return "error: `id` must be a task id".into();
-                };
-                let (status, note) = (argument("status"), argument("note"));
-                let status = (!status.is_empty()).then_some(status.as_str());
-                let note = (!note.is_empty()).then_some(note.as_str());
-                tasks::update(self.db, &self.job.conversation_key, id, status, note)
-                    .await
-                    .unwrap_or_else(|error| format!("error: {error}"))
-            }
+            "task_update" => tasks::update_from_arguments(self.db, &self.job.conversation_key, arguments)
+                .await
+                .unwrap_or_else(|error| format!("error: {error}")),
             other => format!("error: there is no tool named `{other}`"),
         }
     }
@@ -217,7 +216,7 @@ async fn create(db: &D1Database, job: &WorkerJob, run: &WorkerRun) -> worker::Re
 }
 
 async fn load(db: &D1Database, id: &str) -> worker::Result<Option<Row>> {
-    db.prepare("SELECT run, pending, cancelled FROM workers WHERE id = ?1").bind(&[id.into()])?.first(None).await
+    db.prepare("SELECT state, run, pending, cancelled FROM workers WHERE id = ?1").bind(&[id.into()])?.first(None).await
 }
 
 async fn save(

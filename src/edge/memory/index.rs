@@ -88,7 +88,7 @@ impl VectorIndex for EdgeIndex<'_> {
                 }
                 let options = json!({ "topK": k.min(100), "returnValues": false, "returnMetadata": "none" });
                 let answer = call(index, "query", &[to_js(&vector)?, to_js(&options)?]).await?;
-                let found: Matches = serde_wasm_bindgen::from_value(answer).map_err(|error| error.to_string())?;
+                let found: Matches = from_js(&answer)?;
                 Ok(found
                     .matches
                     .into_iter()
@@ -137,8 +137,7 @@ impl VectorIndex for EdgeIndex<'_> {
                 // Vectorize returns at most 20 vectors per getByIds call.
                 for chunk in ids.chunks(20) {
                     let answer = call(index, "getByIds", &[to_js(&chunk)?]).await?;
-                    let stored: Vec<Stored> =
-                        serde_wasm_bindgen::from_value(answer).map_err(|error| error.to_string())?;
+                    let stored: Vec<Stored> = from_js(&answer)?;
                     found.extend(stored.into_iter().map(|stored| (stored.id, stored.values)));
                 }
                 Ok(found)
@@ -147,9 +146,14 @@ impl VectorIndex for EdgeIndex<'_> {
     }
 }
 
+/// Values cross to and from JS as JSON text: serde_json is in the bundle anyway.
 fn to_js(value: &impl serde::Serialize) -> Result<JsValue> {
-    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
-    value.serialize(&serializer).map_err(|error| worker::Error::RustError(error.to_string()))
+    js_sys::JSON::parse(&serde_json::to_string(value)?).map_err(worker::Error::from)
+}
+
+fn from_js<T: serde::de::DeserializeOwned>(value: &JsValue) -> Result<T> {
+    let text = js_sys::JSON::stringify(value).map_err(worker::Error::from)?;
+    Ok(serde_json::from_str(&String::from(text))?)
 }
 
 /// Calls `index.method(...arguments)` and awaits the promise it returns.
