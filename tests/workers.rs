@@ -201,6 +201,8 @@ async fn http_fetch_refuses_private_addresses_unless_the_host_is_allowed() {
         env.telegram_update(&dm_update(1, 64, "read the pages")).await;
         env.wait_for_sent(2).await;
 
+        let offered = worker_requests(&env)[0]["tools"].to_string();
+        assert!(offered.contains("http_fetch") && !offered.contains("web_search"), "no search without a key");
         let results = tool_results(&worker_requests(&env)[1]);
         assert_eq!(results.len(), 3, "{results:?}");
         assert!(results[1].contains("refused") && results[2].contains("refused"), "{results:?}");
@@ -239,4 +241,31 @@ async fn a_worker_step_retried_after_a_failure_posts_nothing_twice() {
     assert_eq!(statuses.lines().count(), 1, "the repeated progress report is the same envelope: {statuses}");
     let done = env.admin_text("/api/channels/telegram:65/envelopes?type=done").await;
     assert_eq!(done.lines().count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn web_search_is_offered_only_with_a_key_and_queries_the_search_api() {
+    let search = crate::harness::FakeApi::start(crate::harness::Flavor::Slack).await;
+    let env =
+        TestEnv::start_with(&[("SEARCH_API_KEY", "test-search-key"), ("SEARCH_BASE_URL", &search.base_url)]).await;
+    env.llm.push(spawn("find the release date", false, "Searching."));
+    env.llm.push_for(WORKER, Scripted::ToolCalls(vec![("web_search".into(), json!({ "query": "edgebot release" }))]));
+    env.llm.push_for(WORKER, status("outcome", "Nothing found."));
+    env.llm.reply("I found nothing.");
+    env.telegram_update(&dm_update(1, 66, "when is the release?")).await;
+    env.wait_for_sent(2).await;
+
+    let requests = worker_requests(&env);
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"web_search"), "{tools:?}");
+    let calls = search.requests();
+    assert_eq!(calls.len(), 1);
+    assert_eq!((calls[0].method.as_str(), calls[0].path.as_str()), ("GET", "/res/v1/web/search"));
+    // The fake answers without results; the model is told so.
+    assert_eq!(tool_results(&requests[1]), vec!["no results".to_string()]);
 }
