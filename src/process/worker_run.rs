@@ -119,6 +119,11 @@ impl WorkerRun {
         }
     }
 
+    /// Ends the run as failed (out of retries, or a model that refuses it).
+    pub fn give_up(&mut self) {
+        self.transition(WorkerEvent::GiveUp);
+    }
+
     fn transition(&mut self, event: WorkerEvent) {
         // The runner only asks for transitions its own state allows; a refused
         // one leaves the state as it is rather than corrupting it.

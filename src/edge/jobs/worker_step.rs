@@ -70,7 +70,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         // The queue retries the step from the stored run.
         Err(error) if error.is_retryable() => return Err(error.to_string()),
         Err(error) => {
-            run.state = WorkerState::Failed;
+            run.give_up();
             SegmentEnd::Failed(format!("the worker could not reach its model: {error}"))
         }
     };
