@@ -140,6 +140,9 @@ async fn the_memory_admin_api_needs_the_token_and_rejects_bad_input() {
     assert_eq!(found[0]["content"], "Bo decided to use Postgres for the ledger", "{found}");
     let typed = env.admin("/api/memories?mode=typed&memory_type=decision").await;
     assert_eq!(typed.as_array().unwrap().len(), 1);
+    let filtered = env.admin("/api/memories?query=which+database+for+the+ledger&memory_type=fact").await;
+    let filtered = filtered.as_array().unwrap();
+    assert!(!filtered.is_empty() && filtered.iter().all(|memory| memory["memory_type"] == "fact"), "{filtered:?}");
     let id = found[0]["id"].as_str().unwrap();
     assert_eq!(env.admin_send(Method::DELETE, &format!("/api/memories/{id}"), None).await.0, 200);
     let left = env.admin("/api/memories?mode=recent").await;

@@ -116,7 +116,7 @@ pub async fn save(
     }
     let vector = embed_one(config, env, content).await?;
     let index = vector_index(config, env, db)?;
-    let neighbours = index.query(&vector, LINK_CANDIDATES, RELATED_THRESHOLD).await?;
+    let neighbours = index.query(&vector, LINK_CANDIDATES, RELATED_THRESHOLD, None).await?;
     let links = plan_links(&id, &neighbours);
     let mut statements = vec![
         db.prepare(
@@ -272,9 +272,7 @@ impl RecallRequest {
 pub async fn recall(config: &Config, env: &Env, db: &D1Database, request: &RecallRequest) -> Result<Vec<Memory>> {
     let limit = number(request.limit as i64);
     let mut found: Vec<Memory> = match request.mode {
-        SearchMode::Hybrid if !request.query.is_empty() => {
-            hybrid(config, env, db, &request.query, request.limit).await?
-        }
+        SearchMode::Hybrid if !request.query.is_empty() => hybrid(config, env, db, request).await?,
         SearchMode::Typed if request.memory_type.is_some() => {
             let kind = request.memory_type.map(MemoryType::as_str).unwrap_or_default();
             db.prepare(format!(
@@ -309,11 +307,14 @@ pub async fn recall(config: &Config, env: &Env, db: &D1Database, request: &Recal
 const COLUMNS: &str =
     "id, memory_type, content, importance, created_at, updated_at, last_accessed_at, access_count, source";
 
-/// Vector, full-text and graph retrieval, fused by reciprocal rank.
-async fn hybrid(config: &Config, env: &Env, db: &D1Database, query: &str, limit: usize) -> Result<Vec<Memory>> {
+/// Vector, full-text and graph retrieval, fused by reciprocal rank; a
+/// `memory_type` narrows every retriever (a metadata filter on the vectors).
+async fn hybrid(config: &Config, env: &Env, db: &D1Database, request: &RecallRequest) -> Result<Vec<Memory>> {
+    let (query, limit, memory_type) = (request.query.as_str(), request.limit, request.memory_type);
+    let type_name = memory_type.map_or(JsValue::NULL, |kind| JsValue::from(kind.as_str()));
     let vector = embed_one(config, env, query).await?;
     let by_meaning: Vec<String> = vector_index(config, env, db)?
-        .query(&vector, CANDIDATES_PER_RETRIEVER, 0.0)
+        .query(&vector, CANDIDATES_PER_RETRIEVER, 0.0, memory_type)
         .await?
         .into_iter()
         .map(|(id, _)| id)
@@ -325,8 +326,12 @@ async fn hybrid(config: &Config, env: &Env, db: &D1Database, query: &str, limit:
                 id: String,
             }
             let hits: Vec<Hit> = db
-                .prepare("SELECT id FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?2")
-                .bind(&[expression.into(), number(CANDIDATES_PER_RETRIEVER as i64)])?
+                .prepare(
+                    "SELECT memories_fts.id AS id FROM memories_fts JOIN memories ON memories.id = memories_fts.id \
+                     WHERE memories_fts MATCH ?1 AND (?3 IS NULL OR memories.memory_type = ?3) \
+                     ORDER BY memories_fts.rank LIMIT ?2",
+                )
+                .bind(&[expression.into(), number(CANDIDATES_PER_RETRIEVER as i64), type_name])?
                 .all()
                 .await?
                 .results()?;

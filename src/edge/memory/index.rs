@@ -19,8 +19,15 @@ pub const VECTORIZE_BINDING: &str = "VECTORS";
 #[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
 pub trait VectorIndex {
     async fn upsert(&self, id: &str, vector: &[f32], memory_type: MemoryType) -> Result<()>;
-    /// The `k` nearest ids with a cosine of at least `min_score`, best first.
-    async fn query(&self, vector: &[f32], k: usize, min_score: f32) -> Result<Vec<(String, f32)>>;
+    /// The `k` nearest ids with a cosine of at least `min_score`, best first,
+    /// of one memory type if given (a metadata filter).
+    async fn query(
+        &self,
+        vector: &[f32],
+        k: usize,
+        min_score: f32,
+        memory_type: Option<MemoryType>,
+    ) -> Result<Vec<(String, f32)>>;
     async fn delete(&self, ids: &[String]) -> Result<()>;
     /// The stored vectors of these ids (maintenance compares them).
     async fn vectors(&self, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>>;
@@ -69,11 +76,24 @@ impl VectorIndex for EdgeIndex<'_> {
         Ok(())
     }
 
-    async fn query(&self, vector: &[f32], k: usize, min_score: f32) -> Result<Vec<(String, f32)>> {
+    async fn query(
+        &self,
+        vector: &[f32],
+        k: usize,
+        min_score: f32,
+        memory_type: Option<MemoryType>,
+    ) -> Result<Vec<(String, f32)>> {
         match self {
             EdgeIndex::D1(db) => {
-                let rows: Vec<StoredRow> =
-                    db.prepare("SELECT id, vector FROM memories WHERE vector IS NOT NULL").all().await?.results()?;
+                let type_name = memory_type.map_or(JsValue::NULL, |kind| JsValue::from(kind.as_str()));
+                let rows: Vec<StoredRow> = db
+                    .prepare(
+                        "SELECT id, vector FROM memories WHERE vector IS NOT NULL AND (?1 IS NULL OR memory_type = ?1)",
+                    )
+                    .bind(&[type_name])?
+                    .all()
+                    .await?
+                    .results()?;
                 Ok(scan(vector, rows.iter().map(|row| (row.id.as_str(), &row.vector)), k, min_score))
             }
             EdgeIndex::Vectorize(index) => {
@@ -86,7 +106,11 @@ impl VectorIndex for EdgeIndex<'_> {
                 struct Matches {
                     matches: Vec<Match>,
                 }
-                let options = json!({ "topK": k.min(100), "returnValues": false, "returnMetadata": "none" });
+                let mut options = json!({ "topK": k.min(100), "returnValues": false, "returnMetadata": "none" });
+                if let Some(kind) = memory_type {
+                    // Needs a metadata index on `memory_type` (see the README).
+                    options["filter"] = json!({ "memory_type": kind.as_str() });
+                }
                 let answer = call(index, "query", &[to_js(&vector)?, to_js(&options)?]).await?;
                 let found: Matches = from_js(&answer)?;
                 Ok(found
