@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::harness::fake_api::BIG_PAGE_BYTES;
 use crate::harness::{all_message_text, dm_update, turn_message, wait_for, Scripted, TestEnv};
 
 /// The worker's system prompt starts with this (prompts/worker_system.md.j2).
@@ -187,6 +188,7 @@ async fn http_fetch_refuses_private_addresses_unless_the_host_is_allowed() {
         let vars: &[(&str, &str)] = if allowed { &[("FETCH_ALLOW_HOSTS", "127.0.0.1")] } else { &[] };
         let env = TestEnv::start_with(vars).await;
         let local_page = format!("{}/page", env.telegram.base_url);
+        let big_page = format!("{}/big-page", env.telegram.base_url);
         env.llm.push(spawn("read the pages", false, "Reading."));
         env.llm.push_for(
             WORKER,
@@ -194,6 +196,7 @@ async fn http_fetch_refuses_private_addresses_unless_the_host_is_allowed() {
                 ("http_fetch".into(), json!({ "url": local_page })),
                 ("http_fetch".into(), json!({ "url": "http://10.0.0.1/admin" })),
                 ("http_fetch".into(), json!({ "url": "http://169.254.169.254/latest/meta-data/" })),
+                ("http_fetch".into(), json!({ "url": big_page })),
             ]),
         );
         env.llm.push_for(WORKER, status("outcome", "Read what I could."));
@@ -204,15 +207,17 @@ async fn http_fetch_refuses_private_addresses_unless_the_host_is_allowed() {
         let offered = worker_requests(&env)[0]["tools"].to_string();
         assert!(offered.contains("http_fetch") && !offered.contains("web_search"), "no search without a key");
         let results = tool_results(&worker_requests(&env)[1]);
-        assert_eq!(results.len(), 3, "{results:?}");
+        assert_eq!(results.len(), 4, "{results:?}");
         assert!(results[1].contains("refused") && results[2].contains("refused"), "{results:?}");
         let page_calls = env.telegram.requests().into_iter().filter(|call| call.path == "/page").count();
         if allowed {
             assert!(results[0].starts_with("HTTP 200") && results[0].contains("\"ok\":true"), "{results:?}");
             assert_eq!(page_calls, 1);
+            assert_eq!(results[3].len(), 50_000, "a {BIG_PAGE_BYTES}-byte page is cut at the cap");
         } else {
             assert!(results[0].contains("refused") && results[0].contains("127.0.0.1"), "{results:?}");
             assert_eq!(page_calls, 0, "nothing reached the private address");
+            assert!(results[3].contains("refused"));
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
+use futures_util::StreamExt;
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 /// A finished exchange: the status, the whole body, and a `Retry-After`
@@ -41,11 +42,18 @@ pub async fn send_json(
     timeout_ms: u64,
 ) -> Result<HttpAnswer, HttpFailure> {
     let request = build_request(method, url, headers, body).map_err(|error| HttpFailure::Network(error.to_string()))?;
-    exchange(request, timeout_ms).await
+    exchange(request, timeout_ms, None).await
 }
 
-/// A GET that does not follow redirects (the caller checks each hop).
-pub async fn get_manual(url: &str, headers: &[(&str, &str)], timeout_ms: u64) -> Result<HttpAnswer, HttpFailure> {
+/// A GET that does not follow redirects (the caller checks each hop) and
+/// reads at most `max_body` bytes of the body, so a huge page cannot exhaust
+/// the isolate's memory.
+pub async fn get_manual(
+    url: &str,
+    headers: &[(&str, &str)],
+    timeout_ms: u64,
+    max_body: usize,
+) -> Result<HttpAnswer, HttpFailure> {
     let build = || {
         let request_headers = Headers::new();
         for (name, value) in headers {
@@ -56,18 +64,33 @@ pub async fn get_manual(url: &str, headers: &[(&str, &str)], timeout_ms: u64) ->
         Request::new_with_init(url, &init)
     };
     let request = build().map_err(|error: worker::Error| HttpFailure::Network(error.to_string()))?;
-    exchange(request, timeout_ms).await
+    exchange(request, timeout_ms, Some(max_body)).await
 }
 
-/// Sends a request and reads the whole answer, within `timeout_ms`.
-async fn exchange(request: Request, timeout_ms: u64) -> Result<HttpAnswer, HttpFailure> {
+/// Sends a request and reads the answer (all of it, or its first `max_body`
+/// bytes), within `timeout_ms`.
+async fn exchange(request: Request, timeout_ms: u64, max_body: Option<usize>) -> Result<HttpAnswer, HttpFailure> {
     let controller = AbortController::default();
     let signal = controller.signal();
     let exchange = async move {
         let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
         let retry_after_secs = response.headers().get("retry-after")?.and_then(|value| value.trim().parse().ok());
         let location = response.headers().get("location")?;
-        let body = response.bytes().await?;
+        let body = match max_body {
+            None => response.bytes().await?,
+            Some(limit) => {
+                let mut body = Vec::new();
+                let mut stream = response.stream()?;
+                while let Some(chunk) = stream.next().await {
+                    body.extend_from_slice(&chunk?);
+                    if body.len() >= limit {
+                        body.truncate(limit);
+                        break; // dropping the stream cancels the rest
+                    }
+                }
+                body
+            }
+        };
         Ok::<_, worker::Error>(HttpAnswer { status: response.status_code(), body, retry_after_secs, location })
     };
     let deadline = Delay::from(Duration::from_millis(timeout_ms));

@@ -27,6 +27,8 @@ const DEFAULT_RECALL_LIMIT: usize = 10;
 const MAX_RECALL_LIMIT: usize = 50;
 /// Candidates each retriever (vector, full text, graph) hands to the fusion.
 const CANDIDATES_PER_RETRIEVER: usize = 20;
+/// Statements per D1 batch when importing (three per memory).
+const IMPORT_STATEMENTS_PER_BATCH: usize = 300;
 /// Neighbours considered when linking a new memory.
 const LINK_CANDIDATES: usize = 10;
 
@@ -223,7 +225,9 @@ pub async fn import(config: &Config, env: &Env, db: &D1Database, items: &[Import
                 .bind(&[id.as_str().into(), item.content.as_str().into()])?,
         );
     }
-    db.batch(statements).await?;
+    for chunk in statements.chunks(IMPORT_STATEMENTS_PER_BATCH) {
+        db.batch(chunk.to_vec()).await?;
+    }
     if let index::EdgeIndex::Vectorize(_) = index {
         for ((item, memory_type), vector) in valid.iter().zip(&vectors) {
             index.upsert(&memory_id(&item.content), vector, *memory_type).await?;

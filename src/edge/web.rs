@@ -5,13 +5,15 @@ use worker::Url;
 
 use super::http::get_manual;
 use crate::config::Config;
-use crate::process::fetch_guard::{cap_output, check_url};
+use crate::process::fetch_guard::{cap_output, check_url, TOOL_OUTPUT_CAP_BYTES};
 use crate::process::web_search::{format_results, search_url};
 
 /// How long one fetch may take.
 const FETCH_TIMEOUT_MS: u64 = 15_000;
 /// Redirects followed (each hop is checked by the guard again).
 const MAX_REDIRECTS: usize = 5;
+/// A search answer larger than this is not read further.
+const SEARCH_BODY_LIMIT: usize = 1_000_000;
 
 /// Fetches a public URL; every answer, refusals included, is text for the model.
 pub async fn http_fetch(config: &Config, url: &str) -> String {
@@ -20,10 +22,12 @@ pub async fn http_fetch(config: &Config, url: &str) -> String {
         if let Err(refusal) = check_url(&url, &config.fetch_allowed_hosts) {
             return format!("error: refused: {refusal}");
         }
-        let answer = match get_manual(&url, &[("user-agent", "edgebot")], FETCH_TIMEOUT_MS).await {
-            Ok(answer) => answer,
-            Err(failure) => return format!("error: the fetch failed: {failure:?}"),
-        };
+        // One byte past the cap tells `cap_output` the page was longer.
+        let answer =
+            match get_manual(&url, &[("user-agent", "edgebot")], FETCH_TIMEOUT_MS, TOOL_OUTPUT_CAP_BYTES + 1).await {
+                Ok(answer) => answer,
+                Err(failure) => return format!("error: the fetch failed: {failure:?}"),
+            };
         if (300..400).contains(&answer.status) {
             let next = answer.location.as_deref().and_then(|location| Url::parse(&url).ok()?.join(location).ok());
             match next {
@@ -44,7 +48,7 @@ pub async fn http_fetch(config: &Config, url: &str) -> String {
 pub async fn web_search(config: &Config, query: &str) -> String {
     let url = search_url(&config.search_base_url, query);
     let headers = [("accept", "application/json"), ("x-subscription-token", config.search_api_key.as_str())];
-    match get_manual(&url, &headers, FETCH_TIMEOUT_MS).await {
+    match get_manual(&url, &headers, FETCH_TIMEOUT_MS, SEARCH_BODY_LIMIT).await {
         Ok(answer) if answer.status == 200 => {
             let response = serde_json::from_slice(&answer.body).unwrap_or_default();
             cap_output(format_results(&response))

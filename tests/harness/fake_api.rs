@@ -21,6 +21,9 @@ pub enum Flavor {
 }
 
 /// One recorded call.
+/// The size of the fake's `/big-page`.
+pub const BIG_PAGE_BYTES: usize = 200_000;
+
 #[derive(Debug, Clone)]
 pub struct Call {
     pub method: String,
@@ -119,6 +122,10 @@ fn answer(state: &Mutex<ApiState>, method: Method, uri: Uri, headers: HeaderMap,
             response.headers_mut().insert("retry-after", seconds);
         }
         return response;
+    }
+    if path == "/big-page" {
+        // A page far over the tools' 50,000-byte cap.
+        return (StatusCode::OK, "x".repeat(BIG_PAGE_BYTES)).into_response();
     }
     state.next_id += 1;
     let id = state.next_id;
