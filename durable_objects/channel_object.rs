@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::edge::config;
 use crate::edge::http::now_ms;
 use crate::inbound::InboundEvent;
-use crate::process::envelope::Envelope;
+use crate::process::envelope::{Envelope, MessageType};
 
 #[durable_object]
 pub struct ChannelObject {
@@ -104,7 +104,11 @@ impl ChannelObject {
         let Ok(envelope) = json_body::<Envelope>(&mut request).await else {
             return Response::error("malformed envelope", 400);
         };
-        envelopes::log(&self.state.storage().sql(), &envelope)?;
+        // Heartbeats (empty progress) only keep a worker alive; they are not logged.
+        let is_heartbeat = envelope.kind == MessageType::Status && envelope.body.is_empty();
+        if !is_heartbeat {
+            envelopes::log(&self.state.storage().sql(), &envelope)?;
+        }
         let accepted = self.step(|channel| channel.receive_process_event(envelope))?;
         let now = now_ms();
         let wake_at = self.channel.borrow().wake_at(&self.config.channel, now);

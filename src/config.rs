@@ -2,6 +2,7 @@
 //! with the defaults a user gets when a setting is absent.
 
 use crate::channel::engagement::Triggers;
+use crate::channel::processes::{Timeouts, DEFAULT_BRANCH_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS};
 use crate::channel::state::ChannelSettings;
 use crate::channel::sticky::DEFAULT_STICKY_WINDOW_MS;
 use crate::llm::RetryPolicy;
@@ -139,6 +140,10 @@ impl Config {
                 aliases,
                 debounce_ms,
                 max_wait_ms: (number("COALESCE_MAX_WAIT_MS", DEFAULT_COALESCE_MAX_WAIT_MS) as i64).max(debounce_ms),
+                timeouts: Timeouts {
+                    branch_ms: number("BRANCH_TIMEOUT_MS", DEFAULT_BRANCH_TIMEOUT_MS as u64).max(1_000) as i64,
+                    worker_ms: number("WORKER_TIMEOUT_MS", DEFAULT_WORKER_TIMEOUT_MS as u64).max(1_000) as i64,
+                },
             },
             bot_name,
         }

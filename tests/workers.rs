@@ -274,3 +274,35 @@ async fn web_search_is_offered_only_with_a_key_and_queries_the_search_api() {
     // The fake answers without results; the model is told so.
     assert_eq!(tool_results(&requests[1]), vec!["no results".to_string()]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_lost_in_a_crash_is_given_up_and_the_person_is_told() {
+    // Local queues do not survive a crash of the runtime (Cloudflare's do, and
+    // redeliver): the channel's watchdog makes sure the person hears either way.
+    let mut env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "10000"), ("WORKER_TIMEOUT_MS", "4000")]).await;
+    env.llm.push(spawn("compile the report", false, "On it."));
+    env.llm.push_for(WORKER, status("progress", "gathered the figures"));
+    // The runtime dies while this call is in flight.
+    env.llm.push_for(WORKER, Scripted::Delayed(Duration::from_secs(8), Box::new(status("outcome", "too late"))));
+    env.telegram_update(&dm_update(1, 67, "compile the report")).await;
+    env.wait_for_sent(1).await;
+    wait_for("the worker mid-segment", Duration::from_secs(20), || async {
+        (env.llm.in_flight() == 1 && worker_requests(&env).len() == 2).then_some(())
+    })
+    .await;
+    env.crash_and_restart().await;
+
+    env.llm.reply("Sorry, the report worker stopped; shall I start it again?");
+    let sent = wait_for("the person to be told", Duration::from_secs(30), || async {
+        let sent = env.telegram.calls("sendMessage");
+        (sent.len() >= 2).then_some(sent)
+    })
+    .await;
+    assert_eq!(sent[1]["text"], "Sorry, the report worker stopped; shall I start it again?");
+    let told = turn_message(&channel_requests(&env)[1]);
+    assert!(told.contains("failed on \"compile the report\"") && told.contains("stopped responding"), "{told}");
+    let worker = &workers(&env, 67).await[0];
+    assert_eq!((worker["state"].as_str(), worker["cancelled"].as_bool()), (Some("failed"), Some(true)));
+    env.settle().await;
+    assert_eq!(env.telegram.calls("sendMessage").len(), 2, "told once");
+}

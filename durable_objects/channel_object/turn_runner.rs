@@ -42,9 +42,16 @@ pub async fn run(object: &ChannelObject) -> Result<()> {
     }
     let sql = object.state.storage().sql();
     let database = object.env.d1(DATABASE_BINDING)?;
+    give_up_on_silent_processes(object, &database, now).await?;
     for _ in 0..MAX_TURNS_PER_ALARM {
         let Some(turn) = object.step(|channel| channel.begin_turn())? else {
-            return Ok(());
+            // Nothing to run now; wake for what comes next (a process's deadline).
+            let now = now_ms();
+            let next = object.channel.borrow().wake_at(&config.channel, now);
+            return match next.filter(|&at| at > now) {
+                Some(at) => object.state.storage().set_alarm(at - now).await,
+                None => Ok(()),
+            };
         };
         if let Some(resume_at) = run_one(object, &sql, &database, &turn).await? {
             // Rate limited: the same turn resumes then; later turns wait behind it.
@@ -54,6 +61,20 @@ pub async fn run(object: &ChannelObject) -> Result<()> {
     }
     // More turns are waiting: continue in a new alarm rather than run long.
     object.state.storage().set_alarm(0).await
+}
+
+/// Processes silent past their timeout come back as failures (the person
+/// hears it in the next turn); a worker given up on is also stopped, in case
+/// it still runs.
+async fn give_up_on_silent_processes(object: &ChannelObject, database: &D1Database, now: i64) -> Result<()> {
+    let expired = object.step(|channel| channel.expire_processes(now, &object.config.channel))?;
+    for (id, report) in expired {
+        worker::console_warn!("{} {id} stopped responding; the user is told", report.kind.label());
+        if report.kind == ProcessKind::Worker {
+            crate::edge::jobs::cancel_worker(database, &id, &report.origin.conversation_key).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs one turn to its end, or until a rate limit says to come back later
@@ -220,6 +241,7 @@ async fn delegate(
             status: None,
             interactive,
             waiting: false,
+            last_heard_ms: now_ms(),
         };
         let (envelope, job) = match action {
             Action::Branch { question } => {
@@ -246,7 +268,7 @@ async fn delegate(
                 (task_envelope(&id, "worker", &id, task), Some(Job::Worker(job)))
             }
             Action::Route { id: worker, message } => {
-                if object.step(|channel| channel.route_to_process(worker))?.is_err() {
+                if object.step(|channel| channel.route_to_process(worker, now_ms()))?.is_err() {
                     continue;
                 }
                 let input = WorkerInput::FollowUp { message: message.clone() };

@@ -13,6 +13,23 @@ use crate::process::envelope::{Envelope, MessageType};
 pub const MAX_CONCURRENT_BRANCHES: usize = 3;
 /// Workers one channel may have running at once (each is a queue job chain).
 pub const MAX_CONCURRENT_WORKERS: usize = 5;
+/// A branch not done this long after it started is given up on.
+pub const DEFAULT_BRANCH_TIMEOUT_MS: i64 = 60_000;
+/// A worker not heard from (progress or heartbeat) this long is given up on.
+pub const DEFAULT_WORKER_TIMEOUT_MS: i64 = 600_000;
+
+/// How long the channel waits on silent processes before it tells the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub branch_ms: i64,
+    pub worker_ms: i64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts { branch_ms: DEFAULT_BRANCH_TIMEOUT_MS, worker_ms: DEFAULT_WORKER_TIMEOUT_MS }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -49,6 +66,21 @@ pub struct ProcessStatus {
     /// An interactive worker that finished a step and waits for a follow-up.
     #[serde(default)]
     pub waiting: bool,
+    /// When the process was last heard from (start, progress, heartbeat).
+    #[serde(default)]
+    pub last_heard_ms: i64,
+}
+
+impl ProcessStatus {
+    /// When the channel stops waiting for it; a waiting worker waits on the
+    /// person, not on itself, so it has no deadline.
+    fn deadline(&self, timeouts: Timeouts) -> Option<i64> {
+        match self.kind {
+            ProcessKind::Branch => Some(self.started_at_ms + timeouts.branch_ms),
+            ProcessKind::Worker if self.waiting => None,
+            ProcessKind::Worker => Some(self.started_at_ms.max(self.last_heard_ms) + timeouts.worker_ms),
+        }
+    }
 }
 
 /// A report the channel takes in and shows to its next turn.
@@ -142,7 +174,11 @@ impl Processes {
         };
         match envelope.kind {
             MessageType::Status => {
-                process.status = Some(envelope.body.clone());
+                process.last_heard_ms = process.last_heard_ms.max(envelope.ts);
+                // An empty status is a heartbeat: the worker lives, nothing new to show.
+                if !envelope.body.is_empty() {
+                    process.status = Some(envelope.body.clone());
+                }
                 Received::Progress
             }
             MessageType::Waiting => {
@@ -169,6 +205,47 @@ impl Processes {
         }
         process.waiting = false;
         Ok(())
+    }
+
+    /// Notes that a process is working again (a follow-up was routed to it).
+    pub fn heard_from(&mut self, id: &str, now_ms: i64) {
+        if let Some(process) = self.running.get_mut(id) {
+            process.last_heard_ms = process.last_heard_ms.max(now_ms);
+        }
+    }
+
+    /// The earliest time a running process times out.
+    pub fn next_deadline(&self, timeouts: Timeouts) -> Option<i64> {
+        self.running.values().filter_map(|process| process.deadline(timeouts)).min()
+    }
+
+    /// Gives up on processes silent past their timeout: each comes back as a
+    /// failure report, so the person hears the work stopped.
+    pub fn expire(&mut self, now_ms: i64, timeouts: Timeouts) -> Vec<(String, ProcessReport)> {
+        let expired: Vec<String> = self
+            .running
+            .iter()
+            .filter(|(_, process)| process.deadline(timeouts).is_some_and(|deadline| deadline <= now_ms))
+            .map(|(id, _)| id.clone())
+            .collect();
+        expired
+            .into_iter()
+            .filter_map(|id| {
+                let process = self.running.remove(&id)?;
+                let silent_secs = (now_ms - process.started_at_ms.max(process.last_heard_ms)) / 1000;
+                let body = format!("it stopped responding (no word for {silent_secs} s) and was given up");
+                let envelope = Envelope::new(
+                    format!("{id}:timeout"),
+                    now_ms,
+                    "channel",
+                    "channel",
+                    MessageType::Error,
+                    Some(id.clone()),
+                    body,
+                );
+                Some((id, report(&process, envelope)))
+            })
+            .collect()
     }
 
     /// Stops tracking a process; its later reports are dropped.
@@ -199,6 +276,7 @@ mod tests {
             status: None,
             interactive,
             waiting: false,
+            last_heard_ms: 0,
         }
     }
 
@@ -258,5 +336,29 @@ mod tests {
         assert_eq!(processes.cancel("b").map(|process| process.kind), Ok(ProcessKind::Branch));
         assert_eq!(processes.receive(envelope("d", MessageType::Done, "b", "late")), Received::Ignored);
         assert!(processes.cancel("b").is_err());
+    }
+
+    #[test]
+    fn silent_processes_time_out_as_failures_and_heartbeats_keep_workers_alive() {
+        let timeouts = Timeouts { branch_ms: 60, worker_ms: 600 };
+        let mut processes = Processes::default();
+        processes.start("b", process(ProcessKind::Branch, false));
+        processes.start("w", process(ProcessKind::Worker, false));
+        processes.start("chat", ProcessStatus { waiting: true, ..process(ProcessKind::Worker, true) });
+        assert_eq!(processes.next_deadline(timeouts), Some(60));
+        let expired = processes.expire(60, timeouts);
+        assert_eq!(expired.len(), 1);
+        assert_eq!((expired[0].0.as_str(), expired[0].1.envelope.kind), ("b", MessageType::Error));
+        assert!(expired[0].1.envelope.body.contains("stopped responding"));
+
+        // A heartbeat (an empty status) moves the worker's deadline but not its status line.
+        processes.receive(Envelope::new("s", 500, "worker:w", "channel", MessageType::Status, Some("w".into()), "50%"));
+        processes.receive(Envelope::new("h", 550, "worker:w", "channel", MessageType::Status, Some("w".into()), ""));
+        assert_eq!(processes.get("w").and_then(|process| process.status.as_deref()), Some("50%"));
+        assert!(processes.expire(1_000, timeouts).is_empty());
+        assert_eq!(processes.next_deadline(timeouts), Some(1_150), "the waiting worker has no deadline");
+        let expired = processes.expire(1_150, timeouts);
+        assert_eq!(expired.len(), 1);
+        assert!(processes.get("chat").is_some(), "a worker waiting on the person does not time out");
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::engagement::{decide, Decision, EngagementInput, Triggers};
 use super::loop_guard::LoopGuard;
 use super::participants::{MembershipCount, Participants};
-use super::processes::{ProcessReport, ProcessStatus, Processes, Received, Refusal};
+use super::processes::{ProcessReport, ProcessStatus, Processes, Received, Refusal, Timeouts};
 use super::sticky::StickyLedger;
 use super::versioned::{BinaryOperatorAggregate, Custom, Keyed, LastValue, RingBuffer, Topic, Versioned, VersionsSeen};
 use crate::inbound::InboundEvent;
@@ -42,6 +42,7 @@ pub struct ChannelSettings {
     pub aliases: Vec<String>,
     pub debounce_ms: i64,
     pub max_wait_ms: i64,
+    pub timeouts: Timeouts,
 }
 
 /// An engaged message waiting for (or in) a turn.
@@ -286,10 +287,9 @@ impl ChannelState {
             .then(|| self.process_events.items().last())
             .flatten()
             .map(|event| event.envelope.ts + RETRIGGER_DEBOUNCE_MS);
-        match (for_messages, for_results) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        // A silent process is given up on at its deadline.
+        let for_silence = self.processes.get().next_deadline(settings.timeouts);
+        [for_messages, for_results, for_silence].into_iter().flatten().min()
     }
 
     fn queue_wake_at(&self, settings: &ChannelSettings, now_ms: i64) -> Option<i64> {
@@ -328,13 +328,29 @@ impl ChannelState {
     }
 
     /// Marks an interactive worker as working on a follow-up.
-    pub fn route_to_process(&mut self, id: &str) -> Result<(), Refusal> {
+    pub fn route_to_process(&mut self, id: &str, now_ms: i64) -> Result<(), Refusal> {
         let mut outcome = Ok(());
         self.processes.update(|processes| {
             outcome = processes.route(id);
+            if outcome.is_ok() {
+                processes.heard_from(id, now_ms);
+            }
             outcome.is_ok()
         });
         outcome
+    }
+
+    /// Gives up on processes silent past their timeout: the person hears it in
+    /// the next turn. Returns the failure reports, for the edge to stop what
+    /// was given up.
+    pub fn expire_processes(&mut self, now_ms: i64, settings: &ChannelSettings) -> Vec<(String, ProcessReport)> {
+        let mut expired = Vec::new();
+        self.processes.update(|processes| {
+            expired = processes.expire(now_ms, settings.timeouts);
+            !expired.is_empty()
+        });
+        self.process_events.update(expired.iter().map(|(_, report)| report.clone()));
+        expired
     }
 
     /// Stops tracking a process; returns what it was.
@@ -485,6 +501,7 @@ mod tests {
             aliases: vec!["edgebot".into()],
             debounce_ms: 1_500,
             max_wait_ms: 5_000,
+            timeouts: Timeouts::default(),
         }
     }
 
@@ -608,6 +625,7 @@ mod tests {
             status: None,
             interactive: false,
             waiting: false,
+            last_heard_ms: 0,
         }
     }
 
@@ -625,7 +643,11 @@ mod tests {
         assert!(state.start_process("b1", branch("what is the answer?", &origin)));
         state.finish_turn(&replied(), &settings, 20);
         assert!(state.begin_turn().is_none());
-        assert_eq!(state.wake_at(&settings, 30), None, "nothing to do while the branch thinks");
+        assert_eq!(
+            state.wake_at(&settings, 30),
+            Some(settings.timeouts.branch_ms),
+            "nothing to do while the branch thinks, but to give up on it if it stays silent"
+        );
 
         assert!(state.receive_process_event(conclusion("e1", "b1", 1_000)));
         assert!(!state.receive_process_event(conclusion("e1", "b1", 1_000)), "a redelivered report is dropped");
@@ -711,5 +733,27 @@ mod tests {
         let mut restored = restored;
         assert_eq!(restored.begin_turn(), Some(turn), "a crashed turn resumes with the same input");
         assert_eq!(ChannelState::restore([("prompt_queue", "garbage"), ("unknown", "{}")]), ChannelState::default());
+    }
+
+    #[test]
+    fn a_silent_branch_is_given_up_and_the_person_is_told_once() {
+        let settings = settings();
+        let mut state = busy_state();
+        let origin = mention(1, "ada", "edgebot, think hard");
+        state.receive(&origin, &settings, 0);
+        state.begin_turn().unwrap();
+        assert!(state.start_process("b1", branch("what is the answer?", &origin)));
+        state.finish_turn(&replied(), &settings, 20);
+        let deadline = settings.timeouts.branch_ms;
+        assert!(state.expire_processes(deadline - 1, &settings).is_empty());
+        let expired = state.expire_processes(deadline, &settings);
+        assert_eq!(expired.len(), 1);
+        assert_eq!((expired[0].0.as_str(), expired[0].1.kind), ("b1", ProcessKind::Branch));
+        let turn = state.begin_turn().expect("a turn to tell the person");
+        assert_eq!(turn.process_events[0].envelope.kind, MessageType::Error);
+        assert_eq!(turn.answering().map(|event| event.delivery_id.as_str()), Some("1"));
+        state.finish_turn(&replied(), &settings, deadline + 10);
+        assert!(!state.receive_process_event(conclusion("late", "b1", deadline + 20)), "a late conclusion is dropped");
+        assert_eq!(state.wake_at(&settings, deadline + 30), None);
     }
 }

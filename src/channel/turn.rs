@@ -395,6 +395,7 @@ mod tests {
             status: None,
             interactive,
             waiting: false,
+            last_heard_ms: 0,
         }
     }
 

@@ -83,6 +83,9 @@ pub trait WorkerTools {
     async fn report_progress(&self, text: &str);
     /// Whether the channel cancelled this worker.
     async fn is_cancelled(&self) -> bool;
+    /// Tells the channel the worker is alive (it gives up on silent workers);
+    /// called before every model call, so it should send only now and then.
+    async fn heartbeat(&self);
 }
 
 impl WorkerRun {
@@ -171,6 +174,7 @@ pub async fn run_segment(
             run.transition(WorkerEvent::Cancel);
             return Ok(SegmentEnd::Cancelled);
         }
+        tools.heartbeat().await;
         let request =
             ChatRequest { model: model_name.to_string(), messages: run.messages.clone(), tools: specs.clone() };
         let completion = model.complete(&request).await?;
@@ -271,6 +275,7 @@ mod tests {
         progress: RefCell<Vec<String>>,
         calls: RefCell<Vec<String>>,
         cancelled: bool,
+        heartbeats: RefCell<u32>,
     }
 
     impl WorkerTools for Tools {
@@ -286,6 +291,9 @@ mod tests {
         }
         async fn is_cancelled(&self) -> bool {
             self.cancelled
+        }
+        async fn heartbeat(&self) {
+            *self.heartbeats.borrow_mut() += 1;
         }
     }
 
@@ -339,6 +347,7 @@ mod tests {
         assert_eq!(ends, vec![SegmentEnd::Continue, SegmentEnd::Outcome("42 stars".into())]);
         assert_eq!((run.state, run.segments), (WorkerState::Done, 2));
         assert_eq!(tools.calls.borrow().len() as u32, TURNS_PER_SEGMENT + 2);
+        assert_eq!(*tools.heartbeats.borrow(), TURNS_PER_SEGMENT + 4, "one chance to report life per model call");
         assert_eq!(*tools.progress.borrow(), vec!["page 17".to_string()]);
         assert_eq!(run.messages[0].role, Role::System);
         assert!(run.messages[1].content.contains("count the stars"), "a fresh prompt with only the task");

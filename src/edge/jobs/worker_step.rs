@@ -21,6 +21,10 @@ use crate::process::worker::WorkerState;
 use crate::process::worker_run::{run_segment, SegmentEnd, WorkerInput, WorkerJob, WorkerRun, WorkerTools};
 use crate::process::Job;
 
+/// A worker tells the channel it is alive at most this often (the channel gives
+/// up on a worker silent for `WORKER_TIMEOUT_MS`).
+const HEARTBEAT_INTERVAL_MS: i64 = 60_000;
+
 /// Side effects a finished step owes, stored with the run until carried out.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Pending {
@@ -63,7 +67,8 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         return Ok(()); // cancelled, already done, or not for this state: a repeat does nothing
     }
     let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
-    let tools = EdgeTools { config, env, db: &db, job, progress_reports: Cell::new(0) };
+    let tools =
+        EdgeTools { config, env, db: &db, job, progress_reports: Cell::new(0), last_heartbeat_ms: Cell::new(0) };
     let usage_before = run.usage;
     let end = match run_segment(&model, model.model_name(), &tools, &mut run).await {
         Ok(end) => end,
@@ -155,8 +160,10 @@ struct EdgeTools<'a> {
     env: &'a Env,
     db: &'a D1Database,
     job: &'a WorkerJob,
-    /// Progress lines sent in this step (their envelope ids count up).
+    /// Progress lines and heartbeats sent in this step (their envelope ids count up).
     progress_reports: Cell<u32>,
+    /// When the last heartbeat went out (0: none yet in this step).
+    last_heartbeat_ms: Cell<i64>,
 }
 
 impl WorkerTools for EdgeTools<'_> {
@@ -184,6 +191,22 @@ impl WorkerTools for EdgeTools<'_> {
         // Progress is best effort: the outcome is what must arrive.
         if let Err(error) = deliver(self.env, &self.job.conversation_key, &envelope).await {
             worker::console_warn!("worker {} could not report progress: {error}", self.job.id);
+        }
+    }
+
+    async fn heartbeat(&self) {
+        let now = now_ms();
+        let last = self.last_heartbeat_ms.get();
+        if last != 0 && now - last < HEARTBEAT_INTERVAL_MS {
+            return;
+        }
+        self.last_heartbeat_ms.set(now);
+        let count = self.progress_reports.get() + 1;
+        self.progress_reports.set(count);
+        let envelope =
+            report(self.job, MessageType::Status, &format!("{}:heartbeat:{count}", self.job.step), String::new());
+        if let Err(error) = deliver(self.env, &self.job.conversation_key, &envelope).await {
+            worker::console_warn!("worker {} could not send a heartbeat: {error}", self.job.id);
         }
     }
 
