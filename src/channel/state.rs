@@ -629,6 +629,17 @@ mod tests {
         }
     }
 
+    /// A channel that answered Ada's message (delivery 1) and left branch `b1` thinking.
+    fn thinking_on_branch_b1(settings: &ChannelSettings) -> ChannelState {
+        let mut state = busy_state();
+        let origin = mention(1, "ada", "edgebot, think hard");
+        state.receive(&origin, settings, 0);
+        state.begin_turn().unwrap();
+        assert!(state.start_process("b1", branch("what is the answer?", &origin)));
+        state.finish_turn(&replied(), settings, 20);
+        state
+    }
+
     fn conclusion(id: &str, branch: &str, ts: i64) -> Envelope {
         Envelope::new(id, ts, format!("branch:{branch}"), "channel", MessageType::Done, Some(branch.into()), "42")
     }
@@ -636,12 +647,7 @@ mod tests {
     #[test]
     fn a_branch_conclusion_retriggers_the_channel_once_and_is_shown_to_it() {
         let settings = settings();
-        let mut state = busy_state();
-        let origin = mention(1, "ada", "edgebot, think hard");
-        state.receive(&origin, &settings, 0);
-        state.begin_turn().unwrap();
-        assert!(state.start_process("b1", branch("what is the answer?", &origin)));
-        state.finish_turn(&replied(), &settings, 20);
+        let mut state = thinking_on_branch_b1(&settings);
         assert!(state.begin_turn().is_none());
         assert_eq!(
             state.wake_at(&settings, 30),
@@ -738,12 +744,7 @@ mod tests {
     #[test]
     fn a_silent_branch_is_given_up_and_the_person_is_told_once() {
         let settings = settings();
-        let mut state = busy_state();
-        let origin = mention(1, "ada", "edgebot, think hard");
-        state.receive(&origin, &settings, 0);
-        state.begin_turn().unwrap();
-        assert!(state.start_process("b1", branch("what is the answer?", &origin)));
-        state.finish_turn(&replied(), &settings, 20);
+        let mut state = thinking_on_branch_b1(&settings);
         let deadline = settings.timeouts.branch_ms;
         assert!(state.expire_processes(deadline - 1, &settings).is_empty());
         let expired = state.expire_processes(deadline, &settings);

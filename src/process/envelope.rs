@@ -67,6 +67,28 @@ impl Envelope {
             body: cap_body(body.into()),
         }
     }
+
+    /// A process's report to its channel: `from` is `<kind>:<id>`, `ref` the
+    /// process id, and the envelope id `<id>:<suffix>`, so the same report
+    /// made again (a redelivered job) carries the same id.
+    pub fn report(
+        process_kind: &str,
+        process_id: &str,
+        suffix: &str,
+        ts: i64,
+        kind: MessageType,
+        body: String,
+    ) -> Self {
+        Envelope::new(
+            format!("{process_id}:{suffix}"),
+            ts,
+            format!("{process_kind}:{process_id}"),
+            "channel",
+            kind,
+            Some(process_id.to_string()),
+            body,
+        )
+    }
 }
 
 fn cap_body(mut body: String) -> String {

@@ -44,15 +44,7 @@ async fn think(config: &Config, env: &Env, database: &D1Database, branch: &Branc
 }
 
 fn report(branch: &BranchJob, kind: MessageType, body: String) -> Envelope {
-    Envelope::new(
-        format!("{}:report", branch.id),
-        now_ms(),
-        format!("branch:{}", branch.id),
-        "channel",
-        kind,
-        Some(branch.id.clone()),
-        body,
-    )
+    Envelope::report("branch", &branch.id, "report", now_ms(), kind, body)
 }
 
 /// The branch's tools as they act on D1 (and the memory store).

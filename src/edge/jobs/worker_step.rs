@@ -133,15 +133,7 @@ fn decide(job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) -> Pending {
 }
 
 fn report(job: &WorkerJob, kind: MessageType, suffix: &str, body: String) -> Envelope {
-    Envelope::new(
-        format!("{}:{suffix}", job.id),
-        now_ms(),
-        format!("worker:{}", job.id),
-        "channel",
-        kind,
-        Some(job.id.clone()),
-        body,
-    )
+    Envelope::report("worker", &job.id, suffix, now_ms(), kind, body)
 }
 
 async fn carry_out(env: &Env, job: &WorkerJob, pending: &Pending) -> Result<(), String> {
