@@ -49,12 +49,14 @@ async fn run(config: &Config, env: &Env) -> Result<()> {
     let meta = read_meta(&db).await?;
     let now = now_ms();
     let last_maintenance: Option<i64> = meta.get("maintenance_at").and_then(|value| value.parse().ok());
-    if last_maintenance.is_none_or(|at| now - at >= MAINTENANCE_INTERVAL_MS) {
+    let meta = if last_maintenance.is_none_or(|at| now - at >= MAINTENANCE_INTERVAL_MS) {
         routine(&db, &meta, "maintenance", now, MAINTENANCE_INTERVAL_MS, maintain(config, env, &db, &meta, now))
             .await?;
-    }
-    // Maintenance may have moved the version: read it again.
-    let meta = read_meta(&db).await?;
+        // Maintenance may have moved the version: read it again.
+        read_meta(&db).await?
+    } else {
+        meta
+    };
     routine(&db, &meta, "bulletin", now, BULLETIN_INTERVAL_MS, rebuild_bulletin(config, env, &db, &meta)).await
 }
 
