@@ -399,6 +399,17 @@ mod tests {
         }
     }
 
+    /// The tool results the model was shown in its `request`-th call.
+    fn tool_results(model: &ScriptedModel, request: usize) -> Vec<String> {
+        let requests = model.requests.borrow();
+        requests[request]
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::Tool)
+            .map(|message| message.content.clone())
+            .collect()
+    }
+
     fn run(model: &ScriptedModel) -> Result<TurnOutcome, LlmError> {
         run_with(model, &busy_processes())
     }
@@ -557,12 +568,7 @@ mod tests {
             outcome.actions,
             vec![Action::Branch { question: "one".into() }, Action::Reply { text: "thinking about it".into() }]
         );
-        let results: Vec<String> = model.requests.borrow()[1]
-            .messages
-            .iter()
-            .filter(|message| message.role == Role::Tool)
-            .map(|message| message.content.clone())
-            .collect();
+        let results = tool_results(&model, 1);
         assert!(results[0].starts_with("branch started") && results[1].starts_with("error: too many"));
     }
 
@@ -655,12 +661,7 @@ mod tests {
                 Action::React { emoji: "👍".into() },
             ]
         );
-        let results: Vec<String> = model.requests.borrow()[1]
-            .messages
-            .iter()
-            .filter(|message| message.role == Role::Tool)
-            .map(|message| message.content.clone())
-            .collect();
+        let results = tool_results(&model, 1);
         assert!(results[0].contains("still working"), "{results:?}");
         assert!(results[2].contains("no running process"), "{results:?}");
     }
