@@ -1,11 +1,13 @@
 //! The web tools of workers: `http_fetch` behind the address guard, and
 //! `web_search` when a search provider is configured.
 
-use worker::Url;
+use url::Url;
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
 
 use super::http::get_manual;
 use crate::config::Config;
-use crate::process::fetch_guard::{cap_output, check_url, TOOL_OUTPUT_CAP_BYTES};
+use crate::process::fetch_guard::{cap_output, check_url, FetchRefusal, TOOL_OUTPUT_CAP_BYTES};
 use crate::process::web_search::{format_results, search_url};
 
 /// How long one fetch may take.
@@ -15,24 +17,41 @@ const MAX_REDIRECTS: usize = 5;
 /// A search answer larger than this is not read further.
 const SEARCH_BODY_LIMIT: usize = 1_000_000;
 
+#[wasm_bindgen]
+extern "C" {
+    /// The runtime's own WHATWG URL parser (the global `URL` class).
+    #[wasm_bindgen(js_name = URL)]
+    type RuntimeUrl;
+
+    #[wasm_bindgen(constructor, js_class = "URL", catch)]
+    fn new(url: &str) -> Result<RuntimeUrl, JsValue>;
+
+    #[wasm_bindgen(method, getter, js_class = "URL")]
+    fn hostname(this: &RuntimeUrl) -> String;
+}
+
 /// Fetches a public URL; every answer, refusals included, is text for the model.
+/// Each hop fetches the guard's canonical serialisation of the URL it checked.
 pub async fn http_fetch(config: &Config, url: &str) -> String {
-    let mut url = url.trim().to_string();
+    let mut next = check_url(url, &config.fetch_allowed_hosts);
     for _ in 0..=MAX_REDIRECTS {
-        if let Err(refusal) = check_url(&url, &config.fetch_allowed_hosts) {
-            return format!("error: refused: {refusal}");
-        }
+        let url = match next.and_then(runtime_agrees) {
+            Ok(url) => url,
+            Err(refusal) => return format!("error: refused: {refusal}"),
+        };
         // One byte past the cap tells `cap_output` the page was longer.
         let answer =
-            match get_manual(&url, &[("user-agent", "edgebot")], FETCH_TIMEOUT_MS, TOOL_OUTPUT_CAP_BYTES + 1).await {
+            match get_manual(url.as_str(), &[("user-agent", "edgebot")], FETCH_TIMEOUT_MS, TOOL_OUTPUT_CAP_BYTES + 1)
+                .await
+            {
                 Ok(answer) => answer,
                 Err(failure) => return format!("error: the fetch failed: {failure:?}"),
             };
         if (300..400).contains(&answer.status) {
-            let next = answer.location.as_deref().and_then(|location| Url::parse(&url).ok()?.join(location).ok());
-            match next {
-                Some(next) => {
-                    url = next.to_string();
+            // Resolved against the URL just fetched, then checked like the first.
+            match answer.location.as_deref().and_then(|location| url.join(location).ok()) {
+                Some(joined) => {
+                    next = check_url(joined.as_str(), &config.fetch_allowed_hosts);
                     continue;
                 }
                 None => return format!("error: HTTP {} without a usable Location", answer.status),
@@ -42,6 +61,17 @@ pub async fn http_fetch(config: &Config, url: &str) -> String {
         return cap_output(format!("HTTP {}\n\n{body}", answer.status));
     }
     "error: too many redirects".to_string()
+}
+
+/// Cross-checks the guard against the runtime's own URL parser, which is the
+/// one `fetch` uses: `new URL(serialised).hostname` must be the host judged
+/// (both give IPv6 in brackets), or the URL is refused.
+fn runtime_agrees(url: Url) -> Result<Url, FetchRefusal> {
+    let judged = url.host_str().unwrap_or_default();
+    match RuntimeUrl::new(url.as_str()) {
+        Ok(runtime) if runtime.hostname() == judged => Ok(url),
+        _ => Err(FetchRefusal::HostMismatch(judged.to_string())),
+    }
 }
 
 /// Searches the web (Brave Search API).

@@ -1,83 +1,164 @@
 //! The guard in front of model-driven fetches (`http_fetch`): only http(s) to
-//! public addresses. Loopback, private, link-local (cloud metadata), carrier-
-//! grade NAT, unique-local and unspecified addresses are refused, as are
-//! names that mean this machine, unless a test-only allow-list names the host.
+//! public addresses. The URL is parsed once, by the WHATWG URL rules (the
+//! `url` crate, as the runtime's own parser reads it), and the *parsed* host
+//! is judged: loopback, private, link-local (cloud metadata), carrier-grade
+//! NAT, documentation, benchmarking, multicast and reserved addresses are
+//! refused, IPv6 forms that embed an IPv4 address are judged by that address,
+//! and names that mean this machine or a local network are refused, unless a
+//! test-only allow-list names the host. The caller fetches the canonical
+//! serialisation the guard returns, never the original string, so no second
+//! reading of the URL can disagree with the one checked here.
+//!
+//! Not checked here: what a public name resolves to (DNS rebinding). A
+//! deployed Worker's `fetch` does not reach private networks anyway.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use thiserror::Error;
+use url::{Host, Url};
 
 /// Bodies a tool hands back to a model are cut at this many bytes.
 pub const TOOL_OUTPUT_CAP_BYTES: usize = 50_000;
 
+/// The schemes that may be fetched.
+const ALLOWED_SCHEMES: [&str; 2] = ["http", "https"];
+
+/// IPv4 networks that are not the public internet, as (network, prefix length).
+const REFUSED_V4: [(Ipv4Addr, u8); 14] = [
+    (Ipv4Addr::new(0, 0, 0, 0), 8),       // "this network", 0.0.0.0
+    (Ipv4Addr::new(10, 0, 0, 0), 8),      // private
+    (Ipv4Addr::new(100, 64, 0, 0), 10),   // carrier-grade NAT
+    (Ipv4Addr::new(127, 0, 0, 0), 8),     // loopback
+    (Ipv4Addr::new(169, 254, 0, 0), 16),  // link-local, cloud metadata
+    (Ipv4Addr::new(172, 16, 0, 0), 12),   // private
+    (Ipv4Addr::new(192, 0, 0, 0), 24),    // IETF protocol assignments
+    (Ipv4Addr::new(192, 0, 2, 0), 24),    // documentation
+    (Ipv4Addr::new(192, 168, 0, 0), 16),  // private
+    (Ipv4Addr::new(198, 18, 0, 0), 15),   // benchmarking
+    (Ipv4Addr::new(198, 51, 100, 0), 24), // documentation
+    (Ipv4Addr::new(203, 0, 113, 0), 24),  // documentation
+    (Ipv4Addr::new(224, 0, 0, 0), 4),     // multicast
+    (Ipv4Addr::new(240, 0, 0, 0), 4),     // reserved, and 255.255.255.255 broadcast
+];
+
+/// IPv6 networks that are not the public internet, as (network, prefix length).
+/// Forms that embed an IPv4 address (mapped, compatible, NAT64, 6to4) are not
+/// here: they are judged by the embedded address.
+const REFUSED_V6: [(Ipv6Addr, u8); 7] = [
+    (Ipv6Addr::new(0x0064, 0xff9b, 1, 0, 0, 0, 0, 0), 48), // local-use NAT64
+    (Ipv6Addr::new(0x0100, 0, 0, 0, 0, 0, 0, 0), 64),      // discard
+    (Ipv6Addr::new(0x2001, 0x0db8, 0, 0, 0, 0, 0, 0), 32), // documentation
+    (Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7),       // unique local
+    (Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10),      // link-local
+    (Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0), 10),      // site-local (deprecated)
+    (Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8),       // multicast
+];
+
+/// NAT64 well-known prefix 64:ff9b::/96: the last 32 bits are an IPv4 address.
+const NAT64_PREFIX: (Ipv6Addr, u8) = (Ipv6Addr::new(0x0064, 0xff9b, 0, 0, 0, 0, 0, 0), 96);
+/// 6to4 prefix 2002::/16: bits 16..48 are an IPv4 address.
+const SIX_TO_FOUR_PREFIX: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2002, 0, 0, 0, 0, 0, 0, 0), 16);
+
+/// Names that mean this machine.
+const LOCAL_NAMES: [&str; 2] = ["localhost", "localhost.localdomain"];
+/// Suffixes of names that mean this machine or a local network.
+const LOCAL_SUFFIXES: [&str; 4] = [".localhost", ".local", ".internal", ".home.arpa"];
+
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum FetchRefusal {
+    #[error("the URL cannot be parsed: {0}")]
+    Unparseable(#[from] url::ParseError),
     #[error("only http and https URLs can be fetched")]
     Scheme,
     #[error("the URL has no host")]
     NoHost,
     #[error("{0} is a private or local address")]
     PrivateAddress(String),
+    /// A name of only numbers: WHATWG parsing turns every IPv4 number form
+    /// into an address, so this cannot come out of it; refused all the same.
+    #[error("{0} looks like a numeric address but is not one")]
+    NumericName(String),
+    /// The runtime's own URL parser reads another host than the one judged.
+    #[error("the runtime reads the host of the URL differently from {0}")]
+    HostMismatch(String),
 }
 
-/// Checks a URL before fetching it. `allowed_hosts` (from a test-only var)
-/// lets listed hosts through, e.g. a fake server on 127.0.0.1.
-pub fn check_url(url: &str, allowed_hosts: &[String]) -> Result<(), FetchRefusal> {
-    let (scheme, rest) = url.split_once("://").ok_or(FetchRefusal::Scheme)?;
-    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+/// Parses `url` by the WHATWG rules and checks its host, giving back the
+/// parsed URL: fetch exactly its serialisation (`as_str()`), never `url`.
+/// `allowed_hosts` (from a test-only var) lets listed hosts through, e.g. a
+/// fake server on 127.0.0.1; an entry is compared with the parsed host's
+/// serialisation (`127.0.0.1`, `[::1]` or `::1`, a name in any case).
+pub fn check_url(url: &str, allowed_hosts: &[String]) -> Result<Url, FetchRefusal> {
+    let parsed = Url::parse(url)?;
+    if !ALLOWED_SCHEMES.contains(&parsed.scheme()) {
         return Err(FetchRefusal::Scheme);
     }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_and_port = authority.rsplit('@').next().unwrap_or_default();
-    let host = if let Some(bracketed) = host_and_port.strip_prefix('[') {
-        bracketed.split(']').next().unwrap_or_default()
+    let (host, judged) = match (parsed.host(), parsed.host_str()) {
+        (Some(host), Some(judged)) => (host, judged),
+        _ => return Err(FetchRefusal::NoHost),
+    };
+    let bare = judged.trim_start_matches('[').trim_end_matches(']');
+    if allowed_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(judged) || allowed.eq_ignore_ascii_case(bare)) {
+        return Ok(parsed);
+    }
+    let refused = match host {
+        Host::Ipv4(ip) => is_refused_v4(ip),
+        Host::Ipv6(ip) => is_refused_v6(ip),
+        Host::Domain(name) if looks_numeric(name) => return Err(FetchRefusal::NumericName(name.to_string())),
+        Host::Domain(name) => is_local_name(name),
+    };
+    if refused {
+        return Err(FetchRefusal::PrivateAddress(judged.to_string()));
+    }
+    Ok(parsed)
+}
+
+fn is_refused_v4(ip: Ipv4Addr) -> bool {
+    REFUSED_V4.iter().any(|&(network, length)| u32::from(ip) >> (32 - length) == u32::from(network) >> (32 - length))
+}
+
+fn is_refused_v6(ip: Ipv6Addr) -> bool {
+    if let Some(embedded) = embedded_v4(ip) {
+        return is_refused_v4(embedded);
+    }
+    REFUSED_V6.iter().any(|&(network, length)| in_v6(ip, network, length))
+}
+
+/// The IPv4 address inside an IPv6 form that carries one: mapped
+/// (::ffff:a.b.c.d), compatible (::a.b.c.d, which covers :: and ::1 as
+/// 0.0.0.0 and 0.0.0.1), NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:AABB:CCDD::).
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let bits = u128::from(ip);
+    if let Some(v4) = ip.to_ipv4() {
+        Some(v4)
+    } else if in_v6(ip, NAT64_PREFIX.0, NAT64_PREFIX.1) {
+        Some(Ipv4Addr::from(bits as u32))
+    } else if in_v6(ip, SIX_TO_FOUR_PREFIX.0, SIX_TO_FOUR_PREFIX.1) {
+        Some(Ipv4Addr::from((bits >> 80) as u32))
     } else {
-        host_and_port.split(':').next().unwrap_or_default()
-    };
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    if host.is_empty() {
-        return Err(FetchRefusal::NoHost);
+        None
     }
-    if allowed_hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(&host)) {
-        return Ok(());
-    }
-    let local_name =
-        host == "localhost" || host.ends_with(".localhost") || host.ends_with(".internal") || host.ends_with(".local");
-    let private_ip = match host.parse::<IpAddr>() {
-        Ok(IpAddr::V4(ip)) => is_private_v4(ip),
-        Ok(IpAddr::V6(ip)) => is_private_v6(ip),
-        // Decimal or hex forms like http://2130706433/ are refused rather than guessed at.
-        Err(_) => host.split('.').all(|label| {
-            !label.is_empty() && (label.chars().all(|character| character.is_ascii_digit()) || label.starts_with("0x"))
-        }),
-    };
-    if local_name || private_ip {
-        return Err(FetchRefusal::PrivateAddress(host));
-    }
-    Ok(())
 }
 
-fn is_private_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, ..] = ip.octets();
-    ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_documentation()
-        || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
-        || a == 0
+/// Whether `ip` lies in `network`/`length` (a length of 1..=128).
+fn in_v6(ip: Ipv6Addr, network: Ipv6Addr, length: u8) -> bool {
+    u128::from(ip) >> (128 - length) == u128::from(network) >> (128 - length)
 }
 
-fn is_private_v6(ip: Ipv6Addr) -> bool {
-    if let Some(mapped) = ip.to_ipv4_mapped() {
-        return is_private_v4(mapped);
-    }
-    let first = ip.segments()[0];
-    ip.is_loopback()
-        || ip.is_unspecified()
-        || (first & 0xfe00) == 0xfc00 // unique local
-        || (first & 0xffc0) == 0xfe80 // link local
+/// Names for this machine or a local network (a trailing dot changes nothing).
+fn is_local_name(name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    LOCAL_NAMES.contains(&name.as_str()) || LOCAL_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+}
+
+/// A name whose every label is decimal digits or 0x-hex, which some resolver
+/// might still read as an address.
+fn looks_numeric(name: &str) -> bool {
+    name.trim_end_matches('.').split('.').all(|label| {
+        let label = label.to_ascii_lowercase();
+        let hex = label.strip_prefix("0x").map(|digits| digits.chars().all(|digit| digit.is_ascii_hexdigit()));
+        !label.is_empty() && (label.chars().all(|digit| digit.is_ascii_digit()) || hex == Some(true))
+    })
 }
 
 /// Cuts a tool's output to the cap, at a character boundary.
@@ -95,48 +176,240 @@ pub fn cap_output(mut text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use url::ParseError::{self, EmptyHost, IdnaError, InvalidIpv4Address, InvalidIpv6Address, RelativeUrlWithoutBase};
 
-    #[test]
-    fn private_local_and_metadata_addresses_are_refused() {
-        for url in [
-            "http://127.0.0.1/",
-            "http://127.0.0.1:8787/health",
-            "http://10.0.0.1/",
-            "http://169.254.169.254/latest/meta-data/",
-            "http://192.168.1.1/",
-            "http://172.16.0.5/",
-            "http://100.64.0.1/",
-            "http://0.0.0.0/",
-            "http://[::1]/",
-            "http://[fd00::1]/",
-            "http://[fe80::1]/",
-            "http://[::ffff:127.0.0.1]/",
-            "http://localhost:3000/",
-            "http://metadata.google.internal/",
-            "http://2130706433/",
-            "http://0x7f.0.0.1/",
-            "http://user@127.0.0.1/",
-        ] {
-            assert!(matches!(check_url(url, &[]), Err(FetchRefusal::PrivateAddress(_))), "{url}");
+    /// What the guard must answer for one URL.
+    #[derive(Debug)]
+    enum Expect {
+        /// Allowed, and this is the serialisation to fetch.
+        Allowed(&'static str),
+        /// Refused as private or local; the host as the guard read it.
+        Private(&'static str),
+        Scheme,
+        Unparseable(ParseError),
+    }
+    use Expect::*;
+
+    /// One row: the rule of the URL standard (host parsing) or the address
+    /// range it exercises, the input, and the exact outcome.
+    type Row = (&'static str, &'static str, Expect);
+
+    fn outcome_matches(result: &Result<Url, FetchRefusal>, expect: &Expect) -> bool {
+        match (result, expect) {
+            (Ok(url), Allowed(serialised)) => url.as_str() == *serialised,
+            (Err(FetchRefusal::PrivateAddress(host)), Private(expected)) => host == expected,
+            (Err(FetchRefusal::Scheme), Scheme) => true,
+            (Err(FetchRefusal::Unparseable(error)), Unparseable(expected)) => error == expected,
+            _ => false,
         }
     }
 
-    #[test]
-    fn public_hosts_pass_and_other_schemes_do_not() {
-        assert_eq!(check_url("https://example.com/page?q=1", &[]), Ok(()));
-        assert_eq!(check_url("http://93.184.216.34/", &[]), Ok(()));
-        assert_eq!(check_url("https://cafe.be/", &[]), Ok(()), "a name of hex letters is still a name");
-        assert_eq!(check_url("https://[2606:4700::1111]/", &[]), Ok(()));
-        assert_eq!(check_url("file:///etc/passwd", &[]), Err(FetchRefusal::Scheme));
-        assert_eq!(check_url("ftp://example.com/", &[]), Err(FetchRefusal::Scheme));
-        assert_eq!(check_url("https:///path", &[]), Err(FetchRefusal::NoHost));
+    fn check_table(rows: &[Row], allowed_hosts: &[String]) {
+        let failures: Vec<String> = rows
+            .iter()
+            .filter_map(|(rule, input, expect)| {
+                let result = check_url(input, allowed_hosts);
+                (!outcome_matches(&result, expect))
+                    .then(|| format!("{rule}: {input:?} gave {result:?}, expected {expect:?}"))
+            })
+            .collect();
+        assert!(failures.is_empty(), "{} of {} rows failed:\n{}", failures.len(), rows.len(), failures.join("\n"));
     }
 
     #[test]
-    fn the_allow_list_lets_named_hosts_through() {
-        let allowed = vec!["127.0.0.1".to_string()];
-        assert_eq!(check_url("http://127.0.0.1:9000/fake", &allowed), Ok(()));
-        assert!(check_url("http://10.0.0.1/", &allowed).is_err());
+    fn the_url_standard_host_rules_cannot_smuggle_a_private_host() {
+        check_table(
+            &[
+                // Percent-encoded bytes in a special URL's host are decoded before anything else.
+                ("host: percent-decode, whole address", "http://%31%32%37.0.0.1/", Private("127.0.0.1")),
+                ("host: percent-decode, one digit", "http://127.0.0.%31/", Private("127.0.0.1")),
+                ("host: percent-decode, a name", "http://%6c%6f%63%61%6c%68%6f%73%74/", Private("localhost")),
+                ("host: percent-decode, NUL is forbidden", "http://127.0.0.1%00/", Unparseable(IdnaError)),
+                // The IPv4 parser: 1 to 4 parts, each decimal, 0x-hex or 0-octal, the last filling the rest.
+                ("ipv4: one decimal number", "http://2130706433/", Private("127.0.0.1")),
+                ("ipv4: one hex number", "http://0x7f000001/", Private("127.0.0.1")),
+                ("ipv4: one octal number", "http://017700000001/", Private("127.0.0.1")),
+                ("ipv4: octal part", "http://0177.0.0.1/", Private("127.0.0.1")),
+                ("ipv4: two parts, hex", "http://0x7f.1/", Private("127.0.0.1")),
+                ("ipv4: two parts", "http://127.1/", Private("127.0.0.1")),
+                ("ipv4: three parts", "http://127.0.1/", Private("127.0.0.1")),
+                ("ipv4: an empty last part is dropped", "http://127.0.0.1./", Private("127.0.0.1")),
+                ("ipv4: zero", "http://0/", Private("0.0.0.0")),
+                ("ipv4: hex zero", "http://0x0/", Private("0.0.0.0")),
+                ("ipv4: mixed radixes", "http://0x7f.0.0.0x1/", Private("127.0.0.1")),
+                ("ipv4: five parts fail", "http://1.2.3.4.5/", Unparseable(InvalidIpv4Address)),
+                ("ipv4: a part too large", "http://256.0.0.1/", Unparseable(InvalidIpv4Address)),
+                // The IPv6 parser, and the IPv4 address some forms carry.
+                ("ipv6: compressed loopback", "http://[::1]/", Private("[::1]")),
+                ("ipv6: full loopback", "http://[0:0:0:0:0:0:0:1]/", Private("[::1]")),
+                ("ipv6: unspecified", "http://[::]/", Private("[::]")),
+                ("ipv6: mapped, dotted", "http://[::ffff:127.0.0.1]/", Private("[::ffff:7f00:1]")),
+                ("ipv6: mapped, hex", "http://[::ffff:7f00:1]/", Private("[::ffff:7f00:1]")),
+                ("ipv6: mapped metadata", "http://[::ffff:169.254.169.254]/", Private("[::ffff:a9fe:a9fe]")),
+                ("ipv6: compatible", "http://[::127.0.0.1]/", Private("[::7f00:1]")),
+                ("ipv6: NAT64 of 10.0.0.1", "http://[64:ff9b::a00:1]/", Private("[64:ff9b::a00:1]")),
+                ("ipv6: local-use NAT64", "http://[64:ff9b:1::5db8:d822]/", Private("[64:ff9b:1::5db8:d822]")),
+                ("ipv6: 6to4 of 127.0.0.1", "http://[2002:7f00:1::]/", Private("[2002:7f00:1::]")),
+                ("ipv6: 6to4 of 192.168.1.1", "http://[2002:c0a8:101::1]/", Private("[2002:c0a8:101::1]")),
+                ("ipv6: no zone ids", "http://[fe80::1%25eth0]/", Unparseable(InvalidIpv6Address)),
+                ("ipv6: unique local fc00::/7", "http://[fc00::1]/", Private("[fc00::1]")),
+                ("ipv6: unique local fd", "http://[fd12:3456::1]/", Private("[fd12:3456::1]")),
+                ("ipv6: link-local", "http://[fe80::1]/", Private("[fe80::1]")),
+                ("ipv6: link-local, top of fe80::/10", "http://[febf::1]/", Private("[febf::1]")),
+                ("ipv6: site-local", "http://[fec0::1]/", Private("[fec0::1]")),
+                ("ipv6: multicast", "http://[ff02::1]/", Private("[ff02::1]")),
+                ("ipv6: documentation", "http://[2001:db8::1]/", Private("[2001:db8::1]")),
+                ("ipv6: discard", "http://[100::1]/", Private("[100::1]")),
+                ("ipv6: an unclosed bracket", "http://[::1/", Unparseable(InvalidIpv6Address)),
+                // Domain to ASCII (UTS 46 mapping), then the IPv4 parser if it ends in a number.
+                ("idna: full-width digits and stops", "http://１２７.０.０.１/", Private("127.0.0.1")),
+                ("idna: ideographic full stop U+3002", "http://127。0。0。1/", Private("127.0.0.1")),
+                ("idna: full-width full stop U+FF0E", "http://127．0．0．1/", Private("127.0.0.1")),
+                ("idna: halfwidth ideographic full stop U+FF61", "http://127｡0｡0｡1/", Private("127.0.0.1")),
+                ("idna: full-width letters", "http://ｌｏｃａｌｈｏｓｔ/", Private("localhost")),
+                ("idna: upper case", "http://LOCALHOST/", Private("localhost")),
+                ("idna: soft hyphen is mapped to nothing", "http://local\u{AD}host/", Private("localhost")),
+                ("idna: circled letters", "http://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ/", Private("localhost")),
+                ("idna: full-width hex number", "http://０ｘ７ｆ．１/", Private("127.0.0.1")),
+                ("domain: trailing dot", "http://localhost./", Private("localhost.")),
+                ("domain: a subdomain of localhost", "http://api.localhost/", Private("api.localhost")),
+                ("domain: localhost.localdomain", "http://localhost.localdomain/", Private("localhost.localdomain")),
+                ("domain: mDNS .local", "http://printer.local/", Private("printer.local")),
+                ("domain: .internal", "http://metadata.google.internal/", Private("metadata.google.internal")),
+                ("domain: .home.arpa", "http://router.home.arpa/", Private("router.home.arpa")),
+                // The authority: userinfo ends at the last @; for special schemes \ is a path separator.
+                ("authority: user and password", "http://user:pass@127.0.0.1/", Private("127.0.0.1")),
+                ("authority: a name as userinfo", "http://evil.com@127.0.0.1/", Private("127.0.0.1")),
+                ("authority: backslash ends the host", r"http://127.0.0.1\@evil.com/", Private("127.0.0.1")),
+                ("authority: a name and port as userinfo", "http://evil.com:80@127.0.0.1/", Private("127.0.0.1")),
+                ("authority: empty userinfo", "http://@127.0.0.1/", Private("127.0.0.1")),
+                ("authority: port", "http://127.0.0.1:80/", Private("127.0.0.1")),
+                ("authority: IPv6 and port", "http://[::1]:8080/", Private("[::1]")),
+                ("authority: an empty host", "http:///", Unparseable(EmptyHost)),
+                // Special authority slashes: any number of / and \, or none, before the host.
+                ("slashes: none", "http:127.0.0.1/", Private("127.0.0.1")),
+                ("slashes: one", "http:/127.0.0.1/", Private("127.0.0.1")),
+                ("slashes: backslashes", r"http:\\127.0.0.1/", Private("127.0.0.1")),
+                ("slashes: backslash and slash", r"http:\/127.0.0.1/", Private("127.0.0.1")),
+                ("slashes: three", "http:///127.0.0.1/", Private("127.0.0.1")),
+                // Before parsing: tab and newline are removed anywhere, C0 controls and spaces trimmed.
+                ("input: tab inside the host", "http://127.0.\t0.1/", Private("127.0.0.1")),
+                ("input: newline inside the host", "http://loc\nal\rhost/", Private("localhost")),
+                ("input: leading and trailing spaces", "  http://127.0.0.1/  ", Private("127.0.0.1")),
+                ("input: leading and trailing C0 controls", "\u{0}\u{1f}http://127.0.0.1/\u{7}", Private("127.0.0.1")),
+                ("scheme: upper case", "HTTP://127.0.0.1/", Private("127.0.0.1")),
+            ],
+            &[],
+        );
+    }
+
+    #[test]
+    fn every_refused_range_is_refused_and_its_neighbours_are_not() {
+        check_table(
+            &[
+                ("0.0.0.0/8", "http://0.1.2.3/", Private("0.1.2.3")),
+                ("10.0.0.0/8", "http://10.255.255.255/", Private("10.255.255.255")),
+                ("above 10/8", "http://11.0.0.1/", Allowed("http://11.0.0.1/")),
+                ("100.64.0.0/10 low", "http://100.64.0.1/", Private("100.64.0.1")),
+                ("100.64.0.0/10 high", "http://100.127.255.255/", Private("100.127.255.255")),
+                ("below 100.64/10", "http://100.63.255.255/", Allowed("http://100.63.255.255/")),
+                ("above 100.64/10", "http://100.128.0.1/", Allowed("http://100.128.0.1/")),
+                ("127.0.0.0/8", "http://127.255.0.1/", Private("127.255.0.1")),
+                ("169.254.0.0/16 metadata", "http://169.254.169.254/latest/meta-data/", Private("169.254.169.254")),
+                ("172.16.0.0/12 low", "http://172.16.0.5/", Private("172.16.0.5")),
+                ("172.16.0.0/12 high", "http://172.31.255.255/", Private("172.31.255.255")),
+                ("above 172.16/12", "http://172.32.0.1/", Allowed("http://172.32.0.1/")),
+                ("192.0.0.0/24", "http://192.0.0.8/", Private("192.0.0.8")),
+                ("192.0.2.0/24", "http://192.0.2.1/", Private("192.0.2.1")),
+                ("192.168.0.0/16", "http://192.168.1.1/", Private("192.168.1.1")),
+                ("198.18.0.0/15 high", "http://198.19.255.255/", Private("198.19.255.255")),
+                ("above 198.18/15", "http://198.20.0.1/", Allowed("http://198.20.0.1/")),
+                ("198.51.100.0/24", "http://198.51.100.7/", Private("198.51.100.7")),
+                ("203.0.113.0/24", "http://203.0.113.7/", Private("203.0.113.7")),
+                ("224.0.0.0/4 multicast", "http://239.255.255.250/", Private("239.255.255.250")),
+                ("240.0.0.0/4 reserved", "http://240.0.0.1/", Private("240.0.0.1")),
+                ("broadcast", "http://255.255.255.255/", Private("255.255.255.255")),
+                ("below multicast", "http://223.255.255.255/", Allowed("http://223.255.255.255/")),
+                ("ipv6: mapped public", "http://[::ffff:93.184.216.34]/", Allowed("http://[::ffff:5db8:d822]/")),
+                ("ipv6: NAT64, public", "http://[64:ff9b::5db8:d822]/", Allowed("http://[64:ff9b::5db8:d822]/")),
+                ("ipv6: 6to4, public", "http://[2002:5db8:d822::1]/", Allowed("http://[2002:5db8:d822::1]/")),
+                ("ipv6: above fc00::/7", "http://[fe00::1]/", Allowed("http://[fe00::1]/")),
+                ("ipv6: beside 2001:db8::/32", "http://[2001:db9::1]/", Allowed("http://[2001:db9::1]/")),
+                ("ipv6: beside 100::/64", "http://[100:0:0:1::1]/", Allowed("http://[100:0:0:1::1]/")),
+            ],
+            &[],
+        );
+    }
+
+    #[test]
+    fn public_hosts_pass_in_their_canonical_form() {
+        check_table(
+            &[
+                ("domain", "https://example.com/page?q=1", Allowed("https://example.com/page?q=1")),
+                ("domain, upper case and default port", "HTTPS://Example.COM:443/a", Allowed("https://example.com/a")),
+                ("domain, other port", "http://example.com:8080", Allowed("http://example.com:8080/")),
+                ("ipv4", "http://93.184.216.34/", Allowed("http://93.184.216.34/")),
+                ("ipv6", "https://[2606:4700::1111]/", Allowed("https://[2606:4700::1111]/")),
+                ("a name of hex letters is a name", "https://cafe.be/", Allowed("https://cafe.be/")),
+                ("idna: to punycode", "https://münchen.de/", Allowed("https://xn--mnchen-3ya.de/")),
+                ("ends in a name: a domain", "http://0x7f.example.com/", Allowed("http://0x7f.example.com/")),
+                ("userinfo, public host", "http://127.0.0.1@example.com/", Allowed("http://127.0.0.1@example.com/")),
+                ("slashes: extra ones ignored", "https:///path", Allowed("https://path/")),
+                ("path dot segments are resolved", "http://example.com/a/../b/./c", Allowed("http://example.com/b/c")),
+            ],
+            &[],
+        );
+    }
+
+    #[test]
+    fn only_http_and_https_are_fetched() {
+        check_table(
+            &[
+                ("file", "file:///etc/passwd", Scheme),
+                ("ftp", "ftp://example.com/", Scheme),
+                ("data", "data:text/plain,hello", Scheme),
+                ("javascript", "javascript:alert(1)", Scheme),
+                ("gopher", "gopher://example.com/", Scheme),
+                ("ws", "ws://example.com/", Scheme),
+                ("wss", "wss://example.com/", Scheme),
+                ("blob", "blob:https://example.com/uuid", Scheme),
+                ("no scheme at all", "example.com/page", Unparseable(RelativeUrlWithoutBase)),
+                ("empty", "", Unparseable(RelativeUrlWithoutBase)),
+            ],
+            &[],
+        );
+    }
+
+    #[test]
+    fn the_allow_list_matches_the_parsed_host_and_the_canonical_form_is_returned() {
+        let allowed = ["127.0.0.1".to_string(), "::1".to_string(), "Fake.Test".to_string()];
+        check_table(
+            &[
+                ("allowed address and port", "http://127.0.0.1:9000/fake", Allowed("http://127.0.0.1:9000/fake")),
+                ("full-width spelling of an allowed address", "http://１２７.０.０.１/", Allowed("http://127.0.0.1/")),
+                ("ideographic stops", "http://127。0。0。1/x", Allowed("http://127.0.0.1/x")),
+                ("percent-encoded", "http://%31%32%37.0.0.1/", Allowed("http://127.0.0.1/")),
+                ("one number", "http://2130706433/", Allowed("http://127.0.0.1/")),
+                ("backslash ends the host", r"http://127.0.0.1\@evil.com/", Allowed("http://127.0.0.1/@evil.com/")),
+                ("ipv6 listed without brackets", "http://[0:0::1]:8080/", Allowed("http://[::1]:8080/")),
+                ("a name in another case", "http://FAKE.test/", Allowed("http://fake.test/")),
+                ("a private address not listed", "http://10.0.0.1/", Private("10.0.0.1")),
+                ("another loopback address is not listed", "http://127.0.0.2/", Private("127.0.0.2")),
+            ],
+            &allowed,
+        );
+        let bracketed = ["[::1]".to_string()];
+        check_table(&[("ipv6 listed with brackets", "http://[::1]/", Allowed("http://[::1]/"))], &bracketed);
+    }
+
+    #[test]
+    fn a_name_of_only_numbers_is_never_taken_for_a_name() {
+        for numeric in ["2130706433", "127.0.0.1.", "0x7f.0X1", "0x", "1.2.3.4.5"] {
+            assert!(looks_numeric(numeric), "{numeric}");
+        }
+        for name in ["cafe.be", "0x7f.example.com", "0xg1", "1.2.3.4a", "a..1"] {
+            assert!(!looks_numeric(name), "{name}");
+        }
     }
 
     #[test]
