@@ -22,12 +22,17 @@ use std::rc::Rc;
 
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, State};
 
+use crate::channel::participants::MembershipCount;
 use crate::channel::state::ChannelState;
 use crate::config::Config;
 use crate::edge::config;
-use crate::edge::http::now_ms;
+use crate::edge::http::{now_ms, within};
+use crate::edge::outbound::{self, Messenger};
 use crate::inbound::InboundEvent;
 use crate::process::envelope::{Envelope, MessageType};
+
+/// How long a webhook waits for the member count before deciding without it.
+const MEMBER_COUNT_TIMEOUT_MS: u64 = 1_500;
 
 #[durable_object]
 pub struct ChannelObject {
@@ -47,6 +52,9 @@ impl DurableObject for ChannelObject {
             if let Err(error) = sql.exec(schema, None) {
                 worker::console_error!("channel schema: {error}");
             }
+        }
+        if sql.exec(inbox::PROBE, None).is_err() {
+            let _ = sql.exec(inbox::UPGRADE, None);
         }
         let (channel, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
             worker::console_error!("channel state unreadable, starting empty: {error}");
@@ -93,9 +101,21 @@ impl DurableObject for ChannelObject {
 impl ChannelObject {
     /// Changes the channel state, then checkpoints what moved. No borrow is
     /// held across an await, so webhooks are taken while a turn waits on a model.
+    ///
+    /// A step is all or nothing: the checkpoint is one statement, so when it
+    /// fails, storage still holds the last one, and the state goes back to it.
+    /// The caller's request fails (the platform retries); the conversation
+    /// does not stay broken.
     fn step<T>(&self, change: impl FnOnce(&mut ChannelState) -> T) -> Result<T> {
         let result = change(&mut self.channel.borrow_mut());
-        slots::save(&self.state.storage().sql(), &self.channel.borrow(), &mut self.saved_versions.borrow_mut())?;
+        let sql = self.state.storage().sql();
+        if let Err(error) = slots::save(&sql, &self.channel.borrow(), &mut self.saved_versions.borrow_mut()) {
+            worker::console_error!("channel checkpoint failed, back to the last one: {error}");
+            let (channel, saved_versions) = slots::load(&sql)?;
+            *self.channel.borrow_mut() = channel;
+            *self.saved_versions.borrow_mut() = saved_versions;
+            return Err(error);
+        }
         Ok(result)
     }
 
@@ -125,19 +145,27 @@ impl ChannelObject {
             return Response::error("malformed inbound event", 400);
         };
         let sql = self.state.storage().sql();
+        let duplicate = || Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true }));
         if inbox::contains(&sql, &event.delivery_id)? {
-            return Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true }));
+            return duplicate();
+        }
+        let needs_count = self.channel.borrow().needs_member_count(&event);
+        let (membership, membership_note) = match needs_count {
+            true => self.read_member_count(&event).await,
+            false => (None, None),
+        };
+        // The same delivery may have arrived while the count was read.
+        if needs_count && inbox::contains(&sql, &event.delivery_id)? {
+            return duplicate();
         }
         let now = now_ms();
         let receipt = self.step(|channel| {
-            let receipt = channel.receive(&event, &self.config.channel, now);
-            // A new voice in a group: the member count is stale; the next turn re-reads it.
-            if receipt.new_speaker && !event.is_dm {
-                channel.membership.clear();
+            if let Some(read) = membership {
+                channel.membership.update([read]);
             }
-            receipt
+            channel.receive(&event, &self.config.channel, now)
         })?;
-        inbox::store(&sql, &event, &receipt.decision, now)?;
+        inbox::store(&sql, &event, &receipt.decision, membership_note.as_deref(), now)?;
         if let Some(wake_at) = receipt.wake_at_ms {
             self.state.storage().set_alarm((wake_at - now).max(0)).await?;
         }
@@ -146,6 +174,24 @@ impl ChannelObject {
             "decision": receipt.decision.label(),
             "reason": receipt.decision.reason.as_str(),
         }))
+    }
+}
+
+impl ChannelObject {
+    /// Reads the member count before a decision that depends on it, within
+    /// [`MEMBER_COUNT_TIMEOUT_MS`]; returns it (if read) and what happened,
+    /// for the decision log.
+    async fn read_member_count(&self, event: &InboundEvent) -> (Option<MembershipCount>, Option<String>) {
+        let platform = outbound::for_address(&self.config, &event.reply_address);
+        let peer_bots = self.channel.borrow().participants.get().peer_bot_names().count();
+        match within(MEMBER_COUNT_TIMEOUT_MS, platform.member_count(event, peer_bots, now_ms())).await {
+            Some(Some(read)) => {
+                let note = format!("member count read before deciding: {} human(s)", read.humans);
+                (Some(read), Some(note))
+            }
+            Some(None) => (None, Some("member count unavailable; decided on the speakers seen".into())),
+            None => (None, Some("member count timed out; decided on the speakers seen".into())),
+        }
     }
 }
 

@@ -16,6 +16,9 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{0}")]
     Unavailable(&'static str),
+    /// A request body over the route's cap (refused before it is read whole).
+    #[error("request body over {0} bytes")]
+    TooLarge(usize),
     #[error("internal error")]
     Internal,
 }
@@ -28,6 +31,7 @@ impl ApiError {
             ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
             ApiError::Unavailable(_) => 503,
+            ApiError::TooLarge(_) => 413,
             ApiError::Internal => 500,
         }
     }
@@ -48,6 +52,7 @@ mod tests {
             (ApiError::Unauthorized("bad secret"), 401, "bad secret"),
             (ApiError::BadRequest("malformed JSON".into()), 400, "malformed JSON"),
             (ApiError::NotFound, 404, "not found"),
+            (ApiError::TooLarge(1024), 413, "request body over 1024 bytes"),
             (ApiError::Internal, 500, "internal error"),
         ];
         for (error, status, message) in cases {

@@ -55,6 +55,11 @@ pub struct InboundEvent {
     pub reply_to_bot_message_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to_other_message_id: Option<String>,
+    /// The reply field names a thread's first message rather than the exact
+    /// message answered (Slack's `parent_user_id`): a reply "to someone else"
+    /// is then only the thread's, and the bot being in the thread overrides it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reply_is_thread_root: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -72,6 +77,17 @@ pub struct Attachment {
 }
 
 impl InboundEvent {
+    /// Cuts a text longer than the platform allows (`limit` characters) and
+    /// says so at the end, so an oversized payload is never stored whole.
+    pub fn with_text_capped(mut self, limit: usize) -> Self {
+        if let Some((end, _)) = self.text.char_indices().nth(limit) {
+            let left_out = self.text[end..].chars().count();
+            self.text.truncate(end);
+            self.text.push_str(&format!(" […cut: {left_out} more characters]"));
+        }
+        self
+    }
+
     /// A message with no mention, reply, thread, file or timestamp: parsers
     /// start here and set what their payload says.
     pub fn new(
@@ -94,6 +110,7 @@ impl InboundEvent {
             mentions_others: false,
             reply_to_bot_message_id: None,
             reply_to_other_message_id: None,
+            reply_is_thread_root: false,
             thread: None,
             attachments: Vec::new(),
             timestamp_ms: 0,
@@ -112,5 +129,24 @@ impl InboundEvent {
             text.to_string(),
             ReplyAddress::Telegram { chat_id, topic_id: None },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(text: &str) -> InboundEvent {
+        let author = Author { id: "1".into(), name: "ada".into(), is_bot: false };
+        InboundEvent::plain_text(1, "1", author, text)
+    }
+
+    #[test]
+    fn a_text_over_the_limit_is_cut_with_a_marker() {
+        assert_eq!(text("héllo").with_text_capped(5).text, "héllo", "at the limit nothing changes");
+        assert_eq!(text("héllo wörld").with_text_capped(5).text, "héllo […cut: 6 more characters]");
+        let long = text(&"é".repeat(100_000)).with_text_capped(4096);
+        assert!(long.text.starts_with(&"é".repeat(4096)));
+        assert!(long.text.ends_with("[…cut: 95904 more characters]"));
     }
 }

@@ -6,6 +6,7 @@
 
 mod discord;
 mod harness;
+mod hostile;
 mod memory;
 mod models;
 mod outbound;

@@ -81,7 +81,8 @@ async fn watched_messages_come_back_as_recent_context_when_the_bot_is_addressed(
             ("observe", "not addressed"),
             ("observe", "not addressed"),
             ("engage", "mention"),
-            ("observe", "not addressed"),
+            // Telegram names the exact message replied to: the bot having spoken here changes nothing.
+            ("observe", "reply to someone else's message"),
             ("engage", "reply to the bot"),
         ],
         "every inbound is recorded with its decision and why"

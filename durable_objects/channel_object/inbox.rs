@@ -16,9 +16,15 @@ CREATE TABLE IF NOT EXISTS inbox (
     decision TEXT NOT NULL,
     reason TEXT NOT NULL,
     received_at INTEGER NOT NULL,
-    status TEXT NOT NULL
+    status TEXT NOT NULL,
+    membership TEXT
 );
 ";
+
+/// Objects created before the membership note existed get the column
+/// (the probe fails only on such a table).
+pub const PROBE: &str = "SELECT membership FROM inbox LIMIT 0";
+pub const UPGRADE: &str = "ALTER TABLE inbox ADD COLUMN membership TEXT";
 
 /// Settled rows are kept this long (well past the 24 h delivery dedupe window).
 const RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
@@ -29,11 +35,19 @@ pub fn contains(sql: &SqlStorage, delivery_id: &str) -> Result<bool> {
     Ok(!rows.is_empty())
 }
 
-pub fn store(sql: &SqlStorage, event: &InboundEvent, decision: &Decision, now_ms: i64) -> Result<()> {
+/// Files an inbound with its decision and, when the member count was read
+/// for it, what that read found.
+pub fn store(
+    sql: &SqlStorage,
+    event: &InboundEvent,
+    decision: &Decision,
+    membership: Option<&str>,
+    now_ms: i64,
+) -> Result<()> {
     let status = if decision.engages { "queued" } else { "observed" };
     sql.exec(
-        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) VALUES (?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (delivery_id) DO NOTHING",
+        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status, membership) \
+         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING",
         vec![
             event.delivery_id.as_str().into(),
             serde_json::to_string(event)?.into(),
@@ -41,6 +55,7 @@ pub fn store(sql: &SqlStorage, event: &InboundEvent, decision: &Decision, now_ms
             decision.reason.as_str().into(),
             SqlStorageValue::from(now_ms),
             status.into(),
+            membership.map(str::to_string).into(),
         ],
     )?;
     Ok(())
@@ -70,6 +85,9 @@ pub struct EventRecord {
     pub reason: String,
     pub status: String,
     pub received_at: i64,
+    /// What a member-count read before the decision found, when one was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub membership: Option<String>,
     pub event: serde_json::Value,
 }
 
@@ -81,12 +99,16 @@ struct EventRow {
     reason: String,
     status: String,
     received_at: i64,
+    membership: Option<String>,
     event: String,
 }
 
 pub fn events(sql: &SqlStorage) -> Result<Vec<EventRecord>> {
     let rows: Vec<EventRow> = sql
-        .exec("SELECT seq, delivery_id, decision, reason, status, received_at, event FROM inbox ORDER BY seq", None)?
+        .exec(
+            "SELECT seq, delivery_id, decision, reason, status, received_at, membership, event FROM inbox ORDER BY seq",
+            None,
+        )?
         .to_array()?;
     Ok(rows
         .into_iter()
@@ -97,6 +119,7 @@ pub fn events(sql: &SqlStorage) -> Result<Vec<EventRecord>> {
             reason: row.reason,
             status: row.status,
             received_at: row.received_at,
+            membership: row.membership,
             event: serde_json::from_str(&row.event).unwrap_or_default(),
         })
         .collect())

@@ -1,5 +1,9 @@
 //! The outbox: every piece of text the channel means to send, written before
-//! it is sent, so a retried or resumed turn sends each piece at most once.
+//! it is sent. A piece is `pending`, then `sending` (recorded before each
+//! platform call), then `sent`, `failed` or `unknown`. A piece found still
+//! `sending` was interrupted mid-call; the platform decides whether it landed
+//! (see [`crate::edge::outbound::Interrupted`]), so a resumed turn never sends
+//! what it knows was sent.
 
 use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorage, SqlStorageValue};
@@ -32,6 +36,7 @@ pub struct Entry {
     pub attempts: i64,
     pub platform_message_id: Option<String>,
     pub last_error: Option<String>,
+    pub created_at: i64,
 }
 
 /// Records the turn's pieces (idempotently: a piece already recorded stays as it is).
@@ -63,7 +68,8 @@ fn insert(sql: &SqlStorage, turn: i64, piece: i64, text: &str, reply_to: Option<
 /// The turn's pieces in order.
 pub fn entries(sql: &SqlStorage, turn: i64) -> Result<Vec<Entry>> {
     sql.exec(
-        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error FROM outbox \
+        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at \
+         FROM outbox \
          WHERE turn = ? ORDER BY piece",
         vec![SqlStorageValue::from(turn)],
     )?
@@ -74,6 +80,23 @@ pub fn mark_sent(sql: &SqlStorage, id: &str, platform_message_id: &str) -> Resul
     sql.exec(
         "UPDATE outbox SET status = 'sent', attempts = attempts + 1, platform_message_id = ? WHERE id = ?",
         vec![platform_message_id.into(), id.into()],
+    )?;
+    Ok(())
+}
+
+/// Recorded before each platform call: found again after a crash, it means
+/// the call's outcome is unknown.
+pub fn mark_sending(sql: &SqlStorage, id: &str) -> Result<()> {
+    sql.exec("UPDATE outbox SET status = 'sending' WHERE id = ?", vec![id.into()])?;
+    Ok(())
+}
+
+/// An interrupted send that cannot be checked and is not resent.
+pub fn mark_unknown(sql: &SqlStorage, id: &str) -> Result<()> {
+    sql.exec(
+        "UPDATE outbox SET status = 'unknown', last_error = 'interrupted mid-send; the platform cannot tell whether it \
+         arrived, so it was not sent again' WHERE id = ?",
+        vec![id.into()],
     )?;
     Ok(())
 }
@@ -90,7 +113,8 @@ pub fn mark_attempt_failed(sql: &SqlStorage, id: &str, error: &str, give_up: boo
 /// The most recent pieces, newest first (admin API): failed sends show here.
 pub fn recent(sql: &SqlStorage, limit: i64) -> Result<Vec<Entry>> {
     sql.exec(
-        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error FROM outbox \
+        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at \
+         FROM outbox \
          ORDER BY turn DESC, piece DESC LIMIT ?",
         vec![SqlStorageValue::from(limit)],
     )?

@@ -31,14 +31,26 @@ pub fn load(sql: &SqlStorage) -> Result<(ChannelState, BTreeMap<String, u64>)> {
     Ok((state, saved))
 }
 
-/// Writes the slots that changed since the last checkpoint.
+/// Writes the slots that changed since the last checkpoint in ONE statement,
+/// so a checkpoint lands whole or not at all; `saved` moves only once it did.
 pub fn save(sql: &SqlStorage, state: &ChannelState, saved: &mut BTreeMap<String, u64>) -> Result<()> {
-    for (name, version, body) in state.changed_slots(saved)? {
-        sql.exec(
-            "INSERT INTO slots (name, version, body) VALUES (?, ?, ?) \
-             ON CONFLICT (name) DO UPDATE SET version = excluded.version, body = excluded.body",
-            vec![name.into(), SqlStorageValue::from(version as i64), body.into()],
-        )?;
+    let changed = state.changed_slots(saved)?;
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let rows = vec!["(?, ?, ?)"; changed.len()].join(", ");
+    let mut bindings = Vec::with_capacity(changed.len() * 3);
+    for (name, version, body) in &changed {
+        bindings.extend([(*name).into(), SqlStorageValue::from(*version as i64), body.as_str().into()]);
+    }
+    sql.exec(
+        &format!(
+            "INSERT INTO slots (name, version, body) VALUES {rows} \
+             ON CONFLICT (name) DO UPDATE SET version = excluded.version, body = excluded.body"
+        ),
+        bindings,
+    )?;
+    for (name, version, _) in changed {
         saved.insert(name.to_string(), version);
     }
     Ok(())

@@ -14,7 +14,7 @@ use crate::edge::config::{DATABASE_BINDING, JOBS_BINDING};
 use crate::edge::history::{self, StoredMessage};
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::model::HttpModel;
-use crate::edge::outbound::{self, Messenger, Piece, Platform};
+use crate::edge::outbound::{self, Interrupted, Messenger, Piece, Platform};
 use crate::inbound::InboundEvent;
 use crate::platforms::split_message;
 use crate::process::branch::BranchJob;
@@ -383,13 +383,36 @@ async fn deliver(
 ) -> Result<Delivery> {
     let mut sent = Vec::new();
     for entry in outbox::entries(sql, turn)? {
-        let platform_message_id = match entry.status.as_str() {
-            "sent" => entry.platform_message_id.clone(),
-            "pending" => match send_with_retries(config, platform, sql, event, &entry).await? {
-                Sending::Sent(id) => Some(id),
-                Sending::Failed => None,
-                Sending::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
-            },
+        let piece_id = format!("{}/{}", event.conversation_key, entry.id);
+        let piece = Piece {
+            id: &piece_id,
+            index: entry.piece.max(0) as usize,
+            text: &entry.text,
+            reply_to: entry.reply_to.as_deref(),
+        };
+        // Found mid-send: the Worker stopped during the call. Ask the platform.
+        let interrupted = match entry.status.as_str() {
+            "sending" => Some(platform.interrupted(&event.reply_address, &piece, entry.created_at).await),
+            _ => None,
+        };
+        let platform_message_id = match (entry.status.as_str(), interrupted) {
+            ("sent", _) => entry.platform_message_id.clone(),
+            (_, Some(Interrupted::Landed(id))) => {
+                outbox::mark_sent(sql, &entry.id, &id)?;
+                Some(id)
+            }
+            (_, Some(Interrupted::Unknown)) => {
+                worker::console_warn!("send of {} was interrupted and cannot be checked; not sent again", entry.id);
+                outbox::mark_unknown(sql, &entry.id)?;
+                None
+            }
+            ("pending", _) | (_, Some(Interrupted::Resend)) => {
+                match send_with_retries(config, platform, sql, event, &entry, &piece).await? {
+                    Sending::Sent(id) => Some(id),
+                    Sending::Failed => None,
+                    Sending::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
+                }
+            }
             _ => None,
         };
         if let Some(platform_message_id) = platform_message_id {
@@ -423,11 +446,12 @@ async fn send_with_retries(
     sql: &SqlStorage,
     event: &InboundEvent,
     entry: &outbox::Entry,
+    piece: &Piece<'_>,
 ) -> Result<Sending> {
     let mut attempts = entry.attempts.max(0) as u32;
-    let piece = Piece { index: entry.piece.max(0) as usize, text: &entry.text, reply_to: entry.reply_to.as_deref() };
     loop {
-        match platform.send(&event.reply_address, &piece).await {
+        outbox::mark_sending(sql, &entry.id)?;
+        match platform.send(&event.reply_address, piece).await {
             Ok(message_id) => {
                 outbox::mark_sent(sql, &entry.id, &message_id)?;
                 return Ok(Sending::Sent(message_id));

@@ -94,8 +94,8 @@ impl Reason {
 pub struct Decision {
     pub engages: bool,
     pub reason: Reason,
-    /// The author's sticky credit is spent by this decision.
-    pub consumes_credit: bool,
+    /// The author's sticky credit is spent by this decision (and slides forward).
+    pub spends_credit: bool,
     /// More than one human is in this group (drives the group-chat nudge).
     pub multi_human_group: bool,
 }
@@ -125,9 +125,13 @@ fn names_peer_bot(text: &str, participants: &Participants) -> bool {
 /// pre-check and the suppressors.
 fn targets_someone_else(input: &EngagementInput<'_>) -> Option<Reason> {
     let event = input.event;
+    // Where the reply field names only the thread's first author (Slack), the
+    // bot being in the thread means the reply may well be to the bot. Where it
+    // names the exact message answered (Telegram, Discord), it is never that.
+    let reply_may_be_to_bot = event.reply_is_thread_root && input.bot_in_thread;
     if event.mentions_others {
         Some(Reason::MentionsOthers)
-    } else if event.reply_to_other_message_id.is_some() && !input.bot_in_thread {
+    } else if event.reply_to_other_message_id.is_some() && !reply_may_be_to_bot {
         Some(Reason::ReplyToSomeoneElse)
     } else if names_peer_bot(&event.text, input.participants) {
         Some(Reason::NamesPeerBot)
@@ -141,7 +145,7 @@ pub fn decide(input: &EngagementInput<'_>) -> Decision {
     let event = input.event;
     let humans = effective_humans(input.participants.human_count(), input.membership, input.now_ms);
     let multi_human_group = !event.is_dm && humans > 1;
-    let decision = |engages, reason| Decision { engages, reason, consumes_credit: false, multi_human_group };
+    let decision = |engages, reason| Decision { engages, reason, spends_credit: false, multi_human_group };
 
     // 1. Explicit triggers. A command is addressed to the bot by construction.
     if event.is_command {
@@ -167,7 +171,7 @@ pub fn decide(input: &EngagementInput<'_>) -> Decision {
     }
     // 3. Sticky credit: mid-conversation with this author.
     if has_credit {
-        return Decision { consumes_credit: true, ..decision(true, Reason::Sticky) };
+        return Decision { spends_credit: true, ..decision(true, Reason::Sticky) };
     }
     // 4. The bot's name in the text.
     if aliased {
@@ -226,7 +230,7 @@ mod tests {
         bot_in_thread: bool,
         triggers: Triggers,
         expect: (bool, Reason),
-        consumes: bool,
+        spends: bool,
     }
 
     fn case(
@@ -244,7 +248,7 @@ mod tests {
             bot_in_thread: false,
             triggers: Triggers::default(),
             expect,
-            consumes: false,
+            spends: false,
         }
     }
 
@@ -323,7 +327,7 @@ mod tests {
             },
             Case {
                 sticky: &["ada"],
-                consumes: true,
+                spends: true,
                 ..case("sticky credit engages in a busy room", event("ada", "and then?"), busy, (true, Reason::Sticky))
             },
             Case {
@@ -346,7 +350,7 @@ mod tests {
             },
             Case {
                 sticky: &["ada"],
-                consumes: true,
+                spends: true,
                 ..case(
                     "an alias overrides the pre-check and the credit is spent",
                     with(event("ada", "@bo and edgebot, thoughts?"), |e| e.mentions_others = true),
@@ -356,7 +360,7 @@ mod tests {
             },
             Case {
                 sticky: &["ada"],
-                consumes: true,
+                spends: true,
                 ..case(
                     "in a solo room the credit beats mentions of others",
                     with(event("ada", "cc @bo"), |e| e.mentions_others = true),
@@ -403,10 +407,43 @@ mod tests {
             Case {
                 bot_in_thread: true,
                 ..case(
-                    "reply to someone else does not suppress once the bot is in the thread",
+                    "a reply naming the exact message (Telegram, Discord) suppresses even with the bot in the chat",
                     with(event("ada", "true"), |e| e.reply_to_other_message_id = Some("3".into())),
                     &["ada"],
+                    (false, Reason::ReplyToSomeoneElse),
+                )
+            },
+            Case {
+                bot_in_thread: true,
+                ..case(
+                    "a Slack thread reply does not suppress once the bot is in the thread",
+                    with(event("ada", "true"), |e| {
+                        e.reply_to_other_message_id = Some("3".into());
+                        e.reply_is_thread_root = true;
+                    }),
+                    &["ada"],
                     (true, Reason::SoloHuman),
+                )
+            },
+            Case {
+                sticky: &["ada"],
+                bot_in_thread: true,
+                ..case(
+                    "a credited person's reply to another human is theirs, though the bot has spoken in the group",
+                    with(event("ada", "agreed"), |e| e.reply_to_other_message_id = Some("4".into())),
+                    busy,
+                    (false, Reason::AddressedElsewhereCreditKept),
+                )
+            },
+            Case {
+                sticky: &["ada"],
+                bot_in_thread: true,
+                spends: true,
+                ..case(
+                    "in a solo room a credited reply to someone else's message still rides the credit",
+                    with(event("ada", "ha"), |e| e.reply_to_other_message_id = Some("4".into())),
+                    &["ada"],
+                    (true, Reason::Sticky),
                 )
             },
             case(
@@ -480,7 +517,7 @@ mod tests {
         for case in &cases {
             let decision = run(case);
             assert_eq!((decision.engages, decision.reason), case.expect, "{}", case.name);
-            assert_eq!(decision.consumes_credit, case.consumes, "{}: credit", case.name);
+            assert_eq!(decision.spends_credit, case.spends, "{}: credit", case.name);
         }
     }
 

@@ -20,6 +20,12 @@ use crate::process::envelope::Envelope;
 pub const CONTEXT_BUFFER_SIZE: usize = 20;
 /// Each watched message is cut to this many characters.
 pub const CONTEXT_MESSAGE_CHARS: usize = 800;
+/// Text bytes the prompt queue holds before later messages are cut to
+/// [`OVER_BUDGET_MESSAGE_CHARS`]: the queue is checkpointed as one row, which
+/// must stay well inside the storage's 2 MB row limit (the inbox keeps every
+/// message whole, up to the platform's own limit).
+pub const PROMPT_QUEUE_TEXT_BUDGET: usize = 256 * 1024;
+pub const OVER_BUDGET_MESSAGE_CHARS: usize = 500;
 /// The actor that runs channel turns.
 pub const TURN_ACTOR: &str = "turn";
 /// Finished work retriggers the channel after this pause (so bursts coalesce)...
@@ -151,8 +157,6 @@ pub struct Receipt {
     pub decision: Decision,
     /// When the channel should wake to run a turn, if it should.
     pub wake_at_ms: Option<i64>,
-    /// A speaker not seen before: the member count is worth refreshing.
-    pub new_speaker: bool,
 }
 
 fn cut(text: &str, limit: usize) -> String {
@@ -228,10 +232,20 @@ impl ChannelState {
         state
     }
 
+    /// Whether the member count must be read before deciding on this inbound:
+    /// a group message from a human that does not address the bot explicitly,
+    /// when no count is held or the speaker is new (a count read before they
+    /// spoke may not include them). Deciding on the speakers seen so far would
+    /// answer a new group's first line as if its one speaker were alone.
+    pub fn needs_member_count(&self, event: &InboundEvent) -> bool {
+        let explicit = event.is_command || event.is_bot_mention || event.reply_to_bot_message_id.is_some();
+        let unknown = self.membership.get().is_none() || !self.participants.get().is_known(&event.author.id);
+        !event.is_dm && !explicit && !event.author.is_bot && unknown
+    }
+
     /// Takes one inbound: records the speaker, decides, and files the message
     /// into the prompt queue (engage) or the context buffer (observe).
     pub fn receive(&mut self, event: &InboundEvent, settings: &ChannelSettings, now_ms: i64) -> Receipt {
-        let new_speaker = !self.participants.get().is_known(&event.author.id);
         self.participants.update(|participants| {
             participants.record(&event.author.id, &event.author.name, event.author.is_bot, now_ms)
         });
@@ -248,8 +262,8 @@ impl ChannelState {
             now_ms,
         });
         self.multi_human_group.update([decision.multi_human_group]);
-        if decision.consumes_credit {
-            self.sticky.update(|ledger| ledger.consume(&event.author.id));
+        if decision.spends_credit {
+            self.sticky.update(|ledger| ledger.spend(&event.author.id, now_ms, settings.sticky_window_ms));
         }
         if !event.author.is_bot {
             self.loop_guard.update(LoopGuard::on_human);
@@ -261,7 +275,12 @@ impl ChannelState {
         }
         if decision.engages {
             self.retriggers.update(|count| std::mem::replace(count, 0) != 0);
-            self.prompt_queue.update([QueuedMessage { event: event.clone(), received_at_ms: now_ms }]);
+            let queued_bytes: usize = self.prompt_queue.items().iter().map(|queued| queued.event.text.len()).sum();
+            let event = match queued_bytes > PROMPT_QUEUE_TEXT_BUDGET {
+                true => event.clone().with_text_capped(OVER_BUDGET_MESSAGE_CHARS),
+                false => event.clone(),
+            };
+            self.prompt_queue.update([QueuedMessage { event, received_at_ms: now_ms }]);
         } else {
             self.context_buffer.update([ObservedMessage {
                 delivery_id: event.delivery_id.clone(),
@@ -271,7 +290,7 @@ impl ChannelState {
                 received_at_ms: now_ms,
             }]);
         }
-        Receipt { decision, wake_at_ms: self.wake_at(settings, now_ms), new_speaker }
+        Receipt { decision, wake_at_ms: self.wake_at(settings, now_ms) }
     }
 
     /// When the next turn is due: at once for DMs and for a turn to resume;
@@ -596,6 +615,55 @@ mod tests {
         state.finish_turn(&TurnResult { sent_messages: 1, disengaged: true, usage: Usage::default() }, &settings, 30);
         let after = state.receive(&message(4, "ada", "more?"), &settings, 40);
         assert!(!after.decision.engages, "disengage keeps the credit cleared despite the same-turn reply");
+    }
+
+    #[test]
+    fn a_flood_of_long_messages_during_a_turn_keeps_the_queue_inside_its_budget() {
+        let settings = settings();
+        let mut state = busy_state();
+        state.receive(&mention(0, "ada", "edgebot, start"), &settings, 0);
+        state.begin_turn().unwrap();
+        for delivery in 1..=200 {
+            state.receive(&mention(delivery, "ada", &"x".repeat(40_000)), &settings, delivery as i64);
+        }
+        assert_eq!(state.prompt_queue.items().len(), 201, "every message is queued");
+        let whole = state.prompt_queue.items().iter().filter(|queued| queued.event.text.len() == 40_000).count();
+        assert_eq!(whole, PROMPT_QUEUE_TEXT_BUDGET / 40_000 + 1, "whole until the budget is passed");
+        let body = serde_json::to_string(state.prompt_queue.items()).unwrap();
+        assert!(body.len() < 1_000_000, "the checkpoint row stays far from the 2 MB limit: {}", body.len());
+        assert!(state.prompt_queue.items().last().unwrap().event.text.ends_with("more characters]"));
+    }
+
+    #[test]
+    fn the_member_count_is_read_before_deciding_when_none_is_held_or_the_speaker_is_new() {
+        let settings = settings();
+        let mut state = ChannelState::default();
+        let first = message(1, "ada", "hello?");
+        assert!(state.needs_member_count(&first), "a new group: no count yet");
+        assert!(!state.needs_member_count(&mention(1, "ada", "edgebot?")), "a mention engages anyway");
+        assert!(!state.needs_member_count(&InboundEvent { is_dm: true, ..first.clone() }), "a DM has no room");
+        assert!(!state.needs_member_count(&message(1, "helperbot", "hi")), "a peer bot never gets the solo rung");
+        state.membership.update([MembershipCount { humans: 3, truncated: false, fetched_at_ms: 0 }]);
+        state.receive(&first, &settings, 0);
+        assert!(!state.needs_member_count(&message(2, "ada", "again")), "a held count and a known speaker");
+        assert!(state.needs_member_count(&message(3, "bo", "hi all")), "a new voice: the count may predate them");
+    }
+
+    #[test]
+    fn a_quick_second_follow_up_in_a_busy_group_engages_too() {
+        let settings = settings();
+        let mut state = busy_state();
+        state.receive(&mention(1, "ada", "edgebot, the deploy failed"), &settings, 0);
+        state.begin_turn().unwrap();
+        state.finish_turn(&replied(), &settings, 10);
+        // Two lines before the bot answered the first: both are hers to it.
+        let first = state.receive(&message(2, "ada", "it says permission denied"), &settings, 1_000);
+        let second = state.receive(&message(3, "ada", "on the prod box"), &settings, 2_000);
+        assert_eq!((first.decision.reason, second.decision.reason), (Reason::Sticky, Reason::Sticky));
+        // A full quiet window after her last line ends the credit.
+        let window = settings.sticky_window_ms;
+        let late = state.receive(&message(4, "ada", "anyone?"), &settings, 2_000 + window);
+        assert!(!late.decision.engages, "the credit expired after a quiet window");
     }
 
     #[test]

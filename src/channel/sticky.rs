@@ -1,5 +1,7 @@
 //! Sticky credits: once the bot has answered someone, that person's next
-//! message engages without a mention, for a while.
+//! messages engage without a mention, for a while. Spending a credit slides
+//! its window forward instead of removing it, so a second line sent before the
+//! bot answered the first still engages; a full quiet window ends it.
 
 use std::collections::BTreeMap;
 
@@ -19,9 +21,16 @@ impl StickyLedger {
         self.expires_at_ms.get(author_id).is_some_and(|&expires| expires > now_ms)
     }
 
-    /// Spends the author's credit (one-shot); returns whether one was there.
-    pub fn consume(&mut self, author_id: &str) -> bool {
-        self.expires_at_ms.remove(author_id).is_some()
+    /// Spends the author's credit: it now lasts a full window from this
+    /// message. Returns whether an unexpired credit was there.
+    pub fn spend(&mut self, author_id: &str, now_ms: i64, window_ms: i64) -> bool {
+        match self.expires_at_ms.get_mut(author_id) {
+            Some(expires) if *expires > now_ms => {
+                *expires = now_ms + window_ms;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Grants a fresh credit to each author a reply targeted.
@@ -47,15 +56,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn credits_expire_and_are_one_shot() {
+    fn credits_expire_after_a_full_quiet_window() {
         let mut ledger = StickyLedger::default();
         ledger.grant(["ada"], 0, 1_000);
         assert!(ledger.has_credit("ada", 999));
         assert!(!ledger.has_credit("ada", 1_000));
         assert!(!ledger.has_credit("bo", 0));
-        assert!(ledger.consume("ada"));
-        assert!(!ledger.has_credit("ada", 0));
-        assert!(!ledger.consume("ada"));
+    }
+
+    #[test]
+    fn a_spent_credit_slides_forward_and_still_expires() {
+        let mut ledger = StickyLedger::default();
+        ledger.grant(["ada"], 0, 1_000);
+        // Two quick lines: both spend, each pushing the window on.
+        assert!(ledger.spend("ada", 400, 1_000));
+        assert!(ledger.has_credit("ada", 1_399));
+        assert!(ledger.spend("ada", 900, 1_000));
+        assert!(ledger.has_credit("ada", 1_899));
+        // A full window without a message ends it, and it cannot be spent after.
+        assert!(!ledger.has_credit("ada", 1_900));
+        assert!(!ledger.spend("ada", 1_900, 1_000));
+        assert!(!ledger.has_credit("ada", 1_901));
+        assert!(!ledger.spend("bo", 0, 1_000), "no credit, nothing to spend");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use worker::Method;
 
 use super::http::send_json;
-use super::outbound::{Messenger, Piece, SendFailure};
+use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
@@ -37,6 +37,16 @@ impl Messenger for Discord<'_> {
             parsed["retry_after"].as_f64().or(answer.retry_after_secs).map(|secs| (secs * 1000.0).ceil() as u64);
         let detail = parsed["message"].as_str().unwrap_or("no message");
         Err(SendFailure::from_status("Discord", answer.status, detail, retry_after_ms))
+    }
+
+    /// The first piece edits the deferred response: editing it again is
+    /// harmless. A follow-up cannot be looked up or deduplicated.
+    async fn interrupted(&self, _address: &ReplyAddress, piece: &Piece<'_>, _since_ms: i64) -> Interrupted {
+        if piece.index == 0 {
+            Interrupted::Resend
+        } else {
+            Interrupted::Unknown
+        }
     }
 
     /// The deferred response already shows "edgebot is thinking…".

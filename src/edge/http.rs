@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
+
+use crate::api_error::ApiError;
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 /// A finished exchange: the status, the whole body, and a `Retry-After`
@@ -120,9 +122,40 @@ fn build_request(
     Request::new_with_init(url, &init)
 }
 
+/// Reads a request body of at most `cap` bytes. A declared length over the
+/// cap is refused before anything is read; a body without one is read only
+/// until it passes the cap.
+pub async fn read_body(request: &mut Request, cap: usize) -> Result<Vec<u8>, ApiError> {
+    let declared = request.headers().get("content-length").ok().flatten().and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > cap as u64) {
+        return Err(ApiError::TooLarge(cap));
+    }
+    let unreadable = |_| ApiError::BadRequest("unreadable body".into());
+    let mut body = Vec::new();
+    let Ok(mut stream) = request.stream() else {
+        return Ok(body); // no body at all
+    };
+    while let Some(chunk) = stream.next().await {
+        body.extend_from_slice(&chunk.map_err(unreadable)?);
+        if body.len() > cap {
+            return Err(ApiError::TooLarge(cap));
+        }
+    }
+    Ok(body)
+}
+
 /// Milliseconds since the Unix epoch, from the JS clock (`Instant` panics on wasm32).
 pub fn now_ms() -> i64 {
     worker::Date::now().as_millis() as i64
+}
+
+/// Runs `work` for at most `timeout_ms`; None when the time ran out first.
+pub async fn within<T>(timeout_ms: u64, work: impl std::future::Future<Output = T>) -> Option<T> {
+    let deadline = Delay::from(Duration::from_millis(timeout_ms));
+    match select(Box::pin(work), deadline).await {
+        Either::Left((value, _)) => Some(value),
+        Either::Right(_) => None,
+    }
 }
 
 /// Waits, for backoff between attempts.

@@ -37,11 +37,25 @@ impl SendFailure {
 
 /// One outgoing piece of a reply.
 pub struct Piece<'a> {
+    /// Unique to this piece (conversation, turn, place), so it can be found again.
+    pub id: &'a str,
     /// Its place in the reply (Discord edits the deferred response with piece 0).
     pub index: usize,
     pub text: &'a str,
     /// The platform message it quotes, if any.
     pub reply_to: Option<&'a str>,
+}
+
+/// What became of a send that may have landed: the Worker stopped during the
+/// call (a crash, an eviction), so its answer was never recorded.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Interrupted {
+    /// The platform has it: this is its message id.
+    Landed(String),
+    /// It did not land, or sending it again is harmless: send it.
+    Resend,
+    /// No way to tell without risking a second copy: report it, do not resend.
+    Unknown,
 }
 
 /// What every platform does for the channel.
@@ -51,6 +65,9 @@ pub trait Messenger {
     fn message_limit(&self) -> usize;
     /// Sends one piece; returns the platform's id for the sent message.
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure>;
+    /// Decides what to do with a piece whose send was interrupted; the
+    /// attempt began after `since_ms`.
+    async fn interrupted(&self, address: &ReplyAddress, piece: &Piece<'_>, since_ms: i64) -> Interrupted;
     /// Shows that a turn started on this message (typing, a reaction); best effort.
     async fn show_working(&self, event: &InboundEvent);
     /// Takes the working signal away again; called on every way a turn ends.
@@ -101,6 +118,14 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.send(address, piece).await,
             Platform::Slack(platform) => platform.send(address, piece).await,
             Platform::Discord(platform) => platform.send(address, piece).await,
+        }
+    }
+
+    async fn interrupted(&self, address: &ReplyAddress, piece: &Piece<'_>, since_ms: i64) -> Interrupted {
+        match self {
+            Platform::Telegram(platform) => platform.interrupted(address, piece, since_ms).await,
+            Platform::Slack(platform) => platform.interrupted(address, piece, since_ms).await,
+            Platform::Discord(platform) => platform.interrupted(address, piece, since_ms).await,
         }
     }
 

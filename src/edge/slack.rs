@@ -2,16 +2,22 @@
 
 use serde_json::{json, Value};
 
-use super::http::{post_json, send_json};
-use super::outbound::{Messenger, Piece, SendFailure};
+use super::http::{get_manual, post_json};
+use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
-use crate::platforms::slack::{emoji_name, post_message_body, MESSAGE_LIMIT, WORKING_REACTION};
+use crate::platforms::slack::{
+    emoji_name, find_piece, piece_lookup, post_message_body, MESSAGE_LIMIT, WORKING_REACTION,
+};
 
 const API_TIMEOUT_MS: u64 = 10_000;
 /// Members read per page; a channel with more is a truncated read.
 const MEMBERS_PAGE: u32 = 200;
+/// A read answer larger than this is not read further.
+const READ_BODY_LIMIT: usize = 1_000_000;
+/// Clock skew allowed between the attempt's time and Slack's `ts`.
+const LOOKUP_SLACK_SECS: i64 = 60;
 
 pub struct Slack<'a> {
     pub config: &'a Config,
@@ -35,6 +41,16 @@ impl Slack<'_> {
 }
 
 impl Slack<'_> {
+    /// A read method (GET with a query string); None unless Slack answered ok.
+    async fn read(&self, method: &str, query: &str) -> Option<Value> {
+        let url = format!("{}/{method}?{query}", self.config.slack_api_base);
+        let authorization = format!("Bearer {}", self.config.slack_bot_token);
+        let answer =
+            get_manual(&url, &[("authorization", &authorization)], API_TIMEOUT_MS, READ_BODY_LIMIT).await.ok()?;
+        let parsed: Value = serde_json::from_slice(&answer.body).ok()?;
+        (answer.status == 200 && parsed["ok"] == true).then_some(parsed)
+    }
+
     /// Adds or removes a reaction (by Slack emoji name) on the message a turn answers.
     async fn reaction(&self, method: &str, event: &InboundEvent, name: &str) {
         let ReplyAddress::Slack { channel, .. } = &event.reply_address else {
@@ -54,8 +70,23 @@ impl Messenger for Slack<'_> {
     }
 
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
-        let answer = self.call("chat.postMessage", &post_message_body(address, piece.text)).await?;
+        let answer = self.call("chat.postMessage", &post_message_body(address, piece.text, piece.id)).await?;
         Ok(answer["ts"].as_str().unwrap_or_default().to_string())
+    }
+
+    /// Every piece carries its id in the message metadata: look for it, and
+    /// send only what is not there. A lookup that fails cannot tell.
+    async fn interrupted(&self, address: &ReplyAddress, piece: &Piece<'_>, since_ms: i64) -> Interrupted {
+        let Some((method, query)) = piece_lookup(address, since_ms / 1000 - LOOKUP_SLACK_SECS) else {
+            return Interrupted::Unknown;
+        };
+        match self.read(method, &query).await {
+            Some(answer) => match find_piece(&answer, piece.id) {
+                Some(ts) => Interrupted::Landed(ts),
+                None => Interrupted::Resend,
+            },
+            None => Interrupted::Unknown,
+        }
     }
 
     /// Slack bots have no typing indicator over the Web API: the :eyes:
@@ -72,13 +103,7 @@ impl Messenger for Slack<'_> {
         let ReplyAddress::Slack { channel, .. } = &event.reply_address else {
             return None;
         };
-        let url = format!("{}/conversations.members", self.config.slack_api_base);
-        let authorization = format!("Bearer {}", self.config.slack_bot_token);
-        let body = json!({ "channel": channel, "limit": MEMBERS_PAGE });
-        let answer = send_json(worker::Method::Post, &url, &[("authorization", &authorization)], &body, API_TIMEOUT_MS)
-            .await
-            .ok()?;
-        let parsed: Value = serde_json::from_slice(&answer.body).ok()?;
+        let parsed = self.read("conversations.members", &format!("channel={channel}&limit={MEMBERS_PAGE}")).await?;
         let members = parsed["members"].as_array()?.len();
         let truncated =
             parsed.pointer("/response_metadata/next_cursor").and_then(Value::as_str).is_some_and(|c| !c.is_empty());

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::http::post_json;
-use super::outbound::{Messenger, Piece, SendFailure};
+use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
@@ -65,6 +65,12 @@ impl Messenger for Telegram<'_> {
             other => other?,
         };
         Ok(sent_message_id(&answer).unwrap_or_default())
+    }
+
+    /// The Bot API has no idempotency key and no way for a bot to read what
+    /// it sent: a resend could post a second copy, so the piece is reported.
+    async fn interrupted(&self, _address: &ReplyAddress, _piece: &Piece<'_>, _since_ms: i64) -> Interrupted {
+        Interrupted::Unknown
     }
 
     async fn show_working(&self, event: &InboundEvent) {

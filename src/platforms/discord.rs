@@ -11,6 +11,8 @@ use crate::security::{decode_hex, is_fresh};
 
 /// Discord's limit on one message's content.
 pub const MESSAGE_LIMIT: usize = 2000;
+/// A command's text option holds at most 6,000 characters; a longer text is cut on arrival.
+pub const INBOUND_TEXT_LIMIT: usize = 6_000;
 pub const SIGNATURE_HEADER: &str = "X-Signature-Ed25519";
 pub const TIMESTAMP_HEADER: &str = "X-Signature-Timestamp";
 /// The slash command edgebot registers.
@@ -28,6 +30,10 @@ pub enum DiscordError {
     WrongSignature,
     #[error("malformed Discord interaction: {0}")]
     Malformed(String),
+    /// Autocomplete, modal submits and types Discord adds later: edgebot
+    /// registers nothing that sends them, so one arriving is refused.
+    #[error("Discord interaction type {0} is not handled")]
+    UnhandledType(u8),
 }
 
 /// Verifies `X-Signature-Ed25519` over `timestamp + body` with the
@@ -66,8 +72,9 @@ pub enum Interaction {
     Command(Box<InboundEvent>),
     /// A button or select: acknowledge with a deferred update (`{"type": 6}`).
     Component,
-    /// Something edgebot does not handle; acknowledged with this message.
-    Unsupported(&'static str),
+    /// A command edgebot does not know (say, one registered by an older
+    /// version): the person is told so, visible only to them.
+    UnknownCommand,
 }
 
 #[derive(Debug, Deserialize)]
@@ -141,7 +148,7 @@ pub fn parse_interaction(body: &[u8]) -> Result<Interaction, DiscordError> {
         1 => return Ok(Interaction::Ping),
         3 => return Ok(Interaction::Component),
         2 => {}
-        _ => return Ok(Interaction::Unsupported("interaction type not handled")),
+        other => return Err(DiscordError::UnhandledType(other)),
     }
     let data = payload.data.ok_or_else(|| DiscordError::Malformed("command without data".into()))?;
     let text = match data.kind {
@@ -162,7 +169,7 @@ pub fn parse_interaction(body: &[u8]) -> Result<Interaction, DiscordError> {
                 .unwrap_or_default();
             format!("About this message: {content}")
         }
-        _ => return Ok(Interaction::Unsupported("unknown command")),
+        _ => return Ok(Interaction::UnknownCommand),
     };
     let user = payload
         .member
@@ -181,7 +188,8 @@ pub fn parse_interaction(body: &[u8]) -> Result<Interaction, DiscordError> {
         ReplyAddress::Discord { application_id: payload.application_id, interaction_token: token, channel_id },
     );
     let is_dm = payload.guild_id.is_none();
-    Ok(Interaction::Command(Box::new(InboundEvent { is_dm, is_command: true, ..event })))
+    let event = InboundEvent { is_dm, is_command: true, ..event }.with_text_capped(INBOUND_TEXT_LIMIT);
+    Ok(Interaction::Command(Box::new(event)))
 }
 
 /// The immediate answer to an interaction.
@@ -190,7 +198,7 @@ pub fn immediate_response(interaction: &Interaction) -> Value {
         Interaction::Ping => json!({ "type": 1 }),
         Interaction::Command(_) => json!({ "type": 5 }),
         Interaction::Component => json!({ "type": 6 }),
-        Interaction::Unsupported(reason) => json!({ "type": 4, "data": { "content": reason, "flags": 64 } }),
+        Interaction::UnknownCommand => json!({ "type": 4, "data": { "content": "unknown command", "flags": 64 } }),
     }
 }
 
@@ -311,5 +319,18 @@ mod tests {
         assert_eq!(event.conversation_key, "discord:dm:C");
         assert!(event.is_dm);
         assert!(matches!(parse_interaction(b"[]"), Err(DiscordError::Malformed(_))));
+    }
+
+    #[test]
+    fn interaction_types_edgebot_does_not_handle_are_refused_and_unknown_commands_answered() {
+        for kind in [4u8, 5, 9] {
+            let body = json!({"id": "9", "application_id": "A", "type": kind, "token": "t", "channel_id": "C"});
+            assert_eq!(parse_interaction(body.to_string().as_bytes()), Err(DiscordError::UnhandledType(kind)));
+        }
+        let body = json!({"id": "9", "application_id": "A", "type": 2, "token": "t", "channel_id": "C",
+                          "user": {"id": "U"}, "data": {"name": "old", "type": 1}});
+        let interaction = parse_interaction(body.to_string().as_bytes()).unwrap();
+        assert_eq!(interaction, Interaction::UnknownCommand);
+        assert_eq!(immediate_response(&interaction)["data"]["flags"], 64, "only the asker sees it");
     }
 }

@@ -11,6 +11,8 @@ use crate::security::{decode_hex, is_fresh};
 
 /// Slack truncates very long messages; replies are split well before that.
 pub const MESSAGE_LIMIT: usize = 12_000;
+/// Slack truncates messages past 40,000 characters; a longer text is cut on arrival.
+pub const INBOUND_TEXT_LIMIT: usize = 40_000;
 pub const SIGNATURE_HEADER: &str = "X-Slack-Signature";
 pub const TIMESTAMP_HEADER: &str = "X-Slack-Request-Timestamp";
 /// The reaction that shows a turn has started on a message.
@@ -177,6 +179,8 @@ pub fn parse_event(body: &[u8], bot_user_id: &str) -> Result<ParsedSlack, SlackE
     let thread = event.thread_ts.clone().filter(|thread| *thread != ts);
     let (reply_to_bot_message_id, reply_to_other_message_id) = match (&thread, &event.parent_user_id) {
         (Some(root), Some(parent)) if *parent == bot_user => (Some(root.clone()), None),
+        // Continuing a thread under one's own message is not talking to someone else.
+        (Some(_), Some(parent)) if *parent == author_id => (None, None),
         (Some(root), Some(_)) => (None, Some(root.clone())),
         _ => (None, None),
     };
@@ -201,26 +205,30 @@ pub fn parse_event(body: &[u8], bot_user_id: &str) -> Result<ParsedSlack, SlackE
         })
         .collect();
     let timestamp_ms = ts.split('.').next().and_then(|secs| secs.parse::<i64>().ok()).unwrap_or(0) * 1000;
-    Ok(ParsedSlack::Message(Box::new(InboundEvent {
-        conversation_key,
-        // The message's identity, not the event id: the `message` and
-        // `app_mention` events for one message, and every retry of either,
-        // share it, so one message is answered once.
-        delivery_id: format!("{channel}:{ts}"),
-        message_id: ts.clone(),
-        author: Author { id: author_id, name, is_bot },
-        text,
-        is_dm: event.channel_type.as_deref() == Some("im"),
-        is_command: false,
-        is_bot_mention: is_bot_mention || event.kind == "app_mention",
-        mentions_others,
-        reply_to_bot_message_id,
-        reply_to_other_message_id,
-        thread: thread.clone(),
-        attachments,
-        timestamp_ms,
-        reply_address: ReplyAddress::Slack { channel, thread_ts: thread },
-    })))
+    Ok(ParsedSlack::Message(Box::new(
+        InboundEvent {
+            conversation_key,
+            // The message's identity, not the event id: the `message` and
+            // `app_mention` events for one message, and every retry of either,
+            // share it, so one message is answered once.
+            delivery_id: format!("{channel}:{ts}"),
+            message_id: ts.clone(),
+            author: Author { id: author_id, name, is_bot },
+            text,
+            is_dm: event.channel_type.as_deref() == Some("im"),
+            is_command: false,
+            is_bot_mention: is_bot_mention || event.kind == "app_mention",
+            mentions_others,
+            reply_to_bot_message_id,
+            reply_to_other_message_id,
+            reply_is_thread_root: true,
+            thread: thread.clone(),
+            attachments,
+            timestamp_ms,
+            reply_address: ReplyAddress::Slack { channel, thread_ts: thread },
+        }
+        .with_text_capped(INBOUND_TEXT_LIMIT),
+    )))
 }
 
 /// Returns (mentions the bot, mentions someone else) from `<@U…>` tokens.
@@ -259,7 +267,7 @@ pub fn parse_command(body: &[u8]) -> Result<InboundEvent, SlackError> {
         text,
         ReplyAddress::Slack { channel, thread_ts: None },
     );
-    Ok(InboundEvent { is_dm, is_command: true, ..event })
+    Ok(InboundEvent { is_dm, is_command: true, ..event }.with_text_capped(INBOUND_TEXT_LIMIT))
 }
 
 fn form_fields(body: &[u8]) -> Vec<(String, String)> {
@@ -295,11 +303,16 @@ fn form_decode(text: &str) -> String {
     String::from_utf8_lossy(&decoded).into_owned()
 }
 
-/// The `chat.postMessage` body for one piece of a reply.
-pub fn post_message_body(address: &ReplyAddress, text: &str) -> Value {
+/// The message-metadata event type that carries a reply piece's id, so a send
+/// interrupted by a crash can be looked up before it is sent again.
+pub const PIECE_EVENT_TYPE: &str = "edgebot_reply_piece";
+
+/// The `chat.postMessage` body for one piece of a reply, tagged with its id.
+pub fn post_message_body(address: &ReplyAddress, text: &str, piece_id: &str) -> Value {
     match address {
         ReplyAddress::Slack { channel, thread_ts } => {
-            let mut body = json!({ "channel": channel, "text": text });
+            let metadata = json!({ "event_type": PIECE_EVENT_TYPE, "event_payload": { "piece": piece_id } });
+            let mut body = json!({ "channel": channel, "text": text, "metadata": metadata });
             if let Some(thread) = thread_ts {
                 body["thread_ts"] = json!(thread);
             }
@@ -307,6 +320,29 @@ pub fn post_message_body(address: &ReplyAddress, text: &str) -> Value {
         }
         _ => json!({ "text": text }),
     }
+}
+
+/// The read that shows whether a piece landed: the thread's replies, or the
+/// channel's history, since `since_secs`, with message metadata. Returns the
+/// Web API method and its query string.
+pub fn piece_lookup(address: &ReplyAddress, since_secs: i64) -> Option<(&'static str, String)> {
+    let ReplyAddress::Slack { channel, thread_ts } = address else {
+        return None;
+    };
+    let common = format!("channel={channel}&oldest={since_secs}&include_all_metadata=true&limit=200");
+    Some(match thread_ts {
+        Some(thread) => ("conversations.replies", format!("{common}&ts={thread}")),
+        None => ("conversations.history", common),
+    })
+}
+
+/// The `ts` of the message carrying this piece id in a lookup's answer.
+pub fn find_piece(answer: &Value, piece_id: &str) -> Option<String> {
+    answer["messages"].as_array()?.iter().find_map(|message| {
+        let metadata = &message["metadata"];
+        let is_piece = metadata["event_type"] == PIECE_EVENT_TYPE && metadata["event_payload"]["piece"] == piece_id;
+        is_piece.then(|| message["ts"].as_str().map(str::to_string)).flatten()
+    })
 }
 
 /// Slack reacts by emoji name: common emoji are mapped to their names, and a
@@ -423,7 +459,51 @@ mod tests {
         assert_eq!(event.conversation_key, "slack:T061EG9R6:C1:1700000000.000100");
         assert!(event.mentions_others && !event.is_bot_mention);
         assert_eq!(event.reply_to_other_message_id.as_deref(), Some("1700000000.000100"));
-        assert_eq!(post_message_body(&event.reply_address, "hi")["thread_ts"], "1700000000.000100");
+        assert!(event.reply_is_thread_root, "Slack's reply field names the thread, not the message");
+        assert_eq!(post_message_body(&event.reply_address, "hi", "p")["thread_ts"], "1700000000.000100");
+    }
+
+    #[test]
+    fn a_piece_carries_its_id_and_a_lookup_finds_exactly_that_piece() {
+        let thread = ReplyAddress::Slack { channel: "C1".into(), thread_ts: Some("1700000000.000100".into()) };
+        let body = post_message_body(&thread, "hello", "slack:T:C1/7:0");
+        assert_eq!(body["metadata"]["event_payload"]["piece"], "slack:T:C1/7:0");
+        let (method, query) = piece_lookup(&thread, 1_700_000_000).unwrap();
+        assert_eq!(method, "conversations.replies");
+        assert!(query.contains("ts=1700000000.000100") && query.contains("include_all_metadata=true"), "{query}");
+        let channel = ReplyAddress::Slack { channel: "C1".into(), thread_ts: None };
+        assert_eq!(piece_lookup(&channel, 5).unwrap().0, "conversations.history");
+
+        let tagged = |ts: &str, piece: &str| json!({"ts": ts, "text": "x", "metadata": {"event_type": PIECE_EVENT_TYPE, "event_payload": {"piece": piece}}});
+        let answer = json!({"ok": true, "messages": [
+            {"ts": "1.1", "text": "a person's message"},
+            tagged("1.2", "slack:T:C1/7:1"),
+            tagged("1.3", "slack:T:C1/7:0"),
+            {"ts": "1.4", "metadata": {"event_type": "someone_else", "event_payload": {"piece": "slack:T:C1/7:0"}}},
+        ]});
+        assert_eq!(find_piece(&answer, "slack:T:C1/7:0").as_deref(), Some("1.3"));
+        assert_eq!(find_piece(&answer, "slack:T:C1/8:0"), None);
+        assert_eq!(find_piece(&json!({"ok": false}), "x"), None);
+    }
+
+    #[test]
+    fn a_thread_under_ones_own_message_is_not_a_reply_to_someone_else() {
+        let thread_reply = |parent: &str| {
+            message(
+                parse_event(
+                    &callback(json!({"type": "message", "channel": "C1", "user": "U1", "text": "more detail",
+                        "ts": "1700000001.000200", "thread_ts": "1700000000.000100", "parent_user_id": parent,
+                        "channel_type": "channel"})),
+                    "UBOT",
+                )
+                .unwrap(),
+            )
+        };
+        let own = thread_reply("U1");
+        assert_eq!((own.reply_to_other_message_id, own.reply_to_bot_message_id), (None, None));
+        assert_eq!(own.thread.as_deref(), Some("1700000000.000100"));
+        assert_eq!(thread_reply("U3").reply_to_other_message_id.as_deref(), Some("1700000000.000100"));
+        assert_eq!(thread_reply("UBOT").reply_to_bot_message_id.as_deref(), Some("1700000000.000100"));
     }
 
     #[test]

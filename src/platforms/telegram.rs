@@ -9,6 +9,8 @@ use crate::security::constant_time_eq;
 
 /// Telegram's limit on one message's text.
 pub const MESSAGE_LIMIT: usize = 4096;
+/// The longest text a Telegram message can carry; a longer one is cut on arrival.
+pub const INBOUND_TEXT_LIMIT: usize = 4096;
 
 /// The header Telegram sends with the secret given to `setWebhook`.
 pub const SECRET_HEADER: &str = "X-Telegram-Bot-Api-Secret-Token";
@@ -168,23 +170,27 @@ pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, Tele
         None => format!("telegram:{}", message.chat.id),
     };
 
-    Ok(ParsedUpdate::Message(Box::new(InboundEvent {
-        conversation_key,
-        delivery_id: update.update_id.to_string(),
-        message_id: message.message_id.to_string(),
-        author: Author { id: from.id.to_string(), name: display_name(from), is_bot: from.is_bot },
-        text,
-        is_dm: message.chat.kind == "private",
-        is_command: false,
-        is_bot_mention,
-        mentions_others,
-        reply_to_bot_message_id,
-        reply_to_other_message_id,
-        thread: topic_id.map(|topic| topic.to_string()),
-        attachments,
-        timestamp_ms: message.date.saturating_mul(1000),
-        reply_address: ReplyAddress::Telegram { chat_id: message.chat.id, topic_id },
-    })))
+    Ok(ParsedUpdate::Message(Box::new(
+        InboundEvent {
+            conversation_key,
+            delivery_id: update.update_id.to_string(),
+            message_id: message.message_id.to_string(),
+            author: Author { id: from.id.to_string(), name: display_name(from), is_bot: from.is_bot },
+            text,
+            is_dm: message.chat.kind == "private",
+            is_command: false,
+            is_bot_mention,
+            mentions_others,
+            reply_to_bot_message_id,
+            reply_to_other_message_id,
+            reply_is_thread_root: false,
+            thread: topic_id.map(|topic| topic.to_string()),
+            attachments,
+            timestamp_ms: message.date.saturating_mul(1000),
+            reply_address: ReplyAddress::Telegram { chat_id: message.chat.id, topic_id },
+        }
+        .with_text_capped(INBOUND_TEXT_LIMIT),
+    )))
 }
 
 fn display_name(user: &User) -> String {

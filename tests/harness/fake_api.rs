@@ -39,10 +39,21 @@ struct Failure {
     retry_after: Option<String>,
 }
 
+/// The next call to a path ending with `path_suffix` never gets its answer
+/// (the fake holds it open), as a platform that is slow when the Worker dies.
+struct Hang {
+    path_suffix: String,
+    /// Whether the platform took the message before the answer was lost.
+    lands: bool,
+}
+
 struct ApiState {
     flavor: Flavor,
     calls: Vec<Call>,
     failures: VecDeque<Failure>,
+    hangs: VecDeque<Hang>,
+    /// Slack messages the bot posted (what conversations.history shows).
+    posted: Vec<Value>,
     next_id: i64,
     /// Members the platform reports (bots included).
     member_count: u64,
@@ -60,13 +71,21 @@ impl FakeApi {
             flavor,
             calls: Vec::new(),
             failures: VecDeque::new(),
+            hangs: VecDeque::new(),
+            posted: Vec::new(),
             next_id: 500,
             member_count: 10,
         }));
         let shared = state.clone();
         let router = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
             let state = shared.clone();
-            async move { answer(&state, method, uri, headers, body) }
+            async move {
+                let (response, hang) = answer(&state, method, uri, headers, body);
+                if hang {
+                    tokio::time::sleep(HANG).await;
+                }
+                response
+            }
         });
         let server = ServerHandle::serve(router).await;
         FakeApi { base_url: server.base_url.clone(), state, _server: server }
@@ -90,6 +109,17 @@ impl FakeApi {
         self.state.lock().unwrap().member_count = count;
     }
 
+    /// The next call to a path ending with `path_suffix` is held open for
+    /// [`HANG`]; `lands` says whether the platform kept the message.
+    pub fn hang_next(&self, path_suffix: &str, lands: bool) {
+        self.state.lock().unwrap().hangs.push_back(Hang { path_suffix: path_suffix.to_string(), lands });
+    }
+
+    /// The Slack messages the platform holds (posted and landed).
+    pub fn posted(&self) -> Vec<Value> {
+        self.state.lock().unwrap().posted.clone()
+    }
+
     /// The next call to a path ending with `path_suffix` gets this answer.
     pub fn fail_next(&self, path_suffix: &str, status: u16, body: Value, retry_after: Option<&str>) {
         self.state.lock().unwrap().failures.push_back(Failure {
@@ -101,8 +131,19 @@ impl FakeApi {
     }
 }
 
-fn answer(state: &Mutex<ApiState>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+/// How long a hung call is held: longer than any test waits.
+const HANG: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The answer to one call, and whether to hold it open first.
+fn answer(state: &Mutex<ApiState>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> (Response, bool) {
     let mut state = state.lock().unwrap();
+    let hang = state.hangs.iter().position(|hang| uri.path().ends_with(&hang.path_suffix));
+    let hang = hang.and_then(|position| state.hangs.remove(position));
+    let response = respond(&mut state, method, uri, headers, body, hang.as_ref().is_none_or(|hang| hang.lands));
+    (response, hang.is_some())
+}
+
+fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, body: Bytes, lands: bool) -> Response {
     let path = uri.path().to_string();
     let is_form = headers
         .get("content-type")
@@ -138,7 +179,16 @@ fn answer(state: &Mutex<ApiState>, method: Method, uri: Uri, headers: HeaderMap,
             let ids: Vec<String> = (0..members).map(|index| format!("U{index}")).collect();
             json!({"ok": true, "members": ids, "response_metadata": {"next_cursor": ""}})
         }
-        Flavor::Slack => json!({"ok": true, "channel": body["channel"], "ts": format!("1795000000.{id:06}")}),
+        Flavor::Slack if path.ends_with("/conversations.history") || path.ends_with("/conversations.replies") => {
+            json!({"ok": true, "messages": state.posted, "has_more": false})
+        }
+        Flavor::Slack => {
+            let ts = format!("1795000000.{id:06}");
+            if path.ends_with("/chat.postMessage") && lands {
+                state.posted.push(json!({"ts": ts, "text": body["text"], "metadata": body["metadata"]}));
+            }
+            json!({"ok": true, "channel": body["channel"], "ts": ts})
+        }
         Flavor::Discord => json!({"id": id.to_string(), "content": body["content"]}),
     };
     axum::Json(reply).into_response()
