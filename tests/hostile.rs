@@ -173,3 +173,29 @@ async fn interaction_types_edgebot_does_not_handle_get_a_json_error() {
     }
     assert_eq!(env.discord.total_calls(), 0, "nothing was sent to the person");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slack_thread_under_ones_own_message_in_a_one_human_channel_is_answered() {
+    let env = TestEnv::start().await;
+    // The bot and one person. The root itself engages (one human); the thread's
+    // turn answers in the thread.
+    env.slack.set_member_count(2);
+    env.llm.reply("noted");
+    env.llm.reply("noted");
+    let root = json!({"type": "message", "channel": "C5", "channel_type": "channel", "user": "U1",
+                      "text": "deploys are slow today", "ts": "1795000000.000100"});
+    let thread_reply = json!({"type": "message", "channel": "C5", "channel_type": "channel", "user": "U1",
+                              "text": "and the cache misses too", "ts": "1795000001.000200",
+                              "thread_ts": "1795000000.000100", "parent_user_id": "U1"});
+    env.slack_event(&slack_callback("Ev1", root)).await;
+    let response = env.slack_event(&slack_callback("Ev2", thread_reply)).await;
+    let decision: Value = response.json().await.unwrap();
+    assert_eq!((decision["decision"].as_str(), decision["reason"].as_str()), (Some("engage"), Some("solo human")));
+    let events = env.admin("/api/channels/slack:T1:C5:1795000000.000100/events").await;
+    assert_eq!(events[0]["membership"], "member count read before deciding: 1 human(s)", "the new thread read it");
+    wait_for("the answer in the thread", Duration::from_secs(20), || async {
+        let posts = env.slack.calls("/chat.postMessage");
+        posts.into_iter().find(|post| post["thread_ts"] == "1795000000.000100")
+    })
+    .await;
+}

@@ -223,6 +223,37 @@ async fn http_fetch_refuses_private_addresses_unless_the_host_is_allowed() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn spellings_that_smuggle_a_private_host_past_a_naive_parser_are_refused() {
+    let env = TestEnv::start().await;
+    let port = env.telegram.base_url.rsplit(':').next().unwrap().to_string();
+    // Each is 127.0.0.1 to the WHATWG URL parser (the runtime's), and each
+    // passed the old hand-written guard.
+    let spellings = [
+        format!("http://127.0.0.1:{port}\\@example.com/page"),
+        format!("http://%31%32%37.0.0.1:{port}/page"),
+        format!("http://１２７.０.０.１:{port}/page"),
+        format!("http://127。0。0。1:{port}/page"),
+        format!("http://0x7f.1:{port}/page"),
+        format!("http:127.0.0.1:{port}/page"),
+    ];
+    env.llm.push(spawn("read the pages", false, "Reading."));
+    let calls = spellings.iter().map(|url| ("http_fetch".to_string(), json!({ "url": url }))).collect();
+    env.llm.push_for(WORKER, Scripted::ToolCalls(calls));
+    env.llm.push_for(WORKER, status("outcome", "Nothing could be read."));
+    env.llm.reply("The pages were refused.");
+    env.telegram_update(&dm_update(1, 66, "read the pages")).await;
+    env.wait_for_sent(2).await;
+
+    let results = tool_results(&worker_requests(&env)[1]);
+    assert_eq!(results.len(), spellings.len(), "{results:?}");
+    for (url, result) in spellings.iter().zip(&results) {
+        assert!(result.contains("refused") && result.contains("127.0.0.1"), "{url}: {result}");
+    }
+    let reached = env.telegram.requests().into_iter().filter(|call| call.path.contains("page")).count();
+    assert_eq!(reached, 0, "nothing reached the private address");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_worker_step_retried_after_a_failure_posts_nothing_twice() {
     let env = TestEnv::start_with(&[("LLM_MAX_ATTEMPTS", "1")]).await;
     env.llm.push(spawn("tidy the notes", false, "Tidying."));
