@@ -44,6 +44,10 @@ pub struct Config {
     pub discord_application_id: String,
     pub discord_bot_token: String,
     pub discord_api_base: String,
+    /// Whether the Gateway object holds a connection (DISCORD_GATEWAY=on).
+    pub discord_gateway: bool,
+    /// The Gateway URL; empty means ask Discord (`GET /gateway/bot`).
+    pub discord_gateway_url: String,
     pub openai_base_url: String,
     pub openai_api_key: String,
     pub anthropic_base_url: String,
@@ -104,6 +108,8 @@ impl Config {
             discord_application_id: text("DISCORD_APPLICATION_ID", ""),
             discord_bot_token: text("DISCORD_BOT_TOKEN", ""),
             discord_api_base: text("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).trim_end_matches('/').to_string(),
+            discord_gateway: text("DISCORD_GATEWAY", "off").eq_ignore_ascii_case("on"),
+            discord_gateway_url: text("DISCORD_GATEWAY_URL", ""),
             openai_base_url: text("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
             openai_api_key: text("OPENAI_API_KEY", ""),
             anthropic_base_url: text("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL),

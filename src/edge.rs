@@ -6,6 +6,7 @@ mod admin;
 pub mod config;
 mod cortex;
 pub mod discord;
+pub mod gateway;
 pub mod history;
 pub mod http;
 pub mod jobs;
@@ -18,7 +19,7 @@ pub mod tasks;
 pub mod telegram;
 pub mod usage;
 pub mod web;
-mod webhooks;
+pub mod webhooks;
 
 use worker::{event, Context, Env, Request, Response, Result};
 

@@ -30,6 +30,14 @@ pub enum ReplyAddress {
     /// A Discord interaction, answered through its webhook: the first piece
     /// edits the deferred response, later pieces are follow-ups.
     Discord { application_id: String, interaction_token: String, channel_id: String },
+    /// A Discord channel message heard over the Gateway, answered through the
+    /// REST API as the bot.
+    DiscordChannel {
+        channel_id: String,
+        /// The guild, for its member count; None in DMs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        guild_id: Option<String>,
+    },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the

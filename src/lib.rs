@@ -24,3 +24,7 @@ mod edge;
 #[cfg(target_arch = "wasm32")]
 #[path = "../durable_objects/channel_object.rs"]
 mod channel_object;
+
+#[cfg(target_arch = "wasm32")]
+#[path = "../durable_objects/gateway_object.rs"]
+mod gateway_object;

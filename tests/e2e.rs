@@ -5,6 +5,7 @@
 //! Run through `make test`, which builds the Worker and puts Node 22 on PATH.
 
 mod discord;
+mod gateway;
 mod harness;
 mod hostile;
 mod memory;

@@ -3,6 +3,8 @@
 // Explicit paths, so the bench can include this harness too.
 #[path = "harness/fake_api.rs"]
 pub mod fake_api;
+#[path = "harness/fake_gateway.rs"]
+pub mod fake_gateway;
 #[path = "harness/fake_llm.rs"]
 pub mod fake_llm;
 #[path = "harness/server.rs"]

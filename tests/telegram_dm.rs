@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::harness::{all_message_text, dm_update, Scripted, TestEnv, FAILURE_MESSAGE_START, TELEGRAM_SECRET};
+use crate::harness::{
+    all_message_text, dm_update, wait_for, Scripted, TestEnv, FAILURE_MESSAGE_START, TELEGRAM_SECRET,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn health_answers_and_unknown_routes_are_json_404s() {
@@ -134,7 +136,12 @@ async fn the_second_prompt_carries_the_first_exchange() {
     assert!(asked < answered && answered < current, "history comes in order before the current message");
     assert_eq!(messages[answered]["role"], "assistant");
 
-    let history = env.admin("/api/channels/telegram:66/messages").await;
+    // History is recorded right after the send, so the fake can see the send first.
+    let history = wait_for("the reply in history", Duration::from_secs(10), || async {
+        let history = env.admin("/api/channels/telegram:66/messages").await;
+        (history.as_array().map_or(0, Vec::len) == 4).then_some(history)
+    })
+    .await;
     let contents: Vec<&str> = history.as_array().unwrap().iter().map(|row| row["content"].as_str().unwrap()).collect();
     assert_eq!(
         contents,

@@ -1,6 +1,6 @@
 //! The admin API: read-only views of a conversation, behind `ADMIN_TOKEN`.
 
-use worker::{Env, Request, Response};
+use worker::{Env, Method, Request, Response};
 
 use crate::api_error::ApiError;
 use crate::security::bearer_matches;
@@ -69,6 +69,12 @@ async fn from_channel(env: &Env, key: &str, view: &str) -> Result<Response, ApiE
     let stub =
         env.durable_object(CHANNEL_BINDING).and_then(|namespace| namespace.get_by_name(&key)).map_err(internal)?;
     stub.fetch_with_str(&format!("https://channel/{view}")).await.map_err(internal)
+}
+
+/// The Discord Gateway connection: start (POST), stop (DELETE), status (GET).
+pub async fn gateway(request: &Request, env: &Env, method: Method, path: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    super::gateway::call(env, method, path).await.map_err(internal)
 }
 
 /// The conversation's stored history, oldest first.

@@ -8,6 +8,8 @@ use crate::config::Config;
 
 /// Name of the Durable Object binding for conversation channels.
 pub const CHANNEL_BINDING: &str = "CHANNEL";
+/// Name of the Durable Object binding for the Discord Gateway connection.
+pub const GATEWAY_BINDING: &str = "GATEWAY";
 /// Name of the Queue binding for process jobs.
 pub const JOBS_BINDING: &str = "JOBS";
 /// Queue names ending in this are dead-letter queues.

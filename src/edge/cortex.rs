@@ -39,6 +39,11 @@ const CORTEX_USAGE_KEY: &str = "cortex";
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) {
     let config = config::load(&env);
+    if config.discord_gateway {
+        if let Err(error) = super::gateway::call(&env, worker::Method::Post, "/ensure").await {
+            worker::console_error!("gateway check: {error}");
+        }
+    }
     if let Err(error) = run(&config, &env).await {
         worker::console_error!("cortex: {error}");
     }

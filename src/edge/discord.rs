@@ -1,18 +1,44 @@
-//! Discord interaction webhook calls.
+//! Discord REST calls: interaction webhooks for commands, and the bot's own
+//! channel messages, typing and reactions for what the Gateway heard.
 
+use serde_json::Value;
 use worker::Method;
 
-use super::http::send_json;
+use super::http::{get_manual, send_json};
 use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::platforms::discord::message::{create_message_body, reaction_path};
 use crate::platforms::discord::{webhook_call, MESSAGE_LIMIT};
 
 const API_TIMEOUT_MS: u64 = 10_000;
+/// A guild answer larger than this is not read further.
+const GUILD_BODY_LIMIT: usize = 200_000;
 
 pub struct Discord<'a> {
     pub config: &'a Config,
+}
+
+impl Discord<'_> {
+    /// A REST call. Interaction webhooks are authorised by their token; the
+    /// bot's own calls carry the bot token (never logged).
+    async fn call(&self, method: Method, path: &str, body: &Value, as_bot: bool) -> Result<Value, SendFailure> {
+        let url = format!("{}{path}", self.config.discord_api_base);
+        let authorization = format!("Bot {}", self.config.discord_bot_token);
+        let headers: &[(&str, &str)] = if as_bot { &[("authorization", &authorization)] } else { &[] };
+        let answer = send_json(method, &url, headers, body, API_TIMEOUT_MS)
+            .await
+            .map_err(|failure| SendFailure::network("Discord", failure))?;
+        let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+        if (200..300).contains(&answer.status) {
+            return Ok(parsed);
+        }
+        let retry_after_ms =
+            parsed["retry_after"].as_f64().or(answer.retry_after_secs).map(|secs| (secs * 1000.0).ceil() as u64);
+        let detail = parsed["message"].as_str().unwrap_or("no message");
+        Err(SendFailure::from_status("Discord", answer.status, detail, retry_after_ms))
+    }
 }
 
 impl Messenger for Discord<'_> {
@@ -20,45 +46,64 @@ impl Messenger for Discord<'_> {
         MESSAGE_LIMIT
     }
 
-    /// The interaction token authorises these calls; no bot token is needed.
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
-        let (method, path, body) = webhook_call(address, piece.index, piece.text)
-            .ok_or_else(|| SendFailure::permanent("not a Discord address".into()))?;
-        let method = if method == "PATCH" { Method::Patch } else { Method::Post };
-        let url = format!("{}{path}", self.config.discord_api_base);
-        let answer = send_json(method, &url, &[], &body, API_TIMEOUT_MS)
-            .await
-            .map_err(|failure| SendFailure::network("Discord", failure))?;
-        let parsed: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
-        if (200..300).contains(&answer.status) {
-            return Ok(parsed["id"].as_str().unwrap_or_default().to_string());
-        }
-        let retry_after_ms =
-            parsed["retry_after"].as_f64().or(answer.retry_after_secs).map(|secs| (secs * 1000.0).ceil() as u64);
-        let detail = parsed["message"].as_str().unwrap_or("no message");
-        Err(SendFailure::from_status("Discord", answer.status, detail, retry_after_ms))
+        let answer = match address {
+            ReplyAddress::DiscordChannel { channel_id, .. } => {
+                let body = create_message_body(piece.text, piece.reply_to, piece.id);
+                self.call(Method::Post, &format!("/channels/{channel_id}/messages"), &body, true).await?
+            }
+            _ => {
+                let (method, path, body) = webhook_call(address, piece.index, piece.text)
+                    .ok_or_else(|| SendFailure::permanent("not a Discord address".into()))?;
+                let method = if method == "PATCH" { Method::Patch } else { Method::Post };
+                self.call(method, &path, &body, false).await?
+            }
+        };
+        Ok(answer["id"].as_str().unwrap_or_default().to_string())
     }
 
-    /// The first piece edits the deferred response: editing it again is
-    /// harmless. A follow-up cannot be looked up or deduplicated.
-    async fn interrupted(&self, _address: &ReplyAddress, piece: &Piece<'_>, _since_ms: i64) -> Interrupted {
-        if piece.index == 0 {
-            Interrupted::Resend
-        } else {
-            Interrupted::Unknown
+    /// A channel message carries a nonce with `enforce_nonce`, and the first
+    /// piece of a command edits the deferred response: sending either again is
+    /// harmless. A command's follow-up can be neither deduplicated nor looked up.
+    async fn interrupted(&self, address: &ReplyAddress, piece: &Piece<'_>, _since_ms: i64) -> Interrupted {
+        match address {
+            ReplyAddress::DiscordChannel { .. } => Interrupted::Resend,
+            _ if piece.index == 0 => Interrupted::Resend,
+            _ => Interrupted::Unknown,
         }
     }
 
-    /// The deferred response already shows "edgebot is thinking…".
-    async fn show_working(&self, _event: &InboundEvent) {}
+    /// A command's deferred response already shows "edgebot is thinking…";
+    /// in a channel the bot shows it is typing (Discord shows it for 10 s).
+    async fn show_working(&self, event: &InboundEvent) {
+        if let ReplyAddress::DiscordChannel { channel_id, .. } = &event.reply_address {
+            let _ = self.call(Method::Post, &format!("/channels/{channel_id}/typing"), &Value::Null, true).await;
+        }
+    }
 
     async fn clear_working(&self, _event: &InboundEvent) {}
 
-    /// Interactions carry no member list; the participants seen decide.
-    async fn member_count(&self, _event: &InboundEvent, _peer_bots: usize, _now_ms: i64) -> Option<MembershipCount> {
-        None
+    /// A guild's member count (guild-wide, so it can only over-count a
+    /// channel's audience: the bot then stays quieter, never louder).
+    /// Interactions and DMs carry no member list; the participants seen decide.
+    async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount> {
+        let ReplyAddress::DiscordChannel { guild_id: Some(guild_id), .. } = &event.reply_address else {
+            return None;
+        };
+        let url = format!("{}/guilds/{guild_id}?with_counts=true", self.config.discord_api_base);
+        let authorization = format!("Bot {}", self.config.discord_bot_token);
+        let answer =
+            get_manual(&url, &[("authorization", &authorization)], API_TIMEOUT_MS, GUILD_BODY_LIMIT).await.ok()?;
+        let guild: Value = serde_json::from_slice(&answer.body).ok()?;
+        let members = guild["approximate_member_count"].as_u64()? as usize;
+        Some(MembershipCount { humans: members.saturating_sub(1 + peer_bots), truncated: false, fetched_at_ms: now_ms })
     }
 
-    /// Commands have no message of the user's to react to.
-    async fn react(&self, _event: &InboundEvent, _emoji: &str) {}
+    /// Commands have no message of the user's to react to; channel messages do.
+    async fn react(&self, event: &InboundEvent, emoji: &str) {
+        if let ReplyAddress::DiscordChannel { channel_id, .. } = &event.reply_address {
+            let path = reaction_path(channel_id, &event.message_id, emoji);
+            let _ = self.call(Method::Put, &path, &Value::Null, true).await;
+        }
+    }
 }

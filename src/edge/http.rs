@@ -113,12 +113,16 @@ fn build_request(
     body: &serde_json::Value,
 ) -> worker::Result<Request> {
     let request_headers = Headers::new();
-    request_headers.set("content-type", "application/json")?;
     for (name, value) in headers {
         request_headers.set(name, value)?;
     }
     let mut init = RequestInit::new();
-    init.with_method(method).with_headers(request_headers).with_body(Some(body.to_string().into()));
+    // A null body means none at all (Discord's typing and reaction calls).
+    if !body.is_null() {
+        request_headers.set("content-type", "application/json")?;
+        init.with_body(Some(body.to_string().into()));
+    }
+    init.with_method(method).with_headers(request_headers);
     Request::new_with_init(url, &init)
 }
 

@@ -89,7 +89,7 @@ pub fn for_address<'a>(config: &'a Config, address: &ReplyAddress) -> Platform<'
     match address {
         ReplyAddress::Telegram { .. } => Platform::Telegram(Telegram { config }),
         ReplyAddress::Slack { .. } => Platform::Slack(Slack { config }),
-        ReplyAddress::Discord { .. } => Platform::Discord(Discord { config }),
+        ReplyAddress::Discord { .. } | ReplyAddress::DiscordChannel { .. } => Platform::Discord(Discord { config }),
     }
 }
 

@@ -24,9 +24,17 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         (Method::Get, ["api", "memories"]) => admin::memories(&request, env).await,
         (Method::Post, ["api", "memories"]) => admin::import_memories(request, env).await,
         (Method::Delete, ["api", "memories", id]) => admin::delete_memory(&request, env, id).await,
-        (_, ["health"] | ["webhooks", _] | ["api", "channels", _, _] | ["api", "memories", ..]) => {
-            Err(ApiError::MethodNotAllowed)
-        }
+        (Method::Post, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Post, "/start").await,
+        (Method::Delete, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Delete, "/stop").await,
+        (Method::Get, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Get, "/status").await,
+        (
+            _,
+            ["health"]
+            | ["webhooks", _]
+            | ["api", "channels", _, _]
+            | ["api", "memories", ..]
+            | ["api", "discord", "gateway"],
+        ) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound),
     };
     outcome.or_else(|error| Ok(Response::from_json(&error.body())?.with_status(error.status())))

@@ -105,7 +105,7 @@ fn acknowledge(body: serde_json::Value) -> Result<Response, ApiError> {
 
 /// Hands the event to the conversation's channel object and returns its answer.
 /// Any failure is a 500, so the platform retries and nothing is lost.
-async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Value, ApiError> {
+pub async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Value, ApiError> {
     let stub = env
         .durable_object(CHANNEL_BINDING)
         .and_then(|namespace| namespace.get_by_name(&event.conversation_key))

@@ -1,6 +1,9 @@
 //! Discord HTTP interactions: Ed25519 verification, interaction parsing, and
 //! the webhook calls that complete a deferred response.
 
+pub mod gateway;
+pub mod message;
+
 use ed25519_compact::{PublicKey, Signature};
 use serde::Deserialize;
 use serde_json::{json, Value};

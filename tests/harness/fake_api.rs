@@ -54,6 +54,8 @@ struct ApiState {
     hangs: VecDeque<Hang>,
     /// Slack messages the bot posted (what conversations.history shows).
     posted: Vec<Value>,
+    /// Discord messages created with `enforce_nonce`, by nonce.
+    by_nonce: std::collections::HashMap<String, Value>,
     next_id: i64,
     /// Members the platform reports (bots included).
     member_count: u64,
@@ -73,6 +75,7 @@ impl FakeApi {
             failures: VecDeque::new(),
             hangs: VecDeque::new(),
             posted: Vec::new(),
+            by_nonce: std::collections::HashMap::new(),
             next_id: 500,
             member_count: 10,
         }));
@@ -189,7 +192,17 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
             }
             json!({"ok": true, "channel": body["channel"], "ts": ts})
         }
-        Flavor::Discord => json!({"id": id.to_string(), "content": body["content"]}),
+        Flavor::Discord if path.starts_with("/api/v10/guilds/") => {
+            json!({"id": "G", "approximate_member_count": members})
+        }
+        Flavor::Discord => {
+            let created = json!({"id": id.to_string(), "content": body["content"]});
+            match body["nonce"].as_str().filter(|_| body["enforce_nonce"] == true) {
+                // Discord answers a repeated nonce with the first message, creating none.
+                Some(nonce) => state.by_nonce.entry(nonce.to_string()).or_insert(created).clone(),
+                None => created,
+            }
+        }
     };
     axum::Json(reply).into_response()
 }

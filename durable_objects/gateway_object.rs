@@ -1,0 +1,359 @@
+//! GatewayObject: one Durable Object per bot that holds Discord's Gateway
+//! WebSocket open and hands every message it hears to the conversation's
+//! channel object, exactly as a webhook would.
+//!
+//! The session's rules live in the pure [`Gateway`] state machine; this object
+//! carries its moves out: a socket, a heartbeat timer, reconnects with backoff,
+//! the session in storage (so a restarted object RESUMEs), and an alarm that
+//! reconnects when the socket is gone.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use worker::{
+    durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, State, Storage, WebSocket,
+    WebsocketEvent,
+};
+
+use crate::config::Config;
+use crate::edge::config;
+use crate::edge::http::{get_manual, now_ms, sleep_ms};
+use crate::edge::webhooks::deliver;
+use crate::platforms::discord::gateway::{parse_frame, Gateway, Move, Session};
+use crate::platforms::discord::message::parse_message_create;
+
+/// The watchdog alarm's period while the Gateway is meant to run.
+const WATCHDOG_MS: u64 = 30_000;
+/// Attempts at handing one message to its channel object.
+const DELIVERY_ATTEMPTS: u32 = 3;
+/// A close code that keeps the session resumable (1000 and 1001 end it).
+const RESUMABLE_CLOSE: u16 = 4000;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS gateway (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    enabled INTEGER,
+    session TEXT NOT NULL
+);
+";
+
+#[durable_object]
+pub struct GatewayObject {
+    shared: Rc<Shared>,
+}
+
+struct Shared {
+    env: Env,
+    storage: Storage,
+    config: Rc<Config>,
+    live: RefCell<Live>,
+}
+
+#[derive(Default)]
+struct Live {
+    gateway: Gateway,
+    /// None: follow DISCORD_GATEWAY; Some: the admin started or stopped it.
+    enabled: Option<bool>,
+    socket: Option<WebSocket>,
+    /// Bumped by every new connection: readers and timers of an older one stop.
+    generation: u64,
+    connecting: bool,
+    last_event_ms: Option<i64>,
+}
+
+impl DurableObject for GatewayObject {
+    fn new(state: State, env: Env) -> Self {
+        let storage = state.storage();
+        let sql = storage.sql();
+        if let Err(error) = sql.exec(SCHEMA, None) {
+            worker::console_error!("gateway schema: {error}");
+        }
+        let (enabled, session) = load(&sql).unwrap_or_default();
+        let live = Live { gateway: Gateway::new(session), enabled, ..Live::default() };
+        let shared = Shared { config: config::load(&env), env, storage, live: RefCell::new(live) };
+        GatewayObject { shared: Rc::new(shared) }
+    }
+
+    async fn fetch(&self, request: Request) -> Result<Response> {
+        let shared = &self.shared;
+        match (request.method(), request.path().as_str()) {
+            (Method::Post, "/start") => {
+                {
+                    let mut live = shared.live.borrow_mut();
+                    live.enabled = Some(true);
+                    live.gateway.restart();
+                }
+                shared.save()?;
+                shared.ensure_running().await?;
+            }
+            (Method::Post, "/ensure") => shared.ensure_running().await?,
+            (Method::Delete, "/stop") => shared.stop()?,
+            (Method::Get, "/status") => {}
+            _ => return Response::error("not found", 404),
+        }
+        Response::from_json(&shared.status())
+    }
+
+    async fn alarm(&self) -> Result<Response> {
+        self.shared.ensure_running().await?;
+        Response::ok("")
+    }
+}
+
+impl Shared {
+    fn is_enabled(&self) -> bool {
+        let live = self.live.borrow();
+        live.enabled.unwrap_or(self.config.discord_gateway) && !live.gateway.is_stopped()
+    }
+
+    /// Connects unless a socket is open or opening; keeps the watchdog armed.
+    async fn ensure_running(self: &Rc<Self>) -> Result<()> {
+        if !self.is_enabled() {
+            return Ok(());
+        }
+        self.storage.set_alarm(WATCHDOG_MS as i64).await?;
+        let idle = {
+            let live = self.live.borrow();
+            live.socket.is_none() && !live.connecting
+        };
+        if idle {
+            self.clone().connect().await;
+        }
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<()> {
+        let mut live = self.live.borrow_mut();
+        live.enabled = Some(false);
+        live.generation += 1;
+        if let Some(socket) = live.socket.take() {
+            let _ = socket.close(Some(1000), Some("stopped by the admin"));
+        }
+        drop(live);
+        self.save()
+    }
+
+    fn status(&self) -> Value {
+        let live = self.live.borrow();
+        let session = &live.gateway.session;
+        json!({
+            "enabled": live.enabled.unwrap_or(self.config.discord_gateway),
+            "connected": live.socket.is_some(),
+            "session_id": session.session_id,
+            "seq": session.seq,
+            "last_event_at": live.last_event_ms,
+            "reconnects": session.reconnects,
+            "failure": session.failure,
+        })
+    }
+
+    fn save(&self) -> Result<()> {
+        let live = self.live.borrow();
+        let session = serde_json::to_string(&live.gateway.session)?;
+        let enabled = live.enabled.map(i64::from);
+        self.storage.sql().exec(
+            "INSERT INTO gateway (id, enabled, session) VALUES (1, ?, ?) \
+             ON CONFLICT (id) DO UPDATE SET enabled = excluded.enabled, session = excluded.session",
+            vec![enabled.into(), session.into()],
+        )?;
+        Ok(())
+    }
+
+    /// Opens a socket (RESUMEing a held session) and starts reading it. A
+    /// failure to connect counts as an abnormal close (backoff, then again).
+    async fn connect(self: Rc<Self>) {
+        let generation = {
+            let mut live = self.live.borrow_mut();
+            live.connecting = true;
+            live.generation += 1;
+            live.generation
+        };
+        let opened = match self.gateway_url().await {
+            Some(default_url) => {
+                let url = self.live.borrow_mut().gateway.connect_url(&default_url);
+                match url.parse() {
+                    Ok(url) => WebSocket::connect(url).await.and_then(|socket| socket.accept().map(|()| socket)),
+                    Err(error) => Err(worker::Error::RustError(format!("gateway URL: {error}"))),
+                }
+            }
+            None => Err("no Gateway URL".into()),
+        };
+        self.live.borrow_mut().connecting = false;
+        match opened {
+            Ok(socket) => {
+                self.live.borrow_mut().socket = Some(socket.clone());
+                wasm_bindgen_futures::spawn_local(self.clone().read(socket, generation));
+            }
+            Err(error) => {
+                worker::console_warn!("gateway connect failed: {error}");
+                self.closed(1006, generation);
+            }
+        }
+    }
+
+    /// DISCORD_GATEWAY_URL, else what Discord says (`GET /gateway/bot`).
+    async fn gateway_url(&self) -> Option<String> {
+        if !self.config.discord_gateway_url.is_empty() {
+            return Some(self.config.discord_gateway_url.clone());
+        }
+        let url = format!("{}/gateway/bot", self.config.discord_api_base);
+        let authorization = format!("Bot {}", self.config.discord_bot_token);
+        let answer = get_manual(&url, &[("authorization", &authorization)], 10_000, 100_000).await.ok()?;
+        let parsed: Value = serde_json::from_slice(&answer.body).ok()?;
+        parsed["url"].as_str().map(str::to_string)
+    }
+
+    async fn read(self: Rc<Self>, socket: WebSocket, generation: u64) {
+        let Ok(mut events) = socket.events() else {
+            return self.closed(1006, generation);
+        };
+        while let Some(event) = events.next().await {
+            if self.live.borrow().generation != generation {
+                return; // replaced or stopped: this socket's story is over
+            }
+            match event {
+                Ok(WebsocketEvent::Message(message)) => {
+                    if let Some(text) = message.text() {
+                        self.take_frame(&text, generation);
+                    }
+                }
+                Ok(WebsocketEvent::Close(close)) => return self.closed(close.code(), generation),
+                Err(_) => return self.closed(1006, generation),
+            }
+        }
+        self.closed(1006, generation);
+    }
+
+    fn take_frame(self: &Rc<Self>, text: &str, generation: u64) {
+        let frame = match parse_frame(text) {
+            Ok(frame) => frame,
+            Err(error) => return worker::console_warn!("gateway: {error}"),
+        };
+        let token = self.config.discord_bot_token.clone();
+        let moves = self.live.borrow_mut().gateway.on_frame(frame, &token, js_sys::Math::random());
+        for next in moves {
+            self.carry_out(next, generation);
+        }
+    }
+
+    fn carry_out(self: &Rc<Self>, next: Move, generation: u64) {
+        match next {
+            Move::Send(payload) => {
+                if let Some(socket) = &self.live.borrow().socket {
+                    if let Err(error) = socket.send_with_str(payload.to_string()) {
+                        worker::console_warn!("gateway send failed: {error}");
+                    }
+                }
+            }
+            Move::StartHeartbeats { interval_ms, first_after_ms } => {
+                wasm_bindgen_futures::spawn_local(self.clone().heartbeat(generation, interval_ms, first_after_ms));
+            }
+            Move::Deliver { kind, data } => {
+                self.live.borrow_mut().last_event_ms = Some(now_ms());
+                if kind == "MESSAGE_CREATE" {
+                    self.hand_over(&data);
+                }
+            }
+            Move::Persist => {
+                if let Err(error) = self.save() {
+                    worker::console_error!("gateway session not saved: {error}");
+                }
+            }
+            Move::Reconnect { after_ms, .. } => {
+                // RESUME or not was settled in the session; the new socket follows it.
+                self.drop_socket(RESUMABLE_CLOSE);
+                let shared = self.clone();
+                wasm_bindgen_futures::spawn_local(async move {
+                    sleep_ms(after_ms).await;
+                    if shared.is_enabled() && shared.live.borrow().socket.is_none() {
+                        shared.connect().await;
+                    }
+                });
+            }
+            Move::Stop => {
+                self.drop_socket(1000);
+                let failure = self.live.borrow().gateway.session.failure.clone().unwrap_or_default();
+                worker::console_error!("gateway stopped: {failure}");
+                let _ = self.save();
+            }
+        }
+    }
+
+    /// Closes the current socket (if any) and makes its reader and timers stale.
+    fn drop_socket(&self, code: u16) {
+        let mut live = self.live.borrow_mut();
+        live.generation += 1;
+        if let Some(socket) = live.socket.take() {
+            let _ = socket.close(Some(code), Some("edgebot reconnects"));
+        }
+    }
+
+    /// The socket of `generation` closed with `code`.
+    fn closed(self: &Rc<Self>, code: u16, generation: u64) {
+        let next = {
+            let mut live = self.live.borrow_mut();
+            if live.generation != generation {
+                return;
+            }
+            live.socket = None;
+            live.gateway.on_close(code)
+        };
+        worker::console_warn!("gateway closed with {code}");
+        let _ = self.save();
+        self.carry_out(next, generation);
+    }
+
+    async fn heartbeat(self: Rc<Self>, generation: u64, interval_ms: u64, first_after_ms: u64) {
+        sleep_ms(first_after_ms).await;
+        loop {
+            if self.live.borrow().generation != generation {
+                return;
+            }
+            let next = self.live.borrow_mut().gateway.on_heartbeat_due();
+            self.carry_out(next, generation);
+            sleep_ms(interval_ms).await;
+        }
+    }
+
+    /// Hands a message to its channel object without waiting for it here: a
+    /// slow channel never holds up heartbeats or other conversations. The
+    /// channel object dedupes by message id, so a replayed event is answered once.
+    fn hand_over(&self, data: &Value) {
+        let (bot_user_id, threads) = {
+            let session = &self.live.borrow().gateway.session;
+            (session.bot_user_id.clone().unwrap_or_default(), session.threads.clone())
+        };
+        let event = match parse_message_create(data, &bot_user_id, &threads) {
+            Ok(Some(event)) => event,
+            Ok(None) => return,
+            Err(error) => return worker::console_warn!("gateway: {error}"),
+        };
+        let env = self.env.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            for attempt in 1..=DELIVERY_ATTEMPTS {
+                match deliver(&env, &event).await {
+                    Ok(_) => return,
+                    Err(_) if attempt < DELIVERY_ATTEMPTS => sleep_ms(500 * u64::from(attempt)).await,
+                    Err(_) => worker::console_error!("gateway: message {} not delivered", event.delivery_id),
+                }
+            }
+        });
+    }
+}
+
+#[derive(Deserialize)]
+struct Row {
+    enabled: Option<i64>,
+    session: String,
+}
+
+fn load(sql: &SqlStorage) -> Result<(Option<bool>, Session)> {
+    let rows: Vec<Row> = sql.exec("SELECT enabled, session FROM gateway WHERE id = 1", None)?.to_array()?;
+    Ok(match rows.into_iter().next() {
+        Some(row) => (row.enabled.map(|enabled| enabled != 0), serde_json::from_str(&row.session).unwrap_or_default()),
+        None => (None, Session::default()),
+    })
+}

@@ -1,0 +1,210 @@
+//! Discord over the Gateway: the Gateway object connects to a fake Gateway (a
+//! real WebSocket server on 127.0.0.1), identifies, keeps the session alive,
+//! and hands every message to the channel objects like a webhook would.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::harness::fake_gateway::{FakeGateway, BOT_USER_ID};
+use crate::harness::{all_message_text, wait_for, TestEnv};
+
+const HEARTBEAT_MS: u64 = 600;
+const TOKEN: &str = "discord-bot-token";
+
+async fn start(gateway: &FakeGateway) -> TestEnv {
+    let env = TestEnv::start_with(&[
+        ("DISCORD_GATEWAY", "on"),
+        ("DISCORD_GATEWAY_URL", &gateway.url),
+        ("DISCORD_BOT_TOKEN", TOKEN),
+        ("COALESCE_DEBOUNCE_MS", "100"),
+    ])
+    .await;
+    let (status, _) = env.admin_send(reqwest::Method::POST, "/api/discord/gateway", None).await;
+    assert_eq!(status, 200);
+    ready(&env, gateway, 1).await;
+    env
+}
+
+/// Waits until the object has READY from session `session`.
+async fn ready(env: &TestEnv, gateway: &FakeGateway, session: usize) {
+    gateway.wait_until("IDENTIFY", Duration::from_secs(20), |gateway| gateway.identifies().len() >= session).await;
+    let expected = format!("session-{session}");
+    wait_for("READY to be taken", Duration::from_secs(20), || async {
+        let status = env.admin("/api/discord/gateway").await;
+        (status["session_id"] == expected.as_str() && status["connected"] == true).then_some(())
+    })
+    .await;
+}
+
+fn message(id: &str, channel: &str, guild: Option<&str>, author: &str, content: &str, mentions: &[&str]) -> Value {
+    let mut data = json!({
+        "id": id, "channel_id": channel, "type": 0, "content": content,
+        "author": {"id": author, "username": author},
+        "mentions": mentions.iter().map(|id| json!({"id": id})).collect::<Vec<_>>(),
+    });
+    if let Some(guild) = guild {
+        data["guild_id"] = json!(guild);
+    }
+    data
+}
+
+async fn posts(env: &TestEnv, channel: &str, count: usize) -> Vec<Value> {
+    let path = format!("/channels/{channel}/messages");
+    wait_for(&format!("{count} post(s) in {channel}"), Duration::from_secs(20), || async {
+        let posts = env.discord.calls(&path);
+        (posts.len() >= count).then_some(posts)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mention_in_a_guild_channel_is_answered_once_as_a_reply_to_it() {
+    let gateway = FakeGateway::start(HEARTBEAT_MS).await;
+    let env = start(&gateway).await;
+    let identify = &gateway.identifies()[0];
+    assert_eq!((identify["token"].as_str(), identify["intents"].as_u64()), (Some(TOKEN), Some(38_401)));
+
+    env.llm.reply("Happy to help.");
+    let mention =
+        message("1300000000000000001", "C1", Some("G1"), "U1", "<@900000000000000001> can you help?", &[BOT_USER_ID]);
+    let seq = gateway.dispatch("MESSAGE_CREATE", mention.clone());
+    let sent = posts(&env, "C1", 1).await;
+    assert_eq!(sent[0]["content"], "Happy to help.");
+    assert_eq!(sent[0]["message_reference"]["message_id"], "1300000000000000001", "a reply to the mention");
+    assert!(sent[0]["nonce"].is_string() && sent[0]["enforce_nonce"] == true);
+    assert!(!env.discord.calls("/channels/C1/typing").is_empty(), "typing while the turn ran");
+
+    // The same event again (as a RESUME would replay it): answered once.
+    gateway.dispatch_with_seq(seq, "MESSAGE_CREATE", mention);
+    env.settle().await;
+    assert_eq!(env.discord.calls("/channels/C1/messages").len(), 1);
+    assert_eq!(env.llm.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chatter_is_observed_then_context_dms_need_no_mention_and_threads_are_their_own() {
+    let gateway = FakeGateway::start(HEARTBEAT_MS).await;
+    let env = start(&gateway).await;
+    env.discord.set_member_count(4); // the bot and three people
+    gateway.dispatch("MESSAGE_CREATE", message("1300000000000000011", "C2", Some("G1"), "U1", "deploy is red", &[]));
+    gateway.dispatch("MESSAGE_CREATE", message("1300000000000000012", "C2", Some("G1"), "U2", "looking into it", &[]));
+    wait_for("two observed messages", Duration::from_secs(20), || async {
+        let events = env.admin("/api/channels/discord:G1:C2/events").await;
+        let events = events.as_array().cloned().unwrap_or_default();
+        (events.len() == 2 && events.iter().all(|event| event["decision"] == "observe")).then_some(())
+    })
+    .await;
+
+    env.llm.reply("It was the migration.");
+    let ask =
+        message("1300000000000000013", "C2", Some("G1"), "U3", "<@900000000000000001> what happened?", &[BOT_USER_ID]);
+    gateway.dispatch("MESSAGE_CREATE", ask);
+    posts(&env, "C2", 1).await;
+    let prompt = all_message_text(&env.llm.requests()[0]);
+    assert!(prompt.contains("deploy is red") && prompt.contains("looking into it"), "recent context: {prompt}");
+
+    env.llm.reply("Hi in private.");
+    gateway.dispatch("MESSAGE_CREATE", message("1300000000000000014", "D1", None, "U1", "hello", &[]));
+    let direct = posts(&env, "D1", 1).await;
+    assert_eq!(direct[0]["content"], "Hi in private.");
+    assert!(direct[0].get("message_reference").is_none(), "a DM needs no quote");
+
+    let mut in_thread = message("1300000000000000015", "T1", Some("G1"), "U1", "a side question", &[]);
+    in_thread["position"] = json!(1);
+    gateway.dispatch("MESSAGE_CREATE", in_thread);
+    wait_for("the thread's own conversation", Duration::from_secs(20), || async {
+        let events = env.admin("/api/channels/discord:G1:T1/events").await;
+        let event = events.as_array().and_then(|events| events.first().cloned())?;
+        Some(event).filter(|event| event["event"]["thread"] == "T1")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_session_stays_healthy_through_drops_zombies_reconnects_and_invalid_sessions() {
+    let gateway = FakeGateway::start(HEARTBEAT_MS).await;
+    let env = start(&gateway).await;
+    env.llm.reply("first");
+    let first = message("1300000000000000021", "C3", Some("G1"), "U1", "<@900000000000000001> one", &[BOT_USER_ID]);
+    let first_seq = gateway.dispatch("MESSAGE_CREATE", first.clone());
+    posts(&env, "C3", 1).await;
+
+    // Heartbeats come at the interval, carrying the last seq.
+    gateway.wait_until("four heartbeats", Duration::from_secs(20), |gateway| gateway.heartbeats().len() >= 4).await;
+    let beats = gateway.heartbeats();
+    for pair in beats.windows(2).skip(1) {
+        let gap = pair[1].0 - pair[0].0;
+        assert!(gap < Duration::from_millis(HEARTBEAT_MS * 2), "a heartbeat came {gap:?} after the one before");
+    }
+    assert_eq!(beats.last().unwrap().2, json!(first_seq));
+
+    // A dropped connection RESUMEs the session at its seq; a replay is not answered again.
+    gateway.drop_connection();
+    gateway.wait_until("a RESUME", Duration::from_secs(20), |gateway| gateway.resumes().len() == 1).await;
+    let resume = &gateway.resumes()[0];
+    assert_eq!((resume["session_id"].as_str(), resume["seq"].as_u64()), (Some("session-1"), Some(first_seq)));
+    assert_eq!(resume["token"], TOKEN);
+    gateway.wait_until("the resumed socket", Duration::from_secs(10), |gateway| gateway.is_connected()).await;
+    gateway.dispatch_with_seq(first_seq, "MESSAGE_CREATE", first);
+    env.settle().await;
+    assert_eq!(env.discord.calls("/channels/C3/messages").len(), 1, "the replayed event was answered once");
+
+    // Op 7 (Reconnect): RESUME again.
+    gateway.send_raw(json!({"op": 7, "d": null}));
+    gateway.wait_until("a second RESUME", Duration::from_secs(20), |gateway| gateway.resumes().len() == 2).await;
+
+    // A zombie (no ACKs): closed and RESUMEd.
+    gateway.set_ack_heartbeats(false);
+    gateway
+        .wait_until("a RESUME after missing ACKs", Duration::from_secs(20), |gateway| gateway.resumes().len() == 3)
+        .await;
+    gateway.set_ack_heartbeats(true);
+
+    // Op 9, not resumable: a fresh IDENTIFY.
+    gateway.send_raw(json!({"op": 9, "d": false}));
+    ready(&env, &gateway, 2).await;
+
+    // 4004 (bad token): no reconnect loop, and the status says why.
+    let connections = gateway.connections();
+    gateway.close(4004, "Authentication failed.");
+    let status = wait_for("the gateway to stop", Duration::from_secs(20), || async {
+        let status = env.admin("/api/discord/gateway").await;
+        status["failure"].is_string().then_some(status)
+    })
+    .await;
+    assert!(status["failure"].as_str().unwrap().contains("4004"), "{status}");
+    assert_eq!(status["connected"], false);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    env.cron().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(gateway.connections(), connections, "a bad token is not retried");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_gateway_survives_a_dev_server_restart_and_resumes_without_identifying() {
+    let gateway = FakeGateway::start(HEARTBEAT_MS).await;
+    let mut env = start(&gateway).await;
+    env.llm.reply("before");
+    let seq = gateway.dispatch(
+        "MESSAGE_CREATE",
+        message("1300000000000000031", "C4", Some("G1"), "U1", "<@900000000000000001> hi", &[BOT_USER_ID]),
+    );
+    posts(&env, "C4", 1).await;
+
+    env.crash_and_restart().await;
+    env.cron().await; // the cron trigger makes sure the Gateway runs
+    gateway
+        .wait_until("a RESUME after the restart", Duration::from_secs(30), |gateway| gateway.resumes().len() == 1)
+        .await;
+    let resume = &gateway.resumes()[0];
+    assert_eq!((resume["session_id"].as_str(), resume["seq"].as_u64()), (Some("session-1"), Some(seq)));
+    assert_eq!(gateway.identifies().len(), 1, "no new IDENTIFY");
+
+    env.llm.reply("after");
+    gateway.dispatch(
+        "MESSAGE_CREATE",
+        message("1300000000000000032", "C4", Some("G1"), "U1", "<@900000000000000001> still there?", &[BOT_USER_ID]),
+    );
+    assert_eq!(posts(&env, "C4", 2).await[1]["content"], "after");
+}
