@@ -121,3 +121,15 @@ async fn a_reaction_the_model_chooses_replaces_the_working_one() {
     );
     assert_eq!(reactions[2]["message_id"], 10, "on the message answered");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typing_is_renewed_while_a_slow_model_thinks() {
+    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "30000")]).await;
+    env.llm.push(Scripted::SlowReply(Duration::from_secs(12), "done thinking".into()));
+    env.telegram_update(&dm_update(1, 47, "think hard")).await;
+    env.wait_for_sent(1).await;
+    // Telegram shows "typing" for about 5 s: one at the start, then renewals.
+    let typing = env.telegram.calls("/sendChatAction");
+    assert!(typing.len() >= 3, "typing was renewed while the model thought: {} call(s)", typing.len());
+    assert!(typing.iter().all(|call| call["action"] == "typing"));
+}

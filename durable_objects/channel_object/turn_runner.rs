@@ -3,6 +3,10 @@
 //! to the outbox), send (each outbox piece at most once), finish. A crash at
 //! any point resumes at the step it reached.
 
+use std::future::Future;
+use std::pin::pin;
+
+use futures_util::future::{select, Either};
 use worker::{D1Database, Result, SqlStorage};
 
 use super::{envelopes, inbox, outbox, ChannelObject};
@@ -27,6 +31,9 @@ use crate::time::format_utc;
 
 /// Turns one alarm runs before it hands over to a fresh alarm.
 const MAX_TURNS_PER_ALARM: usize = 8;
+/// How often a typing indicator is renewed while the model works (Telegram
+/// shows one for about 5 s, Discord for about 10 s).
+const WORKING_RENEW_MS: u64 = 4_500;
 /// Wait between attempts at one platform send.
 const SEND_BACKOFF_MS: u64 = 500;
 /// An alarm this early (or less) is close enough to run.
@@ -96,7 +103,7 @@ async fn run_one(
     if turn.result.is_none() {
         platform.show_working(last).await;
         refresh_membership(object, &platform, last).await?;
-        let thought = think(object, database, turn, platform.name()).await?;
+        let thought = while_working(&platform, last, think(object, database, turn, platform.name())).await?;
         delegate(object, database, turn, last, &thought).await?;
         compact(object, database, turn, last, &thought).await?;
         let result = thought.result;
@@ -217,6 +224,21 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
         }
     }
     Ok(thought)
+}
+
+/// Runs `work` (the model's part of a turn), renewing the platform's fading
+/// working signal every [`WORKING_RENEW_MS`] until it is done.
+async fn while_working<T>(platform: &Platform<'_>, event: &InboundEvent, work: impl Future<Output = T>) -> T {
+    let renew = async {
+        loop {
+            sleep_ms(WORKING_RENEW_MS).await;
+            platform.renew_working(event).await;
+        }
+    };
+    match select(pin!(work), pin!(renew)).await {
+        Either::Left((value, _)) => value,
+        Either::Right(((), work)) => work.await,
+    }
 }
 
 /// Carries out the turn's delegations: queues a job for each branch and worker

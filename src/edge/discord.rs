@@ -81,6 +81,10 @@ impl Messenger for Discord<'_> {
         }
     }
 
+    async fn renew_working(&self, event: &InboundEvent) {
+        self.show_working(event).await;
+    }
+
     async fn clear_working(&self, _event: &InboundEvent) {}
 
     /// A guild's member count (guild-wide, so it can only over-count a

@@ -70,6 +70,9 @@ pub trait Messenger {
     async fn interrupted(&self, address: &ReplyAddress, piece: &Piece<'_>, since_ms: i64) -> Interrupted;
     /// Shows that a turn started on this message (typing, a reaction); best effort.
     async fn show_working(&self, event: &InboundEvent);
+    /// Keeps a working signal that fades (a typing indicator) alive while the
+    /// turn goes on; called every few seconds until the answer is ready.
+    async fn renew_working(&self, event: &InboundEvent);
     /// Takes the working signal away again; called on every way a turn ends.
     async fn clear_working(&self, event: &InboundEvent);
     /// A read of the conversation's members, when the platform can give one.
@@ -134,6 +137,14 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.show_working(event).await,
             Platform::Slack(platform) => platform.show_working(event).await,
             Platform::Discord(platform) => platform.show_working(event).await,
+        }
+    }
+
+    async fn renew_working(&self, event: &InboundEvent) {
+        match self {
+            Platform::Telegram(platform) => platform.renew_working(event).await,
+            Platform::Slack(platform) => platform.renew_working(event).await,
+            Platform::Discord(platform) => platform.renew_working(event).await,
         }
     }
 

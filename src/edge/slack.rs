@@ -95,6 +95,9 @@ impl Messenger for Slack<'_> {
         self.reaction("reactions.add", event, WORKING_REACTION).await;
     }
 
+    /// The reaction stays until it is taken away: nothing to renew.
+    async fn renew_working(&self, _event: &InboundEvent) {}
+
     async fn clear_working(&self, event: &InboundEvent) {
         self.reaction("reactions.remove", event, WORKING_REACTION).await;
     }

@@ -74,6 +74,12 @@ impl Messenger for Telegram<'_> {
     }
 
     async fn show_working(&self, event: &InboundEvent) {
+        self.renew_working(event).await;
+        self.set_reaction(event, json!([{ "type": "emoji", "emoji": WORKING_REACTION }])).await;
+    }
+
+    /// Telegram shows "typing" for about 5 seconds per call.
+    async fn renew_working(&self, event: &InboundEvent) {
         let ReplyAddress::Telegram { chat_id, topic_id } = &event.reply_address else {
             return;
         };
@@ -82,7 +88,6 @@ impl Messenger for Telegram<'_> {
             typing["message_thread_id"] = json!(topic);
         }
         let _ = self.call("sendChatAction", &typing).await;
-        self.set_reaction(event, json!([{ "type": "emoji", "emoji": WORKING_REACTION }])).await;
     }
 
     /// Typing expires by itself; the reaction is replaced by none.
