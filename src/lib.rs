@@ -14,8 +14,10 @@ pub mod memory;
 pub mod platforms;
 pub mod process;
 pub mod prompt;
+pub mod schedule;
 pub mod security;
 pub mod sorting;
+pub mod tasks;
 pub mod time;
 
 #[cfg(target_arch = "wasm32")]
