@@ -23,7 +23,7 @@ use std::rc::Rc;
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, State};
 
 use crate::channel::participants::MembershipCount;
-use crate::channel::state::ChannelState;
+use crate::channel::state::{ChannelState, ScheduleDue};
 use crate::config::Config;
 use crate::edge::config;
 use crate::edge::http::{now_ms, within};
@@ -69,7 +69,7 @@ impl DurableObject for ChannelObject {
         }
     }
 
-    async fn fetch(&self, request: Request) -> Result<Response> {
+    async fn fetch(&self, mut request: Request) -> Result<Response> {
         match (request.method(), request.path().as_str()) {
             (Method::Get, "/envelopes") => {
                 let url = request.url()?;
@@ -83,6 +83,14 @@ impl DurableObject for ChannelObject {
             }
             (Method::Post, "/inbound") => self.receive(request).await,
             (Method::Post, "/process-event") => self.receive_process_event(request).await,
+            (Method::Post, "/schedules/wake") => {
+                // The cron found a job of this conversation overdue: claim it now.
+                let conversation_key = request.text().await?;
+                let due = ScheduleDue { at_ms: now_ms(), conversation_key };
+                self.step(|channel| channel.set_schedule_due(Some(due)))?;
+                self.state.storage().set_alarm(0).await?;
+                Response::ok("")
+            }
             (Method::Get, "/events") => Response::from_json(&inbox::events(&self.state.storage().sql())?),
             (Method::Get, "/outbox") => Response::from_json(&outbox::recent(&self.state.storage().sql(), 200)?),
             (Method::Get, "/usage") => {

@@ -44,6 +44,10 @@ pub struct Config {
     pub discord_application_id: String,
     pub discord_bot_token: String,
     pub discord_api_base: String,
+    /// The default time zone of scheduled jobs (an IANA name).
+    pub timezone: String,
+    /// The shortest interval a recurring job may have.
+    pub schedule_min_interval_ms: i64,
     /// Whether the Gateway object holds a connection (DISCORD_GATEWAY=on).
     pub discord_gateway: bool,
     /// The Gateway URL; empty means ask Discord (`GET /gateway/bot`).
@@ -108,6 +112,8 @@ impl Config {
             discord_application_id: text("DISCORD_APPLICATION_ID", ""),
             discord_bot_token: text("DISCORD_BOT_TOKEN", ""),
             discord_api_base: text("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).trim_end_matches('/').to_string(),
+            timezone: text("TIMEZONE", "UTC"),
+            schedule_min_interval_ms: number("SCHEDULE_MIN_INTERVAL_MS", 60_000) as i64,
             discord_gateway: text("DISCORD_GATEWAY", "off").eq_ignore_ascii_case("on"),
             discord_gateway_url: text("DISCORD_GATEWAY_URL", ""),
             openai_base_url: text("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),

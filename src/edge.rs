@@ -14,12 +14,15 @@ pub mod memory;
 pub mod model;
 pub mod outbound;
 mod router;
+pub mod schedule_tool;
+pub mod schedules;
 pub mod slack;
 pub mod tasks;
 pub mod telegram;
 pub mod usage;
 pub mod web;
 pub mod webhooks;
+pub mod zones;
 
 use worker::{event, Context, Env, Request, Response, Result};
 

@@ -84,6 +84,30 @@ pub struct Attachment {
     pub platform_file_id: String,
 }
 
+impl ReplyAddress {
+    /// Where a conversation's messages go, from its key alone (for jobs the
+    /// admin creates): `telegram:{chat}[:{topic}]`, `slack:{team}:{channel}[:{thread}]`,
+    /// `discord:{guild|dm}:{channel}`.
+    pub fn for_conversation(conversation_key: &str) -> Option<ReplyAddress> {
+        let parts: Vec<&str> = conversation_key.split(':').collect();
+        match parts.as_slice() {
+            ["telegram", chat] => Some(ReplyAddress::Telegram { chat_id: chat.parse().ok()?, topic_id: None }),
+            ["telegram", chat, topic] => {
+                Some(ReplyAddress::Telegram { chat_id: chat.parse().ok()?, topic_id: Some(topic.parse().ok()?) })
+            }
+            ["slack", _, channel] => Some(ReplyAddress::Slack { channel: channel.to_string(), thread_ts: None }),
+            ["slack", _, channel, thread] => {
+                Some(ReplyAddress::Slack { channel: channel.to_string(), thread_ts: Some(thread.to_string()) })
+            }
+            ["discord", scope, channel] => Some(ReplyAddress::DiscordChannel {
+                channel_id: channel.to_string(),
+                guild_id: (*scope != "dm").then(|| scope.to_string()),
+            }),
+            _ => None,
+        }
+    }
+}
+
 impl InboundEvent {
     /// Cuts a text longer than the platform allows (`limit` characters) and
     /// says so at the end, so an oversized payload is never stored whole.
@@ -147,6 +171,26 @@ mod tests {
     fn text(text: &str) -> InboundEvent {
         let author = Author { id: "1".into(), name: "ada".into(), is_bot: false };
         InboundEvent::plain_text(1, "1", author, text)
+    }
+
+    #[test]
+    fn a_conversation_key_names_its_reply_address() {
+        let cases = [
+            ("telegram:-100", Some(ReplyAddress::Telegram { chat_id: -100, topic_id: None })),
+            ("telegram:-100:7", Some(ReplyAddress::Telegram { chat_id: -100, topic_id: Some(7) })),
+            ("slack:T1:C1", Some(ReplyAddress::Slack { channel: "C1".into(), thread_ts: None })),
+            ("slack:T1:C1:1.2", Some(ReplyAddress::Slack { channel: "C1".into(), thread_ts: Some("1.2".into()) })),
+            (
+                "discord:G1:C1",
+                Some(ReplyAddress::DiscordChannel { channel_id: "C1".into(), guild_id: Some("G1".into()) }),
+            ),
+            ("discord:dm:C1", Some(ReplyAddress::DiscordChannel { channel_id: "C1".into(), guild_id: None })),
+            ("telegram:abc", None),
+            ("irc:x", None),
+        ];
+        for (key, expected) in cases {
+            assert_eq!(ReplyAddress::for_conversation(key), expected, "{key}");
+        }
     }
 
     #[test]

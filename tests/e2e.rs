@@ -12,6 +12,7 @@ mod memory;
 mod models;
 mod outbound;
 mod processes;
+mod schedules;
 mod slack;
 mod telegram_dm;
 mod telegram_group;

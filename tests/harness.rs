@@ -103,7 +103,13 @@ impl TestEnv {
     /// Kills the Worker at once (as a crash would) and starts a new one on the
     /// same persisted state and the same fakes.
     pub async fn crash_and_restart(&mut self) {
+        self.crash_for(Duration::ZERO).await;
+    }
+
+    /// Kills the Worker, leaves it down this long, then starts it again.
+    pub async fn crash_for(&mut self, downtime: Duration) {
         self.worker.kill();
+        tokio::time::sleep(downtime).await;
         self.worker = Worker::start(&self.vars, self.state.path()).await;
     }
 

@@ -11,6 +11,7 @@ use worker::{D1Database, Result, SqlStorage};
 
 use super::{envelopes, inbox, outbox, ChannelObject};
 use crate::channel::processes::{ProcessKind, ProcessStatus};
+use crate::channel::state::ScheduleDue;
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, HistoryEntry, HistoryRole, TurnContext};
 use crate::config::Config;
@@ -19,6 +20,8 @@ use crate::edge::history::{self, StoredMessage};
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::model::HttpModel;
 use crate::edge::outbound::{self, Interrupted, Messenger, Piece, Platform};
+use crate::edge::schedule_tool::ChannelTools;
+use crate::edge::schedules;
 use crate::inbound::InboundEvent;
 use crate::platforms::split_message;
 use crate::process::branch::BranchJob;
@@ -50,6 +53,10 @@ pub async fn run(object: &ChannelObject) -> Result<()> {
     let sql = object.state.storage().sql();
     let database = object.env.d1(DATABASE_BINDING)?;
     give_up_on_silent_processes(object, &database, now).await?;
+    let due = object.channel.borrow().schedule_due.get().cloned();
+    if let Some(due) = due.filter(|due| due.at_ms <= now + WAKE_TOLERANCE_MS) {
+        take_scheduled_runs(object, &database, &due.conversation_key, now).await?;
+    }
     for _ in 0..MAX_TURNS_PER_ALARM {
         let Some(turn) = object.step(|channel| channel.begin_turn())? else {
             // Nothing to run now; wake for what comes next (a process's deadline).
@@ -68,6 +75,27 @@ pub async fn run(object: &ChannelObject) -> Result<()> {
     }
     // More turns are waiting: continue in a new alarm rather than run long.
     object.state.storage().set_alarm(0).await
+}
+
+/// Claims the conversation's due runs and queues each as a message to the
+/// bot; then re-arms for the next due run.
+async fn take_scheduled_runs(
+    object: &ChannelObject,
+    database: &D1Database,
+    conversation_key: &str,
+    now: i64,
+) -> Result<()> {
+    for run in schedules::claim_due(database, conversation_key, now).await? {
+        object.step(|channel| channel.enqueue_scheduled(run.event, now))?;
+    }
+    refresh_schedule_due(object, database, conversation_key).await
+}
+
+/// Reads the conversation's nearest due run from D1 into the channel state.
+pub async fn refresh_schedule_due(object: &ChannelObject, database: &D1Database, conversation_key: &str) -> Result<()> {
+    let next = schedules::next_due(database, conversation_key).await?;
+    let due = next.map(|at_ms| ScheduleDue { at_ms, conversation_key: conversation_key.to_string() });
+    object.step(|channel| channel.set_schedule_due(due))
 }
 
 /// Processes silent past their timeout come back as failures (the person
@@ -100,13 +128,27 @@ async fn run_one(
     let platform = outbound::for_address(config, &last.reply_address);
     // Reactions the model chose; a turn resumed after a crash has lost them (a small loss).
     let mut reactions = Vec::new();
+    // The turn created or cancelled jobs: the channel's due time moves.
+    let mut schedules_changed = false;
     if turn.result.is_none() {
         platform.show_working(last).await;
         refresh_membership(object, &platform, last).await?;
-        let thought = while_working(&platform, last, think(object, database, turn, platform.name())).await?;
+        let mut thought = while_working(&platform, last, think(object, database, turn, platform.name())).await?;
+        if thought.model_failed {
+            // A scheduled run the model failed counts against its job; the
+            // third failure in a row disables it, and the person hears so here.
+            for run in scheduled_runs(turn) {
+                if schedules::finish_run(database, run, "failed", Some("the model failed"), now_ms()).await? {
+                    let (job, _) = schedules::parse_run_delivery_id(run).unwrap_or_default();
+                    let notice = prompt::render("schedule_disabled", serde_json::json!({ "id": job }));
+                    thought.texts.push(notice.unwrap_or_default());
+                }
+            }
+        }
         delegate(object, database, turn, last, &thought).await?;
         compact(object, database, turn, last, &thought).await?;
         let result = thought.result;
+        schedules_changed = thought.schedules_changed;
         reactions = thought.reactions.clone();
         let pieces: Vec<String> =
             thought.texts.iter().flat_map(|text| split_message(text, platform.message_limit())).collect();
@@ -125,6 +167,13 @@ async fn run_one(
         platform.react(last, emoji).await;
     }
     history::record(database, &sent).await?;
+    for run in scheduled_runs(turn) {
+        let status = if sent.is_empty() { "nothing" } else { "delivered" };
+        schedules::finish_run(database, run, status, None, now_ms()).await?;
+    }
+    if schedules_changed {
+        refresh_schedule_due(object, database, &last.conversation_key).await?;
+    }
     let handled: Vec<String> = turn.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
     inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
     let result = TurnResult { sent_messages: sent.len() as u64, ..object.channel.borrow().current_result() };
@@ -132,9 +181,21 @@ async fn run_one(
     Ok(None)
 }
 
+/// The delivery ids of the scheduled runs a turn answers.
+fn scheduled_runs(turn: &TurnSnapshot) -> impl Iterator<Item = &str> {
+    turn.messages
+        .iter()
+        .map(|message| message.event.delivery_id.as_str())
+        .filter(|id| schedules::parse_run_delivery_id(id).is_some())
+}
+
 /// What the model made of a turn.
 #[derive(Default)]
 struct Thought {
+    /// The model failed (the person gets the failure message).
+    model_failed: bool,
+    /// The schedule tool created or cancelled a job.
+    schedules_changed: bool,
     /// The texts to send.
     texts: Vec<String>,
     result: TurnResult,
@@ -195,16 +256,31 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
         processes: &turn.processes,
     };
     let mut estimated_tokens = 0;
+    let schedules_changed = std::cell::Cell::new(false);
     let outcome = async {
         let messages = compose_messages(&context).map_err(|error| error.to_string())?;
         estimated_tokens = estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
         let model = HttpModel::new(config, &object.env, &config.channel_model).map_err(|error| error.to_string())?;
-        run_turn(&model, model.model_name(), messages, &turn.processes).await.map_err(|error| error.to_string())
+        let tools = ChannelTools {
+            config,
+            db: database,
+            conversation_key,
+            reply_address: &answering.reply_address,
+            now_ms: now_ms(),
+            changed: &schedules_changed,
+        };
+        run_turn(&model, model.model_name(), messages, &turn.processes, &tools).await.map_err(|error| error.to_string())
     }
     .await;
     let mut fork = earlier.clone();
     fork.extend(stored.iter().map(entry));
-    let mut thought = Thought { fork, history_ids, estimated_tokens, ..Thought::default() };
+    let mut thought = Thought {
+        fork,
+        history_ids,
+        estimated_tokens,
+        schedules_changed: schedules_changed.get(),
+        ..Thought::default()
+    };
     match outcome {
         Ok(outcome) => {
             thought.result.usage = outcome.usage;
@@ -220,6 +296,7 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
         }
         Err(error) => {
             worker::console_error!("channel turn {} failed: {error}", turn.id);
+            thought.model_failed = true;
             thought.texts.push(prompt::text("model_failure"));
         }
     }

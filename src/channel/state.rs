@@ -108,6 +108,14 @@ pub struct TurnSnapshot {
     pub not_before_ms: i64,
 }
 
+/// When this conversation's next scheduled run is due (the object learns its
+/// own conversation key from it: an alarm carries no request).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleDue {
+    pub at_ms: i64,
+    pub conversation_key: String,
+}
+
 /// The channel's slots.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChannelState {
@@ -127,6 +135,9 @@ pub struct ChannelState {
     /// Turns run for finished work since the last user message.
     pub retriggers: Custom<u32>,
     pub versions_seen: Custom<VersionsSeen>,
+    /// The nearest due time of this conversation's scheduled jobs (D1 holds
+    /// the jobs; the channel's one alarm serves this time too).
+    pub schedule_due: LastValue<ScheduleDue>,
 }
 
 impl Default for ChannelState {
@@ -147,6 +158,7 @@ impl Default for ChannelState {
             process_events: Topic::default(),
             retriggers: Custom::default(),
             versions_seen: Custom::default(),
+            schedule_due: LastValue::default(),
         }
     }
 }
@@ -185,7 +197,8 @@ macro_rules! with_slots {
             processes,
             process_events,
             retriggers,
-            versions_seen
+            versions_seen,
+            schedule_due
         )
     };
 }
@@ -308,7 +321,8 @@ impl ChannelState {
             .map(|event| event.envelope.ts + RETRIGGER_DEBOUNCE_MS);
         // A silent process is given up on at its deadline.
         let for_silence = self.processes.get().next_deadline(settings.timeouts);
-        [for_messages, for_results, for_silence].into_iter().flatten().min()
+        let for_schedules = self.schedule_due.get().map(|due| due.at_ms);
+        [for_messages, for_results, for_silence, for_schedules].into_iter().flatten().min()
     }
 
     fn queue_wake_at(&self, settings: &ChannelSettings, now_ms: i64) -> Option<i64> {
@@ -320,6 +334,27 @@ impl ChannelState {
         }
         let last = queued.last().map_or(first.received_at_ms, |message| message.received_at_ms);
         Some((last + settings.debounce_ms).min(first.received_at_ms + settings.max_wait_ms))
+    }
+
+    /// Queues a scheduled job's run as a message addressed to the bot (no
+    /// engagement decision: the job was asked for). Its delivery id names the
+    /// run, so a run queued twice is taken once.
+    pub fn enqueue_scheduled(&mut self, event: InboundEvent, now_ms: i64) {
+        self.retriggers.update(|count| std::mem::replace(count, 0) != 0);
+        self.prompt_queue.update([QueuedMessage { event, received_at_ms: now_ms }]);
+    }
+
+    /// Records this conversation's nearest schedule due time (None: no job).
+    pub fn set_schedule_due(&mut self, due: Option<ScheduleDue>) {
+        match due {
+            Some(due) if self.schedule_due.get() != Some(&due) => {
+                self.schedule_due.update([due]);
+            }
+            None if self.schedule_due.get().is_some() => {
+                self.schedule_due.clear();
+            }
+            _ => {}
+        }
     }
 
     /// Records a process the turn started; false when its kind is at its limit.

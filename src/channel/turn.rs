@@ -129,7 +129,44 @@ pub fn channel_tools() -> Vec<ToolSpec> {
         ToolSpec::new("cancel", object(json!({ "id": text("The branch's or worker's id.") }), &["id"])),
         ToolSpec::new("channel_disengage", object(json!({}), &[])),
         ToolSpec::new("skip", object(json!({ "reason": text("Why no answer is needed.") }), &[])),
+        ToolSpec::new(
+            "schedule",
+            object(
+                json!({
+                    "action": { "type": "string", "enum": ["create", "list", "cancel"] },
+                    "prompt": text("create: what to do when it runs, written as a request to yourself."),
+                    "at": text("create, one-shot: local time `YYYY-MM-DD HH:MM` in `timezone`."),
+                    "in_seconds": { "type": "integer", "description": "create, one-shot: run this many seconds from now." },
+                    "cron": text("create, recurring: a 5-field cron expression in `timezone`, e.g. `30 8 * * 1-5`."),
+                    "every_seconds": { "type": "integer", "description": "create, recurring: a fixed interval." },
+                    "timezone": text("An IANA time zone, e.g. Europe/Berlin (default: the configured one)."),
+                    "active_hours": text("create, optional: local window `HH:MM-HH:MM` (may wrap midnight)."),
+                    "end_at": text("create, optional: local time `YYYY-MM-DD HH:MM` after which it stops."),
+                    "max_runs": { "type": "integer", "description": "create, optional: stop after this many runs." },
+                    "id": text("cancel: the job's id.")
+                }),
+                &["action"],
+            ),
+        ),
     ]
+}
+
+/// Tools whose answers need the world outside the turn (storage, clocks):
+/// the channel's edge answers them, so the turn loop stays pure.
+#[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
+pub trait ToolHost {
+    /// The answer to a tool the turn does not handle itself, or None when
+    /// the host has no such tool either.
+    async fn call(&self, name: &str, arguments: &serde_json::Value) -> Option<String>;
+}
+
+/// A host with no tools of its own.
+pub struct NoTools;
+
+impl ToolHost for NoTools {
+    async fn call(&self, _name: &str, _arguments: &serde_json::Value) -> Option<String> {
+        None
+    }
 }
 
 /// A JSON-schema object with these properties.
@@ -230,6 +267,7 @@ pub async fn run_turn(
     model_name: &str,
     mut messages: Vec<ChatMessage>,
     processes: &Processes,
+    host: &impl ToolHost,
 ) -> Result<TurnOutcome, LlmError> {
     let tools = channel_tools();
     let mut outcome = TurnOutcome::default();
@@ -262,7 +300,11 @@ pub async fn run_turn(
                     outcome.actions.push(action);
                     result
                 }
-                Err(error) => format!("error: {error}"),
+                Err(ToolRefusal::Unknown(name)) => match host.call(&name, &call.arguments).await {
+                    Some(result) => result,
+                    None => format!("error: there is no tool named `{name}`"),
+                },
+                Err(ToolRefusal::Invalid(error)) => format!("error: {error}"),
             };
             messages.push(ChatMessage::tool_result(&call.id, result));
         }
@@ -273,8 +315,22 @@ pub async fn run_turn(
     Ok(outcome)
 }
 
+/// Why a tool call did not become an action.
+enum ToolRefusal {
+    /// Not one of the turn's own tools (the host may have it).
+    Unknown(String),
+    /// One of them, called wrongly or refused: the model is told why.
+    Invalid(String),
+}
+
+impl From<String> for ToolRefusal {
+    fn from(reason: String) -> Self {
+        ToolRefusal::Invalid(reason)
+    }
+}
+
 /// Reads one tool call into an action, checking it against the processes.
-fn channel_tool(name: &str, arguments: &serde_json::Value, processes: &mut Processes) -> Result<Action, String> {
+fn channel_tool(name: &str, arguments: &serde_json::Value, processes: &mut Processes) -> Result<Action, ToolRefusal> {
     let argument = |key: &str| -> Result<String, String> {
         match arguments.get(key).and_then(|value| value.as_str()) {
             Some(value) if !value.trim().is_empty() => Ok(value.to_string()),
@@ -314,7 +370,7 @@ fn channel_tool(name: &str, arguments: &serde_json::Value, processes: &mut Proce
             processes.cancel(&id).map_err(|refusal| refusal.to_string())?;
             Ok(Action::Cancel { id })
         }
-        other => Err(format!("there is no tool named `{other}`")),
+        other => Err(ToolRefusal::Unknown(other.to_string())),
     }
 }
 
@@ -416,7 +472,7 @@ mod tests {
 
     fn run_with(model: &ScriptedModel, processes: &Processes) -> Result<TurnOutcome, LlmError> {
         let messages = vec![ChatMessage::new(Role::User, "hi")];
-        futures_executor(run_turn(model, "m", messages, processes))
+        futures_executor(run_turn(model, "m", messages, processes, &NoTools))
     }
 
     /// The loop never actually waits, so polling once per step is enough.

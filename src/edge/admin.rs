@@ -14,6 +14,8 @@ use super::{history, jobs, memory, usage};
 const LISTING_LIMIT: usize = 500;
 /// The largest memory import body taken (4 MiB: 500 memories of about 8 KB).
 pub const MAX_IMPORT_BODY_BYTES: usize = 4 << 20;
+/// The largest schedule body taken.
+const MAX_SCHEDULE_BODY_BYTES: usize = 64 << 10;
 
 fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
     let header = request.headers().get("authorization").map_err(internal)?;
@@ -69,6 +71,68 @@ async fn from_channel(env: &Env, key: &str, view: &str) -> Result<Response, ApiE
     let stub =
         env.durable_object(CHANNEL_BINDING).and_then(|namespace| namespace.get_by_name(&key)).map_err(internal)?;
     stub.fetch_with_str(&format!("https://channel/{view}")).await.map_err(internal)
+}
+
+/// Scheduled jobs, all or of one conversation (`?conversation=KEY`).
+pub async fn schedules(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let url = request.url().map_err(internal)?;
+    let conversation = url.query_pairs().find(|(key, _)| key == "conversation").map(|(_, value)| value.into_owned());
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let jobs = super::schedules::list(&database, conversation.as_deref()).await.map_err(internal)?;
+    Response::from_json(&jobs.iter().map(super::schedules::Job::view).collect::<Vec<_>>()).map_err(internal)
+}
+
+/// Creates a job: `{"conversation", "prompt", and one of "at" | "in_seconds" |
+/// "cron" | "every_seconds", "timezone"?, "active_hours"?, "end_at"?, "max_runs"?}`.
+pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(&request, env)?;
+    let body = read_body(&mut request, MAX_SCHEDULE_BODY_BYTES).await?;
+    let arguments: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|_| ApiError::BadRequest("expected a JSON object".into()))?;
+    let text = |key: &str| arguments.get(key).and_then(|value| value.as_str()).unwrap_or("").trim().to_string();
+    let (conversation, prompt) = (text("conversation"), text("prompt"));
+    let address = crate::inbound::ReplyAddress::for_conversation(&conversation)
+        .ok_or_else(|| ApiError::BadRequest("`conversation` must be a conversation key".into()))?;
+    if prompt.is_empty() {
+        return Err(ApiError::BadRequest("`prompt` must say what to do when it runs".into()));
+    }
+    let config = config::load(env);
+    let now = super::http::now_ms();
+    let plan = super::schedule_tool::plan_from_arguments(&config, &arguments, now).map_err(ApiError::BadRequest)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let job = super::schedules::create(&database, &conversation, &address, &prompt, &plan, now)
+        .await
+        .map_err(|error| ApiError::BadRequest(error.to_string()))?;
+    super::schedules::wake(env, &conversation).await.map_err(internal)?;
+    Response::from_json(&job.view()).map_err(internal)
+}
+
+/// Pauses or resumes a job.
+pub async fn set_schedule_status(request: &Request, env: &Env, id: &str, status: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let job = super::schedules::set_status(&database, id, status, super::http::now_ms()).await.map_err(internal)?;
+    let job = job.ok_or(ApiError::NotFound)?;
+    super::schedules::wake(env, &job.conversation_key).await.map_err(internal)?;
+    Response::from_json(&job.view()).map_err(internal)
+}
+
+/// Deletes a job: it never runs again.
+pub async fn delete_schedule(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    match super::schedules::cancel(&database, None, id).await.map_err(internal)? {
+        true => Response::from_json(&serde_json::json!({ "deleted": id })).map_err(internal),
+        false => Err(ApiError::NotFound),
+    }
+}
+
+/// A job's runs, newest first, with their status and error.
+pub async fn schedule_runs(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    Response::from_json(&super::schedules::runs(&database, id).await.map_err(internal)?).map_err(internal)
 }
 
 /// The Discord Gateway connection: start (POST), stop (DELETE), status (GET).

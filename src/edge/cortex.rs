@@ -44,6 +44,9 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) 
             worker::console_error!("gateway check: {error}");
         }
     }
+    if let Err(error) = super::schedules::rearm_overdue(&env, now_ms()).await {
+        worker::console_error!("schedules: {error}");
+    }
     if let Err(error) = run(&config, &env).await {
         worker::console_error!("cortex: {error}");
     }

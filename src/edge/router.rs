@@ -5,7 +5,7 @@ use worker::{Env, Method, Request, Response, Result};
 
 use crate::api_error::ApiError;
 
-use super::{admin, webhooks};
+use super::{admin, schedules, webhooks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     let path = request.path();
@@ -24,6 +24,16 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         (Method::Get, ["api", "memories"]) => admin::memories(&request, env).await,
         (Method::Post, ["api", "memories"]) => admin::import_memories(request, env).await,
         (Method::Delete, ["api", "memories", id]) => admin::delete_memory(&request, env, id).await,
+        (Method::Get, ["api", "schedules"]) => admin::schedules(&request, env).await,
+        (Method::Post, ["api", "schedules"]) => admin::create_schedule(request, env).await,
+        (Method::Post, ["api", "schedules", id, "pause"]) => {
+            admin::set_schedule_status(&request, env, id, schedules::PAUSED).await
+        }
+        (Method::Post, ["api", "schedules", id, "resume"]) => {
+            admin::set_schedule_status(&request, env, id, schedules::ACTIVE).await
+        }
+        (Method::Delete, ["api", "schedules", id]) => admin::delete_schedule(&request, env, id).await,
+        (Method::Get, ["api", "schedules", id, "runs"]) => admin::schedule_runs(&request, env, id).await,
         (Method::Post, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Post, "/start").await,
         (Method::Delete, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Delete, "/stop").await,
         (Method::Get, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Get, "/status").await,
@@ -33,7 +43,8 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
             | ["webhooks", _]
             | ["api", "channels", _, _]
             | ["api", "memories", ..]
-            | ["api", "discord", "gateway"],
+            | ["api", "discord", "gateway"]
+            | ["api", "schedules", ..],
         ) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound),
     };

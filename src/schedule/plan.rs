@@ -144,14 +144,15 @@ pub struct CatchUp {
 }
 
 /// The product rules for creating a schedule, beyond what [`next_run`] needs:
-/// a known zone, a readable cron, an interval of at least [`MIN_INTERVAL_MS`],
-/// a sound window, and at least one run allowed. Whether the first run is
-/// still ahead is the caller's question ([`next_run`] from now).
-pub fn validate(plan: &Plan, rules: &(impl ZoneRules + ?Sized)) -> Result<(), ScheduleError> {
+/// a known zone, a readable cron, an interval of at least `min_interval_ms`
+/// ([`MIN_INTERVAL_MS`] unless configured), a sound window, and at least one
+/// run allowed. Whether the first run is still ahead is the caller's question
+/// ([`next_run`] from now).
+pub fn validate(plan: &Plan, rules: &(impl ZoneRules + ?Sized), min_interval_ms: i64) -> Result<(), ScheduleError> {
     Compiled::new(plan, rules)?;
     match plan.recurrence {
-        Recurrence::Every { interval_ms } if interval_ms < MIN_INTERVAL_MS => {
-            return Err(ScheduleError::IntervalTooShort { interval_ms, minimum_ms: MIN_INTERVAL_MS });
+        Recurrence::Every { interval_ms } if interval_ms < min_interval_ms => {
+            return Err(ScheduleError::IntervalTooShort { interval_ms, minimum_ms: min_interval_ms });
         }
         _ => {}
     }

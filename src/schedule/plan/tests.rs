@@ -470,7 +470,7 @@ fn plans_that_cannot_run_say_why() {
     for (plan, error) in cases {
         assert_eq!(next_run(&plan, 0, 0, &ChronoZones), Err(error.clone()), "next_run {plan:?}");
         assert_eq!(catch_up(&plan, 0, 0, 0, &ChronoZones), Err(error.clone()), "catch_up {plan:?}");
-        assert_eq!(validate(&plan, &ChronoZones), Err(error), "validate {plan:?}");
+        assert_eq!(validate(&plan, &ChronoZones, MIN_INTERVAL_MS), Err(error), "validate {plan:?}");
     }
 }
 
@@ -478,16 +478,17 @@ fn plans_that_cannot_run_say_why() {
 fn validation_adds_the_product_rules() {
     let short = every("UTC", 30_000);
     assert_eq!(
-        validate(&short, &Utc),
+        validate(&short, &Utc, MIN_INTERVAL_MS),
         Err(ScheduleError::IntervalTooShort { interval_ms: 30_000, minimum_ms: MIN_INTERVAL_MS })
     );
     // next_run still computes with it, for tests that cannot wait a minute.
     assert_eq!(next_run(&short, 0, 0, &Utc), Ok(Some(30_000)));
-    assert_eq!(validate(&every("UTC", MIN_INTERVAL_MS), &Utc), Ok(()));
-    assert_eq!(validate(&at_most(cron("UTC", "@daily"), 0), &Utc), Err(ScheduleError::NoRunsAllowed));
-    assert_eq!(validate(&cron("Europe/Berlin", "@daily"), &ChronoZones), Ok(()));
+    assert_eq!(validate(&every("UTC", MIN_INTERVAL_MS), &Utc, MIN_INTERVAL_MS), Ok(()));
+    assert_eq!(validate(&every("UTC", 2_000), &Utc, 1_000), Ok(()), "a configured minimum");
+    assert_eq!(validate(&at_most(cron("UTC", "@daily"), 0), &Utc, MIN_INTERVAL_MS), Err(ScheduleError::NoRunsAllowed));
+    assert_eq!(validate(&cron("Europe/Berlin", "@daily"), &ChronoZones, MIN_INTERVAL_MS), Ok(()));
     assert_eq!(
-        validate(&cron("Europe/Berlin", "@daily"), &Utc),
+        validate(&cron("Europe/Berlin", "@daily"), &Utc, MIN_INTERVAL_MS),
         Err(ScheduleError::UnknownZone("Europe/Berlin".into()))
     );
 }

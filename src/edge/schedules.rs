@@ -1,0 +1,395 @@
+//! Scheduled jobs in D1: create, list, cancel, pause and resume them; claim
+//! a conversation's due runs exactly once; record what each run became. The
+//! timing rules are the pure [`crate::schedule`] core's; the channel object's
+//! alarm fires the runs.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use wasm_bindgen::JsValue;
+use worker::{D1Database, Result};
+
+use super::zones::IntlZones;
+use crate::inbound::{Author, InboundEvent, ReplyAddress};
+use crate::schedule::plan::{catch_up, next_run, Plan};
+use crate::schedule::zone::describe_local;
+
+/// A job's status values.
+pub const ACTIVE: &str = "active";
+pub const PAUSED: &str = "paused";
+pub const DISABLED: &str = "disabled";
+/// Failed runs in a row that disable a job.
+pub const MAX_CONSECUTIVE_FAILURES: i64 = 3;
+/// The author of a run's synthetic message, and its delivery-id prefix.
+pub const RUN_AUTHOR: &str = "schedule";
+
+/// One job as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Job {
+    pub id: String,
+    pub conversation_key: String,
+    pub reply_address: String,
+    pub prompt: String,
+    pub plan: String,
+    pub status: String,
+    pub next_run_at: Option<i64>,
+    pub runs_done: i64,
+    pub consecutive_failures: i64,
+    pub created_at: i64,
+    pub last_run_at: Option<i64>,
+}
+
+impl Job {
+    pub fn plan(&self) -> Option<Plan> {
+        serde_json::from_str(&self.plan).ok()
+    }
+
+    /// The job as a listing shows it: the next run in the job's own zone.
+    pub fn view(&self) -> Value {
+        let plan = self.plan();
+        let zone = plan.as_ref().map_or("UTC", |plan| plan.zone.as_str());
+        json!({
+            "id": self.id,
+            "conversation": self.conversation_key,
+            "prompt": self.prompt,
+            "status": self.status,
+            "plan": plan,
+            "next_run": self.next_run_at.map(|at| describe_local(&IntlZones, zone, at)),
+            "next_run_at": self.next_run_at,
+            "runs_done": self.runs_done,
+            "consecutive_failures": self.consecutive_failures,
+        })
+    }
+}
+
+/// A run claimed for this conversation: its synthetic message.
+pub struct ClaimedRun {
+    pub event: InboundEvent,
+}
+
+/// Creates a job; its first run is computed now. Returns the job.
+pub async fn create(
+    db: &D1Database,
+    conversation_key: &str,
+    reply_address: &ReplyAddress,
+    prompt: &str,
+    plan: &Plan,
+    now_ms: i64,
+) -> Result<Job> {
+    let first = next_run(plan, now_ms, 0, &IntlZones).map_err(|error| error.to_string())?;
+    let Some(first) = first else {
+        return Err("that plan never runs (check its time, end and run count)".into());
+    };
+    let job = Job {
+        id: short_id(),
+        conversation_key: conversation_key.to_string(),
+        reply_address: serde_json::to_string(&durable_address(reply_address, conversation_key))?,
+        prompt: prompt.to_string(),
+        plan: serde_json::to_string(plan)?,
+        status: ACTIVE.into(),
+        next_run_at: Some(first),
+        runs_done: 0,
+        consecutive_failures: 0,
+        created_at: now_ms,
+        last_run_at: None,
+    };
+    db.prepare(
+        "INSERT INTO schedules (id, conversation_key, reply_address, prompt, plan, status, next_run_at, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7)",
+    )
+    .bind(&[
+        job.id.as_str().into(),
+        job.conversation_key.as_str().into(),
+        job.reply_address.as_str().into(),
+        job.prompt.as_str().into(),
+        job.plan.as_str().into(),
+        number(first),
+        number(now_ms),
+    ])?
+    .run()
+    .await?;
+    Ok(job)
+}
+
+/// A command's reply address (an interaction token) expires in minutes: a
+/// job answers in the channel instead.
+fn durable_address(address: &ReplyAddress, conversation_key: &str) -> ReplyAddress {
+    match address {
+        ReplyAddress::Discord { channel_id, .. } => {
+            let guild_id = conversation_key.split(':').nth(1).filter(|scope| *scope != "dm").map(str::to_string);
+            ReplyAddress::DiscordChannel { channel_id: channel_id.clone(), guild_id }
+        }
+        other => other.clone(),
+    }
+}
+
+const COLUMNS: &str = "id, conversation_key, reply_address, prompt, plan, status, next_run_at, runs_done, \
+                       consecutive_failures, created_at, last_run_at";
+
+/// Jobs of one conversation (or all), oldest first.
+pub async fn list(db: &D1Database, conversation_key: Option<&str>) -> Result<Vec<Job>> {
+    let key = conversation_key.map_or(JsValue::NULL, JsValue::from);
+    db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE ?1 IS NULL OR conversation_key = ?1 ORDER BY created_at"))
+        .bind(&[key])?
+        .all()
+        .await?
+        .results()
+}
+
+/// Removes a job (only from `conversation_key` when given). Its pending run
+/// cannot fire after this: a claim needs the row.
+pub async fn cancel(db: &D1Database, conversation_key: Option<&str>, id: &str) -> Result<bool> {
+    let key = conversation_key.map_or(JsValue::NULL, JsValue::from);
+    let result = db
+        .prepare("DELETE FROM schedules WHERE id = ?1 AND (?2 IS NULL OR conversation_key = ?2)")
+        .bind(&[id.into(), key])?
+        .run()
+        .await?;
+    Ok(changes(&result) > 0)
+}
+
+/// Pauses or resumes a job; a resumed job runs next after now.
+pub async fn set_status(db: &D1Database, id: &str, status: &str, now_ms: i64) -> Result<Option<Job>> {
+    let Some(job) = one(db, id).await? else {
+        return Ok(None);
+    };
+    let next = match (status, job.plan()) {
+        (ACTIVE, Some(plan)) => {
+            next_run(&plan, now_ms, job.runs_done as u32, &IntlZones).map_err(|error| error.to_string())?
+        }
+        _ => job.next_run_at,
+    };
+    db.prepare("UPDATE schedules SET status = ?1, next_run_at = ?2, consecutive_failures = 0 WHERE id = ?3")
+        .bind(&[status.into(), next.map_or(JsValue::NULL, number), id.into()])?
+        .run()
+        .await?;
+    one(db, id).await
+}
+
+pub async fn one(db: &D1Database, id: &str) -> Result<Option<Job>> {
+    db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE id = ?1")).bind(&[id.into()])?.first(None).await
+}
+
+/// A job's runs, newest first.
+pub async fn runs(db: &D1Database, id: &str) -> Result<Vec<Value>> {
+    db.prepare(
+        "SELECT due_at, claimed_at, finished_at, status, missed, error FROM schedule_runs \
+         WHERE schedule_id = ?1 ORDER BY due_at DESC LIMIT 200",
+    )
+    .bind(&[id.into()])?
+    .all()
+    .await?
+    .results()
+}
+
+/// The nearest due time of the conversation's active jobs.
+pub async fn next_due(db: &D1Database, conversation_key: &str) -> Result<Option<i64>> {
+    #[derive(Deserialize)]
+    struct Due {
+        due: Option<i64>,
+    }
+    let due: Option<Due> = db
+        .prepare("SELECT MIN(next_run_at) AS due FROM schedules WHERE conversation_key = ?1 AND status = 'active'")
+        .bind(&[conversation_key.into()])?
+        .first(None)
+        .await?;
+    Ok(due.and_then(|due| due.due))
+}
+
+/// Conversations with a job overdue by now (the cron re-arms their objects).
+pub async fn overdue_conversations(db: &D1Database, now_ms: i64) -> Result<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Key {
+        conversation_key: String,
+    }
+    let keys: Vec<Key> = db
+        .prepare(
+            "SELECT DISTINCT conversation_key FROM schedules WHERE status = 'active' AND next_run_at <= ?1 LIMIT 500",
+        )
+        .bind(&[number(now_ms)])?
+        .all()
+        .await?
+        .results()?;
+    Ok(keys.into_iter().map(|key| key.conversation_key).collect())
+}
+
+/// Wakes the channel object of every conversation with an overdue job (the
+/// cron's part: no job depends on its object being awake).
+pub async fn rearm_overdue(env: &worker::Env, now_ms: i64) -> Result<()> {
+    let db = env.d1(super::config::DATABASE_BINDING)?;
+    for conversation_key in overdue_conversations(&db, now_ms).await? {
+        wake(env, &conversation_key).await?;
+    }
+    Ok(())
+}
+
+/// Makes a conversation's channel object claim what is due and re-arm for
+/// its next run.
+pub async fn wake(env: &worker::Env, conversation_key: &str) -> Result<()> {
+    let stub = env.durable_object(super::config::CHANNEL_BINDING)?.get_by_name(conversation_key)?;
+    let mut init = worker::RequestInit::new();
+    init.with_method(worker::Method::Post).with_body(Some(conversation_key.into()));
+    stub.fetch_with_request(worker::Request::new_with_init("https://channel/schedules/wake", &init)?).await?;
+    Ok(())
+}
+
+/// Claims the conversation's due runs, each exactly once: the run row is
+/// written only while the job is still due at that time and active, and the
+/// job moves to its next run in the same transaction. A job that missed
+/// several runs (downtime) runs once and says how many it missed. Runs
+/// claimed before but never finished (a crash in between) come back too; the
+/// channel takes each run's message once.
+pub async fn claim_due(db: &D1Database, conversation_key: &str, now_ms: i64) -> Result<Vec<ClaimedRun>> {
+    let due: Vec<Job> = db
+        .prepare(format!(
+            "SELECT {COLUMNS} FROM schedules WHERE conversation_key = ?1 AND status = 'active' AND next_run_at <= ?2"
+        ))
+        .bind(&[conversation_key.into(), number(now_ms)])?
+        .all()
+        .await?
+        .results()?;
+    for job in &due {
+        let (Some(plan), Some(due_at)) = (job.plan(), job.next_run_at) else {
+            continue;
+        };
+        let caught =
+            catch_up(&plan, due_at, now_ms, job.runs_done as u32, &IntlZones).map_err(|error| error.to_string())?;
+        let next = caught.next_after_now.map_or(JsValue::NULL, number);
+        let still_due = "id = ?1 AND next_run_at = ?2 AND status = 'active'";
+        db.batch(vec![
+            db.prepare(format!(
+                "INSERT INTO schedule_runs (schedule_id, due_at, claimed_at, status, missed) \
+                 SELECT id, next_run_at, ?3, 'claimed', ?4 FROM schedules WHERE {still_due} \
+                 ON CONFLICT (schedule_id, due_at) DO NOTHING"
+            ))
+            .bind(&[
+                job.id.as_str().into(),
+                number(due_at),
+                number(now_ms),
+                number(i64::from(caught.missed)),
+            ])?,
+            db.prepare(format!(
+                "UPDATE schedules SET next_run_at = ?3, runs_done = runs_done + 1, last_run_at = ?4 WHERE {still_due}"
+            ))
+            .bind(&[job.id.as_str().into(), number(due_at), next, number(now_ms)])?,
+        ])
+        .await?;
+    }
+    pending_runs(db, conversation_key).await
+}
+
+/// Claimed runs not yet finished, as the messages that start them.
+async fn pending_runs(db: &D1Database, conversation_key: &str) -> Result<Vec<ClaimedRun>> {
+    #[derive(Deserialize)]
+    struct Pending {
+        id: String,
+        due_at: i64,
+        missed: i64,
+        prompt: String,
+        reply_address: String,
+    }
+    let pending: Vec<Pending> = db
+        .prepare(
+            "SELECT s.id AS id, r.due_at AS due_at, r.missed AS missed, s.prompt AS prompt, \
+             s.reply_address AS reply_address FROM schedule_runs r JOIN schedules s ON s.id = r.schedule_id \
+             WHERE s.conversation_key = ?1 AND r.status = 'claimed' ORDER BY r.due_at",
+        )
+        .bind(&[conversation_key.into()])?
+        .all()
+        .await?
+        .results()?;
+    Ok(pending
+        .into_iter()
+        .filter_map(|run| {
+            let address: ReplyAddress = serde_json::from_str(&run.reply_address).ok()?;
+            let missed = match run.missed {
+                0 => String::new(),
+                missed => format!(" (It missed {missed} earlier run(s) while edgebot was down; it runs once now.)"),
+            };
+            let author = Author { id: RUN_AUTHOR.into(), name: "Scheduled job".into(), is_bot: false };
+            let text = format!("[scheduled job {}] {}{missed}", run.id, run.prompt);
+            let delivery_id = run_delivery_id(&run.id, run.due_at);
+            let event =
+                InboundEvent::new(conversation_key.to_string(), delivery_id, String::new(), author, text, address);
+            Some(ClaimedRun { event: InboundEvent { is_command: true, ..event } })
+        })
+        .collect())
+}
+
+/// The delivery id of a run's message: `schedule:{job}:{due_at}`.
+pub fn run_delivery_id(job_id: &str, due_at: i64) -> String {
+    format!("{RUN_AUTHOR}:{job_id}:{due_at}")
+}
+
+/// The job and due time a run's delivery id names.
+pub fn parse_run_delivery_id(delivery_id: &str) -> Option<(&str, i64)> {
+    let rest = delivery_id.strip_prefix(RUN_AUTHOR)?.strip_prefix(':')?;
+    let (job, due) = rest.rsplit_once(':')?;
+    Some((job, due.parse().ok()?))
+}
+
+/// Records what a run became (`delivered`, `nothing`, `failed`). Returns
+/// true when this failure disabled the job (three in a row): the caller tells
+/// the conversation, once.
+pub async fn finish_run(
+    db: &D1Database,
+    delivery_id: &str,
+    status: &str,
+    error: Option<&str>,
+    now_ms: i64,
+) -> Result<bool> {
+    let Some((job_id, due_at)) = parse_run_delivery_id(delivery_id) else {
+        return Ok(false);
+    };
+    let failed = status == "failed";
+    let results = db
+        .batch(vec![
+            db.prepare(
+                "UPDATE schedule_runs SET status = ?3, error = ?4, finished_at = ?5 \
+                 WHERE schedule_id = ?1 AND due_at = ?2 AND status = 'claimed'",
+            )
+            .bind(&[
+                job_id.into(),
+                number(due_at),
+                status.into(),
+                error.map_or(JsValue::NULL, JsValue::from),
+                number(now_ms),
+            ])?,
+            db.prepare(
+                "UPDATE schedules SET consecutive_failures = CASE WHEN ?2 THEN consecutive_failures + 1 ELSE 0 END, \
+                 status = CASE WHEN ?2 AND consecutive_failures + 1 >= ?3 AND status = 'active' THEN 'disabled' \
+                 ELSE status END WHERE id = ?1 RETURNING status, consecutive_failures",
+            )
+            .bind(&[job_id.into(), JsValue::from_bool(failed), number(MAX_CONSECUTIVE_FAILURES)])?,
+        ])
+        .await?;
+    #[derive(Deserialize)]
+    struct After {
+        status: String,
+        consecutive_failures: i64,
+    }
+    let first_time = results.first().map(changes).unwrap_or(0) > 0;
+    let after: Option<After> = results.get(1).and_then(|result| result.results().ok()?.into_iter().next());
+    Ok(first_time
+        && after
+            .is_some_and(|after| after.status == DISABLED && after.consecutive_failures == MAX_CONSECUTIVE_FAILURES))
+}
+
+fn changes(result: &worker::D1Result) -> usize {
+    result.meta().ok().flatten().and_then(|meta| meta.changes).unwrap_or(0)
+}
+
+/// A short job id people can type: six base-36 characters.
+fn short_id() -> String {
+    let mut value = (js_sys::Math::random() * 36f64.powi(6)) as u64;
+    (0..6)
+        .map(|_| {
+            let digit = (value % 36) as u32;
+            value /= 36;
+            char::from_digit(digit, 36).unwrap_or('0')
+        })
+        .collect()
+}
+
+fn number(value: i64) -> JsValue {
+    JsValue::from_f64(value as f64)
+}

@@ -1,0 +1,156 @@
+//! Scheduled jobs: the model's `schedule` tool, the channel's alarm firing
+//! runs exactly once, cancels that hold, restarts and downtime.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::harness::{all_message_text, dm_update, Scripted, TestEnv};
+
+/// Short recurring intervals for tests (production keeps a minute).
+fn env_vars() -> [(&'static str, &'static str); 2] {
+    [("SCHEDULE_MIN_INTERVAL_MS", "1000"), ("LLM_TIMEOUT_MS", "10000")]
+}
+
+fn create(arguments: Value) -> Scripted {
+    let mut arguments = arguments;
+    arguments["action"] = json!("create");
+    Scripted::ToolCalls(vec![("schedule".into(), arguments)])
+}
+
+async fn jobs(env: &TestEnv, chat: i64) -> Vec<Value> {
+    env.admin(&format!("/api/schedules?conversation=telegram:{chat}")).await.as_array().cloned().unwrap_or_default()
+}
+
+/// The texts Telegram received in this chat.
+fn sent_texts(env: &TestEnv) -> Vec<String> {
+    env.telegram.calls("sendMessage").iter().map(|call| call["text"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reminder_is_posted_once_at_its_time_and_not_before() {
+    let env = TestEnv::start_with(&env_vars()).await;
+    env.llm.push(create(json!({"prompt": "Remind Ada to call Anna.", "in_seconds": 4})));
+    env.llm.reply("I will remind you in 4 seconds.");
+    env.llm.reply("Time to call Anna!");
+    let asked = Instant::now();
+    env.telegram_update(&dm_update(1, 91, "remind me in 4 seconds to call Anna")).await;
+    env.wait_for_sent(1).await;
+
+    let listed = jobs(&env, 91).await;
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0]["next_run"].as_str().unwrap().ends_with("UTC (UTC+00:00)"), "{}", listed[0]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(sent_texts(&env).len(), 1, "nothing before the due time");
+
+    let sent = env.wait_for_sent(2).await;
+    assert!(asked.elapsed() >= Duration::from_secs(4), "posted at its time, not before");
+    assert_eq!(sent[1]["text"], "Time to call Anna!");
+    let run_prompt = all_message_text(env.llm.requests().last().unwrap());
+    assert!(run_prompt.contains("Remind Ada to call Anna."), "the run's prompt reached the model");
+    env.settle().await;
+    env.settle().await;
+    assert_eq!(sent_texts(&env).len(), 2, "once");
+    let runs = env.admin(&format!("/api/schedules/{}/runs", listed[0]["id"].as_str().unwrap())).await;
+    assert_eq!(runs.as_array().unwrap().len(), 1);
+    assert_eq!(runs[0]["status"], "delivered");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recurring_job_runs_until_cancelled_and_never_after() {
+    let env = TestEnv::start_with(&env_vars()).await;
+    env.llm.push(create(json!({"prompt": "Post the time.", "every_seconds": 2})));
+    env.llm.reply("Every two seconds it is.");
+    for run in 1..=3 {
+        env.llm.reply(&format!("run {run}"));
+    }
+    env.telegram_update(&dm_update(1, 92, "post the time every 2 seconds")).await;
+    env.wait_for_sent(4).await;
+    // Cancel right after the third run, while the alarm for the fourth is armed.
+    let id = jobs(&env, 92).await[0]["id"].as_str().unwrap().to_string();
+    let (status, _) = env.admin_send(reqwest::Method::DELETE, &format!("/api/schedules/{id}"), None).await;
+    assert_eq!(status, 200);
+    env.llm.reply("run 4 must never happen");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(sent_texts(&env), ["Every two seconds it is.", "run 1", "run 2", "run 3"]);
+    assert!(jobs(&env, 92).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_list_the_model_sees_matches_the_admin_api() {
+    let env = TestEnv::start_with(&env_vars()).await;
+    env.llm.push(create(json!({"prompt": "Water the plants.", "cron": "0 9 * * *", "timezone": "Europe/Berlin"})));
+    env.llm.push(create(json!({"prompt": "Weekly report.", "cron": "30 8 * * mon-fri"})));
+    env.llm.push(Scripted::ToolCalls(vec![("schedule".into(), json!({"action": "list"}))]));
+    env.llm.reply("Two jobs are set.");
+    env.telegram_update(&dm_update(1, 93, "set up my jobs")).await;
+    env.wait_for_sent(1).await;
+
+    let listed = jobs(&env, 93).await;
+    assert_eq!(listed.len(), 2);
+    let seen = all_message_text(env.llm.requests().last().unwrap());
+    for job in &listed {
+        assert!(seen.contains(job["id"].as_str().unwrap()), "{seen}");
+        assert!(seen.contains(job["next_run"].as_str().unwrap()), "next run in the job's own zone: {seen}");
+    }
+    assert!(listed[0]["next_run"].as_str().unwrap().contains("09:00 Europe/Berlin"), "{}", listed[0]);
+
+    // Cancelled through the tool: gone from both.
+    let id = listed[0]["id"].as_str().unwrap().to_string();
+    env.llm.push(Scripted::ToolCalls(vec![("schedule".into(), json!({"action": "cancel", "id": id}))]));
+    env.llm.push(Scripted::ToolCalls(vec![("schedule".into(), json!({"action": "list"}))]));
+    env.llm.reply("Cancelled.");
+    env.telegram_update(&dm_update(2, 93, "cancel the plants")).await;
+    env.wait_for_sent(2).await;
+    let listed = jobs(&env, 93).await;
+    assert_eq!(listed.len(), 1);
+    let seen = all_message_text(env.llm.requests().last().unwrap());
+    assert!(!seen.contains(&format!("{id} (")), "the cancelled job is not listed: {seen}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restart_before_the_due_time_loses_nothing_and_duplicates_nothing() {
+    let mut env = TestEnv::start_with(&env_vars()).await;
+    env.llm.push(create(json!({"prompt": "Remind about the stand-up.", "in_seconds": 6})));
+    env.llm.reply("Noted.");
+    env.llm.reply("Stand-up now!");
+    env.telegram_update(&dm_update(1, 94, "remind me about the stand-up")).await;
+    env.wait_for_sent(1).await;
+    env.crash_and_restart().await;
+    // The object's alarm fires the run; the cron tick (every 15 minutes in
+    // production) wakes any object with an overdue job as a backstop.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    env.cron().await;
+    let sent = env.wait_for_sent(2).await;
+    assert_eq!(sent[1]["text"], "Stand-up now!");
+    env.settle().await;
+    env.settle().await;
+    assert_eq!(sent_texts(&env).len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recurring_job_that_missed_runs_during_downtime_runs_once_and_says_so() {
+    let mut env = TestEnv::start_with(&env_vars()).await;
+    env.llm.push(create(json!({"prompt": "Check the queue.", "every_seconds": 3})));
+    env.llm.reply("Checking every 3 seconds.");
+    env.llm.reply("caught up");
+    env.llm.reply("on time again");
+    env.telegram_update(&dm_update(1, 95, "check the queue every 3 seconds")).await;
+    env.wait_for_sent(1).await;
+    env.crash_for(Duration::from_secs(10)).await;
+    let restarted_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    env.cron().await;
+
+    let sent = env.wait_for_sent(2).await;
+    assert_eq!(sent[1]["text"], "caught up");
+    let run_prompt = all_message_text(&env.llm.requests()[2]);
+    assert!(run_prompt.contains("missed"), "the run says it missed earlier runs: {run_prompt}");
+    let id = jobs(&env, 95).await[0]["id"].as_str().unwrap().to_string();
+    env.admin_send(reqwest::Method::DELETE, &format!("/api/schedules/{id}"), None).await;
+    // Every run due while the Worker was down became one run, not a burst.
+    let runs = env.admin(&format!("/api/schedules/{id}/runs")).await;
+    let during_downtime: Vec<&Value> =
+        runs.as_array().unwrap().iter().filter(|run| run["due_at"].as_i64().unwrap() < restarted_at).collect();
+    assert_eq!(during_downtime.len(), 1, "{runs}");
+    assert!(during_downtime[0]["missed"].as_i64().unwrap() >= 2, "{runs}");
+}
