@@ -14,6 +14,7 @@ mod harness;
 use std::time::{Duration, Instant};
 
 use edgebot::memory::embed::LocalEmbedder;
+use edgebot::memory::sketch::{coarse_rank, encode_sketch, SketchQuery};
 use edgebot::memory::vector::{encode_vector, scan};
 use harness::TestEnv;
 use reqwest::Method;
@@ -175,10 +176,26 @@ async fn recall_figures(env: &TestEnv, count: usize, imported: &mut bool) {
     );
 }
 
+/// The pure vector search natively: the exact scan over every stored vector
+/// (what the local default did before sketches), and the sketch pass over
+/// packed records as D1 returns them plus the exact re-rank of its short list.
 fn pure_scan_figures(count: usize) {
     let embedder = LocalEmbedder::default();
-    let stored: Vec<(String, String)> = (0..count)
-        .map(|index| (format!("mem-{index}"), encode_vector(&embedder.embed_one(&memory_text(index)))))
+    let texts: Vec<String> = (0..count).map(memory_text).collect();
+    let stored: Vec<(String, String)> = texts
+        .iter()
+        .enumerate()
+        .map(|(index, text)| (index.to_string(), encode_vector(&embedder.embed_one(text))))
+        .collect();
+    let packed: Vec<String> = texts
+        .chunks(2048)
+        .enumerate()
+        .map(|(chunk, texts)| {
+            let records = texts.iter().enumerate().map(|(offset, text)| {
+                format!("{}:{}", chunk * 2048 + offset, encode_sketch(&embedder.embed_one(text)))
+            });
+            records.collect::<Vec<_>>().join(",")
+        })
         .collect();
     let query = embedder.embed_one(QUERIES[0]);
     let rounds = 20;
@@ -187,8 +204,19 @@ fn pure_scan_figures(count: usize) {
         let found = scan(&query, stored.iter().map(|(id, vector)| (id.as_str(), vector)), 20, 0.0);
         assert_eq!(found.len(), 20);
     }
-    let each = started.elapsed() / rounds;
-    println!("exact cosine scan, {count:>6} memories (native)       {:>8.2} ms per query", each.as_secs_f64() * 1e3);
+    let exact = started.elapsed() / rounds;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        let short_list = coarse_rank(&SketchQuery::new(&query), packed.iter().map(String::as_str), 60);
+        let candidates = short_list.iter().map(|seq| (stored[*seq as usize].0.as_str(), &stored[*seq as usize].1));
+        assert_eq!(scan(&query, candidates, 20, 0.0).len(), 20);
+    }
+    let sketched = started.elapsed() / rounds;
+    println!(
+        "vector search, {count:>6} memories (native)   exact scan {:>6.2} ms   sketches + re-rank {:>6.2} ms per query",
+        exact.as_secs_f64() * 1e3,
+        sketched.as_secs_f64() * 1e3
+    );
 }
 
 #[tokio::main]
