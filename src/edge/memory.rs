@@ -18,14 +18,12 @@ use super::http::now_ms;
 use crate::config::Config;
 use crate::memory::embed::Embedder;
 use crate::memory::linking::{plan_links, RELATED_THRESHOLD};
-use crate::memory::rrf::fuse;
+use crate::memory::rrf::{candidates_per_list, fuse, CONTEXT, DIRECT};
 use crate::memory::types::{sort_memories, Memory, MemoryType, SearchMode, SearchSort};
 
 /// Results a recall returns unless asked for fewer (or more, up to the max).
 const DEFAULT_RECALL_LIMIT: usize = 10;
 const MAX_RECALL_LIMIT: usize = 50;
-/// Candidates each retriever (vector, full text, graph) hands to the fusion.
-const CANDIDATES_PER_RETRIEVER: usize = 20;
 /// Bytes of JSON per import statement: well below D1's 2 MB limit on a value,
 /// and about 250 memories of a short sentence each.
 const IMPORT_BYTES_PER_STATEMENT: usize = 256 * 1024;
@@ -360,7 +358,7 @@ const COLUMNS: &str =
 /// their best hits.
 async fn hybrid(config: &Config, env: &Env, db: &D1Database, request: &RecallRequest) -> Result<Vec<Memory>> {
     let (query, limit, memory_type) = (request.query.as_str(), request.limit, request.memory_type);
-    let candidates = CANDIDATES_PER_RETRIEVER;
+    let candidates = candidates_per_list(limit);
     let vector = embed_one(config, env, query).await?;
     let index = vector_index(config, env, db)?;
     let (by_meaning, by_words) = futures_util::future::join(
@@ -373,7 +371,7 @@ async fn hybrid(config: &Config, env: &Env, db: &D1Database, request: &RecallReq
     // The graph: neighbours of the best direct hits, strongest edges first.
     let seeds: Vec<&String> = by_meaning.iter().take(5).chain(by_words.iter().take(5)).collect();
     let by_graph = neighbours(db, &seeds, candidates).await?;
-    let fused = fuse(&[by_meaning, by_words, by_graph]);
+    let fused = fuse(&[(&by_meaning, DIRECT), (&by_words, DIRECT), (&by_graph, CONTEXT)]);
     let ids: Vec<String> = fused.into_iter().take(limit).map(|(id, _)| id).collect();
     if ids.is_empty() {
         return Ok(Vec::new());
