@@ -1,7 +1,8 @@
-//! The memory system's pure core: typed memories, embeddings, exact vector
-//! search, rank fusion, automatic links, maintenance, the cortex's circuit
-//! breaker and the bulletin's sections. No I/O: the edges load rows from D1,
-//! call these functions and write back what they return.
+//! The memory system's pure core: typed memories, embeddings, vector search
+//! (4-bit sketches of every vector, then an exact re-rank), rank fusion,
+//! automatic links, maintenance, the cortex's circuit breaker and the
+//! bulletin's sections. No I/O: the edges load rows from D1, call these
+//! functions and write back what they return.
 
 pub mod bulletin;
 pub mod circuit;
@@ -9,5 +10,6 @@ pub mod embed;
 pub mod linking;
 pub mod maintenance;
 pub mod rrf;
+pub mod sketch;
 pub mod types;
 pub mod vector;

@@ -113,6 +113,15 @@ impl TestEnv {
         self.worker = Worker::start(&self.vars, self.state.path()).await;
     }
 
+    /// Stops the Worker, runs SQL on its local D1 (`wrangler d1 execute`), and
+    /// starts it again on the same state; returns each statement's rows.
+    pub async fn sql_while_stopped(&mut self, sql: &str) -> Value {
+        self.worker.kill();
+        let results = worker::d1_execute(self.state.path(), sql);
+        self.worker = Worker::start(&self.vars, self.state.path()).await;
+        results
+    }
+
     /// POSTs a Telegram update with the right secret.
     pub async fn telegram_update(&self, update: &Value) -> reqwest::Response {
         self.telegram_raw(Some(TELEGRAM_SECRET), update.to_string()).await

@@ -168,3 +168,53 @@ async fn a_bulletin_that_fails_three_times_in_a_row_pauses_until_its_next_interv
     env.settle().await;
     assert_eq!(cortex_calls(&env), 3, "the open circuit skips the routine until its next interval");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_only_memory_with_a_rare_query_word_ranks_at_the_top_among_many_near_matches() {
+    let env = TestEnv::start().await;
+    // Every distractor holds all the query's other words, padded to different
+    // lengths: both retrievers rank the short ones first, so plain reciprocal
+    // rank fusion put twenty of them above the one full-text first place.
+    let mut memories: Vec<Value> = (0..120)
+        .map(|index| {
+            let content = format!("The person mentioned the item in the week{}", " again".repeat(index % 40))
+                + &" too".repeat(index / 40);
+            json!({ "content": content, "memory_type": "fact" })
+        })
+        .collect();
+    memories.push(json!({ "content": "Bo spent his honeymoon in Zanzibar", "memory_type": "event" }));
+    let (status, body) = env.admin_send(Method::POST, "/api/memories", Some(json!(memories))).await;
+    assert_eq!((status, body["imported"].as_u64()), (200, Some(121)), "{body}");
+
+    let found = env.admin("/api/memories?query=which+item+did+the+person+mention+in+the+week+about+zanzibar").await;
+    let contents: Vec<&str> =
+        found.as_array().unwrap().iter().filter_map(|memory| memory["content"].as_str()).collect();
+    let rank = contents.iter().position(|content| *content == "Bo spent his honeymoon in Zanzibar");
+    assert!(rank.is_some_and(|rank| rank < 2), "the rare word's memory ranks first or second: {contents:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memories_stored_before_sketches_are_still_found_and_the_cron_gives_them_sketches() {
+    let mut env = TestEnv::start().await;
+    let memories = json!([
+        { "content": "Ada's cat is called Tom", "memory_type": "fact" },
+        { "content": "Bo drinks green tea every morning", "memory_type": "preference" },
+        { "content": "Deploy keys rotate every Monday", "memory_type": "fact" }
+    ]);
+    assert_eq!(env.admin_send(Method::POST, "/api/memories", Some(memories)).await.0, 200);
+    // No stored word matches "cats" or "names": only the vectors' word pieces find it.
+    let first_found = |found: &Value| found[0]["content"].as_str().unwrap_or_default().to_string();
+    assert_eq!(first_found(&env.admin("/api/memories?query=cats+names").await), "Ada's cat is called Tom");
+
+    // As rows from before migration 0005 are: a vector, no sketch.
+    env.sql_while_stopped("UPDATE memories SET sketch = NULL").await;
+    assert_eq!(first_found(&env.admin("/api/memories?query=cats+names").await), "Ada's cat is called Tom");
+
+    env.llm.push_for(CORTEX, Scripted::Text("BULLETIN".into()));
+    env.cron().await;
+    // The bulletin is written after the backfill, in the same run.
+    wait_for("the cortex run", Duration::from_secs(20), || async { (cortex_calls(&env) == 1).then_some(()) }).await;
+    let counts = env.sql_while_stopped("SELECT count(*) AS unsketched FROM memories WHERE sketch IS NULL").await;
+    assert_eq!(counts[0]["results"][0]["unsketched"], 0, "{counts}");
+    assert_eq!(first_found(&env.admin("/api/memories?query=cats+names").await), "Ada's cat is called Tom");
+}

@@ -13,7 +13,7 @@ use worker::{event, D1Database, Env, Result, ScheduleContext, ScheduledEvent};
 
 use super::config::{self, DATABASE_BINDING};
 use super::http::now_ms;
-use super::memory::{bump_version, vector_index, VectorIndex};
+use super::memory::{bump_version, forget, vector_index, VectorIndex};
 use super::model::HttpModel;
 use super::usage;
 use crate::channel::turn::ChatModel;
@@ -33,6 +33,8 @@ const BULLETIN_SOURCE_LIMIT: i64 = 200;
 /// Memories compared for merging per run (the most recently changed): merging
 /// compares every pair, so the set is bounded.
 const MERGE_CANDIDATES: usize = 500;
+/// Memories stored before sketches existed that get theirs per tick.
+const SKETCH_BACKFILL_PER_TICK: usize = 500;
 /// Usage of the cortex is recorded under this conversation key.
 const CORTEX_USAGE_KEY: &str = "cortex";
 
@@ -54,6 +56,10 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) 
 
 async fn run(config: &Config, env: &Env) -> Result<()> {
     let db = env.d1(DATABASE_BINDING)?;
+    // Search scores rows without a sketch exactly, so this only restores speed.
+    if let Err(error) = vector_index(config, env, &db)?.backfill_sketches(SKETCH_BACKFILL_PER_TICK).await {
+        worker::console_error!("cortex: sketch backfill failed: {error}");
+    }
     let meta = read_meta(&db).await?;
     let now = now_ms();
     let last_maintenance: Option<i64> = meta.get("maintenance_at").and_then(|value| value.parse().ok());
@@ -173,15 +179,8 @@ async fn apply(db: &D1Database, plan: &MaintenancePlan, now: i64) -> Result<()> 
                 .bind(&[update.importance.into(), update.id.as_str().into()])?,
         );
     }
-    let delete = |id: &str| -> Result<Vec<worker::D1PreparedStatement>> {
-        Ok(vec![
-            db.prepare("DELETE FROM memories WHERE id = ?1").bind(&[id.into()])?,
-            db.prepare("DELETE FROM memories_fts WHERE id = ?1").bind(&[id.into()])?,
-            db.prepare("DELETE FROM associations WHERE source_id = ?1 OR target_id = ?1").bind(&[id.into()])?,
-        ])
-    };
     for id in &plan.prunes {
-        statements.extend(delete(id)?);
+        statements.extend(forget(db, id)?);
     }
     for merge in &plan.merges {
         // The keeper takes over the absorbed memory's edges (duplicates are dropped).
@@ -191,7 +190,7 @@ async fn apply(db: &D1Database, plan: &MaintenancePlan, now: i64) -> Result<()> 
                     .bind(&[merge.keep.as_str().into(), merge.absorb.as_str().into()])?,
             );
         }
-        statements.extend(delete(&merge.absorb)?);
+        statements.extend(forget(db, &merge.absorb)?);
     }
     for keeper in &plan.merged {
         statements.push(

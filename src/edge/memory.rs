@@ -12,23 +12,21 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Env, Result};
 
 pub use embedding::{embedder, AI_BINDING};
-pub use index::{vector_index, VectorIndex};
+pub use index::{vector_index, EdgeIndex, VectorIndex};
 
 use super::http::now_ms;
 use crate::config::Config;
 use crate::memory::embed::Embedder;
 use crate::memory::linking::{plan_links, RELATED_THRESHOLD};
-use crate::memory::rrf::fuse;
+use crate::memory::rrf::{candidates_per_list, fuse, CONTEXT, DIRECT};
 use crate::memory::types::{sort_memories, Memory, MemoryType, SearchMode, SearchSort};
-use crate::memory::vector::encode_vector;
 
 /// Results a recall returns unless asked for fewer (or more, up to the max).
 const DEFAULT_RECALL_LIMIT: usize = 10;
 const MAX_RECALL_LIMIT: usize = 50;
-/// Candidates each retriever (vector, full text, graph) hands to the fusion.
-const CANDIDATES_PER_RETRIEVER: usize = 20;
-/// Statements per D1 batch when importing (three per memory).
-const IMPORT_STATEMENTS_PER_BATCH: usize = 300;
+/// Bytes of JSON per import statement: well below D1's 2 MB limit on a value,
+/// and about 250 memories of a short sentence each.
+const IMPORT_BYTES_PER_STATEMENT: usize = 256 * 1024;
 /// Neighbours considered when linking a new memory.
 const LINK_CANDIDATES: usize = 10;
 
@@ -120,12 +118,14 @@ pub async fn save(
     let index = vector_index(config, env, db)?;
     let neighbours = index.query(&vector, LINK_CANDIDATES, RELATED_THRESHOLD, None).await?;
     let links = plan_links(&id, &neighbours);
+    let stored = index.row_vector(&vector);
     let mut statements = vec![
         db.prepare(
             "INSERT INTO memories (id, memory_type, content, importance, created_at, updated_at, last_accessed_at, \
-             access_count, source) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, 0, ?6) \
+             access_count, source, vector, sketch) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, 0, ?6, ?7, ?8) \
              ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, \
-             importance = MAX(importance, excluded.importance), memory_type = excluded.memory_type",
+             importance = MAX(importance, excluded.importance), memory_type = excluded.memory_type, \
+             vector = excluded.vector, sketch = excluded.sketch",
         )
         .bind(&[
             id.as_str().into(),
@@ -134,10 +134,15 @@ pub async fn save(
             memory.importance.into(),
             number(now),
             source.into(),
+            stored.vector.map_or(JsValue::NULL, JsValue::from),
+            stored.sketch.map_or(JsValue::NULL, JsValue::from),
         ])?,
-        db.prepare("DELETE FROM memories_fts WHERE id = ?1").bind(&[id.as_str().into()])?,
-        db.prepare("INSERT INTO memories_fts (id, content) VALUES (?1, ?2)")
-            .bind(&[id.as_str().into(), content.into()])?,
+        // The stored content: a re-save that differs only in case or spacing
+        // keeps the first wording, and so does the index.
+        db.prepare(
+            "INSERT OR REPLACE INTO memories_fts (rowid, content) SELECT seq, content FROM memories WHERE id = ?1",
+        )
+        .bind(&[id.as_str().into()])?,
         bump_version(db)?,
     ];
     for link in &links {
@@ -162,20 +167,29 @@ pub async fn save(
 
 /// Deletes a memory with its index entries and edges; false when there was none.
 pub async fn delete(config: &Config, env: &Env, db: &D1Database, id: &str) -> Result<bool> {
-    let results = db
-        .batch(vec![
-            db.prepare("DELETE FROM memories WHERE id = ?1").bind(&[id.into()])?,
-            db.prepare("DELETE FROM memories_fts WHERE id = ?1").bind(&[id.into()])?,
-            db.prepare("DELETE FROM associations WHERE source_id = ?1 OR target_id = ?1").bind(&[id.into()])?,
-            bump_version(db)?,
-        ])
-        .await?;
-    let deleted = results.first().and_then(|result| result.meta().ok().flatten()).and_then(|meta| meta.changes);
+    let mut statements = forget(db, id)?;
+    statements.push(bump_version(db)?);
+    let results = db.batch(statements).await?;
+    let deleted = results.get(FORGET_ROW).and_then(|result| result.meta().ok().flatten()).and_then(|meta| meta.changes);
     if deleted.unwrap_or(0) == 0 {
         return Ok(false);
     }
     vector_index(config, env, db)?.delete(&[id.to_string()]).await?;
     Ok(true)
+}
+
+/// Where [`forget`] deletes the memory's row (its result tells whether there was one).
+const FORGET_ROW: usize = 1;
+
+/// The statements that remove a memory, its words from the full-text index
+/// (found by the row's seq, so before the row goes) and its edges.
+pub fn forget(db: &D1Database, id: &str) -> Result<Vec<D1PreparedStatement>> {
+    Ok(vec![
+        db.prepare("DELETE FROM memories_fts WHERE rowid = (SELECT seq FROM memories WHERE id = ?1)")
+            .bind(&[id.into()])?,
+        db.prepare("DELETE FROM memories WHERE id = ?1").bind(&[id.into()])?,
+        db.prepare("DELETE FROM associations WHERE source_id = ?1 OR target_id = ?1").bind(&[id.into()])?,
+    ])
 }
 
 /// One memory of a bulk import.
@@ -186,8 +200,10 @@ pub struct ImportItem {
     pub importance: Option<f64>,
 }
 
-/// Imports memories in one batch: embedded and indexed, not linked (linking
-/// each against all others would be quadratic). Returns how many were stored.
+/// Imports memories: embedded and indexed, not linked (linking each against all
+/// others would be quadratic). Returns how many were valid. The rows travel as
+/// JSON, two statements per 256 KB of it (the rows, then their words by seq),
+/// not three statements per memory.
 pub async fn import(config: &Config, env: &Env, db: &D1Database, items: &[ImportItem]) -> Result<usize> {
     let now = now_ms();
     let valid: Vec<(&ImportItem, MemoryType)> = items
@@ -198,37 +214,54 @@ pub async fn import(config: &Config, env: &Env, db: &D1Database, items: &[Import
     let texts: Vec<String> = valid.iter().map(|(item, _)| item.content.clone()).collect();
     let vectors = embedder(config, env).embed(&texts).await.map_err(|error| error.to_string())?;
     let index = vector_index(config, env, db)?;
-    let mut statements = vec![bump_version(db)?];
+    let mut chunks: Vec<String> = Vec::new();
+    let mut rows: Vec<String> = Vec::new();
+    let mut bytes = 0;
     for ((item, memory_type), vector) in valid.iter().zip(&vectors) {
-        let id = memory_id(&item.content);
         let importance = item.importance.filter(|value| value.is_finite()).unwrap_or(memory_type.default_importance());
-        let stored_vector = match index {
-            index::EdgeIndex::D1(_) => JsValue::from(encode_vector(vector)),
-            index::EdgeIndex::Vectorize(_) => JsValue::NULL,
-        };
+        let stored = index.row_vector(vector);
+        let row = serde_json::to_string(&(
+            memory_id(&item.content),
+            memory_type.as_str(),
+            &item.content,
+            importance.clamp(0.0, 1.0),
+            stored.vector,
+            stored.sketch,
+        ))?;
+        if bytes + row.len() > IMPORT_BYTES_PER_STATEMENT && !rows.is_empty() {
+            chunks.push(format!("[{}]", rows.join(",")));
+            rows.clear();
+            bytes = 0;
+        }
+        bytes += row.len() + 1;
+        rows.push(row);
+    }
+    if !rows.is_empty() {
+        chunks.push(format!("[{}]", rows.join(",")));
+    }
+    let mut statements = vec![bump_version(db)?];
+    for chunk in chunks {
+        let chunk = JsValue::from(chunk);
         statements.push(
             db.prepare(
-                "INSERT OR IGNORE INTO memories (id, memory_type, content, importance, created_at, updated_at,                  last_accessed_at, access_count, source, vector) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, 0, 'import', ?6)",
+                "INSERT OR IGNORE INTO memories (id, memory_type, content, importance, created_at, updated_at, \
+                 last_accessed_at, access_count, source, vector, sketch) \
+                 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), \
+                 json_extract(value, '$[3]'), ?2, ?2, ?2, 0, 'import', json_extract(value, '$[4]'), \
+                 json_extract(value, '$[5]') FROM json_each(?1)",
             )
-            .bind(&[
-                id.as_str().into(),
-                memory_type.as_str().into(),
-                item.content.as_str().into(),
-                importance.clamp(0.0, 1.0).into(),
-                number(now),
-                stored_vector,
-            ])?,
+            .bind(&[chunk.clone(), number(now)])?,
         );
-        statements.push(db.prepare("DELETE FROM memories_fts WHERE id = ?1").bind(&[id.as_str().into()])?);
         statements.push(
-            db.prepare("INSERT INTO memories_fts (id, content) VALUES (?1, ?2)")
-                .bind(&[id.as_str().into(), item.content.as_str().into()])?,
+            db.prepare(
+                "INSERT OR REPLACE INTO memories_fts (rowid, content) SELECT seq, content FROM memories \
+                 WHERE id IN (SELECT json_extract(value, '$[0]') FROM json_each(?1))",
+            )
+            .bind(&[chunk])?,
         );
     }
-    for chunk in statements.chunks(IMPORT_STATEMENTS_PER_BATCH) {
-        db.batch(chunk.to_vec()).await?;
-    }
-    if let index::EdgeIndex::Vectorize(_) = index {
+    db.batch(statements).await?;
+    if let EdgeIndex::Vectorize(_) = index {
         for ((item, memory_type), vector) in valid.iter().zip(&vectors) {
             index.upsert(&memory_id(&item.content), vector, *memory_type).await?;
         }
@@ -279,32 +312,40 @@ pub async fn recall(config: &Config, env: &Env, db: &D1Database, request: &Recal
         SearchMode::Hybrid if !request.query.is_empty() => hybrid(config, env, db, request).await?,
         SearchMode::Typed if request.memory_type.is_some() => {
             let kind = request.memory_type.map(MemoryType::as_str).unwrap_or_default();
-            db.prepare(format!(
-                "SELECT {COLUMNS} FROM memories WHERE memory_type = ?1 ORDER BY created_at DESC LIMIT ?2"
-            ))
-            .bind(&[kind.into(), limit])?
-            .all()
-            .await?
-            .results()?
+            let filter = "WHERE memory_type = ?1 ORDER BY created_at DESC LIMIT ?2";
+            read_and_touch(db, filter, vec![kind.into(), limit]).await?
         }
-        SearchMode::Important => db
-            .prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY importance DESC, created_at DESC LIMIT ?1"))
-            .bind(&[limit])?
-            .all()
-            .await?
-            .results()?,
-        _ => db
-            .prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY created_at DESC LIMIT ?1"))
-            .bind(&[limit])?
-            .all()
-            .await?
-            .results()?,
+        SearchMode::Important => {
+            read_and_touch(db, "ORDER BY importance DESC, created_at DESC LIMIT ?1", vec![limit]).await?
+        }
+        _ => read_and_touch(db, "ORDER BY created_at DESC LIMIT ?1", vec![limit]).await?,
     };
     if let Some(sort) = request.sort {
         sort_memories(&mut found, sort);
     }
-    touch(db, &found).await?;
     Ok(found)
+}
+
+/// Reads the memories `filter` (a `WHERE`/`ORDER BY`/`LIMIT` tail over
+/// `memories`) selects and counts the recall as an access (for sorting and
+/// decay), in one batch, the read first: it returns the counts from before.
+/// The access does not move the store version: the bulletin does not depend on
+/// access counts.
+async fn read_and_touch(db: &D1Database, filter: &str, bindings: Vec<JsValue>) -> Result<Vec<Memory>> {
+    let now_placeholder = bindings.len() + 1;
+    let mut touch_bindings = bindings.clone();
+    touch_bindings.push(number(now_ms()));
+    let results = db
+        .batch(vec![
+            db.prepare(format!("SELECT {COLUMNS} FROM memories {filter}")).bind(&bindings)?,
+            db.prepare(format!(
+                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?{now_placeholder} \
+                 WHERE id IN (SELECT id FROM memories {filter})"
+            ))
+            .bind(&touch_bindings)?,
+        ])
+        .await?;
+    results.first().map_or(Ok(Vec::new()), |result| result.results())
 }
 
 /// The memory columns a [`Memory`] is read from (the vector stays behind).
@@ -313,47 +354,62 @@ const COLUMNS: &str =
 
 /// Vector, full-text and graph retrieval, fused by reciprocal rank; a
 /// `memory_type` narrows every retriever (a metadata filter on the vectors).
+/// The vector and full-text retrievers run at once; the graph then expands
+/// their best hits.
 async fn hybrid(config: &Config, env: &Env, db: &D1Database, request: &RecallRequest) -> Result<Vec<Memory>> {
     let (query, limit, memory_type) = (request.query.as_str(), request.limit, request.memory_type);
-    let type_name = memory_type.map_or(JsValue::NULL, |kind| JsValue::from(kind.as_str()));
+    let candidates = candidates_per_list(limit);
     let vector = embed_one(config, env, query).await?;
-    let by_meaning: Vec<String> = vector_index(config, env, db)?
-        .query(&vector, CANDIDATES_PER_RETRIEVER, 0.0, memory_type)
-        .await?
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    let by_words = match fts_query(query) {
-        Some(expression) => {
-            #[derive(Deserialize)]
-            struct Hit {
-                id: String,
-            }
-            let hits: Vec<Hit> = db
-                .prepare(
-                    "SELECT memories_fts.id AS id FROM memories_fts JOIN memories ON memories.id = memories_fts.id \
-                     WHERE memories_fts MATCH ?1 AND (?3 IS NULL OR memories.memory_type = ?3) \
-                     ORDER BY memories_fts.rank LIMIT ?2",
-                )
-                .bind(&[expression.into(), number(CANDIDATES_PER_RETRIEVER as i64), type_name])?
-                .all()
-                .await?
-                .results()?;
-            hits.into_iter().map(|hit| hit.id).collect()
-        }
-        None => Vec::new(),
-    };
+    let index = vector_index(config, env, db)?;
+    let (by_meaning, by_words) = futures_util::future::join(
+        index.query(&vector, candidates, 0.0, memory_type),
+        full_text(db, query, candidates, memory_type),
+    )
+    .await;
+    let by_meaning: Vec<String> = by_meaning?.into_iter().map(|(id, _)| id).collect();
+    let by_words = by_words?;
     // The graph: neighbours of the best direct hits, strongest edges first.
     let seeds: Vec<&String> = by_meaning.iter().take(5).chain(by_words.iter().take(5)).collect();
-    let by_graph = neighbours(db, &seeds).await?;
-    let fused = fuse(&[by_meaning, by_words, by_graph]);
+    let by_graph = neighbours(db, &seeds, candidates).await?;
+    let fused = fuse(&[(&by_meaning, DIRECT), (&by_words, DIRECT), (&by_graph, CONTEXT)]);
     let ids: Vec<String> = fused.into_iter().take(limit).map(|(id, _)| id).collect();
-    let mut memories = by_ids(db, &ids).await?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let filter = "WHERE id IN (SELECT value FROM json_each(?1))";
+    let mut memories = read_and_touch(db, filter, vec![serde_json::to_string(&ids)?.into()]).await?;
     crate::sorting::sort_by(&mut memories, |a, b| {
         let place = |memory: &Memory| ids.iter().position(|id| *id == memory.id);
         place(a).cmp(&place(b))
     });
     Ok(memories)
+}
+
+/// The ids of the memories whose words best match the query's (BM25), of one
+/// type if given.
+async fn full_text(
+    db: &D1Database,
+    query: &str,
+    candidates: usize,
+    memory_type: Option<MemoryType>,
+) -> Result<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Hit {
+        id: String,
+    }
+    let Some(expression) = fts_query(query) else { return Ok(Vec::new()) };
+    let type_name = memory_type.map_or(JsValue::NULL, |kind| JsValue::from(kind.as_str()));
+    let hits: Vec<Hit> = db
+        .prepare(
+            "SELECT memories.id AS id FROM memories_fts JOIN memories ON memories.seq = memories_fts.rowid \
+             WHERE memories_fts MATCH ?1 AND (?3 IS NULL OR memories.memory_type = ?3) \
+             ORDER BY memories_fts.rank LIMIT ?2",
+        )
+        .bind(&[expression.into(), number(candidates as i64), type_name])?
+        .all()
+        .await?
+        .results()?;
+    Ok(hits.into_iter().map(|hit| hit.id).collect())
 }
 
 /// An FTS5 expression matching any of the query's words (each quoted, so
@@ -368,7 +424,7 @@ fn fts_query(query: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" OR "))
 }
 
-async fn neighbours(db: &D1Database, seeds: &[&String]) -> Result<Vec<String>> {
+async fn neighbours(db: &D1Database, seeds: &[&String], candidates: usize) -> Result<Vec<String>> {
     if seeds.is_empty() {
         return Ok(Vec::new());
     }
@@ -381,44 +437,11 @@ async fn neighbours(db: &D1Database, seeds: &[&String]) -> Result<Vec<String>> {
         "SELECT id FROM (\
            SELECT target_id AS id, weight FROM associations WHERE source_id IN ({placeholders}) \
            UNION ALL SELECT source_id AS id, weight FROM associations WHERE target_id IN ({placeholders})) \
-         GROUP BY id ORDER BY MAX(weight) DESC LIMIT {CANDIDATES_PER_RETRIEVER}"
+         GROUP BY id ORDER BY MAX(weight) DESC LIMIT {candidates}"
     );
     let bindings: Vec<JsValue> = seeds.iter().map(|id| JsValue::from(id.as_str())).collect();
     let edges: Vec<Edge> = db.prepare(query).bind(&bindings)?.all().await?.results()?;
     Ok(edges.into_iter().map(|edge| edge.id).collect())
-}
-
-/// The memories with these ids (at most 90 per call: D1 binds up to 100).
-pub async fn by_ids(db: &D1Database, ids: &[String]) -> Result<Vec<Memory>> {
-    let ids = &ids[..ids.len().min(90)];
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let placeholders = (1..=ids.len()).map(|index| format!("?{index}")).collect::<Vec<_>>().join(", ");
-    let bindings: Vec<JsValue> = ids.iter().map(|id| JsValue::from(id.as_str())).collect();
-    db.prepare(format!("SELECT {COLUMNS} FROM memories WHERE id IN ({placeholders})"))
-        .bind(&bindings)?
-        .all()
-        .await?
-        .results()
-}
-
-/// Recall counts as access (for sorting and decay), without moving the
-/// store version: the bulletin does not depend on access counts.
-async fn touch(db: &D1Database, memories: &[Memory]) -> Result<()> {
-    if memories.is_empty() {
-        return Ok(());
-    }
-    let now = number(now_ms());
-    let statements = memories
-        .iter()
-        .map(|memory| {
-            db.prepare("UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?1 WHERE id = ?2")
-                .bind(&[now.clone(), memory.id.as_str().into()])
-        })
-        .collect::<Result<Vec<_>>>()?;
-    db.batch(statements).await?;
-    Ok(())
 }
 
 /// The statement that moves the store version (every content change runs it).

@@ -1,6 +1,7 @@
 //! Exact vector search for the embedded default, where vectors live in a D1
 //! TEXT column beside their memory: cosine similarity, a compact text encoding,
-//! and a top-k scan over every stored vector.
+//! and an exact top-k scan over candidate vectors (the short list that the
+//! sketches of [`super::sketch`] pick from all memories).
 //!
 //! The encoding stores one signed byte per component, base64 (standard alphabet,
 //! padded): 384 dimensions take 512 characters instead of 4–7 KB of JSON. Each
@@ -259,11 +260,11 @@ impl PartialEq for Scored<'_> {
 
 impl Eq for Scored<'_> {}
 
-const BASE64_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+pub(crate) const BASE64_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 /// Marks a byte outside the alphabet in [`BASE64_VALUES`].
 const INVALID: u8 = 0xff;
 /// Each alphabet byte's 6-bit value, [`INVALID`] elsewhere.
-const BASE64_VALUES: [u8; 256] = {
+pub(crate) const BASE64_VALUES: [u8; 256] = {
     let mut values = [INVALID; 256];
     let mut index = 0;
     while index < 64 {
@@ -274,7 +275,7 @@ const BASE64_VALUES: [u8; 256] = {
 };
 
 /// Standard padded base64 (RFC 4648 §4).
-fn encode_base64(bytes: &[u8]) -> String {
+pub(crate) fn encode_base64(bytes: &[u8]) -> String {
     let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let group =
@@ -294,7 +295,7 @@ fn encode_base64(bytes: &[u8]) -> String {
 /// (and `out` unspecified) when the text is not a whole number of 4-character
 /// groups, has a character outside the alphabet, or has padding anywhere but
 /// the end of the last group.
-fn decode_base64_into(text: &str, out: &mut Vec<u8>) -> bool {
+pub(crate) fn decode_base64_into(text: &str, out: &mut Vec<u8>) -> bool {
     let text = text.as_bytes();
     if !text.len().is_multiple_of(4) {
         return false;

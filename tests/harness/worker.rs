@@ -53,6 +53,27 @@ fn migrated_template() -> &'static Path {
         .path()
 }
 
+/// Runs SQL on the local D1 in `state_dir` (no Worker may be running on it) and
+/// returns each statement's rows, as `wrangler d1 execute --json` gives them.
+pub fn d1_execute(state_dir: &Path, sql: &str) -> serde_json::Value {
+    let output = Command::new(wrangler())
+        .args(["d1", "execute", "DB", "--local", "--json", "--yes", "--persist-to"])
+        .arg(state_dir)
+        .args(["--command", sql])
+        .current_dir(project_root())
+        .env("CI", "true")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run wrangler d1 execute");
+    assert!(
+        output.status.success(),
+        "d1 execute failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("d1 execute --json output")
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     fs::create_dir_all(to).expect("create state dir");
     for entry in fs::read_dir(from).expect("read template") {

@@ -1,6 +1,12 @@
-//! Where memory vectors live, behind one trait: the D1 exact scan (the
-//! embedded default; Vectorize has no local simulator) or Cloudflare
-//! Vectorize, called through JS interop (workers-rs has no binding for it).
+//! Where memory vectors live, behind one trait: D1 (the embedded default;
+//! Vectorize has no local simulator) or Cloudflare Vectorize, called through JS
+//! interop (workers-rs has no binding for it).
+//!
+//! On D1 each memory row holds its 8-bit vector and a 4-bit sketch of it. A
+//! query reads every sketch in a few rows (packs of 2,048 records), ranks them
+//! here, then reads the short list's vectors and ranks those exactly: two round
+//! trips whatever the store's size, half the text an exact scan of every vector
+//! read, and a few rows where that read one per memory.
 
 use js_sys::{Array, Function, Promise, Reflect};
 use serde::Deserialize;
@@ -10,14 +16,20 @@ use wasm_bindgen_futures::JsFuture;
 use worker::{D1Database, Env, Result};
 
 use crate::config::Config;
+use crate::memory::sketch::{coarse_rank, encode_sketch, SketchQuery};
 use crate::memory::types::MemoryType;
 use crate::memory::vector::{decode_vector, encode_vector, scan};
 
 /// The Vectorize binding's name in wrangler.toml.
 pub const VECTORIZE_BINDING: &str = "VECTORS";
+/// Vectors read and re-ranked exactly per result a D1 query asks for: the
+/// sketches' scores are off by a few hundredths (src/memory/sketch.rs).
+const RERANK_FACTOR: usize = 3;
 
 #[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
 pub trait VectorIndex {
+    /// Stores a memory's vector where the index keeps it apart from the memory's
+    /// row; the D1 index keeps it in the row ([`EdgeIndex::row_vector`]).
     async fn upsert(&self, id: &str, vector: &[f32], memory_type: MemoryType) -> Result<()>;
     /// The `k` nearest ids with a cosine of at least `min_score`, best first,
     /// of one memory type if given (a metadata filter).
@@ -58,15 +70,65 @@ struct StoredRow {
     vector: String,
 }
 
+/// What a memory row stores of its vector (`vector`, `sketch`): both on D1,
+/// neither with Vectorize, which holds the vector itself.
+pub struct RowVector {
+    pub vector: Option<String>,
+    pub sketch: Option<String>,
+}
+
+impl EdgeIndex<'_> {
+    /// The `vector` and `sketch` a memory row stores for this vector.
+    pub fn row_vector(&self, vector: &[f32]) -> RowVector {
+        match self {
+            EdgeIndex::D1(_) => RowVector { vector: Some(encode_vector(vector)), sketch: Some(encode_sketch(vector)) },
+            EdgeIndex::Vectorize(_) => RowVector { vector: None, sketch: None },
+        }
+    }
+
+    /// Gives up to `limit` stored vectors without a sketch (rows from before
+    /// sketches) theirs, in one statement; returns how many it wrote. A vector
+    /// that does not decode gets an empty sketch, which never scores, so it is
+    /// not read again.
+    pub async fn backfill_sketches(&self, limit: usize) -> Result<usize> {
+        #[derive(Deserialize)]
+        struct Unsketched {
+            seq: i64,
+            vector: String,
+        }
+        let EdgeIndex::D1(db) = self else { return Ok(0) };
+        let rows: Vec<Unsketched> = db
+            .prepare("SELECT seq, vector FROM memories WHERE sketch IS NULL AND vector IS NOT NULL LIMIT ?1")
+            .bind(&[JsValue::from_f64(limit as f64)])?
+            .all()
+            .await?
+            .results()?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let sketches: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|row| {
+                let sketch = decode_vector(&row.vector).map(|vector| encode_sketch(&vector)).unwrap_or_default();
+                (row.seq.to_string(), sketch.into())
+            })
+            .collect();
+        db.prepare(
+            "UPDATE memories SET sketch = json_extract(?1, '$.\"' || seq || '\"') \
+             WHERE seq IN (SELECT CAST(key AS INTEGER) FROM json_each(?1))",
+        )
+        .bind(&[serde_json::to_string(&sketches)?.into()])?
+        .run()
+        .await?;
+        Ok(rows.len())
+    }
+}
+
 impl VectorIndex for EdgeIndex<'_> {
     async fn upsert(&self, id: &str, vector: &[f32], memory_type: MemoryType) -> Result<()> {
         match self {
-            EdgeIndex::D1(db) => {
-                db.prepare("UPDATE memories SET vector = ?1 WHERE id = ?2")
-                    .bind(&[encode_vector(vector).into(), id.into()])?
-                    .run()
-                    .await?;
-            }
+            // Written with the row (`row_vector`).
+            EdgeIndex::D1(_) => {}
             EdgeIndex::Vectorize(index) => {
                 let record =
                     json!([{ "id": id, "values": vector, "metadata": { "memory_type": memory_type.as_str() } }]);
@@ -85,16 +147,50 @@ impl VectorIndex for EdgeIndex<'_> {
     ) -> Result<Vec<(String, f32)>> {
         match self {
             EdgeIndex::D1(db) => {
+                #[derive(Deserialize)]
+                struct Pack {
+                    records: String,
+                }
                 let type_name = memory_type.map_or(JsValue::NULL, |kind| JsValue::from(kind.as_str()));
-                let rows: Vec<StoredRow> = db
-                    .prepare(
-                        "SELECT id, vector FROM memories WHERE vector IS NOT NULL AND (?1 IS NULL OR memory_type = ?1)",
+                // Every sketch, and the vectors still without one (scored exactly).
+                let read = db
+                    .batch(vec![
+                        db.prepare(
+                            "SELECT group_concat(seq || ':' || sketch) AS records FROM memories \
+                             WHERE sketch IS NOT NULL AND (?1 IS NULL OR memory_type = ?1) GROUP BY seq >> 11",
+                        )
+                        .bind(std::slice::from_ref(&type_name))?,
+                        db.prepare(
+                            "SELECT id, vector FROM memories \
+                             WHERE sketch IS NULL AND vector IS NOT NULL AND (?1 IS NULL OR memory_type = ?1)",
+                        )
+                        .bind(&[type_name])?,
+                    ])
+                    .await?;
+                let (Some(packs), Some(unsketched)) = (read.first(), read.get(1)) else {
+                    return Err(worker::Error::RustError("D1 answered a batch of two with fewer results".into()));
+                };
+                let packs: Vec<Pack> = packs.results()?;
+                let unsketched: Vec<StoredRow> = unsketched.results()?;
+                let short_list = coarse_rank(
+                    &SketchQuery::new(vector),
+                    packs.iter().map(|pack| pack.records.as_str()),
+                    k.saturating_mul(RERANK_FACTOR),
+                );
+                let short_listed: Vec<StoredRow> = if short_list.is_empty() {
+                    Vec::new()
+                } else {
+                    db.prepare(
+                        "SELECT id, vector FROM memories \
+                         WHERE seq IN (SELECT value FROM json_each(?1)) AND vector IS NOT NULL",
                     )
-                    .bind(&[type_name])?
+                    .bind(&[serde_json::to_string(&short_list)?.into()])?
                     .all()
                     .await?
-                    .results()?;
-                Ok(scan(vector, rows.iter().map(|row| (row.id.as_str(), &row.vector)), k, min_score))
+                    .results()?
+                };
+                let candidates = short_listed.iter().chain(&unsketched);
+                Ok(scan(vector, candidates.map(|row| (row.id.as_str(), &row.vector)), k, min_score))
             }
             EdgeIndex::Vectorize(index) => {
                 #[derive(Deserialize)]
