@@ -23,13 +23,17 @@ use std::rc::Rc;
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, State};
 
 use crate::channel::participants::MembershipCount;
+use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::{ChannelState, ScheduleDue};
 use crate::config::Config;
 use crate::edge::config;
+use crate::edge::config::JOBS_BINDING;
 use crate::edge::http::{now_ms, within};
 use crate::edge::outbound::{self, Messenger};
-use crate::inbound::InboundEvent;
+use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::process::envelope::{Envelope, MessageType};
+use crate::process::worker_run::{WorkerInput, WorkerJob};
+use crate::process::Job;
 
 /// How long a webhook waits for the member count before deciding without it.
 const MEMBER_COUNT_TIMEOUT_MS: u64 = 1_500;
@@ -83,6 +87,7 @@ impl DurableObject for ChannelObject {
             }
             (Method::Post, "/inbound") => self.receive(request).await,
             (Method::Post, "/process-event") => self.receive_process_event(request).await,
+            (Method::Post, "/tasks/start") => self.start_task_worker(request).await,
             (Method::Post, "/schedules/wake") => {
                 // The cron found a job of this conversation overdue: claim it now.
                 let conversation_key = request.text().await?;
@@ -186,6 +191,57 @@ impl ChannelObject {
 }
 
 impl ChannelObject {
+    /// Starts a worker for a task the ready-task loop claimed: it runs and
+    /// reports like any worker of this conversation, so its outcome reaches
+    /// the person. A repeated start of the same worker starts nothing new;
+    /// 409 when the conversation has no room for another worker.
+    async fn start_task_worker(&self, mut request: Request) -> Result<Response> {
+        #[derive(serde::Deserialize)]
+        struct Start {
+            id: String,
+            task: String,
+            conversation_key: String,
+        }
+        let Ok(start) = json_body::<Start>(&mut request).await else {
+            return Response::error("malformed task start", 400);
+        };
+        if self.channel.borrow().processes.get().get(&start.id).is_some() {
+            return Response::ok("");
+        }
+        let Some(address) = ReplyAddress::for_conversation(&start.conversation_key) else {
+            return Response::error("not a conversation key", 400);
+        };
+        let now = now_ms();
+        let author = Author { id: "cortex".into(), name: "Task board".into(), is_bot: false };
+        let origin = InboundEvent::new(
+            start.conversation_key.clone(),
+            start.id.clone(),
+            String::new(),
+            author,
+            start.task.clone(),
+            address,
+        );
+        let status = ProcessStatus {
+            kind: ProcessKind::Worker,
+            task: start.task.clone(),
+            started_at_ms: now,
+            origin,
+            status: None,
+            interactive: false,
+            waiting: false,
+            last_heard_ms: now,
+        };
+        if !self.step(|channel| channel.start_process(&start.id, status))? {
+            return Response::error("no room for another worker", 409);
+        }
+        let envelope = turn_runner::task_envelope(&start.id, "worker", &start.id, &start.task);
+        envelopes::log(&self.state.storage().sql(), &envelope)?;
+        let input = WorkerInput::Start { task: start.task, interactive: false };
+        let job = WorkerJob { id: start.id, conversation_key: start.conversation_key, step: "s1".into(), input };
+        self.env.queue(JOBS_BINDING)?.send(&Job::Worker(job)).await?;
+        Response::ok("")
+    }
+
     /// Reads the member count before a decision that depends on it, within
     /// [`MEMBER_COUNT_TIMEOUT_MS`]; returns it (if read) and what happened,
     /// for the decision log.

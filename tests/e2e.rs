@@ -14,6 +14,7 @@ mod outbound;
 mod processes;
 mod schedules;
 mod slack;
+mod tasks;
 mod telegram_dm;
 mod telegram_group;
 mod workers;

@@ -409,7 +409,7 @@ async fn delegate(
 }
 
 /// The `task` envelope that hands work to a process.
-fn task_envelope(id: &str, kind: &str, process: &str, body: &str) -> Envelope {
+pub(super) fn task_envelope(id: &str, kind: &str, process: &str, body: &str) -> Envelope {
     Envelope::new(
         format!("{id}:task"),
         now_ms(),

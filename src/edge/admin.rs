@@ -14,8 +14,8 @@ use super::{history, jobs, memory, usage};
 const LISTING_LIMIT: usize = 500;
 /// The largest memory import body taken (4 MiB: 500 memories of about 8 KB).
 pub const MAX_IMPORT_BODY_BYTES: usize = 4 << 20;
-/// The largest schedule body taken.
-const MAX_SCHEDULE_BODY_BYTES: usize = 64 << 10;
+/// The largest schedule or task body taken.
+const MAX_ADMIN_BODY_BYTES: usize = 64 << 10;
 
 fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
     let header = request.headers().get("authorization").map_err(internal)?;
@@ -87,7 +87,7 @@ pub async fn schedules(request: &Request, env: &Env) -> Result<Response, ApiErro
 /// "cron" | "every_seconds", "timezone"?, "active_hours"?, "end_at"?, "max_runs"?}`.
 pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     authorize(&request, env)?;
-    let body = read_body(&mut request, MAX_SCHEDULE_BODY_BYTES).await?;
+    let body = read_body(&mut request, MAX_ADMIN_BODY_BYTES).await?;
     let arguments: serde_json::Value =
         serde_json::from_slice(&body).map_err(|_| ApiError::BadRequest("expected a JSON object".into()))?;
     let text = |key: &str| arguments.get(key).and_then(|value| value.as_str()).unwrap_or("").trim().to_string();
@@ -133,6 +133,75 @@ pub async fn schedule_runs(request: &Request, env: &Env, id: &str) -> Result<Res
     authorize(request, env)?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     Response::from_json(&super::schedules::runs(&database, id).await.map_err(internal)?).map_err(internal)
+}
+
+/// The task board: `?status=…&conversation=…` filter it.
+pub async fn tasks(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let url = request.url().map_err(internal)?;
+    let query = |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let tasks = super::tasks::list(&database, query("conversation").as_deref(), query("status").as_deref())
+        .await
+        .map_err(internal)?;
+    Response::from_json(&tasks).map_err(internal)
+}
+
+/// Proposes a task: `{"conversation", "title", "description"?, "priority"?}`.
+pub async fn create_task(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(&request, env)?;
+    let body = read_body(&mut request, MAX_ADMIN_BODY_BYTES).await?;
+    let arguments: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|_| ApiError::BadRequest("expected a JSON object".into()))?;
+    let text = |key: &str| arguments.get(key).and_then(|value| value.as_str()).unwrap_or("").trim().to_string();
+    let (conversation, title) = (text("conversation"), text("title"));
+    if crate::inbound::ReplyAddress::for_conversation(&conversation).is_none() || title.is_empty() {
+        return Err(ApiError::BadRequest("`conversation` (a conversation key) and `title` are required".into()));
+    }
+    let priority = crate::tasks::Priority::parse(&text("priority")).unwrap_or(crate::tasks::Priority::Medium);
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let id = super::tasks::create(&database, &conversation, &title, &text("description"), priority)
+        .await
+        .map_err(internal)?;
+    task_answer(&database, id).await
+}
+
+/// Moves a task (`approve` is a move to `ready`): `{"status"}`. A task that
+/// became ready is offered to the ready-task loop at once.
+pub async fn move_task(mut request: Request, env: &Env, id: &str, to: Option<&str>) -> Result<Response, ApiError> {
+    authorize(&request, env)?;
+    let id: i64 = id.parse().map_err(|_| ApiError::NotFound)?;
+    let status = match to {
+        Some(status) => status.to_string(),
+        None => {
+            let body = read_body(&mut request, MAX_ADMIN_BODY_BYTES).await?;
+            let arguments: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            arguments["status"].as_str().unwrap_or_default().to_string()
+        }
+    };
+    let to = crate::tasks::TaskStatus::parse(&status)
+        .ok_or_else(|| ApiError::BadRequest(format!("unknown status `{status}`")))?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    super::tasks::move_task(&database, id, to, crate::tasks::Actor::Admin).await.map_err(ApiError::BadRequest)?;
+    if to == crate::tasks::TaskStatus::Ready {
+        super::tasks::run_ready_loop(env).await.map_err(internal)?;
+    }
+    task_answer(&database, id).await
+}
+
+pub async fn delete_task(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    let id: i64 = id.parse().map_err(|_| ApiError::NotFound)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    match super::tasks::delete(&database, id).await.map_err(internal)? {
+        true => Response::from_json(&serde_json::json!({ "deleted": id })).map_err(internal),
+        false => Err(ApiError::NotFound),
+    }
+}
+
+async fn task_answer(database: &worker::D1Database, id: i64) -> Result<Response, ApiError> {
+    let task = super::tasks::one(database, id).await.map_err(internal)?.ok_or(ApiError::NotFound)?;
+    Response::from_json(&task).map_err(internal)
 }
 
 /// The Discord Gateway connection: start (POST), stop (DELETE), status (GET).

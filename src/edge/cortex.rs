@@ -49,6 +49,9 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) 
     if let Err(error) = super::schedules::rearm_overdue(&env, now_ms()).await {
         worker::console_error!("schedules: {error}");
     }
+    if let Err(error) = super::tasks::run_ready_loop(&env).await {
+        worker::console_error!("ready-task loop: {error}");
+    }
     if let Err(error) = run(&config, &env).await {
         worker::console_error!("cortex: {error}");
     }

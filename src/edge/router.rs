@@ -34,6 +34,11 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         }
         (Method::Delete, ["api", "schedules", id]) => admin::delete_schedule(&request, env, id).await,
         (Method::Get, ["api", "schedules", id, "runs"]) => admin::schedule_runs(&request, env, id).await,
+        (Method::Get, ["api", "tasks"]) => admin::tasks(&request, env).await,
+        (Method::Post, ["api", "tasks"]) => admin::create_task(request, env).await,
+        (Method::Post, ["api", "tasks", id, "approve"]) => admin::move_task(request, env, id, Some("ready")).await,
+        (Method::Post, ["api", "tasks", id, "move"]) => admin::move_task(request, env, id, None).await,
+        (Method::Delete, ["api", "tasks", id]) => admin::delete_task(&request, env, id).await,
         (Method::Post, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Post, "/start").await,
         (Method::Delete, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Delete, "/stop").await,
         (Method::Get, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Get, "/status").await,
@@ -44,7 +49,8 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
             | ["api", "channels", _, _]
             | ["api", "memories", ..]
             | ["api", "discord", "gateway"]
-            | ["api", "schedules", ..],
+            | ["api", "schedules", ..]
+            | ["api", "tasks", ..],
         ) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound),
     };

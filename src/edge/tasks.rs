@@ -1,88 +1,250 @@
-//! The shared task list in D1 that branches (create, list, update) and
-//! workers (update) keep per conversation.
+//! The task board in D1: numbered tasks per conversation that branches
+//! propose, a person approves, and the cortex's ready-task loop hands to
+//! workers. Every status change goes through the pure [`transition`] rules.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wasm_bindgen::JsValue;
-use worker::{D1Database, Result};
+use worker::{D1Database, Env, Result};
 
+use super::config::{CHANNEL_BINDING, DATABASE_BINDING};
 use super::http::now_ms;
+use crate::tasks::{after_failure, transition, Actor, Priority, TaskStatus};
 
 /// Tasks a list shows at most.
-const LIST_LIMIT: f64 = 50.0;
-const STATUSES: [&str; 3] = ["todo", "in_progress", "done"];
+const LIST_LIMIT: f64 = 100.0;
+/// Ready tasks the loop claims at most per tick.
+const CLAIMS_PER_TICK: usize = 5;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Task {
     pub id: i64,
+    pub conversation_key: String,
     pub title: String,
+    pub description: String,
     pub status: String,
+    pub priority: String,
     pub note: String,
+    pub subtasks: String,
+    pub worker_id: Option<String>,
+    pub attempts: i64,
+    pub created_at: i64,
+    pub approved_at: Option<i64>,
+    pub completed_at: Option<i64>,
 }
 
-/// Adds a task; returns its id.
-pub async fn create(db: &D1Database, conversation_key: &str, title: &str) -> Result<i64> {
+const COLUMNS: &str = "id, conversation_key, title, description, status, priority, note, subtasks, worker_id, \
+                       attempts, created_at, approved_at, completed_at";
+
+/// Proposes a task (it waits for approval); returns its number.
+pub async fn create(
+    db: &D1Database,
+    conversation_key: &str,
+    title: &str,
+    description: &str,
+    priority: Priority,
+) -> Result<i64> {
     #[derive(Deserialize)]
     struct Created {
         id: i64,
     }
-    let now = JsValue::from_f64(now_ms() as f64);
     let created: Option<Created> = db
         .prepare(
-            "INSERT INTO tasks (conversation_key, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3) RETURNING id",
+            "INSERT INTO tasks (conversation_key, title, description, priority, status, created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, 'pending_approval', ?5, ?5) RETURNING id",
         )
-        .bind(&[conversation_key.into(), title.into(), now])?
+        .bind(&[conversation_key.into(), title.into(), description.into(), priority.as_str().into(), number(now_ms())])?
         .first(None)
         .await?;
     Ok(created.map_or(0, |row| row.id))
 }
 
-/// The conversation's tasks, open ones first.
-pub async fn list(db: &D1Database, conversation_key: &str) -> Result<Vec<Task>> {
-    db.prepare(
-        "SELECT id, title, status, note FROM tasks WHERE conversation_key = ?1 \
-         ORDER BY status = 'done', updated_at DESC LIMIT ?2",
-    )
-    .bind(&[conversation_key.into(), JsValue::from_f64(LIST_LIMIT)])?
+/// Tasks of one conversation (or all) with an optional status, open ones first.
+pub async fn list(db: &D1Database, conversation_key: Option<&str>, status: Option<&str>) -> Result<Vec<Task>> {
+    db.prepare(format!(
+        "SELECT {COLUMNS} FROM tasks WHERE (?1 IS NULL OR conversation_key = ?1) AND (?2 IS NULL OR status = ?2) \
+         ORDER BY status = 'done', id LIMIT ?3"
+    ))
+    .bind(&[opt(conversation_key), opt(status), JsValue::from_f64(LIST_LIMIT)])?
     .all()
     .await?
     .results()
 }
 
-/// `task_update` from a model's arguments (`id`, `status`, `note`).
-pub async fn update_from_arguments(db: &D1Database, conversation_key: &str, arguments: &Value) -> Result<String> {
+pub async fn one(db: &D1Database, id: i64) -> Result<Option<Task>> {
+    db.prepare(format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1")).bind(&[number(id)])?.first(None).await
+}
+
+/// Moves a task, checked by the board's rules for `actor`. The write is
+/// conditional on the status read, so a concurrent move is not overwritten.
+pub async fn move_task(db: &D1Database, id: i64, to: TaskStatus, actor: Actor) -> std::result::Result<Task, String> {
+    let task = one(db, id).await.map_err(|error| error.to_string())?.ok_or(format!("there is no task {id}"))?;
+    let from = TaskStatus::parse(&task.status).ok_or("the task has an unknown status")?;
+    transition(from, to, actor).map_err(|error| error.to_string())?;
+    let approved = matches!(from, TaskStatus::PendingApproval);
+    db.prepare(
+        "UPDATE tasks SET status = ?1, updated_at = ?2, approved_at = CASE WHEN ?3 THEN ?2 ELSE approved_at END \
+         WHERE id = ?4 AND status = ?5",
+    )
+    .bind(&[to.as_str().into(), number(now_ms()), JsValue::from_bool(approved), number(id), from.as_str().into()])
+    .map_err(|error| error.to_string())?
+    .run()
+    .await
+    .map_err(|error| error.to_string())?;
+    one(db, id).await.map_err(|error| error.to_string())?.ok_or(format!("task {id} is gone"))
+}
+
+pub async fn delete(db: &D1Database, id: i64) -> Result<bool> {
+    let result = db.prepare("DELETE FROM tasks WHERE id = ?1").bind(&[number(id)])?.run().await?;
+    Ok(result.meta()?.and_then(|meta| meta.changes).unwrap_or(0) > 0)
+}
+
+/// The branch tools over the board; the answer is text for the model.
+pub async fn branch_tool(db: &D1Database, conversation_key: &str, name: &str, arguments: &Value) -> Result<String> {
+    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).unwrap_or("").to_string();
+    Ok(match name {
+        "task_create" => {
+            let title = text("title");
+            if title.is_empty() {
+                return Ok("error: `title` must be a non-empty string".into());
+            }
+            let priority = Priority::parse(&text("priority")).unwrap_or(Priority::Medium);
+            let id = create(db, conversation_key, &title, &text("description"), priority).await?;
+            format!("task {id} created; it waits for a person's approval before a worker takes it")
+        }
+        "task_list" => serde_json::to_string(&list(db, Some(conversation_key), None).await?)?,
+        _ => update(db, Some(conversation_key), None, arguments).await?,
+    })
+}
+
+/// `task_update`: a branch may move a task (by the rules) and change its
+/// priority and note; a worker (`worker_id`) only the note and subtasks of
+/// the task it is bound to.
+pub async fn update(
+    db: &D1Database,
+    conversation_key: Option<&str>,
+    worker_id: Option<&str>,
+    arguments: &Value,
+) -> Result<String> {
     let Some(id) = arguments.get("id").and_then(|id| id.as_i64().or_else(|| id.as_str()?.trim().parse().ok())) else {
         return Ok("error: `id` must be a task id".into());
     };
     let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty());
-    update(db, conversation_key, id, text("status"), text("note")).await
+    let Some(task) = one(db, id).await?.filter(|task| conversation_key.is_none_or(|key| key == task.conversation_key))
+    else {
+        return Ok(format!("error: there is no task {id}"));
+    };
+    if let Some(worker) = worker_id {
+        if task.worker_id.as_deref() != Some(worker) {
+            return Ok(format!("error: task {id} is not yours: a worker may only update its own task"));
+        }
+        if text("status").is_some() || text("priority").is_some() {
+            return Ok("error: a worker may only change its task's note and subtasks".into());
+        }
+    }
+    if let Some(status) = text("status") {
+        let Some(to) = TaskStatus::parse(status) else {
+            return Ok(format!("error: unknown status `{status}`"));
+        };
+        if let Err(refusal) = move_task(db, id, to, Actor::Branch).await {
+            return Ok(format!("error: {refusal}"));
+        }
+    }
+    let priority = text("priority").map(|priority| Priority::parse(priority).map(Priority::as_str));
+    if priority == Some(None) {
+        return Ok("error: `priority` must be critical, high, medium or low".into());
+    }
+    let subtasks = arguments.get("subtasks").filter(|value| value.is_array()).map(Value::to_string);
+    db.prepare(
+        "UPDATE tasks SET note = COALESCE(?1, note), priority = COALESCE(?2, priority), \
+         subtasks = COALESCE(?3, subtasks), updated_at = ?4 WHERE id = ?5",
+    )
+    .bind(&[opt(text("note")), opt(priority.flatten()), opt(subtasks.as_deref()), number(now_ms()), number(id)])?
+    .run()
+    .await?;
+    Ok(format!("task {id} updated"))
 }
 
-/// Changes a task's status and/or note; the answer is text for the model.
-async fn update(
-    db: &D1Database,
-    conversation_key: &str,
-    id: i64,
-    status: Option<&str>,
-    note: Option<&str>,
-) -> Result<String> {
-    if let Some(status) = status.filter(|status| !STATUSES.contains(status)) {
-        return Ok(format!("error: unknown status `{status}` (use todo, in_progress or done)"));
+/// The ready-task loop: claims the oldest highest-priority ready tasks, one
+/// atomic statement each (two ticks never claim the same task), and starts a
+/// worker for each in its conversation.
+pub async fn run_ready_loop(env: &Env) -> Result<()> {
+    let db = env.d1(DATABASE_BINDING)?;
+    for _ in 0..CLAIMS_PER_TICK {
+        let Some(task) = claim_next(&db).await? else {
+            return Ok(());
+        };
+        let worker_id = task.worker_id.clone().unwrap_or_default();
+        let brief = format!("Task {}: {}\n\n{}", task.id, task.title, task.description).trim().to_string();
+        let body = serde_json::json!({ "id": worker_id, "task": brief, "conversation_key": task.conversation_key });
+        let stub = env.durable_object(CHANNEL_BINDING)?.get_by_name(&task.conversation_key)?;
+        let mut init = worker::RequestInit::new();
+        init.with_method(worker::Method::Post).with_body(Some(body.to_string().into()));
+        let request = worker::Request::new_with_init("https://channel/tasks/start", &init)?;
+        let started =
+            stub.fetch_with_request(request).await.map(|response| response.status_code() == 200).unwrap_or(false);
+        if !started {
+            // The conversation has no room for another worker now: back to ready for a later tick.
+            db.prepare("UPDATE tasks SET status = 'ready', worker_id = NULL WHERE id = ?1 AND worker_id = ?2")
+                .bind(&[number(task.id), worker_id.as_str().into()])?
+                .run()
+                .await?;
+            return Ok(());
+        }
     }
-    let result = db
-        .prepare(
-            "UPDATE tasks SET status = COALESCE(?1, status), note = COALESCE(?2, note), updated_at = ?3 \
-             WHERE id = ?4 AND conversation_key = ?5",
-        )
-        .bind(&[
-            status.map_or(JsValue::NULL, JsValue::from),
-            note.map_or(JsValue::NULL, JsValue::from),
-            JsValue::from_f64(now_ms() as f64),
-            JsValue::from_f64(id as f64),
-            conversation_key.into(),
-        ])?
-        .run()
+    Ok(())
+}
+
+async fn claim_next(db: &D1Database) -> Result<Option<Task>> {
+    db.prepare(format!(
+        "UPDATE tasks SET status = 'in_progress', attempts = attempts + 1, updated_at = ?1, \
+         worker_id = conversation_key || ':task:' || id || ':' || (attempts + 1) \
+         WHERE id = (SELECT id FROM tasks WHERE status = 'ready' ORDER BY \
+           CASE priority WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, created_at, id \
+           LIMIT 1) AND status = 'ready' RETURNING {COLUMNS}"
+    ))
+    .bind(&[number(now_ms())])?
+    .first(None)
+    .await
+}
+
+/// A worker bound to a task finished: the task is done, or after a failure
+/// goes back to ready (or, after its last attempt, to the backlog) with the
+/// error. Conditional on the binding, so a repeated report changes nothing.
+/// Returns whether a task went back to ready (the loop should run).
+pub async fn settle_worker(db: &D1Database, worker_id: &str, outcome: std::result::Result<&str, &str>) -> Result<bool> {
+    #[derive(Deserialize)]
+    struct Bound {
+        id: i64,
+        attempts: i64,
+    }
+    let bound: Option<Bound> = db
+        .prepare("SELECT id, attempts FROM tasks WHERE worker_id = ?1 AND status = 'in_progress'")
+        .bind(&[worker_id.into()])?
+        .first(None)
         .await?;
-    let changed = result.meta()?.and_then(|meta| meta.changes).unwrap_or(0);
-    Ok(if changed > 0 { format!("task {id} updated") } else { format!("error: there is no task {id}") })
+    let Some(bound) = bound else {
+        return Ok(false);
+    };
+    let (status, note) = match outcome {
+        Ok(result) => (TaskStatus::Done, result),
+        Err(error) => (after_failure(bound.attempts.max(0) as u32), error),
+    };
+    db.prepare(
+        "UPDATE tasks SET status = ?1, note = ?2, updated_at = ?3, \
+         completed_at = CASE WHEN ?1 = 'done' THEN ?3 ELSE completed_at END \
+         WHERE id = ?4 AND worker_id = ?5 AND status = 'in_progress'",
+    )
+    .bind(&[status.as_str().into(), note.into(), number(now_ms()), number(bound.id), worker_id.into()])?
+    .run()
+    .await?;
+    Ok(status == TaskStatus::Ready)
+}
+
+fn opt(value: Option<&str>) -> JsValue {
+    value.map_or(JsValue::NULL, JsValue::from)
+}
+
+fn number(value: i64) -> JsValue {
+    JsValue::from_f64(value as f64)
 }

@@ -88,7 +88,17 @@ pub fn branch_tools() -> Vec<ToolSpec> {
             "channel_recall",
             object(json!({ "query": text("Words to find in this conversation.") }), &["query"]),
         ),
-        ToolSpec::new("task_create", object(json!({ "title": text("What needs doing.") }), &["title"])),
+        ToolSpec::new(
+            "task_create",
+            object(
+                json!({
+                    "title": text("What needs doing."),
+                    "description": text("Everything a worker needs to do it without this conversation."),
+                    "priority": { "type": "string", "enum": ["critical", "high", "medium", "low"] }
+                }),
+                &["title"],
+            ),
+        ),
         ToolSpec::new("task_list", object(json!({}), &[])),
         task_update_tool(),
         ToolSpec::new("worker_inspect", object(json!({ "id": text("A worker's id; leave out for all.") }), &[])),
@@ -102,8 +112,10 @@ pub fn task_update_tool() -> ToolSpec {
         "task_update",
         object(
             json!({
-                "id": text("The task's id."),
-                "status": { "type": "string", "enum": ["todo", "in_progress", "done"] },
+                "id": text("The task's number."),
+                "status": { "type": "string", "enum": ["backlog", "ready"], "description": "Branches only: move parked work to ready." },
+                "priority": { "type": "string", "enum": ["critical", "high", "medium", "low"] },
+                "subtasks": { "type": "array", "items": { "type": "object" }, "description": "Steps and whether each is done." },
                 "note": text("What changed.")
             }),
             &["id"],

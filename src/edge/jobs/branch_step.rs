@@ -80,12 +80,7 @@ impl EdgeTools<'_> {
                     found.iter().map(|row| format!("{}: {}\n", row.author_name, row.content)).collect()
                 }
             }
-            "task_create" => match argument("title") {
-                title if title.is_empty() => "error: `title` must be a non-empty string".to_string(),
-                title => format!("task {} created", tasks::create(db, key, &title).await?),
-            },
-            "task_list" => serde_json::to_string(&tasks::list(db, key).await?)?,
-            "task_update" => tasks::update_from_arguments(db, key, arguments).await?,
+            "task_create" | "task_list" | "task_update" => tasks::branch_tool(db, key, name, arguments).await?,
             "worker_inspect" => {
                 let id = argument("id");
                 let workers = worker_step::list(db, key).await?;

@@ -139,6 +139,18 @@ fn report(job: &WorkerJob, kind: MessageType, suffix: &str, body: String) -> Env
 async fn carry_out(env: &Env, job: &WorkerJob, pending: &Pending) -> Result<(), String> {
     if let Some(envelope) = &pending.report {
         deliver(env, &job.conversation_key, envelope).await.map_err(text)?;
+        // A worker the ready-task loop started settles its task.
+        let outcome = match envelope.kind {
+            MessageType::Done => Some(Ok(envelope.body.as_str())),
+            MessageType::Error => Some(Err(envelope.body.as_str())),
+            _ => None,
+        };
+        if let Some(outcome) = outcome {
+            let db = env.d1(DATABASE_BINDING).map_err(text)?;
+            if tasks::settle_worker(&db, &job.id, outcome).await.map_err(text)? {
+                tasks::run_ready_loop(env).await.map_err(text)?;
+            }
+        }
     }
     if let Some(next) = &pending.next {
         env.queue(JOBS_BINDING).map_err(text)?.send(&Job::Worker(next.clone())).await.map_err(text)?;
@@ -168,7 +180,7 @@ impl WorkerTools for EdgeTools<'_> {
         match name {
             "http_fetch" => web::http_fetch(self.config, &argument("url")).await,
             "web_search" => web::web_search(self.config, &argument("query")).await,
-            "task_update" => tasks::update_from_arguments(self.db, &self.job.conversation_key, arguments)
+            "task_update" => tasks::update(self.db, Some(&self.job.conversation_key), Some(&self.job.id), arguments)
                 .await
                 .unwrap_or_else(|error| format!("error: {error}")),
             other => format!("error: there is no tool named `{other}`"),
