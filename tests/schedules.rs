@@ -154,3 +154,43 @@ async fn a_recurring_job_that_missed_runs_during_downtime_runs_once_and_says_so(
     assert_eq!(during_downtime.len(), 1, "{runs}");
     assert!(during_downtime[0]["missed"].as_i64().unwrap() >= 2, "{runs}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_failed_runs_in_a_row_disable_a_job_and_the_person_is_told_once() {
+    let env = TestEnv::start_with(&[("SCHEDULE_MIN_INTERVAL_MS", "1000"), ("LLM_MAX_ATTEMPTS", "1")]).await;
+    env.llm.push(create(json!({"prompt": "Summarise the day.", "every_seconds": 2})));
+    env.llm.reply("Every two seconds.");
+    for _ in 0..3 {
+        env.llm.push(Scripted::Status(500));
+    }
+    env.telegram_update(&dm_update(1, 96, "summarise every 2 seconds")).await;
+    let sent = env.wait_for_sent(2).await;
+    let id = jobs(&env, 96).await[0]["id"].as_str().unwrap().to_string();
+    assert!(sent[1]["text"].as_str().unwrap().contains(&format!("scheduled job {id} failed three times")), "{sent:?}");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(sent_texts(&env).len(), 2, "disabled: no more runs, and the notice came once");
+    let job = &jobs(&env, 96).await[0];
+    assert_eq!((job["status"].as_str(), job["consecutive_failures"].as_i64()), (Some("disabled"), Some(3)));
+    let runs = env.admin(&format!("/api/schedules/{id}/runs")).await;
+    assert!(runs.as_array().unwrap().iter().all(|run| run["status"] == "failed" && run["error"].is_string()), "{runs}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_job_does_not_run_until_resumed() {
+    let env = TestEnv::start_with(&env_vars()).await;
+    let body = json!({"conversation": "telegram:98", "prompt": "Ping.", "every_seconds": 2});
+    let (status, job) = env.admin_send(reqwest::Method::POST, "/api/schedules", Some(body)).await;
+    assert_eq!(status, 200, "{job}");
+    let id = job["id"].as_str().unwrap().to_string();
+    let (status, paused) = env.admin_send(reqwest::Method::POST, &format!("/api/schedules/{id}/pause"), None).await;
+    assert_eq!((status, paused["status"].as_str()), (200, Some("paused")));
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(sent_texts(&env).is_empty(), "a paused job does not run");
+
+    env.llm.reply("pong");
+    env.admin_send(reqwest::Method::POST, &format!("/api/schedules/{id}/resume"), None).await;
+    assert_eq!(env.wait_for_sent(1).await[0]["text"], "pong");
+    env.admin_send(reqwest::Method::DELETE, &format!("/api/schedules/{id}"), None).await;
+    let (status, _) = env.admin_send(reqwest::Method::DELETE, &format!("/api/schedules/{id}"), None).await;
+    assert_eq!(status, 404, "gone");
+}

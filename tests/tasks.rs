@@ -57,6 +57,7 @@ async fn an_approved_task_is_done_by_a_worker_whose_outcome_reaches_the_conversa
     let done = task_in(&env, id, "done").await;
     assert_eq!(done["attempts"], 1, "claimed exactly once: {done}");
     assert_eq!(done["note"], "There are 3 open invoices.");
+    assert!(done["approved_at"].is_i64() && done["completed_at"].is_i64(), "{done}");
     let sent = env.wait_for_sent(1).await;
     assert_eq!(sent[0]["text"], "The invoice task is done: 3 are open.");
     env.settle().await;

@@ -136,7 +136,15 @@ async fn run_one(
         let mut thought = while_working(&platform, last, think(object, database, turn, platform.name())).await?;
         if thought.model_failed {
             // A scheduled run the model failed counts against its job; the
-            // third failure in a row disables it, and the person hears so here.
+            // third failure in a row disables it, and the person hears so here
+            // (once: a failed run alone is not worth an apology each time).
+            if turn
+                .messages
+                .iter()
+                .all(|message| schedules::parse_run_delivery_id(&message.event.delivery_id).is_some())
+            {
+                thought.texts.clear();
+            }
             for run in scheduled_runs(turn) {
                 if schedules::finish_run(database, run, "failed", Some("the model failed"), now_ms()).await? {
                     let (job, _) = schedules::parse_run_delivery_id(run).unwrap_or_default();

@@ -466,6 +466,32 @@ mod tests {
             .collect()
     }
 
+    /// A host that answers `schedule` calls with a fixed text.
+    struct EchoHost;
+
+    impl ToolHost for EchoHost {
+        async fn call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
+            (name == "schedule").then(|| format!("scheduled: {}", arguments["prompt"]))
+        }
+    }
+
+    #[test]
+    fn tools_the_turn_does_not_know_go_to_the_host_and_unknown_ones_are_refused() {
+        let calls = Completion {
+            tool_calls: vec![
+                ToolCall { id: "a".into(), name: "schedule".into(), arguments: json!({"prompt": "water plants"}) },
+                ToolCall { id: "b".into(), name: "fly".into(), arguments: json!({}) },
+            ],
+            ..Completion::default()
+        };
+        let model = ScriptedModel::new(vec![Ok(calls), Ok(call("reply", json!({"content": "done"})))]);
+        let messages = vec![ChatMessage::new(Role::User, "hi")];
+        futures_executor(run_turn(&model, "m", messages, &busy_processes(), &EchoHost)).unwrap();
+        assert_eq!(tool_results(&model, 1), ["scheduled: \"water plants\"", "error: there is no tool named `fly`"]);
+        let offered = model.requests.borrow()[0].tools.iter().any(|tool| tool.name == "schedule");
+        assert!(offered, "the schedule tool is offered to the channel");
+    }
+
     fn run(model: &ScriptedModel) -> Result<TurnOutcome, LlmError> {
         run_with(model, &busy_processes())
     }

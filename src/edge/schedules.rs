@@ -341,37 +341,39 @@ pub async fn finish_run(
         return Ok(false);
     };
     let failed = status == "failed";
-    let results = db
-        .batch(vec![
-            db.prepare(
-                "UPDATE schedule_runs SET status = ?3, error = ?4, finished_at = ?5 \
-                 WHERE schedule_id = ?1 AND due_at = ?2 AND status = 'claimed'",
-            )
-            .bind(&[
-                job_id.into(),
-                number(due_at),
-                status.into(),
-                error.map_or(JsValue::NULL, JsValue::from),
-                number(now_ms),
-            ])?,
-            db.prepare(
-                "UPDATE schedules SET consecutive_failures = CASE WHEN ?2 THEN consecutive_failures + 1 ELSE 0 END, \
-                 status = CASE WHEN ?2 AND consecutive_failures + 1 >= ?3 AND status = 'active' THEN 'disabled' \
-                 ELSE status END WHERE id = ?1 RETURNING status, consecutive_failures",
-            )
-            .bind(&[job_id.into(), JsValue::from_bool(failed), number(MAX_CONSECUTIVE_FAILURES)])?,
-        ])
+    // Only the first outcome recorded for a run counts (a resumed turn may report again).
+    let first_time = db
+        .prepare(
+            "UPDATE schedule_runs SET status = ?3, error = ?4, finished_at = ?5 \
+             WHERE schedule_id = ?1 AND due_at = ?2 AND status = 'claimed'",
+        )
+        .bind(&[
+            job_id.into(),
+            number(due_at),
+            status.into(),
+            error.map_or(JsValue::NULL, JsValue::from),
+            number(now_ms),
+        ])?
+        .run()
         .await?;
+    if changes(&first_time) == 0 {
+        return Ok(false);
+    }
     #[derive(Deserialize)]
     struct After {
         status: String,
         consecutive_failures: i64,
     }
-    let first_time = results.first().map(changes).unwrap_or(0) > 0;
-    let after: Option<After> = results.get(1).and_then(|result| result.results().ok()?.into_iter().next());
-    Ok(first_time
-        && after
-            .is_some_and(|after| after.status == DISABLED && after.consecutive_failures == MAX_CONSECUTIVE_FAILURES))
+    let after: Option<After> = db
+        .prepare(
+            "UPDATE schedules SET consecutive_failures = CASE WHEN ?2 = 1 THEN consecutive_failures + 1 ELSE 0 END, \
+             status = CASE WHEN ?2 = 1 AND consecutive_failures + 1 >= ?3 AND status = 'active' THEN 'disabled' \
+             ELSE status END WHERE id = ?1 RETURNING status, consecutive_failures",
+        )
+        .bind(&[job_id.into(), number(i64::from(failed)), number(MAX_CONSECUTIVE_FAILURES)])?
+        .first(None)
+        .await?;
+    Ok(after.is_some_and(|after| after.status == DISABLED && after.consecutive_failures == MAX_CONSECUTIVE_FAILURES))
 }
 
 fn changes(result: &worker::D1Result) -> usize {

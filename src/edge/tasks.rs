@@ -86,7 +86,7 @@ pub async fn move_task(db: &D1Database, id: i64, to: TaskStatus, actor: Actor) -
         "UPDATE tasks SET status = ?1, updated_at = ?2, approved_at = CASE WHEN ?3 THEN ?2 ELSE approved_at END \
          WHERE id = ?4 AND status = ?5",
     )
-    .bind(&[to.as_str().into(), number(now_ms()), JsValue::from_bool(approved), number(id), from.as_str().into()])
+    .bind(&[to.as_str().into(), number(now_ms()), number(i64::from(approved)), number(id), from.as_str().into()])
     .map_err(|error| error.to_string())?
     .run()
     .await
