@@ -86,7 +86,7 @@ async fn take_scheduled_runs(
     now: i64,
 ) -> Result<()> {
     for run in schedules::claim_due(database, conversation_key, now).await? {
-        object.step(|channel| channel.enqueue_scheduled(run.event, now))?;
+        object.step(|channel| channel.enqueue_scheduled(run, now))?;
     }
     refresh_schedule_due(object, database, conversation_key).await
 }

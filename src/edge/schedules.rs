@@ -61,11 +61,6 @@ impl Job {
     }
 }
 
-/// A run claimed for this conversation: its synthetic message.
-pub struct ClaimedRun {
-    pub event: InboundEvent,
-}
-
 /// Creates a job; its first run is computed now. Returns the job.
 pub async fn create(
     db: &D1Database,
@@ -238,7 +233,7 @@ pub async fn wake(env: &worker::Env, conversation_key: &str) -> Result<()> {
 /// several runs (downtime) runs once and says how many it missed. Runs
 /// claimed before but never finished (a crash in between) come back too; the
 /// channel takes each run's message once.
-pub async fn claim_due(db: &D1Database, conversation_key: &str, now_ms: i64) -> Result<Vec<ClaimedRun>> {
+pub async fn claim_due(db: &D1Database, conversation_key: &str, now_ms: i64) -> Result<Vec<InboundEvent>> {
     let due: Vec<Job> = db
         .prepare(format!(
             "SELECT {COLUMNS} FROM schedules WHERE conversation_key = ?1 AND status = 'active' AND next_run_at <= ?2"
@@ -277,8 +272,9 @@ pub async fn claim_due(db: &D1Database, conversation_key: &str, now_ms: i64) -> 
     pending_runs(db, conversation_key).await
 }
 
-/// Claimed runs not yet finished, as the messages that start them.
-async fn pending_runs(db: &D1Database, conversation_key: &str) -> Result<Vec<ClaimedRun>> {
+/// Claimed runs not yet finished, as the messages that start them (marked
+/// as commands: addressed to the bot, answered at once, quoting nothing).
+async fn pending_runs(db: &D1Database, conversation_key: &str) -> Result<Vec<InboundEvent>> {
     #[derive(Deserialize)]
     struct Pending {
         id: String,
@@ -310,7 +306,7 @@ async fn pending_runs(db: &D1Database, conversation_key: &str) -> Result<Vec<Cla
             let delivery_id = run_delivery_id(&run.id, run.due_at);
             let event =
                 InboundEvent::new(conversation_key.to_string(), delivery_id, String::new(), author, text, address);
-            Some(ClaimedRun { event: InboundEvent { is_command: true, ..event } })
+            Some(InboundEvent { is_command: true, ..event })
         })
         .collect())
 }

@@ -215,23 +215,8 @@ impl Eq for Candidate {}
 mod tests {
     use super::*;
     use crate::memory::embed::LocalEmbedder;
+    use crate::memory::vector::tests::unit_vectors;
     use crate::memory::vector::{cosine, encode_vector, scan};
-
-    /// Deterministic pseudo-random unit vectors (a 64-bit LCG), so tests are repeatable.
-    fn unit_vectors(count: usize, dimensions: usize, seed: u64) -> Vec<Vec<f32>> {
-        let mut state = seed;
-        let mut next = move || {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
-        (0..count)
-            .map(|_| {
-                let vector: Vec<f32> = (0..dimensions).map(|_| next()).collect();
-                let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
-                vector.iter().map(|value| value / norm).collect()
-            })
-            .collect()
-    }
 
     fn steps_as_floats(text: &str, dimensions: usize) -> Vec<f32> {
         decode_sketch(text, dimensions).unwrap().0.iter().map(|step| f32::from(*step)).collect()

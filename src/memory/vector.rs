@@ -347,11 +347,11 @@ pub(crate) fn decode_base64_into(text: &str, out: &mut Vec<u8>) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Deterministic pseudo-random unit vectors (a 64-bit LCG), so tests are repeatable.
-    fn unit_vectors(count: usize, dimensions: usize, seed: u64) -> Vec<Vec<f32>> {
+    pub(crate) fn unit_vectors(count: usize, dimensions: usize, seed: u64) -> Vec<Vec<f32>> {
         let mut state = seed;
         let mut next = move || {
             state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
