@@ -173,9 +173,7 @@ impl ChannelObject {
         }
         let now = now_ms();
         let receipt = self.step(|channel| {
-            if let Some(read) = membership {
-                channel.membership.update([read]);
-            }
+            channel.update_membership(membership, &event);
             channel.receive(&event, &self.config.channel, now)
         })?;
         inbox::store(&sql, &event, &receipt.decision, membership_note.as_deref(), now)?;

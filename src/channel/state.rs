@@ -247,13 +247,27 @@ impl ChannelState {
 
     /// Whether the member count must be read before deciding on this inbound:
     /// a group message from a human that does not address the bot explicitly,
-    /// when no count is held or the speaker is new (a count read before they
-    /// spoke may not include them). Deciding on the speakers seen so far would
+    /// when no count is held yet. Deciding on the speakers seen so far would
     /// answer a new group's first line as if its one speaker were alone.
     pub fn needs_member_count(&self, event: &InboundEvent) -> bool {
         let explicit = event.is_command || event.is_bot_mention || event.reply_to_bot_message_id.is_some();
-        let unknown = self.membership.get().is_none() || !self.participants.get().is_known(&event.author.id);
-        !event.is_dm && !explicit && !event.author.is_bot && unknown
+        !event.is_dm && !explicit && !event.author.is_bot && self.membership.get().is_none()
+    }
+
+    /// Files what is known of the room before deciding on `event`: a count
+    /// read for it is complete; without one, a new voice makes a held count
+    /// incomplete (it was read before they spoke), a hint that can only raise
+    /// the speakers' count until the next turn reads it again.
+    pub fn update_membership(&mut self, read_for_event: Option<MembershipCount>, event: &InboundEvent) {
+        if let Some(read) = read_for_event {
+            self.membership.update([read]);
+            return;
+        }
+        let new_speaker = !self.participants.get().is_known(&event.author.id);
+        if let Some(read) = self.membership.get().filter(|read| new_speaker && !read.truncated) {
+            let incomplete = MembershipCount { truncated: true, ..*read };
+            self.membership.update([incomplete]);
+        }
     }
 
     /// Takes one inbound: records the speaker, decides, and files the message
@@ -670,7 +684,7 @@ mod tests {
     }
 
     #[test]
-    fn the_member_count_is_read_before_deciding_when_none_is_held_or_the_speaker_is_new() {
+    fn the_member_count_is_read_before_deciding_when_none_is_held_and_a_new_voice_makes_it_a_hint() {
         let settings = settings();
         let mut state = ChannelState::default();
         let first = message(1, "ada", "hello?");
@@ -678,10 +692,15 @@ mod tests {
         assert!(!state.needs_member_count(&mention(1, "ada", "edgebot?")), "a mention engages anyway");
         assert!(!state.needs_member_count(&InboundEvent { is_dm: true, ..first.clone() }), "a DM has no room");
         assert!(!state.needs_member_count(&message(1, "helperbot", "hi")), "a peer bot never gets the solo rung");
-        state.membership.update([MembershipCount { humans: 3, truncated: false, fetched_at_ms: 0 }]);
-        state.receive(&first, &settings, 0);
-        assert!(!state.needs_member_count(&message(2, "ada", "again")), "a held count and a known speaker");
-        assert!(state.needs_member_count(&message(3, "bo", "hi all")), "a new voice: the count may predate them");
+        state.membership.update([MembershipCount { humans: 1, truncated: false, fetched_at_ms: 100 }]);
+        assert_eq!(state.receive(&first, &settings, 200).decision.reason, Reason::SoloHuman, "the fresh count: alone");
+        assert!(!state.needs_member_count(&message(2, "ada", "again")), "a count is held");
+        // A new voice: the fresh count of one predates them; it is only a hint now.
+        let bo = message(3, "bo", "hi all");
+        state.update_membership(None, &bo);
+        let second = state.receive(&bo, &settings, 300);
+        assert_eq!(second.decision.reason, Reason::NotAddressed, "two people are here now");
+        assert!(!state.membership.get().unwrap().is_fresh_and_complete(300), "the turn reads it again");
     }
 
     #[test]
