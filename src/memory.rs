@@ -7,6 +7,7 @@
 pub mod bulletin;
 pub mod circuit;
 pub mod embed;
+pub mod full_text;
 pub mod linking;
 pub mod maintenance;
 pub mod rrf;

@@ -17,6 +17,7 @@ pub use index::{vector_index, EdgeIndex, VectorIndex};
 use super::http::now_ms;
 use crate::config::Config;
 use crate::memory::embed::Embedder;
+use crate::memory::full_text::fts_query;
 use crate::memory::linking::{plan_links, RELATED_THRESHOLD};
 use crate::memory::rrf::{candidates_per_list, fuse, CONTEXT, DIRECT};
 use crate::memory::types::{sort_memories, Memory, MemoryType, SearchMode, SearchSort};
@@ -410,18 +411,6 @@ async fn full_text(
         .await?
         .results()?;
     Ok(hits.into_iter().map(|hit| hit.id).collect())
-}
-
-/// An FTS5 expression matching any of the query's words (each quoted, so
-/// punctuation and operators in user text cannot break the syntax).
-fn fts_query(query: &str) -> Option<String> {
-    let words: Vec<String> = query
-        .split(|character: char| !character.is_alphanumeric())
-        .filter(|word| word.chars().count() > 1)
-        .take(16)
-        .map(|word| format!("\"{}\"", word.to_lowercase()))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
 }
 
 async fn neighbours(db: &D1Database, seeds: &[&String], candidates: usize) -> Result<Vec<String>> {
