@@ -23,17 +23,13 @@ use std::rc::Rc;
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, State};
 
 use crate::channel::participants::MembershipCount;
-use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::{ChannelState, ScheduleDue};
 use crate::config::Config;
 use crate::edge::config;
-use crate::edge::config::JOBS_BINDING;
 use crate::edge::http::{now_ms, within};
 use crate::edge::outbound::{self, Messenger};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::process::envelope::{Envelope, MessageType};
-use crate::process::worker_run::{WorkerInput, WorkerJob};
-use crate::process::Job;
 
 /// How long a webhook waits for the member count before deciding without it.
 const MEMBER_COUNT_TIMEOUT_MS: u64 = 1_500;
@@ -209,35 +205,19 @@ impl ChannelObject {
         let Some(address) = ReplyAddress::for_conversation(&start.conversation_key) else {
             return Response::error("not a conversation key", 400);
         };
-        let now = now_ms();
         let author = Author { id: "cortex".into(), name: "Task board".into(), is_bot: false };
         let origin = InboundEvent::new(
-            start.conversation_key.clone(),
+            start.conversation_key,
             start.id.clone(),
             String::new(),
             author,
             start.task.clone(),
             address,
         );
-        let status = ProcessStatus {
-            kind: ProcessKind::Worker,
-            task: start.task.clone(),
-            started_at_ms: now,
-            origin,
-            status: None,
-            interactive: false,
-            waiting: false,
-            last_heard_ms: now,
-        };
-        if !self.step(|channel| channel.start_process(&start.id, status))? {
-            return Response::error("no room for another worker", 409);
+        match turn_runner::start_worker(self, &start.id, &start.task, false, origin).await? {
+            true => Response::ok(""),
+            false => Response::error("no room for another worker", 409),
         }
-        let envelope = turn_runner::task_envelope(&start.id, "worker", &start.id, &start.task);
-        envelopes::log(&self.state.storage().sql(), &envelope)?;
-        let input = WorkerInput::Start { task: start.task, interactive: false };
-        let job = WorkerJob { id: start.id, conversation_key: start.conversation_key, step: "s1".into(), input };
-        self.env.queue(JOBS_BINDING)?.send(&Job::Worker(job)).await?;
-        Response::ok("")
     }
 
     /// Reads the member count before a decision that depends on it, within

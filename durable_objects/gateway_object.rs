@@ -20,7 +20,8 @@ use worker::{
 
 use crate::config::Config;
 use crate::edge::config;
-use crate::edge::http::{get_manual, now_ms, sleep_ms};
+use crate::edge::discord::bot_get;
+use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::webhooks::deliver;
 use crate::platforms::discord::gateway::{parse_frame, Gateway, Move, Session};
 use crate::platforms::discord::message::parse_message_create;
@@ -199,11 +200,8 @@ impl Shared {
         if !self.config.discord_gateway_url.is_empty() {
             return Some(self.config.discord_gateway_url.clone());
         }
-        let url = format!("{}/gateway/bot", self.config.discord_api_base);
-        let authorization = format!("Bot {}", self.config.discord_bot_token);
-        let answer = get_manual(&url, &[("authorization", &authorization)], 10_000, 100_000).await.ok()?;
-        let parsed: Value = serde_json::from_slice(&answer.body).ok()?;
-        parsed["url"].as_str().map(str::to_string)
+        let answer = bot_get(&self.config, "/gateway/bot", 100_000).await?;
+        answer["url"].as_str().map(str::to_string)
     }
 
     async fn read(self: Rc<Self>, socket: WebSocket, generation: u64) {

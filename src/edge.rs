@@ -5,6 +5,7 @@
 mod admin;
 pub mod config;
 mod cortex;
+pub mod d1;
 pub mod discord;
 pub mod gateway;
 pub mod history;

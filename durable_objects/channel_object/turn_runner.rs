@@ -365,14 +365,8 @@ async fn delegate(
                 (task_envelope(&id, "branch", &id, question), Some(job))
             }
             Action::SpawnWorker { task, interactive } => {
-                let started = status(ProcessKind::Worker, task, *interactive);
-                if !object.step(|channel| channel.start_process(&id, started))? {
-                    continue;
-                }
-                let input = WorkerInput::Start { task: task.clone(), interactive: *interactive };
-                let job =
-                    WorkerJob { id: id.clone(), conversation_key: conversation_key.clone(), step: "s1".into(), input };
-                (task_envelope(&id, "worker", &id, task), Some(Job::Worker(job)))
+                start_worker(object, &id, task, *interactive, origin.clone()).await?;
+                continue;
             }
             Action::Route { id: worker, message } => {
                 if object.step(|channel| channel.route_to_process(worker, now_ms()))?.is_err() {
@@ -416,8 +410,40 @@ async fn delegate(
     Ok(())
 }
 
+/// Starts a worker in this conversation: records it in the channel state,
+/// logs its task envelope and queues its first step. False when there is no
+/// room for another worker (or one with this id is already recorded).
+pub(super) async fn start_worker(
+    object: &ChannelObject,
+    id: &str,
+    task: &str,
+    interactive: bool,
+    origin: InboundEvent,
+) -> Result<bool> {
+    let now = now_ms();
+    let conversation_key = origin.conversation_key.clone();
+    let status = ProcessStatus {
+        kind: ProcessKind::Worker,
+        task: task.to_string(),
+        started_at_ms: now,
+        origin,
+        status: None,
+        interactive,
+        waiting: false,
+        last_heard_ms: now,
+    };
+    if !object.step(|channel| channel.start_process(id, status))? {
+        return Ok(false);
+    }
+    envelopes::log(&object.state.storage().sql(), &task_envelope(id, "worker", id, task))?;
+    let input = WorkerInput::Start { task: task.to_string(), interactive };
+    let job = WorkerJob { id: id.to_string(), conversation_key, step: "s1".into(), input };
+    object.env.queue(JOBS_BINDING)?.send(&Job::Worker(job)).await?;
+    Ok(true)
+}
+
 /// The `task` envelope that hands work to a process.
-pub(super) fn task_envelope(id: &str, kind: &str, process: &str, body: &str) -> Envelope {
+fn task_envelope(id: &str, kind: &str, process: &str, body: &str) -> Envelope {
     Envelope::new(
         format!("{id}:task"),
         now_ms(),

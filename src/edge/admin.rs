@@ -87,9 +87,7 @@ pub async fn schedules(request: &Request, env: &Env) -> Result<Response, ApiErro
 /// "cron" | "every_seconds", "timezone"?, "active_hours"?, "end_at"?, "max_runs"?}`.
 pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     authorize(&request, env)?;
-    let body = read_body(&mut request, MAX_ADMIN_BODY_BYTES).await?;
-    let arguments: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|_| ApiError::BadRequest("expected a JSON object".into()))?;
+    let arguments = json_object(&mut request).await?;
     let text = |key: &str| arguments.get(key).and_then(|value| value.as_str()).unwrap_or("").trim().to_string();
     let (conversation, prompt) = (text("conversation"), text("prompt"));
     let address = crate::inbound::ReplyAddress::for_conversation(&conversation)
@@ -150,9 +148,7 @@ pub async fn tasks(request: &Request, env: &Env) -> Result<Response, ApiError> {
 /// Proposes a task: `{"conversation", "title", "description"?, "priority"?}`.
 pub async fn create_task(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     authorize(&request, env)?;
-    let body = read_body(&mut request, MAX_ADMIN_BODY_BYTES).await?;
-    let arguments: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|_| ApiError::BadRequest("expected a JSON object".into()))?;
+    let arguments = json_object(&mut request).await?;
     let text = |key: &str| arguments.get(key).and_then(|value| value.as_str()).unwrap_or("").trim().to_string();
     let (conversation, title) = (text("conversation"), text("title"));
     if crate::inbound::ReplyAddress::for_conversation(&conversation).is_none() || title.is_empty() {
@@ -173,11 +169,7 @@ pub async fn move_task(mut request: Request, env: &Env, id: &str, to: Option<&st
     let id: i64 = id.parse().map_err(|_| ApiError::NotFound)?;
     let status = match to {
         Some(status) => status.to_string(),
-        None => {
-            let body = read_body(&mut request, MAX_ADMIN_BODY_BYTES).await?;
-            let arguments: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            arguments["status"].as_str().unwrap_or_default().to_string()
-        }
+        None => json_object(&mut request).await?["status"].as_str().unwrap_or_default().to_string(),
     };
     let to = crate::tasks::TaskStatus::parse(&status)
         .ok_or_else(|| ApiError::BadRequest(format!("unknown status `{status}`")))?;
@@ -197,6 +189,15 @@ pub async fn delete_task(request: &Request, env: &Env, id: &str) -> Result<Respo
         true => Response::from_json(&serde_json::json!({ "deleted": id })).map_err(internal),
         false => Err(ApiError::NotFound),
     }
+}
+
+/// A small JSON object body (schedules, tasks).
+async fn json_object(request: &mut Request) -> Result<serde_json::Value, ApiError> {
+    let body = read_body(request, MAX_ADMIN_BODY_BYTES).await?;
+    serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .filter(serde_json::Value::is_object)
+        .ok_or_else(|| ApiError::BadRequest("expected a JSON object".into()))
 }
 
 async fn task_answer(database: &worker::D1Database, id: i64) -> Result<Response, ApiError> {

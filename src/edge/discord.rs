@@ -41,6 +41,14 @@ impl Discord<'_> {
     }
 }
 
+/// A GET as the bot (`/gateway/bot`, a guild's counts); None unless it answered JSON.
+pub async fn bot_get(config: &Config, path: &str, body_limit: usize) -> Option<Value> {
+    let url = format!("{}{path}", config.discord_api_base);
+    let authorization = format!("Bot {}", config.discord_bot_token);
+    let answer = get_manual(&url, &[("authorization", &authorization)], API_TIMEOUT_MS, body_limit).await.ok()?;
+    serde_json::from_slice(&answer.body).ok()
+}
+
 impl Messenger for Discord<'_> {
     fn message_limit(&self) -> usize {
         MESSAGE_LIMIT
@@ -94,11 +102,7 @@ impl Messenger for Discord<'_> {
         let ReplyAddress::DiscordChannel { guild_id: Some(guild_id), .. } = &event.reply_address else {
             return None;
         };
-        let url = format!("{}/guilds/{guild_id}?with_counts=true", self.config.discord_api_base);
-        let authorization = format!("Bot {}", self.config.discord_bot_token);
-        let answer =
-            get_manual(&url, &[("authorization", &authorization)], API_TIMEOUT_MS, GUILD_BODY_LIMIT).await.ok()?;
-        let guild: Value = serde_json::from_slice(&answer.body).ok()?;
+        let guild = bot_get(self.config, &format!("/guilds/{guild_id}?with_counts=true"), GUILD_BODY_LIMIT).await?;
         let members = guild["approximate_member_count"].as_u64()? as usize;
         Some(MembershipCount { humans: members.saturating_sub(1 + peer_bots), truncated: false, fetched_at_ms: now_ms })
     }

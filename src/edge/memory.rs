@@ -14,6 +14,7 @@ use worker::{D1Database, D1PreparedStatement, Env, Result};
 pub use embedding::{embedder, AI_BINDING};
 pub use index::{vector_index, EdgeIndex, VectorIndex};
 
+use super::d1::number;
 use super::http::now_ms;
 use crate::config::Config;
 use crate::memory::embed::Embedder;
@@ -444,8 +445,4 @@ pub fn bump_version(db: &D1Database) -> Result<D1PreparedStatement> {
 async fn embed_one(config: &Config, env: &Env, text: &str) -> Result<Vec<f32>> {
     let vectors = embedder(config, env).embed(&[text.to_string()]).await.map_err(|error| error.to_string())?;
     vectors.into_iter().next().ok_or_else(|| "the embedder returned nothing".into())
-}
-
-fn number(value: i64) -> JsValue {
-    JsValue::from_f64(value as f64)
 }

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Result};
 
+use super::d1::{changes, number, text_or_null};
 use super::zones::IntlZones;
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::schedule::plan::{catch_up, next_run, Plan};
@@ -122,7 +123,7 @@ const COLUMNS: &str = "id, conversation_key, reply_address, prompt, plan, status
 
 /// Jobs of one conversation (or all), oldest first.
 pub async fn list(db: &D1Database, conversation_key: Option<&str>) -> Result<Vec<Job>> {
-    let key = conversation_key.map_or(JsValue::NULL, JsValue::from);
+    let key = text_or_null(conversation_key);
     db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE ?1 IS NULL OR conversation_key = ?1 ORDER BY created_at"))
         .bind(&[key])?
         .all()
@@ -133,7 +134,7 @@ pub async fn list(db: &D1Database, conversation_key: Option<&str>) -> Result<Vec
 /// Removes a job (only from `conversation_key` when given). Its pending run
 /// cannot fire after this: a claim needs the row.
 pub async fn cancel(db: &D1Database, conversation_key: Option<&str>, id: &str) -> Result<bool> {
-    let key = conversation_key.map_or(JsValue::NULL, JsValue::from);
+    let key = text_or_null(conversation_key);
     let result = db
         .prepare("DELETE FROM schedules WHERE id = ?1 AND (?2 IS NULL OR conversation_key = ?2)")
         .bind(&[id.into(), key])?
@@ -343,13 +344,7 @@ pub async fn finish_run(
             "UPDATE schedule_runs SET status = ?3, error = ?4, finished_at = ?5 \
              WHERE schedule_id = ?1 AND due_at = ?2 AND status = 'claimed'",
         )
-        .bind(&[
-            job_id.into(),
-            number(due_at),
-            status.into(),
-            error.map_or(JsValue::NULL, JsValue::from),
-            number(now_ms),
-        ])?
+        .bind(&[job_id.into(), number(due_at), status.into(), text_or_null(error), number(now_ms)])?
         .run()
         .await?;
     if changes(&first_time) == 0 {
@@ -372,10 +367,6 @@ pub async fn finish_run(
     Ok(after.is_some_and(|after| after.status == DISABLED && after.consecutive_failures == MAX_CONSECUTIVE_FAILURES))
 }
 
-fn changes(result: &worker::D1Result) -> usize {
-    result.meta().ok().flatten().and_then(|meta| meta.changes).unwrap_or(0)
-}
-
 /// A short job id people can type: six base-36 characters.
 fn short_id() -> String {
     let mut value = (js_sys::Math::random() * 36f64.powi(6)) as u64;
@@ -386,8 +377,4 @@ fn short_id() -> String {
             char::from_digit(digit, 36).unwrap_or('0')
         })
         .collect()
-}
-
-fn number(value: i64) -> JsValue {
-    JsValue::from_f64(value as f64)
 }

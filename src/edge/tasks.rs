@@ -8,6 +8,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, Env, Result};
 
 use super::config::{CHANNEL_BINDING, DATABASE_BINDING};
+use super::d1::{changes, number, text_or_null};
 use super::http::now_ms;
 use crate::tasks::{after_failure, transition, Actor, Priority, TaskStatus};
 
@@ -65,7 +66,7 @@ pub async fn list(db: &D1Database, conversation_key: Option<&str>, status: Optio
         "SELECT {COLUMNS} FROM tasks WHERE (?1 IS NULL OR conversation_key = ?1) AND (?2 IS NULL OR status = ?2) \
          ORDER BY status = 'done', id LIMIT ?3"
     ))
-    .bind(&[opt(conversation_key), opt(status), JsValue::from_f64(LIST_LIMIT)])?
+    .bind(&[text_or_null(conversation_key), text_or_null(status), JsValue::from_f64(LIST_LIMIT)])?
     .all()
     .await?
     .results()
@@ -96,7 +97,7 @@ pub async fn move_task(db: &D1Database, id: i64, to: TaskStatus, actor: Actor) -
 
 pub async fn delete(db: &D1Database, id: i64) -> Result<bool> {
     let result = db.prepare("DELETE FROM tasks WHERE id = ?1").bind(&[number(id)])?.run().await?;
-    Ok(result.meta()?.and_then(|meta| meta.changes).unwrap_or(0) > 0)
+    Ok(changes(&result) > 0)
 }
 
 /// The branch tools over the board; the answer is text for the model.
@@ -159,7 +160,13 @@ pub async fn update(
         "UPDATE tasks SET note = COALESCE(?1, note), priority = COALESCE(?2, priority), \
          subtasks = COALESCE(?3, subtasks), updated_at = ?4 WHERE id = ?5",
     )
-    .bind(&[opt(text("note")), opt(priority.flatten()), opt(subtasks.as_deref()), number(now_ms()), number(id)])?
+    .bind(&[
+        text_or_null(text("note")),
+        text_or_null(priority.flatten()),
+        text_or_null(subtasks.as_deref()),
+        number(now_ms()),
+        number(id),
+    ])?
     .run()
     .await?;
     Ok(format!("task {id} updated"))
@@ -239,12 +246,4 @@ pub async fn settle_worker(db: &D1Database, worker_id: &str, outcome: std::resul
     .run()
     .await?;
     Ok(status == TaskStatus::Ready)
-}
-
-fn opt(value: Option<&str>) -> JsValue {
-    value.map_or(JsValue::NULL, JsValue::from)
-}
-
-fn number(value: i64) -> JsValue {
-    JsValue::from_f64(value as f64)
 }

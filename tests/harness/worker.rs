@@ -34,20 +34,7 @@ fn migrated_template() -> &'static Path {
     TEMPLATE
         .get_or_init(|| {
             let directory = TempDir::new().expect("template dir");
-            let output = Command::new(wrangler())
-                .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
-                .arg(directory.path())
-                .current_dir(project_root())
-                .env("CI", "true")
-                .stdin(Stdio::null())
-                .output()
-                .expect("run wrangler d1 migrations apply (is this running under `make test`?)");
-            assert!(
-                output.status.success(),
-                "migrations failed:\n{}\n{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
+            wrangler_d1(&["migrations", "apply", "DB"], directory.path());
             directory
         })
         .path()
@@ -56,22 +43,29 @@ fn migrated_template() -> &'static Path {
 /// Runs SQL on the local D1 in `state_dir` (no Worker may be running on it) and
 /// returns each statement's rows, as `wrangler d1 execute --json` gives them.
 pub fn d1_execute(state_dir: &Path, sql: &str) -> serde_json::Value {
+    let stdout = wrangler_d1(&["execute", "DB", "--json", "--yes", "--command", sql], state_dir);
+    serde_json::from_slice(&stdout).expect("d1 execute --json output")
+}
+
+/// Runs `wrangler d1 <arguments> --local` on the D1 in `state_dir`; returns its output.
+fn wrangler_d1(arguments: &[&str], state_dir: &Path) -> Vec<u8> {
     let output = Command::new(wrangler())
-        .args(["d1", "execute", "DB", "--local", "--json", "--yes", "--persist-to"])
+        .arg("d1")
+        .args(arguments)
+        .args(["--local", "--persist-to"])
         .arg(state_dir)
-        .args(["--command", sql])
         .current_dir(project_root())
         .env("CI", "true")
         .stdin(Stdio::null())
         .output()
-        .expect("run wrangler d1 execute");
+        .expect("run wrangler d1 (is this running under `make test`?)");
     assert!(
         output.status.success(),
-        "d1 execute failed:\n{}\n{}",
+        "wrangler d1 {arguments:?} failed:\n{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_slice(&output.stdout).expect("d1 execute --json output")
+    output.stdout
 }
 
 fn copy_tree(from: &Path, to: &Path) {
