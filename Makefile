@@ -13,6 +13,9 @@ export WRANGLER_SEND_METRICS := false
 
 WORKER := build/index_bg.wasm
 SOURCES := Cargo.toml Cargo.lock $(shell find src durable_objects prompts -type f 2>/dev/null)
+# The dashboard and web chat: static assets, outside the Worker's bundle.
+ASSETS := build/assets/dashboard/app.js
+WEB_SOURCES := package-lock.json $(shell find web -type f 2>/dev/null)
 PORT ?= 8787
 
 .PHONY: setup build dev test lint bench clean discord-commands
@@ -20,7 +23,10 @@ PORT ?= 8787
 setup:
 	@scripts/setup.sh
 
-build: setup $(WORKER)
+build: setup $(WORKER) $(ASSETS)
+
+$(ASSETS): $(WEB_SOURCES)
+	scripts/build-web.sh
 
 $(WORKER): $(SOURCES)
 	worker-build --release
@@ -33,11 +39,13 @@ dev: build
 	wrangler dev --port $(PORT) --test-scheduled
 
 test: build
+	@scripts/setup-browser.sh
 	cargo test --lib
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
 	@$(MAKE) -s lint
 
 lint:
+	tsc -p web/tsconfig.json
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --lib -- -D warnings
@@ -48,6 +56,8 @@ clean:
 bench: build
 	cargo bench --bench webhook
 	cargo bench --bench memory
+	@scripts/setup-browser.sh
+	cargo bench --bench web
 
 # Registers /ask and the "Ask edgebot" message command with Discord.
 discord-commands:

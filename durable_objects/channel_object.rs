@@ -13,26 +13,36 @@ mod inbox;
 mod outbox;
 #[path = "channel_object/slots.rs"]
 mod slots;
+#[path = "channel_object/stats.rs"]
+mod stats;
 #[path = "channel_object/turn_runner.rs"]
 mod turn_runner;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, State};
+use worker::{
+    durable_object, DurableObject, Env, Method, Request, Response, Result, State, WebSocket, WebSocketIncomingMessage,
+};
 
+use crate::channel::engagement::Decision;
 use crate::channel::participants::MembershipCount;
 use crate::channel::state::{ChannelState, ScheduleDue};
 use crate::config::Config;
-use crate::edge::config;
-use crate::edge::http::{now_ms, within};
+use crate::edge::config::{self, DATABASE_BINDING};
+use crate::edge::http::{now_ms, sleep_ms, within};
 use crate::edge::outbound::{self, Messenger};
+use crate::edge::web_chat::{self, CHAT, WATCH};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::process::envelope::{Envelope, MessageType};
 
 /// How long a webhook waits for the member count before deciding without it.
 const MEMBER_COUNT_TIMEOUT_MS: u64 = 1_500;
+/// The dashboard's conversation index is written at most this often per conversation.
+const INDEX_FLUSH_DELAY_MS: u64 = 1_000;
+/// How many lines of a web chat a page gets when it (re)connects.
+const CHAT_HISTORY_LINES: usize = 200;
 
 #[durable_object]
 pub struct ChannelObject {
@@ -43,12 +53,14 @@ pub struct ChannelObject {
     channel: RefCell<ChannelState>,
     /// Slot versions already in storage, so a checkpoint writes only what moved.
     saved_versions: RefCell<BTreeMap<String, u64>>,
+    /// A write of the conversation index is already on its way.
+    index_flush_pending: Rc<Cell<bool>>,
 }
 
 impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA, envelopes::SCHEMA] {
+        for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA, envelopes::SCHEMA, stats::SCHEMA] {
             if let Err(error) = sql.exec(schema, None) {
                 worker::console_error!("channel schema: {error}");
             }
@@ -66,6 +78,7 @@ impl DurableObject for ChannelObject {
             env,
             channel: RefCell::new(channel),
             saved_versions: RefCell::new(saved_versions),
+            index_flush_pending: Rc::default(),
         }
     }
 
@@ -82,6 +95,12 @@ impl DurableObject for ChannelObject {
                 Ok(response)
             }
             (Method::Post, "/inbound") => self.receive(request).await,
+            (Method::Get, "/live") => web_chat::accept(&self.state, &[WATCH]),
+            (Method::Get, "/chat/socket") => {
+                let role = request.headers().get("x-edgebot-role")?.unwrap_or_default();
+                let key = request.headers().get("x-edgebot-conversation")?.unwrap_or_default();
+                web_chat::accept(&self.state, &[CHAT, &format!("role:{role}"), &format!("key:{key}")])
+            }
             (Method::Post, "/process-event") => self.receive_process_event(request).await,
             (Method::Post, "/tasks/start") => self.start_task_worker(request).await,
             (Method::Post, "/schedules/wake") => {
@@ -105,6 +124,47 @@ impl DurableObject for ChannelObject {
         turn_runner::run(self).await?;
         Response::ok("")
     }
+
+    /// Dashboards only listen; a web chat says hello (and gets the
+    /// conversation so far) or sends a message.
+    async fn websocket_message(&self, socket: WebSocket, message: WebSocketIncomingMessage) -> Result<()> {
+        let tags = self.state.get_tags(&socket);
+        let WebSocketIncomingMessage::String(text) = message else {
+            return Ok(());
+        };
+        if !tags.iter().any(|tag| tag == CHAT) {
+            return Ok(());
+        }
+        let tag = |prefix: &str| tags.iter().find_map(|tag| tag.strip_prefix(prefix)).unwrap_or_default().to_string();
+        match serde_json::from_str::<ChatIn>(&text) {
+            Ok(ChatIn::Hello) => web_chat::send_to(&socket, &self.chat_history()?),
+            Ok(ChatIn::Send { id, text }) => self.receive_chat(&tag("key:"), &tag("role:"), &id, &text).await?,
+            Err(_) => web_chat::send_to(&socket, &serde_json::json!({ "type": "error", "message": "unreadable" })),
+        }
+        Ok(())
+    }
+
+    async fn websocket_close(&self, socket: WebSocket, _code: usize, _reason: String, _clean: bool) -> Result<()> {
+        let _ = socket.close(Some(1000), Some("bye"));
+        Ok(())
+    }
+
+    async fn websocket_error(&self, _socket: WebSocket, _error: worker::Error) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// What a web-chat page sends.
+#[derive(serde::Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ChatIn {
+    Hello,
+    /// `id` is the page's own id for the message: a resend after a
+    /// reconnect carries the same one and is taken once.
+    Send {
+        id: String,
+        text: String,
+    },
 }
 
 impl ChannelObject {
@@ -139,6 +199,7 @@ impl ChannelObject {
             envelopes::log(&self.state.storage().sql(), &envelope)?;
         }
         let accepted = self.step(|channel| channel.receive_process_event(envelope))?;
+        web_chat::changed(&self.state, "processes");
         let now = now_ms();
         let wake_at = self.channel.borrow().wake_at(&self.config.channel, now);
         if let Some(wake_at) = wake_at.filter(|_| accepted) {
@@ -153,34 +214,128 @@ impl ChannelObject {
         let Ok(event) = json_body::<InboundEvent>(&mut request).await else {
             return Response::error("malformed inbound event", 400);
         };
-        let sql = self.state.storage().sql();
-        let duplicate = || Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true }));
-        if inbox::contains(&sql, &event.delivery_id)? {
-            return duplicate();
+        match self.admit(&event).await? {
+            None => Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true })),
+            Some(decision) => Response::from_json(&serde_json::json!({
+                "ok": true,
+                "decision": decision.label(),
+                "reason": decision.reason.as_str(),
+            })),
         }
-        let needs_count = self.channel.borrow().needs_member_count(&event);
+    }
+
+    /// The one way an inbound comes in, from any platform: decided on,
+    /// stored and counted once per delivery id (None for a repeat).
+    async fn admit(&self, event: &InboundEvent) -> Result<Option<Decision>> {
+        let sql = self.state.storage().sql();
+        if inbox::contains(&sql, &event.delivery_id)? {
+            return Ok(None);
+        }
+        let needs_count = self.channel.borrow().needs_member_count(event);
         let (membership, membership_note) = match needs_count {
-            true => self.read_member_count(&event).await,
+            true => self.read_member_count(event).await,
             false => (None, None),
         };
         // The same delivery may have arrived while the count was read.
         if needs_count && inbox::contains(&sql, &event.delivery_id)? {
-            return duplicate();
+            return Ok(None);
         }
         let now = now_ms();
         let receipt = self.step(|channel| {
-            channel.update_membership(membership, &event);
-            channel.receive(&event, &self.config.channel, now)
+            channel.update_membership(membership, event);
+            channel.receive(event, &self.config.channel, now)
         })?;
-        inbox::store(&sql, &event, &receipt.decision, membership_note.as_deref(), now)?;
+        inbox::store(&sql, event, &receipt.decision, membership_note.as_deref(), now)?;
+        stats::count(&sql, event, receipt.decision.engages, now)?;
         if let Some(wake_at) = receipt.wake_at_ms {
             self.state.storage().set_alarm((wake_at - now).max(0)).await?;
         }
-        Response::from_json(&serde_json::json!({
-            "ok": true,
-            "decision": receipt.decision.label(),
-            "reason": receipt.decision.reason.as_str(),
-        }))
+        web_chat::changed(&self.state, "events");
+        self.flush_index_soon();
+        Ok(Some(receipt.decision))
+    }
+
+    /// A message typed in the web chat: shown to every page of the chat and
+    /// taken in like any platform's (a web chat is a DM with the bot).
+    async fn receive_chat(&self, conversation_key: &str, role: &str, id: &str, text: &str) -> Result<()> {
+        let Some(address) = ReplyAddress::for_conversation(conversation_key) else {
+            return Ok(());
+        };
+        let well_formed = crate::inbound::is_web_session(id);
+        if !well_formed || text.trim().is_empty() {
+            return Ok(());
+        }
+        let name = if role == "operator" { "Operator" } else { "Guest" };
+        let author = Author { id: format!("{conversation_key}:{role}"), name: name.into(), is_bot: false };
+        let mut event =
+            InboundEvent::new(conversation_key.into(), format!("web:{id}"), id.into(), author, text.into(), address)
+                .with_text_capped(web_chat::MESSAGE_LIMIT);
+        event.is_dm = true;
+        event.timestamp_ms = now_ms();
+        event.conversation_title = Some(format!("Web chat ({})", role));
+        if self.admit(&event).await?.is_some() {
+            let line =
+                web_chat::chat_message(&format!("in:{}", event.delivery_id), "user", name, &event.text, now_ms());
+            web_chat::push(&self.state, CHAT, &line);
+        }
+        Ok(())
+    }
+
+    /// The web chat so far (its newest lines), and whether a turn is under way.
+    fn chat_history(&self) -> Result<serde_json::Value> {
+        let sql = self.state.storage().sql();
+        let mut lines: Vec<(i64, serde_json::Value)> = inbox::events(&sql)?
+            .into_iter()
+            .map(|record| {
+                let text = record.event["text"].as_str().unwrap_or_default();
+                let author = record.event["author"]["name"].as_str().unwrap_or_default();
+                let line = web_chat::chat_message(
+                    &format!("in:{}", record.delivery_id),
+                    "user",
+                    author,
+                    text,
+                    record.received_at,
+                );
+                (record.received_at, line)
+            })
+            .collect();
+        let working = inbox::has_queued(&sql)?;
+        for entry in outbox::recent(&sql, CHAT_HISTORY_LINES as i64)?.into_iter().filter(|entry| entry.status == "sent")
+        {
+            let line = web_chat::chat_message(
+                &web_chat::reply_id(&entry.id),
+                "assistant",
+                &self.config.bot_name,
+                &entry.text,
+                entry.created_at,
+            );
+            lines.push((entry.created_at, line));
+        }
+        lines.sort_by_key(|(at, _)| *at);
+        let skip = lines.len().saturating_sub(CHAT_HISTORY_LINES);
+        let messages: Vec<serde_json::Value> = lines.into_iter().skip(skip).map(|(_, line)| line).collect();
+        Ok(serde_json::json!({ "type": "history", "messages": messages, "working": working }))
+    }
+
+    /// Writes the conversation's counts to the dashboard's index a moment
+    /// from now, once for however many inbounds arrive meanwhile; never on
+    /// the webhook's path.
+    fn flush_index_soon(&self) {
+        if self.index_flush_pending.replace(true) {
+            return;
+        }
+        let (pending, sql, env) = (self.index_flush_pending.clone(), self.state.storage().sql(), self.env.clone());
+        wasm_bindgen_futures::spawn_local(async move {
+            sleep_ms(INDEX_FLUSH_DELAY_MS).await;
+            pending.set(false);
+            let flushed = async {
+                let Some(row) = stats::read(&sql)? else { return Ok(()) };
+                crate::edge::conversations::upsert(&env.d1(DATABASE_BINDING)?, &row, now_ms()).await
+            };
+            if let Err(error) = flushed.await {
+                worker::console_error!("conversation index not written: {error}");
+            }
+        });
     }
 }
 
@@ -224,7 +379,7 @@ impl ChannelObject {
     /// [`MEMBER_COUNT_TIMEOUT_MS`]; returns it (if read) and what happened,
     /// for the decision log.
     async fn read_member_count(&self, event: &InboundEvent) -> (Option<MembershipCount>, Option<String>) {
-        let platform = outbound::for_address(&self.config, &event.reply_address);
+        let platform = outbound::for_address(&self.config, &self.state, &event.reply_address);
         let peer_bots = self.channel.borrow().participants.get().peer_bot_names().count();
         match within(MEMBER_COUNT_TIMEOUT_MS, platform.member_count(event, peer_bots, now_ms())).await {
             Some(Some(read)) => {

@@ -8,6 +8,9 @@ use thiserror::Error;
 pub enum ApiError {
     #[error("{0}")]
     Unauthorized(&'static str),
+    /// Authenticated, but not allowed from where it came (a cross-site request).
+    #[error("{0}")]
+    Forbidden(&'static str),
     #[error("{0}")]
     BadRequest(String),
     #[error("not found")]
@@ -27,6 +30,7 @@ impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
             ApiError::Unauthorized(_) => 401,
+            ApiError::Forbidden(_) => 403,
             ApiError::BadRequest(_) => 400,
             ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
@@ -52,6 +56,7 @@ mod tests {
             (ApiError::Unauthorized("bad secret"), 401, "bad secret"),
             (ApiError::BadRequest("malformed JSON".into()), 400, "malformed JSON"),
             (ApiError::NotFound, 404, "not found"),
+            (ApiError::Forbidden("cross-site request refused"), 403, "cross-site request refused"),
             (ApiError::TooLarge(1024), 413, "request body over 1024 bytes"),
             (ApiError::Internal, 500, "internal error"),
         ];

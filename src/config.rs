@@ -31,6 +31,9 @@ pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 pub struct Config {
     pub bot_name: String,
     pub admin_token: String,
+    /// The web chat's invitation: whoever holds it may talk to the agent
+    /// (signed-in operators always may). Empty: operators only.
+    pub web_chat_token: String,
     pub telegram_bot_token: String,
     pub telegram_bot_username: String,
     pub telegram_webhook_secret: String,
@@ -100,6 +103,7 @@ impl Config {
         let debounce_ms = number("COALESCE_DEBOUNCE_MS", DEFAULT_COALESCE_DEBOUNCE_MS) as i64;
         Config {
             admin_token: text("ADMIN_TOKEN", ""),
+            web_chat_token: text("WEB_CHAT_TOKEN", ""),
             telegram_bot_token: text("TELEGRAM_BOT_TOKEN", ""),
             telegram_bot_username: text("TELEGRAM_BOT_USERNAME", &bot_name),
             telegram_webhook_secret: text("TELEGRAM_WEBHOOK_SECRET", ""),
@@ -162,10 +166,81 @@ impl Config {
     }
 }
 
+impl Config {
+    /// What the dashboard's settings page shows: the effective non-secret
+    /// settings, which secrets are set (never their values) and which
+    /// platforms are configured.
+    pub fn public_view(&self) -> serde_json::Value {
+        let set = |value: &str| !value.is_empty();
+        serde_json::json!({
+            "bot_name": self.bot_name,
+            "aliases": self.channel.aliases,
+            "models": {
+                "channel": self.channel_model,
+                "branch": self.branch_model,
+                "worker": self.worker_model,
+                "compactor": self.compactor_model,
+                "cortex": self.cortex_model,
+                "embedding": self.embedding_model,
+            },
+            "vector_backend": self.vector_backend,
+            "timezone": self.timezone,
+            "history_limit": self.history_limit,
+            "context_window_tokens": self.context_window_tokens,
+            "engagement": {
+                "stickiness": self.channel.stickiness,
+                "sticky_window_ms": self.channel.sticky_window_ms,
+                "coalesce_debounce_ms": self.channel.debounce_ms,
+                "coalesce_max_wait_ms": self.channel.max_wait_ms,
+            },
+            "api_bases": {
+                "openai": self.openai_base_url,
+                "anthropic": self.anthropic_base_url,
+                "telegram": self.telegram_api_base,
+                "slack": self.slack_api_base,
+                "discord": self.discord_api_base,
+            },
+            "discord_gateway": self.discord_gateway,
+            "secrets_set": {
+                "ADMIN_TOKEN": set(&self.admin_token),
+                "WEB_CHAT_TOKEN": set(&self.web_chat_token),
+                "TELEGRAM_BOT_TOKEN": set(&self.telegram_bot_token),
+                "TELEGRAM_WEBHOOK_SECRET": set(&self.telegram_webhook_secret),
+                "SLACK_SIGNING_SECRET": set(&self.slack_signing_secret),
+                "SLACK_BOT_TOKEN": set(&self.slack_bot_token),
+                "DISCORD_PUBLIC_KEY": set(&self.discord_public_key),
+                "DISCORD_BOT_TOKEN": set(&self.discord_bot_token),
+                "OPENAI_API_KEY": set(&self.openai_api_key),
+                "ANTHROPIC_API_KEY": set(&self.anthropic_api_key),
+                "SEARCH_API_KEY": set(&self.search_api_key),
+            },
+            "platforms": {
+                "telegram": set(&self.telegram_bot_token) && set(&self.telegram_webhook_secret),
+                "slack": set(&self.slack_signing_secret) && set(&self.slack_bot_token),
+                "discord": set(&self.discord_public_key) && set(&self.discord_application_id),
+                "web": set(&self.admin_token) || set(&self.web_chat_token),
+            },
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn the_public_view_says_which_secrets_are_set_and_never_shows_one() {
+        let vars: HashMap<&str, &str> =
+            [("TELEGRAM_BOT_TOKEN", "4242:very-secret"), ("TELEGRAM_WEBHOOK_SECRET", "hook-secret")].into();
+        let view = Config::from_lookup(|name| vars.get(name).map(|value| value.to_string())).public_view();
+        assert_eq!(view["secrets_set"]["TELEGRAM_BOT_TOKEN"], true);
+        assert_eq!(view["secrets_set"]["SLACK_BOT_TOKEN"], false);
+        assert_eq!(view["platforms"]["telegram"], true);
+        assert_eq!(view["platforms"]["slack"], false);
+        let text = view.to_string();
+        assert!(!text.contains("very-secret") && !text.contains("hook-secret"), "{text}");
+    }
 
     #[test]
     fn absent_or_empty_settings_take_defaults() {

@@ -4,6 +4,7 @@
 
 mod admin;
 pub mod config;
+pub mod conversations;
 mod cortex;
 pub mod d1;
 pub mod discord;
@@ -17,11 +18,13 @@ pub mod outbound;
 mod router;
 pub mod schedule_tool;
 pub mod schedules;
+mod sessions;
 pub mod slack;
 pub mod tasks;
 pub mod telegram;
 pub mod usage;
 pub mod web;
+pub mod web_chat;
 pub mod webhooks;
 pub mod zones;
 

@@ -38,6 +38,8 @@ pub enum ReplyAddress {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         guild_id: Option<String>,
     },
+    /// A browser's web-chat session: replies are pushed over its sockets.
+    Web { session: String },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the
@@ -72,6 +74,10 @@ pub struct InboundEvent {
     pub thread: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,
+    /// The conversation's name where the payload carries one (a Telegram
+    /// group's title), for the dashboard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_title: Option<String>,
     /// Milliseconds since the Unix epoch, as the platform stamped it.
     pub timestamp_ms: i64,
     pub reply_address: ReplyAddress,
@@ -87,7 +93,7 @@ pub struct Attachment {
 impl ReplyAddress {
     /// Where a conversation's messages go, from its key alone (for jobs the
     /// admin creates): `telegram:{chat}[:{topic}]`, `slack:{team}:{channel}[:{thread}]`,
-    /// `discord:{guild|dm}:{channel}`.
+    /// `discord:{guild|dm}:{channel}`, `web:{session}`.
     pub fn for_conversation(conversation_key: &str) -> Option<ReplyAddress> {
         let parts: Vec<&str> = conversation_key.split(':').collect();
         match parts.as_slice() {
@@ -103,9 +109,16 @@ impl ReplyAddress {
                 channel_id: channel.to_string(),
                 guild_id: (*scope != "dm").then(|| scope.to_string()),
             }),
+            ["web", session] if is_web_session(session) => Some(ReplyAddress::Web { session: session.to_string() }),
             _ => None,
         }
     }
+}
+
+/// A web-chat session id: what the Worker issues (a UUID) and nothing else
+/// that could carry a separator into a key.
+pub fn is_web_session(session: &str) -> bool {
+    (8..=64).contains(&session.len()) && session.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-')
 }
 
 impl InboundEvent {
@@ -145,6 +158,7 @@ impl InboundEvent {
             reply_is_thread_root: false,
             thread: None,
             attachments: Vec::new(),
+            conversation_title: None,
             timestamp_ms: 0,
             reply_address,
         }
@@ -185,6 +199,9 @@ mod tests {
                 Some(ReplyAddress::DiscordChannel { channel_id: "C1".into(), guild_id: Some("G1".into()) }),
             ),
             ("discord:dm:C1", Some(ReplyAddress::DiscordChannel { channel_id: "C1".into(), guild_id: None })),
+            ("web:0f8e-4c2a-9b1d", Some(ReplyAddress::Web { session: "0f8e-4c2a-9b1d".into() })),
+            ("web:short", None),
+            ("web:a:b:c:d:e:f:g", None),
             ("telegram:abc", None),
             ("irc:x", None),
         ];

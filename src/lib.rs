@@ -16,6 +16,7 @@ pub mod process;
 pub mod prompt;
 pub mod schedule;
 pub mod security;
+pub mod session;
 pub mod sorting;
 pub mod tasks;
 pub mod time;

@@ -17,4 +17,5 @@ mod slack;
 mod tasks;
 mod telegram_dm;
 mod telegram_group;
+mod web;
 mod workers;

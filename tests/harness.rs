@@ -1,6 +1,8 @@
 //! Shared test harness: fake outside services and the Worker under test.
 
 // Explicit paths, so the bench can include this harness too.
+#[path = "harness/browser.rs"]
+pub mod browser;
 #[path = "harness/fake_api.rs"]
 pub mod fake_api;
 #[path = "harness/fake_gateway.rs"]

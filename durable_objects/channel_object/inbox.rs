@@ -35,6 +35,13 @@ pub fn contains(sql: &SqlStorage, delivery_id: &str) -> Result<bool> {
     Ok(!rows.is_empty())
 }
 
+/// Whether an inbound waits for (or is in) a turn.
+pub fn has_queued(sql: &SqlStorage) -> Result<bool> {
+    let rows: Vec<serde_json::Value> =
+        sql.exec("SELECT 1 AS found FROM inbox WHERE status = 'queued' LIMIT 1", None)?.to_array()?;
+    Ok(!rows.is_empty())
+}
+
 /// Files an inbound with its decision and, when the member count was read
 /// for it, what that read found.
 pub fn store(

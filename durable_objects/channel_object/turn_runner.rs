@@ -125,7 +125,7 @@ async fn run_one(
         object.step(|channel| channel.finish_turn(&TurnResult::default(), &config.channel, now_ms()))?;
         return Ok(None);
     };
-    let platform = outbound::for_address(config, &last.reply_address);
+    let platform = outbound::for_address(config, &object.state, &last.reply_address);
     // Reactions the model chose; a turn resumed after a crash has lost them (a small loss).
     let mut reactions = Vec::new();
     // The turn created or cancelled jobs: the channel's due time moves.
@@ -171,6 +171,7 @@ async fn run_one(
         Delivery::RateLimited { resume_at } => return Ok(Some(resume_at)),
     };
     platform.clear_working(last).await;
+    crate::edge::web_chat::changed(&object.state, "outbox");
     for emoji in &reactions {
         platform.react(last, emoji).await;
     }
@@ -439,6 +440,7 @@ pub(super) async fn start_worker(
     let input = WorkerInput::Start { task: task.to_string(), interactive };
     let job = WorkerJob { id: id.to_string(), conversation_key, step: "s1".into(), input };
     object.env.queue(JOBS_BINDING)?.send(&Job::Worker(job)).await?;
+    crate::edge::web_chat::changed(&object.state, "processes");
     Ok(true)
 }
 

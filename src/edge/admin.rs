@@ -3,12 +3,12 @@
 use worker::{Env, Method, Request, Response};
 
 use crate::api_error::ApiError;
-use crate::security::bearer_matches;
 
 use super::config::{self, CHANNEL_BINDING, DATABASE_BINDING};
 use super::http::read_body;
 use super::router::internal;
-use super::{history, jobs, memory, usage};
+use super::sessions::authorize;
+use super::{conversations, history, jobs, memory, usage};
 
 /// How many rows an admin listing returns at most.
 const LISTING_LIMIT: usize = 500;
@@ -17,38 +17,61 @@ pub const MAX_IMPORT_BODY_BYTES: usize = 4 << 20;
 /// The largest schedule or task body taken.
 const MAX_ADMIN_BODY_BYTES: usize = 64 << 10;
 
-fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
-    let header = request.headers().get("authorization").map_err(internal)?;
-    if bearer_matches(header.as_deref(), &config::load(env).admin_token) {
-        Ok(())
-    } else {
-        Err(ApiError::Unauthorized("admin API needs Authorization: Bearer <ADMIN_TOKEN>"))
-    }
+/// Conversations on every platform, most recently active first; `?q=` searches.
+pub async fn conversations(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    let url = request.url().map_err(internal)?;
+    let search = url.query_pairs().find(|(key, _)| key == "q").map(|(_, value)| value.into_owned());
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let found = conversations::list(&database, search.as_deref(), LISTING_LIMIT).await.map_err(internal)?;
+    Response::from_json(&found).map_err(internal)
+}
+
+/// The effective non-secret settings, which secrets are set, and the bindings present.
+pub async fn settings(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    let mut view = config::load(env).public_view();
+    let bindings: serde_json::Map<String, serde_json::Value> = ["DB", "CHANNEL", "GATEWAY", "JOBS", "AI", "VECTORS"]
+        .into_iter()
+        .map(|name| {
+            let present = js_sys::Reflect::has(env.as_ref(), &name.into()).unwrap_or(false);
+            (name.to_string(), present.into())
+        })
+        .collect();
+    view["bindings"] = bindings.into();
+    Response::from_json(&view).map_err(internal)
+}
+
+/// The memory bulletin the cortex built last, and when.
+pub async fn bulletin(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    Response::from_json(&super::cortex::bulletin(&database).await.map_err(internal)?).map_err(internal)
 }
 
 /// Every inbound the channel received, with its decision and why.
 pub async fn channel_events(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     from_channel(env, key, "events").await
 }
 
 /// The channel's recent outgoing pieces, with attempts and the last error.
 pub async fn channel_outbox(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     from_channel(env, key, "outbox").await
 }
 
 /// The envelopes between the channel and its processes, as JSON lines;
 /// `?type=done` keeps one type, `?last=N` the newest N.
 pub async fn channel_envelopes(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let query = request.url().map_err(internal)?.query().map(|query| format!("?{query}")).unwrap_or_default();
     from_channel(env, key, &format!("envelopes{query}")).await
 }
 
 /// Tokens used per process type (channel, branch, worker, compactor), summed.
 pub async fn channel_usage(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let mut usage: serde_json::Map<String, serde_json::Value> =
         from_channel(env, key, "usage").await?.json().await.map_err(internal)?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
@@ -60,7 +83,7 @@ pub async fn channel_usage(request: &Request, env: &Env, key: &str) -> Result<Re
 
 /// The conversation's workers: task, state, segments, status, outcome, usage.
 pub async fn channel_workers(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     let workers = jobs::list_workers(&database, &percent_decode(key)).await.map_err(internal)?;
     Response::from_json(&workers).map_err(internal)
@@ -75,7 +98,7 @@ async fn from_channel(env: &Env, key: &str, view: &str) -> Result<Response, ApiE
 
 /// Scheduled jobs, all or of one conversation (`?conversation=KEY`).
 pub async fn schedules(request: &Request, env: &Env) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let url = request.url().map_err(internal)?;
     let conversation = url.query_pairs().find(|(key, _)| key == "conversation").map(|(_, value)| value.into_owned());
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
@@ -86,7 +109,7 @@ pub async fn schedules(request: &Request, env: &Env) -> Result<Response, ApiErro
 /// Creates a job: `{"conversation", "prompt", and one of "at" | "in_seconds" |
 /// "cron" | "every_seconds", "timezone"?, "active_hours"?, "end_at"?, "max_runs"?}`.
 pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response, ApiError> {
-    authorize(&request, env)?;
+    authorize(&request, env).await?;
     let arguments = json_object(&mut request).await?;
     let text = |key: &str| arguments.get(key).and_then(|value| value.as_str()).unwrap_or("").trim().to_string();
     let (conversation, prompt) = (text("conversation"), text("prompt"));
@@ -108,7 +131,7 @@ pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response
 
 /// Pauses or resumes a job.
 pub async fn set_schedule_status(request: &Request, env: &Env, id: &str, status: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     let job = super::schedules::set_status(&database, id, status, super::http::now_ms()).await.map_err(internal)?;
     let job = job.ok_or(ApiError::NotFound)?;
@@ -118,7 +141,7 @@ pub async fn set_schedule_status(request: &Request, env: &Env, id: &str, status:
 
 /// Deletes a job: it never runs again.
 pub async fn delete_schedule(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     match super::schedules::cancel(&database, None, id).await.map_err(internal)? {
         true => Response::from_json(&serde_json::json!({ "deleted": id })).map_err(internal),
@@ -128,14 +151,14 @@ pub async fn delete_schedule(request: &Request, env: &Env, id: &str) -> Result<R
 
 /// A job's runs, newest first, with their status and error.
 pub async fn schedule_runs(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     Response::from_json(&super::schedules::runs(&database, id).await.map_err(internal)?).map_err(internal)
 }
 
 /// The task board: `?status=…&conversation=…` filter it.
 pub async fn tasks(request: &Request, env: &Env) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let url = request.url().map_err(internal)?;
     let query = |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
@@ -147,7 +170,7 @@ pub async fn tasks(request: &Request, env: &Env) -> Result<Response, ApiError> {
 
 /// Proposes a task: `{"conversation", "title", "description"?, "priority"?}`.
 pub async fn create_task(mut request: Request, env: &Env) -> Result<Response, ApiError> {
-    authorize(&request, env)?;
+    authorize(&request, env).await?;
     let arguments = json_object(&mut request).await?;
     let text = |key: &str| arguments.get(key).and_then(|value| value.as_str()).unwrap_or("").trim().to_string();
     let (conversation, title) = (text("conversation"), text("title"));
@@ -165,7 +188,7 @@ pub async fn create_task(mut request: Request, env: &Env) -> Result<Response, Ap
 /// Moves a task (`approve` is a move to `ready`): `{"status"}`. A task that
 /// became ready is offered to the ready-task loop at once.
 pub async fn move_task(mut request: Request, env: &Env, id: &str, to: Option<&str>) -> Result<Response, ApiError> {
-    authorize(&request, env)?;
+    authorize(&request, env).await?;
     let id: i64 = id.parse().map_err(|_| ApiError::NotFound)?;
     let status = match to {
         Some(status) => status.to_string(),
@@ -182,7 +205,7 @@ pub async fn move_task(mut request: Request, env: &Env, id: &str, to: Option<&st
 }
 
 pub async fn delete_task(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let id: i64 = id.parse().map_err(|_| ApiError::NotFound)?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     match super::tasks::delete(&database, id).await.map_err(internal)? {
@@ -207,13 +230,13 @@ async fn task_answer(database: &worker::D1Database, id: i64) -> Result<Response,
 
 /// The Discord Gateway connection: start (POST), stop (DELETE), status (GET).
 pub async fn gateway(request: &Request, env: &Env, method: Method, path: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     super::gateway::call(env, method, path).await.map_err(internal)
 }
 
 /// The conversation's stored history, oldest first.
 pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     let messages = history::list(&database, &percent_decode(key), LISTING_LIMIT).await.map_err(internal)?;
     Response::from_json(&messages).map_err(internal)
@@ -222,7 +245,7 @@ pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result
 /// Lists or searches memories: `?query=…&mode=hybrid|recent|important|typed
 /// &memory_type=…&sort=recent|importance|most_accessed&limit=N`.
 pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let url = request.url().map_err(internal)?;
     let arguments: serde_json::Map<String, serde_json::Value> =
         url.query_pairs().map(|(key, value)| (key.into_owned(), value.into_owned().into())).collect();
@@ -235,7 +258,7 @@ pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError
 /// Imports memories in bulk (`[{"content", "memory_type", "importance"?}]`,
 /// at most 500 per request), without linking them to each other.
 pub async fn import_memories(mut request: Request, env: &Env) -> Result<Response, ApiError> {
-    authorize(&request, env)?;
+    authorize(&request, env).await?;
     let body = read_body(&mut request, MAX_IMPORT_BODY_BYTES).await?;
     let Ok(items) = serde_json::from_slice::<Vec<memory::ImportItem>>(&body) else {
         return Err(ApiError::BadRequest("expected a JSON array of {content, memory_type, importance?}".into()));
@@ -249,7 +272,7 @@ pub async fn import_memories(mut request: Request, env: &Env) -> Result<Response
 }
 
 pub async fn delete_memory(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
-    authorize(request, env)?;
+    authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     match memory::delete(&config::load(env), env, &database, &percent_decode(id)).await.map_err(internal)? {
         true => Response::from_json(&serde_json::json!({ "deleted": true })).map_err(internal),
@@ -258,7 +281,7 @@ pub async fn delete_memory(request: &Request, env: &Env, id: &str) -> Result<Res
 }
 
 /// Decodes `%XX` escapes in a path segment (conversation keys hold `:`).
-fn percent_decode(segment: &str) -> String {
+pub(super) fn percent_decode(segment: &str) -> String {
     let bytes = segment.as_bytes();
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut index = 0;

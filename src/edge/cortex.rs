@@ -261,5 +261,22 @@ async fn rebuild_bulletin(config: &Config, env: &Env, db: &D1Database, meta: &BT
         usage::record(db, CORTEX_USAGE_KEY, "cortex", completion.usage).await?;
         cap_words(completion.content.as_deref().unwrap_or_default().trim(), BULLETIN_MAX_WORDS)
     };
-    write_meta(db, &[("bulletin", bulletin), ("bulletin_version", version.to_string())]).await
+    let built_at = now_ms().to_string();
+    write_meta(
+        db,
+        &[("bulletin", bulletin), ("bulletin_version", version.to_string()), ("bulletin_built_at", built_at)],
+    )
+    .await
+}
+
+/// The current bulletin, when it was built (None before the first), and
+/// the memory store version it was built from.
+pub async fn bulletin(db: &D1Database) -> Result<serde_json::Value> {
+    let meta = read_meta(db).await?;
+    let number = |key: &str| meta.get(key).and_then(|value| value.parse::<i64>().ok());
+    Ok(json!({
+        "bulletin": meta.get("bulletin").cloned().unwrap_or_default(),
+        "built_at": number("bulletin_built_at"),
+        "version": number("bulletin_version"),
+    }))
 }

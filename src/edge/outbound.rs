@@ -5,6 +5,7 @@ use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
 
+use super::web_chat::WebChat;
 use super::{discord::Discord, slack::Slack, telegram::Telegram};
 
 /// Why a send failed, and whether (and when) trying again may help.
@@ -86,10 +87,14 @@ pub enum Platform<'a> {
     Telegram(Telegram<'a>),
     Slack(Slack<'a>),
     Discord(Discord<'a>),
+    Web(WebChat<'a>),
 }
 
-pub fn for_address<'a>(config: &'a Config, address: &ReplyAddress) -> Platform<'a> {
+/// The platform that answers at `address`; a web chat answers over the
+/// sockets of the conversation's object (`state`).
+pub fn for_address<'a>(config: &'a Config, state: &'a worker::State, address: &ReplyAddress) -> Platform<'a> {
     match address {
+        ReplyAddress::Web { .. } => Platform::Web(WebChat { state, bot_name: &config.bot_name }),
         ReplyAddress::Telegram { .. } => Platform::Telegram(Telegram { config }),
         ReplyAddress::Slack { .. } => Platform::Slack(Slack { config }),
         ReplyAddress::Discord { .. } | ReplyAddress::DiscordChannel { .. } => Platform::Discord(Discord { config }),
@@ -103,6 +108,7 @@ impl Platform<'_> {
             Platform::Telegram(_) => "Telegram",
             Platform::Slack(_) => "Slack",
             Platform::Discord(_) => "Discord",
+            Platform::Web(_) => "the web chat",
         }
     }
 }
@@ -113,6 +119,7 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.message_limit(),
             Platform::Slack(platform) => platform.message_limit(),
             Platform::Discord(platform) => platform.message_limit(),
+            Platform::Web(platform) => platform.message_limit(),
         }
     }
 
@@ -121,6 +128,7 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.send(address, piece).await,
             Platform::Slack(platform) => platform.send(address, piece).await,
             Platform::Discord(platform) => platform.send(address, piece).await,
+            Platform::Web(platform) => platform.send(address, piece).await,
         }
     }
 
@@ -129,6 +137,7 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.interrupted(address, piece, since_ms).await,
             Platform::Slack(platform) => platform.interrupted(address, piece, since_ms).await,
             Platform::Discord(platform) => platform.interrupted(address, piece, since_ms).await,
+            Platform::Web(platform) => platform.interrupted(address, piece, since_ms).await,
         }
     }
 
@@ -137,6 +146,7 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.show_working(event).await,
             Platform::Slack(platform) => platform.show_working(event).await,
             Platform::Discord(platform) => platform.show_working(event).await,
+            Platform::Web(platform) => platform.show_working(event).await,
         }
     }
 
@@ -145,6 +155,7 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.renew_working(event).await,
             Platform::Slack(platform) => platform.renew_working(event).await,
             Platform::Discord(platform) => platform.renew_working(event).await,
+            Platform::Web(platform) => platform.renew_working(event).await,
         }
     }
 
@@ -153,6 +164,7 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.clear_working(event).await,
             Platform::Slack(platform) => platform.clear_working(event).await,
             Platform::Discord(platform) => platform.clear_working(event).await,
+            Platform::Web(platform) => platform.clear_working(event).await,
         }
     }
 
@@ -161,6 +173,7 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.member_count(event, peer_bots, now_ms).await,
             Platform::Slack(platform) => platform.member_count(event, peer_bots, now_ms).await,
             Platform::Discord(platform) => platform.member_count(event, peer_bots, now_ms).await,
+            Platform::Web(platform) => platform.member_count(event, peer_bots, now_ms).await,
         }
     }
 
@@ -169,6 +182,7 @@ impl Messenger for Platform<'_> {
             Platform::Telegram(platform) => platform.react(event, emoji).await,
             Platform::Slack(platform) => platform.react(event, emoji).await,
             Platform::Discord(platform) => platform.react(event, emoji).await,
+            Platform::Web(platform) => platform.react(event, emoji).await,
         }
     }
 }

@@ -5,7 +5,7 @@ use worker::{Env, Method, Request, Response, Result};
 
 use crate::api_error::ApiError;
 
-use super::{admin, schedules, webhooks};
+use super::{admin, schedules, sessions, webhooks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     let path = request.path();
@@ -15,6 +15,18 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         (Method::Post, ["webhooks", "telegram"]) => webhooks::telegram(request, env).await,
         (Method::Post, ["webhooks", "slack"]) => webhooks::slack(request, env).await,
         (Method::Post, ["webhooks", "discord"]) => webhooks::discord(request, env).await,
+        (Method::Post, ["api", "session"]) => sessions::sign_in(request, env).await,
+        (Method::Get, ["api", "session"]) => sessions::current(&request, env).await,
+        (Method::Delete, ["api", "session"]) => sessions::sign_out(&request).await,
+        (Method::Post, ["api", "chat", "session"]) => sessions::start_chat(request, env).await,
+        (Method::Get, ["api", "chat", "session"]) => sessions::current_chat(&request, env).await,
+        (Method::Get, ["api", "chat", "socket"]) => sessions::chat_socket(&request, env).await,
+        (Method::Get, ["api", "conversations"]) => admin::conversations(&request, env).await,
+        (Method::Get, ["api", "settings"]) => admin::settings(&request, env).await,
+        (Method::Get, ["api", "memory", "bulletin"]) => admin::bulletin(&request, env).await,
+        (Method::Get, ["api", "channels", key, "live"]) => {
+            sessions::watch_socket(&request, env, &admin::percent_decode(key)).await
+        }
         (Method::Get, ["api", "channels", key, "events"]) => admin::channel_events(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "messages"]) => admin::channel_messages(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "outbox"]) => admin::channel_outbox(&request, env, key).await,
@@ -47,6 +59,9 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
             ["health"]
             | ["webhooks", _]
             | ["api", "channels", _, _]
+            | ["api", "session" | "conversations" | "settings"]
+            | ["api", "chat", _]
+            | ["api", "memory", "bulletin"]
             | ["api", "memories", ..]
             | ["api", "discord", "gateway"]
             | ["api", "schedules", ..]

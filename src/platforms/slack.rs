@@ -224,6 +224,7 @@ pub fn parse_event(body: &[u8], bot_user_id: &str) -> Result<ParsedSlack, SlackE
             reply_is_thread_root: true,
             thread: thread.clone(),
             attachments,
+            conversation_title: None,
             timestamp_ms,
             reply_address: ReplyAddress::Slack { channel, thread_ts: thread },
         }

@@ -111,6 +111,9 @@ struct Chat {
     id: i64,
     #[serde(rename = "type")]
     kind: String,
+    /// Groups and channels have a title; private chats name the person.
+    #[serde(default)]
+    title: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -186,6 +189,7 @@ pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, Tele
             reply_is_thread_root: false,
             thread: topic_id.map(|topic| topic.to_string()),
             attachments,
+            conversation_title: message.chat.title.clone().or_else(|| Some(display_name(from))),
             timestamp_ms: message.date.saturating_mul(1000),
             reply_address: ReplyAddress::Telegram { chat_id: message.chat.id, topic_id },
         }

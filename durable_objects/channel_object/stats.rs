@@ -1,0 +1,62 @@
+//! The conversation's running counts, kept with each inbound (one row), and
+//! mirrored to the dashboard's D1 index at most once a second.
+
+use worker::{Result, SqlStorage, SqlStorageValue};
+
+use crate::edge::conversations::Conversation;
+use crate::inbound::InboundEvent;
+
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS stats (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    conversation_key TEXT NOT NULL,
+    title TEXT,
+    messages INTEGER NOT NULL,
+    engaged INTEGER NOT NULL,
+    observed INTEGER NOT NULL,
+    last_activity INTEGER NOT NULL
+);
+";
+
+/// Counts one inbound and its decision.
+pub fn count(sql: &SqlStorage, event: &InboundEvent, engaged: bool, now_ms: i64) -> Result<()> {
+    let (engaged, observed) = if engaged { (1, 0) } else { (0, 1) };
+    sql.exec(
+        "INSERT INTO stats (id, conversation_key, title, messages, engaged, observed, last_activity) \
+         VALUES (1, ?, ?, 1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET title = coalesce(excluded.title, title), \
+         messages = messages + 1, engaged = engaged + excluded.engaged, observed = observed + excluded.observed, \
+         last_activity = excluded.last_activity",
+        vec![
+            event.conversation_key.as_str().into(),
+            event.conversation_title.clone().into(),
+            SqlStorageValue::from(engaged),
+            SqlStorageValue::from(observed),
+            SqlStorageValue::from(now_ms),
+        ],
+    )?;
+    Ok(())
+}
+
+#[derive(serde::Deserialize)]
+struct Row {
+    conversation_key: String,
+    title: Option<String>,
+    messages: i64,
+    engaged: i64,
+    observed: i64,
+    last_activity: i64,
+}
+
+/// The conversation as the index shows it (None before its first inbound).
+pub fn read(sql: &SqlStorage) -> Result<Option<Conversation>> {
+    let rows: Vec<Row> = sql.exec("SELECT * FROM stats WHERE id = 1", None)?.to_array()?;
+    Ok(rows.into_iter().next().map(|row| Conversation {
+        platform: row.conversation_key.split(':').next().unwrap_or_default().to_string(),
+        conversation_key: row.conversation_key,
+        title: row.title,
+        last_activity_at: row.last_activity,
+        message_count: row.messages,
+        engaged_count: row.engaged,
+        observed_count: row.observed,
+    }))
+}

@@ -1,0 +1,246 @@
+//! Browser sign-in. The admin token is exchanged for a signed, expiring
+//! session cookie that the admin API accepts like the bearer token; a
+//! web-chat session is a cookie too. Nothing is stored per session.
+//! Wrong tokens are answered after a pause, so guessing is pointless.
+
+use serde::Deserialize;
+use worker::{Env, Headers, Method, Request, RequestInit, Response};
+
+use crate::api_error::ApiError;
+use crate::config::Config;
+use crate::security::{bearer_matches, constant_time_eq};
+use crate::session::{self, Session, ADMIN_COOKIE, ADMIN_SESSION_MS, CHAT_COOKIE, CHAT_SESSION_MS};
+
+use super::config::{self, CHANNEL_BINDING};
+use super::http::{now_ms, read_body, sleep_ms};
+use super::router::internal;
+
+/// How long a wrong token waits for its refusal.
+const REFUSAL_DELAY_MS: u64 = 1_000;
+const MAX_SIGN_IN_BODY_BYTES: usize = 4 << 10;
+/// Who a web-chat session belongs to (the cookie's subject is `{role}_{id}`).
+const OPERATOR: &str = "operator";
+const GUEST: &str = "guest";
+
+/// Sessions are signed with the deployment's tokens: rotating one signs
+/// everyone out. No token set, no sessions.
+fn signing_key(config: &Config) -> Vec<u8> {
+    if config.admin_token.is_empty() && config.web_chat_token.is_empty() {
+        return Vec::new();
+    }
+    format!("edgebot-session\n{}\n{}", config.admin_token, config.web_chat_token).into_bytes()
+}
+
+fn header(request: &Request, name: &str) -> Result<Option<String>, ApiError> {
+    request.headers().get(name).map_err(internal)
+}
+
+fn cookie_session(request: &Request, config: &Config, name: &str, kind: &str) -> Result<Option<Session>, ApiError> {
+    let cookies = header(request, "cookie")?;
+    let value = session::cookie(cookies.as_deref(), name);
+    Ok(value.and_then(|value| session::verify(&signing_key(config), kind, value, now_ms())))
+}
+
+/// A request that changes something, or opens a socket, with a cookie must
+/// come from this site's own pages (cookies ride along on cross-site requests).
+fn check_origin(request: &Request) -> Result<(), ApiError> {
+    let is_upgrade = header(request, "upgrade")?.is_some_and(|value| value.eq_ignore_ascii_case("websocket"));
+    if matches!(request.method(), Method::Get | Method::Head) && !is_upgrade {
+        return Ok(());
+    }
+    let own = request.url().map_err(internal)?.origin().ascii_serialization();
+    match session::same_origin(header(request, "origin")?.as_deref(), &own) {
+        true => Ok(()),
+        false => Err(ApiError::Forbidden("cross-site request refused")),
+    }
+}
+
+/// Sign-in from another site's page is refused; a client that is no browser
+/// (no Origin) may sign in.
+fn check_origin_if_sent(request: &Request) -> Result<(), ApiError> {
+    match header(request, "origin")? {
+        Some(_) => check_origin(request),
+        None => Ok(()),
+    }
+}
+
+async fn refuse_slowly() -> ApiError {
+    sleep_ms(REFUSAL_DELAY_MS).await;
+    ApiError::Unauthorized("wrong token")
+}
+
+/// The admin API's gate: the bearer token, or a signed-in session from this
+/// site. A wrong bearer token is refused slowly.
+pub async fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
+    let config = config::load(env);
+    if let Some(bearer) = header(request, "authorization")? {
+        return match bearer_matches(Some(&bearer), &config.admin_token) {
+            true => Ok(()),
+            false => Err(refuse_slowly().await),
+        };
+    }
+    match cookie_session(request, &config, ADMIN_COOKIE, "admin")? {
+        Some(_) => check_origin(request),
+        None => Err(ApiError::Unauthorized("sign in, or send Authorization: Bearer <ADMIN_TOKEN>")),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct SignIn {
+    #[serde(default)]
+    token: String,
+}
+
+async fn sign_in_body(request: &mut Request) -> Result<SignIn, ApiError> {
+    let body = read_body(request, MAX_SIGN_IN_BODY_BYTES).await?;
+    if body.is_empty() {
+        return Ok(SignIn::default());
+    }
+    serde_json::from_slice(&body).map_err(|_| ApiError::BadRequest("expected {\"token\": \"…\"}".into()))
+}
+
+fn with_cookie(body: serde_json::Value, cookie: &str) -> Result<Response, ApiError> {
+    let mut response = Response::from_json(&body).map_err(internal)?;
+    response.headers_mut().set("set-cookie", cookie).map_err(internal)?;
+    Ok(response)
+}
+
+/// `POST /api/session {"token"}`: the admin token for a session cookie.
+pub async fn sign_in(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+    check_origin_if_sent(&request)?;
+    let config = config::load(env);
+    let presented = sign_in_body(&mut request).await?.token;
+    let matches =
+        !config.admin_token.is_empty() && constant_time_eq(presented.trim().as_bytes(), config.admin_token.as_bytes());
+    if !matches {
+        return Err(refuse_slowly().await);
+    }
+    let expires = now_ms() + ADMIN_SESSION_MS;
+    let value = session::issue(&signing_key(&config), "admin", OPERATOR, expires).ok_or(ApiError::Internal)?;
+    let cookie = session::set_cookie(ADMIN_COOKIE, &value, ADMIN_SESSION_MS / 1000);
+    with_cookie(serde_json::json!({ "signed_in": true, "expires_at": expires }), &cookie)
+}
+
+/// `GET /api/session`: whether this browser is signed in.
+pub async fn current(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    match cookie_session(request, &config::load(env), ADMIN_COOKIE, "admin")? {
+        Some(session) => {
+            Response::from_json(&serde_json::json!({ "signed_in": true, "expires_at": session.expires_ms }))
+                .map_err(internal)
+        }
+        None => Err(ApiError::Unauthorized("not signed in")),
+    }
+}
+
+/// `DELETE /api/session`: signs this browser out.
+pub async fn sign_out(request: &Request) -> Result<Response, ApiError> {
+    check_origin(request)?;
+    let mut response = Response::from_json(&serde_json::json!({ "signed_in": false })).map_err(internal)?;
+    for name in [ADMIN_COOKIE, CHAT_COOKIE] {
+        response.headers_mut().append("set-cookie", &session::set_cookie(name, "", 0)).map_err(internal)?;
+    }
+    Ok(response)
+}
+
+/// A web-chat session: its conversation key and who holds it.
+struct Chat {
+    conversation_key: String,
+    role: String,
+}
+
+fn chat_of(request: &Request, config: &Config) -> Result<Option<Chat>, ApiError> {
+    Ok(cookie_session(request, config, CHAT_COOKIE, "chat")?.and_then(|session| {
+        let (role, id) = session.subject.split_once('_')?;
+        Some(Chat { conversation_key: format!("web:{id}"), role: role.to_string() })
+    }))
+}
+
+fn chat_answer(chat: &Chat) -> serde_json::Value {
+    serde_json::json!({ "conversation": chat.conversation_key, "role": chat.role })
+}
+
+/// `POST /api/chat/session {"token"?}`: starts a web chat (or continues the
+/// one this browser has). A signed-in operator needs no token; anyone else
+/// brings the invitation (`WEB_CHAT_TOKEN`) or the admin token.
+pub async fn start_chat(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+    check_origin_if_sent(&request)?;
+    let config = config::load(env);
+    if let Some(chat) = chat_of(&request, &config)? {
+        return Response::from_json(&chat_answer(&chat)).map_err(internal);
+    }
+    let operator =
+        cookie_session(&request, &config, ADMIN_COOKIE, "admin")?.is_some() && check_origin(&request).is_ok();
+    let token = sign_in_body(&mut request).await?.token;
+    let token_is =
+        |expected: &str| !expected.is_empty() && constant_time_eq(token.trim().as_bytes(), expected.as_bytes());
+    let role = match (operator || token_is(&config.admin_token), token_is(&config.web_chat_token)) {
+        (true, _) => OPERATOR,
+        (false, true) => GUEST,
+        (false, false) => return Err(refuse_slowly().await),
+    };
+    let id = random_id()?;
+    let expires = now_ms() + CHAT_SESSION_MS;
+    let value =
+        session::issue(&signing_key(&config), "chat", &format!("{role}_{id}"), expires).ok_or(ApiError::Internal)?;
+    let chat = Chat { conversation_key: format!("web:{id}"), role: role.to_string() };
+    with_cookie(chat_answer(&chat), &session::set_cookie(CHAT_COOKIE, &value, CHAT_SESSION_MS / 1000))
+}
+
+/// `GET /api/chat/session`: this browser's web chat, if it has one.
+pub async fn current_chat(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    match chat_of(request, &config::load(env))? {
+        Some(chat) => Response::from_json(&chat_answer(&chat)).map_err(internal),
+        None => Err(ApiError::Unauthorized("no web chat yet")),
+    }
+}
+
+/// `GET /api/chat/socket`: the web chat's WebSocket, held by its
+/// conversation's channel object.
+pub async fn chat_socket(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    let chat = chat_of(request, &config::load(env))?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
+    check_origin(request)?;
+    let headers = [("x-edgebot-role", chat.role.as_str())];
+    open_socket(request, env, &chat.conversation_key, "/chat/socket", &headers).await
+}
+
+/// `GET /api/channels/{key}/live`: a socket that says when the conversation changed.
+pub async fn watch_socket(request: &Request, env: &Env, conversation_key: &str) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    open_socket(request, env, conversation_key, "/live", &[]).await
+}
+
+async fn open_socket(
+    request: &Request,
+    env: &Env,
+    conversation_key: &str,
+    path: &str,
+    extra: &[(&str, &str)],
+) -> Result<Response, ApiError> {
+    if !header(request, "upgrade")?.is_some_and(|value| value.eq_ignore_ascii_case("websocket")) {
+        return Err(ApiError::BadRequest("expected a WebSocket upgrade".into()));
+    }
+    let forward = || {
+        let headers = Headers::new();
+        headers.set("upgrade", "websocket")?;
+        headers.set("x-edgebot-conversation", conversation_key)?;
+        for (name, value) in extra {
+            headers.set(name, value)?;
+        }
+        let mut init = RequestInit::new();
+        init.with_method(Method::Get).with_headers(headers);
+        Request::new_with_init(&format!("https://channel{path}"), &init)
+    };
+    let stub = env
+        .durable_object(CHANNEL_BINDING)
+        .and_then(|namespace| namespace.get_by_name(conversation_key))
+        .map_err(internal)?;
+    stub.fetch_with_request(forward().map_err(internal)?).await.map_err(internal)
+}
+
+/// A random UUID from the runtime's CSPRNG.
+fn random_id() -> Result<String, ApiError> {
+    let crypto = js_sys::Reflect::get(&js_sys::global(), &"crypto".into()).map_err(|_| ApiError::Internal)?;
+    let random_uuid: js_sys::Function =
+        js_sys::Reflect::get(&crypto, &"randomUUID".into()).map_err(|_| ApiError::Internal)?.into();
+    random_uuid.call0(&crypto).ok().and_then(|id| id.as_string()).ok_or(ApiError::Internal)
+}

@@ -1,0 +1,127 @@
+// The admin API as the pages use it: same-origin JSON calls carrying the
+// session cookie. A 401 is its own error so pages can show the sign-in form.
+
+export class ApiError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(path, { credentials: "same-origin", ...init, headers });
+  const text = await response.text();
+  if (!response.ok) {
+    let message = `${response.status}`;
+    try {
+      message = (JSON.parse(text) as { error?: string }).error ?? message;
+    } catch {
+      // not JSON: keep the status
+    }
+    throw new ApiError(response.status, message);
+  }
+  return (text ? JSON.parse(text) : null) as T;
+}
+
+export const post = <T>(path: string, body: unknown = {}) =>
+  api<T>(path, { method: "POST", body: JSON.stringify(body) });
+
+export const remove = <T>(path: string) => api<T>(path, { method: "DELETE" });
+
+/// The socket URL for a path of this site (ws: or wss: as the page).
+export function socketUrl(path: string): string {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}${path}`;
+}
+
+export function when(ms: number | null | undefined): string {
+  return ms ? new Date(ms).toLocaleString() : "—";
+}
+
+export interface Conversation {
+  conversation_key: string;
+  platform: string;
+  title: string | null;
+  last_activity_at: number;
+  message_count: number;
+  engaged_count: number;
+  observed_count: number;
+}
+
+export interface InboundRecord {
+  seq: number;
+  delivery_id: string;
+  decision: string;
+  reason: string;
+  status: string;
+  received_at: number;
+  membership?: string;
+  event: { text: string; author: { name: string; is_bot: boolean }; message_id: string };
+}
+
+export interface OutboxEntry {
+  id: string;
+  turn: number;
+  piece: number;
+  text: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+  created_at: number;
+}
+
+export interface Usage {
+  input_tokens?: number;
+  output_tokens?: number;
+}
+
+export interface WorkerSummary {
+  id: string;
+  state: string;
+  cancelled: boolean;
+  task: string;
+  segments: number;
+  status: string | null;
+  outcome: string | null;
+  usage: Usage;
+}
+
+export interface Envelope {
+  id: string;
+  ts: number;
+  from: string;
+  to: string;
+  type: string;
+  body: string;
+}
+
+export interface Task {
+  id: number;
+  conversation_key: string;
+  title: string;
+  status: string;
+  priority: string;
+  attempts: number;
+  worker_id: string | null;
+}
+
+export interface ScheduledJob {
+  id: string;
+  conversation: string;
+  prompt: string;
+  status: string;
+  next_run: string | null;
+}
+
+export interface Memory {
+  id: string;
+  memory_type: string;
+  content: string;
+  importance: number;
+  created_at: number;
+  access_count: number;
+}
+
+export const MEMORY_TYPES = ["fact", "preference", "decision", "identity", "event", "observation", "goal", "todo"];
+export const SEARCH_MODES = ["hybrid", "recent", "important", "typed"];

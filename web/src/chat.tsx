@@ -1,0 +1,162 @@
+// The web chat: one browser session is one conversation with the agent.
+// Messages go over a WebSocket to the conversation's channel object; a
+// reconnect asks for the conversation again, and each message is kept once
+// by its id, so nothing shows twice and nothing typed is lost.
+
+import { render } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, ApiError, post, socketUrl } from "./api";
+import { connect, Live } from "./live";
+
+interface Line {
+  id: string;
+  role: "user" | "assistant";
+  author: string;
+  text: string;
+  at: number;
+  pending?: boolean;
+}
+
+type Incoming =
+  | { type: "history"; messages: Line[]; working: boolean }
+  | ({ type: "message" } & Line)
+  | { type: "working"; on: boolean }
+  | { type: "reaction"; id: string; emoji: string }
+  | { type: "error"; message: string };
+
+interface Session {
+  conversation: string;
+  role: string;
+}
+
+/// Merges lines by id (a server copy replaces a pending one), in time order.
+function merge(lines: Line[], incoming: Line[]): Line[] {
+  const byId = new Map(lines.map((line) => [line.id, line]));
+  for (const line of incoming) byId.set(line.id, line);
+  return [...byId.values()].sort((a, b) => a.at - b.at);
+}
+
+function Join({ onJoined }: { onJoined: (session: Session) => void }) {
+  const [token, setToken] = useState("");
+  const [error, setError] = useState("");
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    try {
+      onJoined(await post<Session>("/api/chat/session", { token }));
+    } catch (failure) {
+      setError(failure instanceof ApiError && failure.status === 401 ? "That token is not right." : String(failure));
+    }
+  };
+  return (
+    <main class="page narrow">
+      <h1>edgebot chat</h1>
+      <form class="row" onSubmit={submit} aria-label="Join the chat">
+        <label>
+          Invitation or admin token
+          <input id="invite" type="password" required value={token} onInput={(event) => setToken(event.currentTarget.value)} />
+        </label>
+        <button class="primary" type="submit">Start chatting</button>
+      </form>
+      {error && <p role="alert" class="error">{error}</p>}
+    </main>
+  );
+}
+
+function Chat({ session }: { session: Session }) {
+  const [lines, setLines] = useState<Line[]>([]);
+  const [working, setWorking] = useState(false);
+  const [connected, setConnected] = useState(false);
+  const [draft, setDraft] = useState("");
+  const socket = useRef<Live | null>(null);
+  // Typed but not yet confirmed by the server: sent again after a reconnect.
+  const unconfirmed = useRef(new Map<string, string>());
+  const list = useRef<HTMLOListElement>(null);
+
+  useEffect(() => {
+    const live = connect(socketUrl("/api/chat/socket"), {
+      open: () => {
+        live.send(JSON.stringify({ type: "hello" }));
+        for (const [id, text] of unconfirmed.current) live.send(JSON.stringify({ type: "send", id, text }));
+      },
+      message: (data) => {
+        const message = data as Incoming;
+        if (message.type === "history") {
+          setLines((current) => merge(current, message.messages));
+          setWorking(message.working);
+        } else if (message.type === "message") {
+          unconfirmed.current.delete(message.id.replace(/^in:web:/, ""));
+          setLines((current) => merge(current, [message]));
+          if (message.role === "assistant") setWorking(false);
+        } else if (message.type === "working") {
+          setWorking(message.on);
+        }
+      },
+      state: setConnected,
+    });
+    socket.current = live;
+    return () => live.close();
+  }, []);
+
+  useEffect(() => {
+    list.current?.lastElementChild?.scrollIntoView({ block: "end" });
+  }, [lines]);
+
+  const send = (event: Event) => {
+    event.preventDefault();
+    const text = draft.trim();
+    if (!text) return;
+    const id = crypto.randomUUID();
+    unconfirmed.current.set(id, text);
+    // Shown at once; the server's copy (same id) replaces it.
+    setLines((current) => merge(current, [{ id: `in:web:${id}`, role: "user", author: "you", text, at: Date.now(), pending: true }]));
+    socket.current?.send(JSON.stringify({ type: "send", id, text }));
+    setDraft("");
+  };
+
+  return (
+    <div class="chat">
+      <header>
+        <h1>edgebot</h1>
+        <span class="muted">as {session.role}</span>
+        <span class="muted" id="connection">{connected ? "connected" : "reconnecting…"}</span>
+      </header>
+      <ol ref={list} id="messages" aria-live="polite" aria-label="Conversation">
+        {lines.map((line) => (
+          <li key={line.id} data-id={line.id} class={`${line.role}${line.pending ? " pending" : ""}`}>
+            <span class="visually-hidden">{line.role === "user" ? "You" : line.author}: </span>
+            <span class="text">{line.text}</span>
+          </li>
+        ))}
+      </ol>
+      <p class="working muted" id="working" aria-live="polite">{working ? "edgebot is thinking…" : ""}</p>
+      <form onSubmit={send} aria-label="Send a message">
+        <label class="visually-hidden" for="message">Message</label>
+        <textarea id="message" rows={2} value={draft} onInput={(event) => setDraft(event.currentTarget.value)}
+          onKeyDown={(event) => {
+            if (event.key === "Enter" && !event.shiftKey) send(event);
+          }} />
+        <button class="primary" type="submit" id="send">Send</button>
+      </form>
+    </div>
+  );
+}
+
+function App() {
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  useEffect(() => {
+    (async () => {
+      try {
+        setSession(await api<Session>("/api/chat/session"));
+      } catch {
+        // No chat yet: a signed-in operator starts one at once.
+        const operator = await api("/api/session").then(() => true, () => false);
+        setSession(operator ? await post<Session>("/api/chat/session").catch(() => null) : null);
+      }
+    })();
+  }, []);
+  if (session === undefined) return <p class="page">Loading…</p>;
+  if (session === null) return <Join onJoined={setSession} />;
+  return <Chat session={session} />;
+}
+
+render(<App />, document.getElementById("app")!);
