@@ -1,4 +1,5 @@
-# edgebot: `make dev` runs the bot locally, `make test` runs every test.
+# edgebot: `make dev` runs the bot locally, `make test` runs every test, `make deploy`
+# ships it to Cloudflare.
 # Both install what is missing first (scripts/setup.sh); installs are idempotent.
 
 SHELL := bash
@@ -15,7 +16,7 @@ WORKER := build/index_bg.wasm
 SOURCES := Cargo.toml Cargo.lock $(shell find src durable_objects prompts -type f 2>/dev/null)
 PORT ?= 8787
 
-.PHONY: setup build dev test lint bench clean discord-commands
+.PHONY: setup build dev test lint bench clean discord-commands deploy deploy-check slack-manifest
 
 setup:
 	@scripts/setup.sh
@@ -35,7 +36,15 @@ dev: build
 test: build
 	cargo test --lib
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
+	cargo test --test deploy
+	@$(MAKE) -s deploy-check
 	@$(MAKE) -s lint
+
+# The built Worker and both configs pass wrangler's checks without an account: the
+# local (top-level) profile and `production`. Prints the bundle size of each.
+deploy-check: build
+	wrangler deploy --dry-run --env "" --outdir build/dry-run/default
+	wrangler deploy --dry-run --env production --outdir build/dry-run/production
 
 lint:
 	cargo fmt --check
@@ -52,3 +61,11 @@ bench: build
 # Registers /ask and the "Ask edgebot" message command with Discord.
 discord-commands:
 	scripts/register-discord-commands.sh
+
+# The first deployment and every later one (see the README, "Deploy").
+deploy: build
+	@scripts/deploy.sh
+
+# Prints the Slack app manifest for a Worker URL: make slack-manifest URL=https://...
+slack-manifest:
+	@scripts/slack-manifest.sh "$(URL)"
