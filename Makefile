@@ -16,7 +16,7 @@ WORKER := build/index_bg.wasm
 SOURCES := Cargo.toml Cargo.lock $(shell find src durable_objects prompts -type f 2>/dev/null)
 PORT ?= 8787
 
-.PHONY: setup build dev test lint bench clean discord-commands deploy deploy-check slack-manifest
+.PHONY: setup build dev test lint bench clean discord-commands deploy deploy-check slack-manifest login
 
 setup:
 	@scripts/setup.sh
@@ -61,6 +61,10 @@ bench: build
 # Registers /ask and the "Ask edgebot" message command with Discord.
 discord-commands:
 	scripts/register-discord-commands.sh
+
+# Logs wrangler in to Cloudflare (with the Node 22 the Makefile puts on PATH).
+login: setup
+	wrangler login
 
 # The first deployment and every later one (see the README, "Deploy").
 deploy: build

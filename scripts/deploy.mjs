@@ -128,11 +128,12 @@ async function http(method, url, { headers = {}, body } = {}) {
 
 // 1. Logged in?
 const whoami = wrangler(["whoami", "--json"], { allowFailure: true });
+if (!whoami.ok && !/"loggedIn":\s*false/.test(whoami.output)) die("wrangler whoami failed", whoami.output);
 const user = whoami.ok ? jsonOf(whoami.stdout, "wrangler whoami --json") : null;
 if (!user?.loggedIn) {
   die(
-    "not logged in to Cloudflare: run `npx wrangler login` " +
-      "(or set CLOUDFLARE_API_TOKEN, and CLOUDFLARE_ACCOUNT_ID if the token sees several accounts), then rerun",
+    "not logged in to Cloudflare: run `make login` (`npx wrangler login` with Node 22), or set " +
+      "CLOUDFLARE_API_TOKEN (and CLOUDFLARE_ACCOUNT_ID if the token sees several accounts); then rerun",
   );
 }
 say("login", `logged in (${user.authType ?? "token"}${user.email ? `, ${user.email}` : ""})`);
