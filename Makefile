@@ -1,4 +1,5 @@
-# edgebot: `make dev` runs the bot locally, `make test` runs every test.
+# edgebot: `make dev` runs the bot locally, `make test` runs every test, `make deploy`
+# ships it to Cloudflare.
 # Both install what is missing first (scripts/setup.sh); installs are idempotent.
 
 SHELL := bash
@@ -18,7 +19,7 @@ ASSETS := build/assets/dashboard/app.js
 WEB_SOURCES := package-lock.json $(shell find web -type f 2>/dev/null)
 PORT ?= 8787
 
-.PHONY: setup build dev test lint bench clean discord-commands
+.PHONY: setup build dev test lint bench clean discord-commands deploy deploy-check slack-manifest login
 
 setup:
 	@scripts/setup.sh
@@ -42,7 +43,15 @@ test: build
 	@scripts/setup-browser.sh
 	cargo test --lib
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
+	cargo test --test deploy
+	@$(MAKE) -s deploy-check
 	@$(MAKE) -s lint
+
+# The built Worker and both configs pass wrangler's checks without an account: the
+# local (top-level) profile and `production`. Prints the bundle size of each.
+deploy-check: build
+	wrangler deploy --dry-run --env "" --outdir build/dry-run/default
+	wrangler deploy --dry-run --env production --outdir build/dry-run/production
 
 lint:
 	tsc -p web/tsconfig.json
@@ -62,3 +71,15 @@ bench: build
 # Registers /ask and the "Ask edgebot" message command with Discord.
 discord-commands:
 	scripts/register-discord-commands.sh
+
+# Logs wrangler in to Cloudflare (with the Node 22 the Makefile puts on PATH).
+login: setup
+	wrangler login
+
+# The first deployment and every later one (see the README, "Deploy").
+deploy: build
+	@scripts/deploy.sh
+
+# Prints the Slack app manifest for a Worker URL: make slack-manifest URL=https://...
+slack-manifest:
+	@scripts/slack-manifest.sh "$(URL)"

@@ -1,0 +1,379 @@
+// `make deploy`: the first deployment and every later one, idempotently (see the
+// README, "Deploy"). Each step prints one line saying what it did or skipped.
+//
+// Inputs (all optional):
+//   WRANGLER_CONFIG    the wrangler config            (default: wrangler.toml)
+//   SECRETS_FILE       the production secrets file    (default: .prod.vars)
+//   WORKER_URL         the Worker's public URL        (default: read from `wrangler deploy`)
+//   TELEGRAM_API_BASE, DISCORD_API_BASE   platform API bases (default: the production vars)
+//   VECTORIZE_DIMENSIONS                  the index width (default: from EMBEDDING_MODEL)
+// The secrets file holds KEY=value lines; platform credentials are read from it only
+// (never from the shell), so what is registered matches what the Worker gets.
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ENV = "production";
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const CONFIG = path.resolve(process.env.WRANGLER_CONFIG || path.join(ROOT, "wrangler.toml"));
+const SECRETS = path.resolve(process.env.SECRETS_FILE || path.join(ROOT, ".prod.vars"));
+// Keys of the secrets file that steer this script and are not Worker settings.
+const DEPLOY_ONLY = new Set(["WORKER_URL"]);
+// Widths of the embedding models edgebot supports (src/memory/embed.rs: local is 384).
+const MODEL_DIMENSIONS = {
+  local: 384,
+  "workers-ai/@cf/baai/bge-small-en-v1.5": 384,
+  "workers-ai/@cf/baai/bge-base-en-v1.5": 768,
+  "workers-ai/@cf/baai/bge-large-en-v1.5": 1024,
+  "openai/text-embedding-3-small": 1536,
+  "openai/text-embedding-3-large": 3072,
+};
+// The metadata property the memory search filters on (src/edge/memory/index.rs).
+const METADATA_INDEXES = [{ propertyName: "memory_type", indexType: "string" }];
+// What edgebot reads from Telegram (src/platforms/telegram.rs parses new messages only).
+const TELEGRAM_UPDATES = ["message"];
+
+let failures = 0;
+const say = (step, what) => console.log(`deploy: ${step}: ${what}`);
+function die(message, output) {
+  if (output) process.stderr.write(output.endsWith("\n") ? output : `${output}\n`);
+  console.error(`deploy: error: ${message}`);
+  process.exit(1);
+}
+const relative = (file) => {
+  const name = path.relative(process.cwd(), file);
+  return name && !name.startsWith("..") ? name : file;
+};
+
+/** Runs wrangler against the production environment; dies on failure unless `allowFailure`. */
+function wrangler(args, { input = "", allowFailure = false } = {}) {
+  const result = spawnSync("wrangler", [...args, "--config", CONFIG, "--env", ENV], {
+    encoding: "utf8",
+    input, // also makes stdin a pipe: wrangler never prompts
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.error) die(`could not run wrangler: ${result.error.message}`);
+  const output = `${result.stdout}${result.stderr}`;
+  if (result.status !== 0 && !allowFailure) die(`wrangler ${args.join(" ")} failed`, output);
+  return { ok: result.status === 0, stdout: result.stdout, output };
+}
+
+/** The JSON a `--json` command printed (wrangler may print a warning before it). */
+function jsonOf(text, what) {
+  const start = text.search(/[[{]/);
+  try {
+    return JSON.parse(text.slice(start));
+  } catch {
+    return die(`could not read ${what}`, text);
+  }
+}
+
+/** KEY=value lines: `#` comments, blank lines, optional `export ` and quotes. */
+function readDotEnv(file) {
+  const values = {};
+  const lines = readFileSync(file, "utf8").split(/\r?\n/);
+  for (const [number, raw] of lines.entries()) {
+    const line = raw.trim();
+    if (!line || line.startsWith("#")) continue;
+    const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
+    // The line is not echoed: it may be a secret.
+    if (!match) die(`${relative(file)} line ${number + 1} is not KEY=value`);
+    let value = match[2];
+    const quoted = /^(["'])(.*)\1$/.exec(value);
+    if (quoted) value = quoted[1] === '"' ? quoted[2].replace(/\\n/g, "\n") : quoted[2];
+    else value = value.replace(/\s+#.*$/, "").trim();
+    values[match[1]] = value;
+  }
+  return values;
+}
+
+/** Sets `database_id` of the production D1 binding named `name`, in the TOML text. */
+function recordDatabaseId(text, name, id) {
+  const lines = text.split("\n");
+  const header = `[[env.${ENV}.d1_databases]]`;
+  for (let start = 0; start < lines.length; start++) {
+    if (lines[start].trim() !== header) continue;
+    let end = start + 1;
+    while (end < lines.length && !lines[end].trim().startsWith("[")) end++;
+    const block = lines.slice(start + 1, end);
+    if (!block.some((line) => new RegExp(`^\\s*database_name\\s*=\\s*"${name}"`).test(line))) continue;
+    const at = block.findIndex((line) => /^\s*database_id\s*=/.test(line));
+    if (at >= 0) lines[start + 1 + at] = lines[start + 1 + at].replace(/=\s*"[^"]*"/, `= "${id}"`);
+    else lines.splice(start + 1, 0, `database_id = "${id}"`);
+    return lines.join("\n");
+  }
+  return null;
+}
+
+async function http(method, url, { headers = {}, body } = {}) {
+  try {
+    const response = await fetch(url, {
+      method,
+      headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await response.text();
+    let json = null;
+    try {
+      json = JSON.parse(text);
+    } catch {}
+    return { status: response.status, ok: response.ok, json, text };
+  } catch (error) {
+    return { status: 0, ok: false, json: null, text: String(error.cause ?? error) };
+  }
+}
+
+// 1. Logged in?
+const whoami = wrangler(["whoami", "--json"], { allowFailure: true });
+if (!whoami.ok && !/"loggedIn":\s*false/.test(whoami.output)) die("wrangler whoami failed", whoami.output);
+const user = whoami.ok ? jsonOf(whoami.stdout, "wrangler whoami --json") : null;
+if (!user?.loggedIn) {
+  die(
+    "not logged in to Cloudflare: run `make login` (`npx wrangler login` with Node 22), or set " +
+      "CLOUDFLARE_API_TOKEN (and CLOUDFLARE_ACCOUNT_ID if the token sees several accounts); then rerun",
+  );
+}
+say("login", `logged in (${user.authType ?? "token"}${user.email ? `, ${user.email}` : ""})`);
+
+// The production environment as wrangler resolves it.
+if (!existsSync(CONFIG)) die(`no wrangler config at ${CONFIG}`);
+const { unstable_readConfig } = createRequire(import.meta.url)("wrangler");
+const config = unstable_readConfig({ config: CONFIG, env: ENV });
+const vars = config.vars ?? {};
+const configName = relative(CONFIG);
+
+// 2. D1: create the database if missing, record its id in the config.
+for (const binding of config.d1_databases ?? []) {
+  const name = binding.database_name;
+  const list = () => jsonOf(wrangler(["d1", "list", "--json"]).stdout, "wrangler d1 list --json");
+  let database = list().find((db) => db.name === name);
+  let did = "exists";
+  if (!database) {
+    wrangler(["d1", "create", name]);
+    database = list().find((db) => db.name === name);
+    if (!database) die(`d1 database ${name} was created but is not listed`);
+    did = "created";
+  }
+  if (binding.database_id === database.uuid) {
+    say(`d1 database ${name}`, `${did} (id ${database.uuid}), ${did === "exists" ? "skipped" : "recorded"}`);
+    continue;
+  }
+  const text = readFileSync(CONFIG, "utf8");
+  const updated = CONFIG.endsWith(".toml") ? recordDatabaseId(text, name, database.uuid) : null;
+  if (updated === null) {
+    die(`put database_id = "${database.uuid}" in the ${ENV} D1 binding of ${configName} (not found there)`);
+  }
+  writeFileSync(CONFIG, updated);
+  say(`d1 database ${name}`, `${did} (id ${database.uuid}), recorded in ${configName} [env.${ENV}]`);
+}
+
+// 3. Queues: every queue the environment produces to, consumes or dead-letters into.
+const queues = [
+  ...(config.queues?.producers ?? []).map((producer) => producer.queue),
+  ...(config.queues?.consumers ?? []).flatMap((consumer) => [consumer.queue, consumer.dead_letter_queue]),
+].filter((queue, index, all) => queue && all.indexOf(queue) === index);
+for (const queue of queues) {
+  const info = wrangler(["queues", "info", queue], { allowFailure: true });
+  if (info.ok) {
+    say(`queue ${queue}`, "exists, skipped");
+  } else if (/does not exist/.test(info.output)) {
+    wrangler(["queues", "create", queue]);
+    say(`queue ${queue}`, "created");
+  } else {
+    die(`wrangler queues info ${queue} failed`, info.output);
+  }
+}
+
+// 4. Vectorize: only when the environment binds an index.
+const vectorize = config.vectorize ?? [];
+if (vectorize.length === 0) say("vectorize", `no vectorize binding in [env.${ENV}], skipped`);
+if (vectorize.length > 0) {
+  const model = vars.EMBEDDING_MODEL ?? "local";
+  const dimensions = Number(process.env.VECTORIZE_DIMENSIONS || MODEL_DIMENSIONS[model]);
+  if (!dimensions) die(`the width of EMBEDDING_MODEL ${model} is unknown: set VECTORIZE_DIMENSIONS`);
+  const existing = jsonOf(wrangler(["vectorize", "list", "--json"]).stdout, "wrangler vectorize list --json");
+  for (const { index_name: index } of vectorize) {
+    const found = existing.find((candidate) => candidate.name === index);
+    if (!found) {
+      wrangler(["vectorize", "create", index, `--dimensions=${dimensions}`, "--metric=cosine"]);
+      say(`vectorize index ${index}`, `created (${dimensions} dimensions, cosine)`);
+    } else if (found.config?.dimensions !== dimensions) {
+      die(
+        `vectorize index ${index} has ${found.config?.dimensions} dimensions but ${model} gives ${dimensions}: ` +
+          `delete it (wrangler vectorize delete ${index}) or change EMBEDDING_MODEL`,
+      );
+    } else {
+      say(`vectorize index ${index}`, `exists (${dimensions} dimensions), skipped`);
+    }
+    const listed = wrangler(["vectorize", "list-metadata-index", index, "--json"]).stdout;
+    const properties = jsonOf(listed, "wrangler vectorize list-metadata-index --json");
+    for (const { propertyName, indexType } of METADATA_INDEXES) {
+      if (properties.some((property) => property.propertyName === propertyName)) {
+        say(`vectorize metadata index ${index}.${propertyName}`, "exists, skipped");
+        continue;
+      }
+      wrangler([
+        "vectorize",
+        "create-metadata-index",
+        index,
+        `--property-name=${propertyName}`,
+        `--type=${indexType}`,
+      ]);
+      say(`vectorize metadata index ${index}.${propertyName}`, `created (${indexType})`);
+    }
+  }
+}
+
+// 5. Remote migrations.
+for (const binding of config.d1_databases ?? []) {
+  const applied = wrangler(["d1", "migrations", "apply", binding.binding, "--remote"]).output;
+  if (/No migrations to apply/.test(applied)) {
+    say(`d1 migrations ${binding.binding}`, "none to apply, skipped");
+  } else {
+    const names = [...new Set(applied.match(/\b\d+_[\w.-]+?\.sql\b/g) ?? [])];
+    say(`d1 migrations ${binding.binding}`, `applied ${names.length} (${names.join(", ")})`);
+  }
+}
+
+// 6. Secrets: every non-empty key of the secrets file but the plain vars.
+const secrets = existsSync(SECRETS) ? readDotEnv(SECRETS) : null;
+const secretsName = relative(SECRETS);
+if (!secrets) {
+  say("secrets", `no ${secretsName}, skipped (copy .prod.vars.example to ${secretsName} and fill it in)`);
+} else {
+  const upload = {};
+  const asVars = [];
+  for (const [key, value] of Object.entries(secrets)) {
+    if (DEPLOY_ONLY.has(key) || value === "") continue;
+    if (key in vars) asVars.push(key);
+    else upload[key] = value;
+  }
+  const keys = Object.keys(upload);
+  if (keys.length > 0) wrangler(["secret", "bulk"], { input: JSON.stringify(upload) });
+  say("secrets", keys.length ? `uploaded ${keys.length} from ${secretsName} (${keys.join(", ")})` : `none in ${secretsName}, skipped`);
+  if (asVars.length > 0) {
+    say("secrets", `not uploaded: ${asVars.join(", ")} (plain vars of [env.${ENV}.vars] in ${configName}; set them there)`);
+  }
+}
+const secret = (key) => secrets?.[key] || "";
+const setting = (key) => secret(key) || vars[key] || "";
+
+// 7. Deploy.
+const deployed = wrangler(["deploy"]).output;
+const version = /Current Version ID:\s*(\S+)/.exec(deployed)?.[1];
+// The targets follow "Deployed <name> triggers": the workers.dev URL, routes, schedules.
+const lines = deployed.split(/\r?\n/);
+const targets = lines.slice(lines.findIndex((line) => /^Deployed /.test(line)) + 1 || lines.length);
+const shown = targets.map((line) => /^\s+(https?:\/\/\S+)\s*$/.exec(line)?.[1]).find(Boolean);
+const workerUrl = (process.env.WORKER_URL || secret("WORKER_URL") || shown || "").replace(/\/+$/, "");
+say(
+  "worker",
+  `deployed ${config.name}${version ? ` (version ${version})` : ""}` +
+    (workerUrl ? ` at ${workerUrl}` : ", no URL in the output (set WORKER_URL to register the platforms)"),
+);
+
+// 8. Platforms.
+const telegramBase = (process.env.TELEGRAM_API_BASE || vars.TELEGRAM_API_BASE || "https://api.telegram.org").replace(/\/+$/, "");
+const discordBase = (process.env.DISCORD_API_BASE || vars.DISCORD_API_BASE || "https://discord.com/api/v10").replace(/\/+$/, "");
+
+if (!workerUrl) {
+  say("platforms", "no Worker URL, skipped");
+} else {
+  // Telegram: point the bot at the Worker with the webhook secret.
+  const token = secret("TELEGRAM_BOT_TOKEN");
+  const webhookSecret = secret("TELEGRAM_WEBHOOK_SECRET");
+  if (!token || !webhookSecret) {
+    say("telegram", `TELEGRAM_BOT_TOKEN and TELEGRAM_WEBHOOK_SECRET not both in ${secretsName}, skipped`);
+  } else if (!/^[A-Za-z0-9_-]{1,256}$/.test(webhookSecret)) {
+    say("telegram", "TELEGRAM_WEBHOOK_SECRET must be 1-256 of A-Z a-z 0-9 _ -, skipped");
+    failures++;
+  } else {
+    const url = `${workerUrl}/webhooks/telegram`;
+    const answer = await http("POST", `${telegramBase}/bot${token}/setWebhook`, {
+      body: { url, secret_token: webhookSecret, allowed_updates: TELEGRAM_UPDATES },
+    });
+    if (answer.ok && answer.json?.ok) {
+      say("telegram", `webhook set to ${url} (updates: ${TELEGRAM_UPDATES.join(", ")})`);
+    } else {
+      say("telegram", `setWebhook failed (${answer.status}: ${answer.json?.description ?? answer.text.slice(0, 200)})`);
+      failures++;
+    }
+  }
+
+  // Discord: the commands, the interactions endpoint, and the Gateway when on.
+  const applicationId = secret("DISCORD_APPLICATION_ID");
+  const botToken = secret("DISCORD_BOT_TOKEN");
+  if (!applicationId || !botToken) {
+    say("discord", `DISCORD_APPLICATION_ID and DISCORD_BOT_TOKEN not both in ${secretsName}, skipped`);
+  } else {
+    const registered = spawnSync(path.join(ROOT, "scripts", "register-discord-commands.sh"), {
+      encoding: "utf8",
+      env: {
+        ...process.env,
+        DISCORD_APPLICATION_ID: applicationId,
+        DISCORD_BOT_TOKEN: botToken,
+        DISCORD_API_BASE: discordBase,
+      },
+    });
+    if (registered.status === 0) {
+      say("discord", "commands registered (/ask and the 'Ask edgebot' message command)");
+    } else {
+      process.stderr.write(`${registered.stdout ?? ""}${registered.stderr ?? ""}`);
+      say("discord", "registering the commands failed (output above)");
+      failures++;
+    }
+    // Discord checks the URL with a signed PING, which needs DISCORD_PUBLIC_KEY in the Worker.
+    const endpoint = `${workerUrl}/webhooks/discord`;
+    const patched = await http("PATCH", `${discordBase}/applications/@me`, {
+      headers: { authorization: `Bot ${botToken}` },
+      body: { interactions_endpoint_url: endpoint },
+    });
+    if (patched.ok) say("discord", `interactions endpoint set to ${endpoint}`);
+    else {
+      say(
+        "discord",
+        `could not set the interactions endpoint (${patched.status}: ${patched.text.slice(0, 200)}); ` +
+          `check DISCORD_PUBLIC_KEY, then rerun or set ${endpoint} in the Developer Portal`,
+      );
+      failures++;
+    }
+  }
+  if (setting("DISCORD_GATEWAY") !== "on") {
+    say("discord gateway", "DISCORD_GATEWAY is not on, skipped");
+  } else if (!secret("ADMIN_TOKEN")) {
+    say("discord gateway", `DISCORD_GATEWAY is on but ADMIN_TOKEN is not in ${secretsName}, skipped`);
+  } else {
+    const started = await http("POST", `${workerUrl}/api/discord/gateway`, {
+      headers: { authorization: `Bearer ${secret("ADMIN_TOKEN")}` },
+    });
+    if (started.ok) say("discord gateway", "started (POST /api/discord/gateway)");
+    else {
+      say("discord gateway", `start failed (${started.status}: ${started.text.slice(0, 200)})`);
+      failures++;
+    }
+  }
+
+  // Slack: creating the app and installing it are manual.
+  if (secret("SLACK_SIGNING_SECRET") && secret("SLACK_BOT_TOKEN")) {
+    say("slack", `credentials uploaded; the app's request URLs must be ${workerUrl}/webhooks/slack`);
+  } else {
+    say("slack", `SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN not both in ${secretsName}, skipped. To add Slack:`);
+    for (const [number, step] of [
+      `make slack-manifest URL=${workerUrl}, then at https://api.slack.com/apps: Create New App > From a manifest, paste it`,
+      "Install to Workspace",
+      `copy Basic Information > Signing Secret to SLACK_SIGNING_SECRET, OAuth & Permissions > Bot User OAuth Token to SLACK_BOT_TOKEN (and the bot's user id to SLACK_BOT_USER_ID) in ${secretsName}`,
+      "make deploy again, then in Event Subscriptions click Retry so Slack verifies the request URL",
+    ].entries()) {
+      console.log(`deploy:   ${number + 1}. ${step}`);
+    }
+  }
+}
+
+if (failures > 0) {
+  console.error(`deploy: error: ${failures} platform step(s) failed (see above)`);
+  process.exit(1);
+}
+say("done", workerUrl || config.name);
