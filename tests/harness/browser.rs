@@ -113,6 +113,7 @@ impl Browser {
     }
 
     /// Runs an async script: it calls its last argument with the result.
+    #[allow(dead_code)] // used by `make bench`
     pub async fn eval_async(&self, script: &str, args: Value) -> Value {
         let body = json!({ "script": script, "args": args });
         self.session_call(reqwest::Method::POST, "/execute/async", Some(body)).await
