@@ -15,7 +15,7 @@ WORKER := build/index_bg.wasm
 SOURCES := Cargo.toml Cargo.lock $(shell find src durable_objects prompts -type f 2>/dev/null)
 PORT ?= 8787
 
-.PHONY: setup build dev test lint bench clean discord-commands
+.PHONY: setup build dev test lint bench simulate clean discord-commands
 
 setup:
 	@scripts/setup.sh
@@ -34,6 +34,7 @@ dev: build
 
 test: build
 	cargo test --lib
+	cargo test --test pricing
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
 	@$(MAKE) -s lint
 
@@ -48,6 +49,12 @@ clean:
 bench: build
 	cargo bench --bench webhook
 	cargo bench --bench memory
+
+# A synthetic day at 1M, 10M and 100M messages against each Cloudflare component's
+# documented limits, before and after the history change, with prices (docs/scale.md).
+# Pure arithmetic, native only: needs no build.
+simulate:
+	cargo bench --bench simulate
 
 # Registers /ask and the "Ask edgebot" message command with Discord.
 discord-commands:
