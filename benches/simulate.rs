@@ -1,8 +1,10 @@
 //! `make simulate`: replays a synthetic day of 1M, 10M and 100M messages against
 //! a model of each Cloudflare component's documented limits, for the current
 //! design (BEFORE) and the proposed one (AFTER: the conversation's Durable
-//! Object serves the prompt's history and mirrors it to D1 in batches, over
-//! history databases sharded by conversation), and prices every message type.
+//! Object serves the prompt's history and mirrors it in batches to D1s sharded
+//! by conversation; the jobs consumer works its batch at once; inbox::settle
+//! deletes through an index), shows each change alone, and prices every
+//! message type.
 //!
 //! Pure arithmetic on the assumptions and counts below; nothing here runs the
 //! Worker. docs/scale.md says what it finds. Three tables drive everything:
