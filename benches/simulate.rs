@@ -771,7 +771,7 @@ fn usage(ops: &Ops) -> Usage {
 #[derive(Clone, Copy, PartialEq)]
 enum Component {
     D1Primary,
-    D1HistoryShard,
+    D1ConversationShard,
     QueueConsumers,
     QueueRate,
     GatewayObject,
@@ -785,7 +785,7 @@ impl Component {
     fn label(self) -> &'static str {
         match self {
             Component::D1Primary => "D1 primary (busy ms/s)",
-            Component::D1HistoryShard => "D1 conversation shard (busy ms/s)",
+            Component::D1ConversationShard => "D1 conversation shard (busy ms/s)",
             Component::QueueConsumers => "Queue consumers (invocations busy)",
             Component::QueueRate => "Queue jobs (msg/s)",
             Component::GatewayObject => "GatewayObject (frames/s)",
@@ -798,7 +798,7 @@ impl Component {
 
     fn limit(self) -> f64 {
         match self {
-            Component::D1Primary | Component::D1HistoryShard => D1_BUSY.value,
+            Component::D1Primary | Component::D1ConversationShard => D1_BUSY.value,
             Component::QueueConsumers => QUEUE_CONSUMERS.value,
             Component::QueueRate => QUEUE_RATE.value,
             Component::GatewayObject | Component::HottestChannel => DO_RATE.value,
@@ -814,7 +814,7 @@ impl Component {
 
     fn breaks(self) -> &'static str {
         match self {
-            Component::D1Primary | Component::D1HistoryShard => {
+            Component::D1Primary | Component::D1ConversationShard => {
                 "D1 queues, then answers \"overloaded\": history::load_and_record fails before the model is \
                  called, the alarm retries with backoff; replies come late or not at all, and every D1 user \
                  (memory tools, workers, admin) stalls with it"
@@ -848,7 +848,7 @@ impl Component {
 
 const THROUGHPUT: [Component; 9] = [
     Component::D1Primary,
-    Component::D1HistoryShard,
+    Component::D1ConversationShard,
     Component::QueueConsumers,
     Component::QueueRate,
     Component::GatewayObject,
@@ -864,17 +864,17 @@ fn load(component: Component, design: &Design, daily: f64, rate: f64) -> f64 {
     let population = Population::new(daily);
     let per_second = daily / 86_400.0 * rate;
     let ops = mix(design, &population, rate);
-    let history_ms = d1_busy_ms(ops.conv_queries, ops.conv_commits, ops.conv_rows_read, ops.conv_rows_written);
+    let conversation_ms = d1_busy_ms(ops.conv_queries, ops.conv_commits, ops.conv_rows_read, ops.conv_rows_written);
     let global_ms = d1_busy_ms(ops.global_queries, ops.global_commits, ops.global_rows_read, ops.global_rows_written);
     match component {
         Component::D1Primary => {
-            let conversations_here = if design.conversation_shards > 1.0 { 0.0 } else { history_ms };
+            let conversations_here = if design.conversation_shards > 1.0 { 0.0 } else { conversation_ms };
             per_second * (global_ms + conversations_here)
         }
-        Component::D1HistoryShard if design.conversation_shards > 1.0 => {
-            per_second * history_ms / design.conversation_shards
+        Component::D1ConversationShard if design.conversation_shards > 1.0 => {
+            per_second * conversation_ms / design.conversation_shards
         }
-        Component::D1HistoryShard => 0.0,
+        Component::D1ConversationShard => 0.0,
         // Little's law: jobs arriving a second x how long each holds an invocation.
         Component::QueueConsumers => per_second * ops.job_seconds / design.jobs_at_once,
         Component::QueueRate => per_second * ops.queue_sends,
@@ -1210,7 +1210,7 @@ fn print_day(design: &Design, daily: f64) {
     let mut first: Option<(Component, f64)> = None;
     let mut platform: Vec<Component> = Vec::new();
     for component in THROUGHPUT {
-        if component == Component::D1HistoryShard && design.conversation_shards <= 1.0 {
+        if component == Component::D1ConversationShard && design.conversation_shards <= 1.0 {
             continue;
         }
         let load = peak_load(component, design, daily);
