@@ -19,7 +19,7 @@ ASSETS := build/assets/dashboard/app.js
 WEB_SOURCES := package-lock.json $(shell find web -type f 2>/dev/null)
 PORT ?= 8787
 
-.PHONY: setup build dev test lint bench clean discord-commands deploy deploy-check slack-manifest login
+.PHONY: setup build dev test lint bench simulate clean discord-commands deploy deploy-check slack-manifest login
 
 setup:
 	@scripts/setup.sh
@@ -42,6 +42,7 @@ dev: build
 test: build
 	@scripts/setup-browser.sh
 	cargo test --lib
+	cargo test --test pricing
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
 	cargo test --test deploy
 	@$(MAKE) -s deploy-check
@@ -67,6 +68,12 @@ bench: build
 	cargo bench --bench memory
 	@scripts/setup-browser.sh
 	cargo bench --bench web
+
+# A synthetic day at 1M, 10M and 100M messages against each Cloudflare component's
+# documented limits, before and after the history change, with prices (docs/scale.md).
+# Pure arithmetic, native only: needs no build.
+simulate:
+	cargo bench --bench simulate
 
 # Registers /ask and the "Ask edgebot" message command with Discord.
 discord-commands:
