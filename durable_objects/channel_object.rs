@@ -112,6 +112,26 @@ impl DurableObject for ChannelObject {
                 Response::ok("")
             }
             (Method::Get, "/events") => Response::from_json(&inbox::events(&self.state.storage().sql())?),
+            (Method::Get, "/processes") => {
+                let channel = self.channel.borrow();
+                let running: Vec<serde_json::Value> = channel
+                    .processes
+                    .get()
+                    .iter()
+                    .map(|(id, process)| {
+                        serde_json::json!({
+                            "id": id,
+                            "kind": process.kind.label(),
+                            "task": process.task,
+                            "status": process.status,
+                            "started_at": process.started_at_ms,
+                            "last_heard_at": process.last_heard_ms,
+                            "waiting": process.waiting,
+                        })
+                    })
+                    .collect();
+                Response::from_json(&running)
+            }
             (Method::Get, "/outbox") => Response::from_json(&outbox::recent(&self.state.storage().sql(), 200)?),
             (Method::Get, "/usage") => {
                 Response::from_json(&serde_json::json!({ "channel": self.channel.borrow().token_usage.get() }))

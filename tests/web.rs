@@ -84,8 +84,11 @@ async fn the_dashboard_signs_in_and_shows_a_telegram_conversation_its_rungs_and_
     // The worker shows up running, then done, while the page stays open.
     let running = browser.wait_for_text("#workers", "tally the votes", Duration::from_secs(20)).await;
     assert!(running.contains("running"), "first seen running: {running}");
+    let waiting_on = browser.wait_for_text("#processes", "tally the votes", Duration::from_secs(10)).await;
+    assert!(waiting_on.contains("Worker"), "the channel waits on it: {waiting_on}");
     let done = browser.wait_for_text("#workers", "The tally is 7 to 3.", Duration::from_secs(30)).await;
     assert!(done.contains("done"), "{done}");
+    browser.wait_for_text("main", "No branch or worker is running", Duration::from_secs(20)).await;
     browser.wait_for_text("#timeline", "The tally is in", Duration::from_secs(20)).await;
     assert!(still_marked(&browser).await, "the page updated without a reload");
     browser.screenshot("dashboard-conversation").await;
@@ -191,6 +194,69 @@ async fn the_web_chat_answers_without_a_reload_and_keeps_the_conversation_across
     })
     .await;
     assert_eq!(web["engaged_count"], 1, "{web}");
+}
+
+/// Makes the page's next sockets fail for `ms` (as a dropped network would)
+/// and closes the one it has.
+const DROP_NETWORK: &str = "const [ms] = arguments;
+    const Real = window.__RealWebSocket || WebSocket;
+    window.__RealWebSocket = Real;
+    const until = Date.now() + ms;
+    function Flaky(url) { return new Real(Date.now() < until ? 'ws://127.0.0.1:9/' : url); }
+    Object.assign(Flaky, { CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 });
+    window.WebSocket = Flaky;
+    window.__socket.close();";
+
+/// Remembers the page's socket as it sends (to drop it later).
+const CAPTURE_SOCKET: &str = "const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (data) { window.__socket = this; return send.call(this, data); };";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_web_chat_catches_up_after_a_dropped_network_and_sends_what_was_typed_meanwhile() {
+    let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE), ("LLM_TIMEOUT_MS", "10000")]).await;
+    env.llm.push(Scripted::SlowReply(Duration::from_secs(2), "An answer that came while you were away.".into()));
+    env.llm.reply("Got your second message too.");
+    let browser = Browser::start(390, 800).await;
+    browser.goto(&format!("{}/chat/", env.worker.base_url)).await;
+    browser.wait_for_text("body", "Invitation", Duration::from_secs(10)).await;
+    browser.type_into("#invite", INVITE).await;
+    browser.click("button[type=submit]").await;
+    browser.wait_for_text("#connection", "connected", Duration::from_secs(10)).await;
+    browser.eval(CAPTURE_SOCKET, json!([])).await;
+    mark_page(&browser).await;
+
+    browser.type_into("#message", "first question").await;
+    browser.click("#send").await;
+    wait_for("the question to be taken", Duration::from_secs(10), || async {
+        let pending = browser.eval("return document.querySelectorAll('#messages li.pending').length;", json!([]));
+        (pending.await == 0).then_some(())
+    })
+    .await;
+    // The network drops for 5 s: the answer is sent meanwhile, and a second
+    // message is typed while the page is offline.
+    browser.eval(DROP_NETWORK, json!([5000])).await;
+    browser.wait_for_text("#connection", "reconnecting", Duration::from_secs(5)).await;
+    browser.type_into("#message", "second question, typed offline").await;
+    browser.click("#send").await;
+    let pushed = wait_for("the answer to be sent while the page is away", Duration::from_secs(10), || async {
+        let calls = env.llm.requests().len();
+        (calls >= 1).then_some(calls)
+    });
+    pushed.await;
+
+    let shown = browser.wait_for_text("#messages", "Got your second message too.", Duration::from_secs(30)).await;
+    assert!(shown.contains("An answer that came while you were away."), "{shown}");
+    for needle in ["first question", "second question", "An answer that came", "Got your second"] {
+        let script = "const [needle] = arguments;
+            return [...document.querySelectorAll('#messages li')].filter(li => li.innerText.includes(needle)).length;";
+        assert_eq!(browser.eval(script, json!([needle])).await, 1, "{needle} shows once");
+    }
+    assert!(still_marked(&browser).await, "caught up without a reload");
+    let key =
+        browser.eval("return fetch('/api/chat/session').then(r => r.json()).then(s => s.conversation);", json!([]));
+    let key = key.await.as_str().unwrap().to_string();
+    let events = env.admin(&format!("/api/channels/{}/events", urlencode(&key))).await;
+    assert_eq!(events.as_array().unwrap().len(), 2, "each message taken once: {events}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

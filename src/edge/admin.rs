@@ -81,6 +81,12 @@ pub async fn channel_usage(request: &Request, env: &Env, key: &str) -> Result<Re
     Response::from_json(&usage).map_err(internal)
 }
 
+/// The branches and workers the channel is waiting on now, with their latest status.
+pub async fn channel_processes(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    from_channel(env, key, "processes").await
+}
+
 /// The conversation's workers: task, state, segments, status, outcome, usage.
 pub async fn channel_workers(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;

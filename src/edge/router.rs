@@ -32,6 +32,7 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         (Method::Get, ["api", "channels", key, "outbox"]) => admin::channel_outbox(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "envelopes"]) => admin::channel_envelopes(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "usage"]) => admin::channel_usage(&request, env, key).await,
+        (Method::Get, ["api", "channels", key, "processes"]) => admin::channel_processes(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "workers"]) => admin::channel_workers(&request, env, key).await,
         (Method::Get, ["api", "memories"]) => admin::memories(&request, env).await,
         (Method::Post, ["api", "memories"]) => admin::import_memories(request, env).await,

@@ -76,6 +76,16 @@ export interface Usage {
   output_tokens?: number;
 }
 
+export interface RunningProcess {
+  id: string;
+  kind: string;
+  task: string;
+  status: string | null;
+  started_at: number;
+  last_heard_at: number;
+  waiting: boolean;
+}
+
 export interface WorkerSummary {
   id: string;
   state: string;

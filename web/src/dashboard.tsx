@@ -13,6 +13,7 @@ import {
   MEMORY_TYPES,
   OutboxEntry,
   post,
+  RunningProcess,
   remove,
   ScheduledJob,
   SEARCH_MODES,
@@ -177,6 +178,7 @@ function Conversations() {
 }
 
 interface ConversationView {
+  processes: RunningProcess[];
   events: InboundRecord[];
   outbox: OutboxEntry[];
   workers: WorkerSummary[];
@@ -186,7 +188,8 @@ interface ConversationView {
 
 async function loadConversation(key: string): Promise<ConversationView> {
   const base = `/api/channels/${encodeURIComponent(key)}`;
-  const [events, outbox, workers, usage, envelopeLines] = await Promise.all([
+  const [processes, events, outbox, workers, usage, envelopeLines] = await Promise.all([
+    api<RunningProcess[]>(`${base}/processes`),
     api<InboundRecord[]>(`${base}/events`),
     api<OutboxEntry[]>(`${base}/outbox`),
     api<WorkerSummary[]>(`${base}/workers`),
@@ -197,7 +200,7 @@ async function loadConversation(key: string): Promise<ConversationView> {
     .split("\n")
     .filter((line) => line.trim())
     .map((line) => JSON.parse(line) as Envelope);
-  return { events, outbox, workers, envelopes, usage };
+  return { processes, events, outbox, workers, envelopes, usage };
 }
 
 type Line = { at: number; inbound?: InboundRecord; reply?: OutboxEntry };
@@ -265,6 +268,28 @@ function ConversationPage({ conversationKey }: { conversationKey: string }) {
               ),
             )}
           </ol>
+          <h2>Running now</h2>
+          {view.processes.length === 0 ? (
+            <p class="muted">No branch or worker is running.</p>
+          ) : (
+            <div class="scroll">
+              <table id="processes">
+                <thead><tr><th>Process</th><th>Kind</th><th>Task</th><th>Latest status</th><th>Started</th><th>Last heard</th></tr></thead>
+                <tbody>
+                  {view.processes.map((process) => (
+                    <tr key={process.id}>
+                      <td>{process.id}</td>
+                      <td>{process.kind}{process.waiting ? " (waiting for a follow-up)" : ""}</td>
+                      <td class="text">{process.task}</td>
+                      <td class="text">{process.status ?? "—"}</td>
+                      <td>{when(process.started_at)}</td>
+                      <td>{when(process.last_heard_at)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
           <h2>Workers</h2>
           {view.workers.length === 0 ? (
             <p class="muted">No workers.</p>
