@@ -14,6 +14,7 @@ pub mod memory;
 pub mod platforms;
 pub mod process;
 pub mod prompt;
+pub mod redact;
 pub mod schedule;
 pub mod security;
 pub mod sorting;
