@@ -10,6 +10,7 @@ pub mod channel;
 pub mod config;
 pub mod inbound;
 pub mod llm;
+pub mod log_line;
 pub mod memory;
 pub mod platforms;
 pub mod process;
@@ -18,6 +19,7 @@ pub mod redact;
 pub mod schedule;
 pub mod security;
 pub mod sorting;
+pub mod status;
 pub mod tasks;
 pub mod time;
 
