@@ -11,12 +11,14 @@ mod envelopes;
 mod inbox;
 #[path = "channel_object/outbox.rs"]
 mod outbox;
+#[path = "channel_object/pending.rs"]
+mod pending;
 #[path = "channel_object/slots.rs"]
 mod slots;
 #[path = "channel_object/turn_runner.rs"]
 mod turn_runner;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -27,8 +29,10 @@ use crate::channel::state::{ChannelState, ScheduleDue};
 use crate::config::Config;
 use crate::edge::config;
 use crate::edge::http::{now_ms, within};
+use crate::edge::log::Emit;
 use crate::edge::outbound::{self, Messenger};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
+use crate::log_line::LogLine;
 use crate::process::envelope::{Envelope, MessageType};
 
 /// How long a webhook waits for the member count before deciding without it.
@@ -43,6 +47,8 @@ pub struct ChannelObject {
     channel: RefCell<ChannelState>,
     /// Slot versions already in storage, so a checkpoint writes only what moved.
     saved_versions: RefCell<BTreeMap<String, u64>>,
+    /// The unsent-piece count last written to D1 (None: not yet by this object).
+    reported_unsent: Cell<Option<i64>>,
 }
 
 impl DurableObject for ChannelObject {
@@ -50,14 +56,14 @@ impl DurableObject for ChannelObject {
         let sql = state.storage().sql();
         for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA, envelopes::SCHEMA] {
             if let Err(error) = sql.exec(schema, None) {
-                worker::console_error!("channel schema: {error}");
+                LogLine::error("channel_schema_failed").reason(&error).emit();
             }
         }
         if sql.exec(inbox::PROBE, None).is_err() {
             let _ = sql.exec(inbox::UPGRADE, None);
         }
         let (channel, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
-            worker::console_error!("channel state unreadable, starting empty: {error}");
+            LogLine::error("channel_state_unreadable").field("recovery", "starting empty").reason(&error).emit();
             Default::default()
         });
         ChannelObject {
@@ -66,6 +72,7 @@ impl DurableObject for ChannelObject {
             env,
             channel: RefCell::new(channel),
             saved_versions: RefCell::new(saved_versions),
+            reported_unsent: Cell::new(None),
         }
     }
 
@@ -119,7 +126,7 @@ impl ChannelObject {
         let result = change(&mut self.channel.borrow_mut());
         let sql = self.state.storage().sql();
         if let Err(error) = slots::save(&sql, &self.channel.borrow(), &mut self.saved_versions.borrow_mut()) {
-            worker::console_error!("channel checkpoint failed, back to the last one: {error}");
+            LogLine::error("channel_checkpoint_failed").field("recovery", "back to the last one").reason(&error).emit();
             let (channel, saved_versions) = slots::load(&sql)?;
             *self.channel.borrow_mut() = channel;
             *self.saved_versions.borrow_mut() = saved_versions;

@@ -26,6 +26,14 @@ fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
     }
 }
 
+/// The Worker's state at a glance: version, bindings, migrations, platform
+/// configuration (booleans, never values), the last cron tick and dead
+/// letter, unsent pieces and running workers.
+pub async fn status(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env)?;
+    Response::from_json(&super::status::report(env).await.map_err(internal)?).map_err(internal)
+}
+
 /// Every inbound the channel received, with its decision and why.
 pub async fn channel_events(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env)?;
