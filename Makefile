@@ -35,6 +35,7 @@ dev: build
 test: build
 	cargo test --lib
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
+	scripts/check-e2e-logs.sh
 	@$(MAKE) -s lint
 
 lint:
