@@ -44,6 +44,7 @@ test: build
 	cargo test --lib
 	cargo test --test pricing
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
+	scripts/check-e2e-logs.sh
 	cargo test --test deploy
 	@$(MAKE) -s deploy-check
 	@$(MAKE) -s lint

@@ -11,6 +11,8 @@ mod envelopes;
 mod inbox;
 #[path = "channel_object/outbox.rs"]
 mod outbox;
+#[path = "channel_object/pending.rs"]
+mod pending;
 #[path = "channel_object/slots.rs"]
 mod slots;
 #[path = "channel_object/stats.rs"]
@@ -32,9 +34,11 @@ use crate::channel::state::{ChannelState, ScheduleDue};
 use crate::config::Config;
 use crate::edge::config::{self, DATABASE_BINDING};
 use crate::edge::http::{now_ms, sleep_ms, within};
+use crate::edge::log::Emit;
 use crate::edge::outbound::{self, Messenger};
 use crate::edge::web_chat::{self, CHAT, WATCH};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
+use crate::log_line::LogLine;
 use crate::process::envelope::{Envelope, MessageType};
 
 /// How long a webhook waits for the member count before deciding without it.
@@ -55,6 +59,8 @@ pub struct ChannelObject {
     saved_versions: RefCell<BTreeMap<String, u64>>,
     /// A write of the conversation index is already on its way.
     index_flush_pending: Rc<Cell<bool>>,
+    /// The unsent-piece count last written to D1 (None: not yet by this object).
+    reported_unsent: Cell<Option<i64>>,
 }
 
 impl DurableObject for ChannelObject {
@@ -62,14 +68,14 @@ impl DurableObject for ChannelObject {
         let sql = state.storage().sql();
         for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA, envelopes::SCHEMA, stats::SCHEMA] {
             if let Err(error) = sql.exec(schema, None) {
-                worker::console_error!("channel schema: {error}");
+                LogLine::error("channel_schema_failed").reason(&error).emit();
             }
         }
         if sql.exec(inbox::PROBE, None).is_err() {
             let _ = sql.exec(inbox::UPGRADE, None);
         }
         let (channel, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
-            worker::console_error!("channel state unreadable, starting empty: {error}");
+            LogLine::error("channel_state_unreadable").field("recovery", "starting empty").reason(&error).emit();
             Default::default()
         });
         ChannelObject {
@@ -79,6 +85,7 @@ impl DurableObject for ChannelObject {
             channel: RefCell::new(channel),
             saved_versions: RefCell::new(saved_versions),
             index_flush_pending: Rc::default(),
+            reported_unsent: Cell::new(None),
         }
     }
 
@@ -199,7 +206,7 @@ impl ChannelObject {
         let result = change(&mut self.channel.borrow_mut());
         let sql = self.state.storage().sql();
         if let Err(error) = slots::save(&sql, &self.channel.borrow(), &mut self.saved_versions.borrow_mut()) {
-            worker::console_error!("channel checkpoint failed, back to the last one: {error}");
+            LogLine::error("channel_checkpoint_failed").field("recovery", "back to the last one").reason(&error).emit();
             let (channel, saved_versions) = slots::load(&sql)?;
             *self.channel.borrow_mut() = channel;
             *self.saved_versions.borrow_mut() = saved_versions;
@@ -353,7 +360,7 @@ impl ChannelObject {
                 crate::edge::conversations::upsert(&env.d1(DATABASE_BINDING)?, &row, now_ms()).await
             };
             if let Err(error) = flushed.await {
-                worker::console_error!("conversation index not written: {error}");
+                LogLine::error("conversation_index_not_written").reason(&error).emit();
             }
         });
     }

@@ -22,7 +22,9 @@ use crate::config::Config;
 use crate::edge::config;
 use crate::edge::discord::bot_get;
 use crate::edge::http::{now_ms, sleep_ms};
+use crate::edge::log::Emit;
 use crate::edge::webhooks::deliver;
+use crate::log_line::LogLine;
 use crate::platforms::discord::gateway::{parse_frame, Gateway, Move, Session};
 use crate::platforms::discord::message::parse_message_create;
 
@@ -70,7 +72,7 @@ impl DurableObject for GatewayObject {
         let storage = state.storage();
         let sql = storage.sql();
         if let Err(error) = sql.exec(SCHEMA, None) {
-            worker::console_error!("gateway schema: {error}");
+            LogLine::error("gateway_schema_failed").reason(&error).emit();
         }
         let (enabled, session) = load(&sql).unwrap_or_default();
         let live = Live { gateway: Gateway::new(session), enabled, ..Live::default() };
@@ -189,7 +191,7 @@ impl Shared {
                 wasm_bindgen_futures::spawn_local(self.clone().read(socket, generation));
             }
             Err(error) => {
-                worker::console_warn!("gateway connect failed: {error}");
+                LogLine::warn("gateway_connect_failed").platform("Discord").reason(&error).emit();
                 self.closed(1006, generation);
             }
         }
@@ -228,7 +230,7 @@ impl Shared {
     fn take_frame(self: &Rc<Self>, text: &str, generation: u64) {
         let frame = match parse_frame(text) {
             Ok(frame) => frame,
-            Err(error) => return worker::console_warn!("gateway: {error}"),
+            Err(error) => return LogLine::warn("gateway_frame_unreadable").platform("Discord").reason(&error).emit(),
         };
         let token = self.config.discord_bot_token.clone();
         let moves = self.live.borrow_mut().gateway.on_frame(frame, &token, js_sys::Math::random());
@@ -242,7 +244,7 @@ impl Shared {
             Move::Send(payload) => {
                 if let Some(socket) = &self.live.borrow().socket {
                     if let Err(error) = socket.send_with_str(payload.to_string()) {
-                        worker::console_warn!("gateway send failed: {error}");
+                        LogLine::warn("gateway_send_failed").platform("Discord").reason(&error).emit();
                     }
                 }
             }
@@ -257,7 +259,7 @@ impl Shared {
             }
             Move::Persist => {
                 if let Err(error) = self.save() {
-                    worker::console_error!("gateway session not saved: {error}");
+                    LogLine::error("gateway_session_not_saved").platform("Discord").reason(&error).emit();
                 }
             }
             Move::Reconnect { after_ms, .. } => {
@@ -274,7 +276,7 @@ impl Shared {
             Move::Stop => {
                 self.drop_socket(1000);
                 let failure = self.live.borrow().gateway.session.failure.clone().unwrap_or_default();
-                worker::console_error!("gateway stopped: {failure}");
+                LogLine::error("gateway_stopped").platform("Discord").reason(&failure).emit();
                 let _ = self.save();
             }
         }
@@ -299,7 +301,7 @@ impl Shared {
             live.socket = None;
             live.gateway.on_close(code)
         };
-        worker::console_warn!("gateway closed with {code}");
+        LogLine::warn("gateway_closed").platform("Discord").field("code", code).emit();
         let _ = self.save();
         self.carry_out(next, generation);
     }
@@ -327,7 +329,7 @@ impl Shared {
         let event = match parse_message_create(data, &bot_user_id, &threads) {
             Ok(Some(event)) => event,
             Ok(None) => return,
-            Err(error) => return worker::console_warn!("gateway: {error}"),
+            Err(error) => return LogLine::warn("gateway_message_unreadable").platform("Discord").reason(&error).emit(),
         };
         let env = self.env.clone();
         wasm_bindgen_futures::spawn_local(async move {
@@ -335,7 +337,10 @@ impl Shared {
                 match deliver(&env, &event).await {
                     Ok(_) => return,
                     Err(_) if attempt < DELIVERY_ATTEMPTS => sleep_ms(500 * u64::from(attempt)).await,
-                    Err(_) => worker::console_error!("gateway: message {} not delivered", event.delivery_id),
+                    Err(error) => {
+                        let line = LogLine::error("gateway_delivery_failed").conversation(&event.conversation_key);
+                        line.id(&event.delivery_id).platform("Discord").reason(&error).emit();
+                    }
                 }
             }
         });

@@ -168,8 +168,8 @@ impl Config {
 
 impl Config {
     /// What the dashboard's settings page shows: the effective non-secret
-    /// settings, which secrets are set (never their values) and which
-    /// platforms are configured.
+    /// settings and which secrets are set (never their values). Bindings and
+    /// platform states are in `/api/status`.
     pub fn public_view(&self) -> serde_json::Value {
         let set = |value: &str| !value.is_empty();
         serde_json::json!({
@@ -214,12 +214,6 @@ impl Config {
                 "ANTHROPIC_API_KEY": set(&self.anthropic_api_key),
                 "SEARCH_API_KEY": set(&self.search_api_key),
             },
-            "platforms": {
-                "telegram": set(&self.telegram_bot_token) && set(&self.telegram_webhook_secret),
-                "slack": set(&self.slack_signing_secret) && set(&self.slack_bot_token),
-                "discord": set(&self.discord_public_key) && set(&self.discord_application_id),
-                "web": set(&self.admin_token) || set(&self.web_chat_token),
-            },
         })
     }
 }
@@ -236,8 +230,6 @@ mod tests {
         let view = Config::from_lookup(|name| vars.get(name).map(|value| value.to_string())).public_view();
         assert_eq!(view["secrets_set"]["TELEGRAM_BOT_TOKEN"], true);
         assert_eq!(view["secrets_set"]["SLACK_BOT_TOKEN"], false);
-        assert_eq!(view["platforms"]["telegram"], true);
-        assert_eq!(view["platforms"]["slack"], false);
         let text = view.to_string();
         assert!(!text.contains("very-secret") && !text.contains("hook-secret"), "{text}");
     }

@@ -10,14 +10,17 @@ pub mod channel;
 pub mod config;
 pub mod inbound;
 pub mod llm;
+pub mod log_line;
 pub mod memory;
 pub mod platforms;
 pub mod process;
 pub mod prompt;
+pub mod redact;
 pub mod schedule;
 pub mod security;
 pub mod session;
 pub mod sorting;
+pub mod status;
 pub mod tasks;
 pub mod time;
 

@@ -85,6 +85,11 @@ async fn a_branch_that_exhausts_its_retries_ends_with_a_message_to_the_user() {
     assert_eq!(requests.len(), 5, "one channel turn, three branch attempts, one retrigger");
     let retrigger = turn_message(&requests[4]);
     assert!(retrigger.contains("failed on \"the hard question\""), "{retrigger}");
+    let dead_letter = env.admin("/api/status").await["last_dead_letter"].clone();
+    assert_eq!(
+        (dead_letter["kind"].as_str(), dead_letter["conversation"].as_str()),
+        (Some("branch"), Some("telegram:52"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -10,13 +10,13 @@ use crate::harness::fake_api::BIG_PAGE_BYTES;
 use crate::harness::{all_message_text, dm_update, turn_message, wait_for, Scripted, TestEnv};
 
 /// The worker's system prompt starts with this (prompts/worker_system.md.j2).
-const WORKER: &str = "You are a worker";
+pub(crate) const WORKER: &str = "You are a worker";
 
-fn status(kind: &str, text: &str) -> Scripted {
+pub(crate) fn status(kind: &str, text: &str) -> Scripted {
     Scripted::ToolCalls(vec![("set_status".into(), json!({ "kind": kind, "text": text }))])
 }
 
-fn worker_requests(env: &TestEnv) -> Vec<Value> {
+pub(crate) fn worker_requests(env: &TestEnv) -> Vec<Value> {
     env.llm.requests().into_iter().filter(|request| all_message_text(request).contains(WORKER)).collect()
 }
 
@@ -25,7 +25,7 @@ fn channel_requests(env: &TestEnv) -> Vec<Value> {
 }
 
 /// The tool results the model was shown in a request, in order.
-fn tool_results(request: &Value) -> Vec<String> {
+pub(crate) fn tool_results(request: &Value) -> Vec<String> {
     request["messages"]
         .as_array()
         .unwrap()
@@ -47,7 +47,7 @@ async fn first_worker_id(env: &TestEnv, chat: i64) -> String {
     .await
 }
 
-fn spawn(task: &str, interactive: bool, reply: &str) -> Scripted {
+pub(crate) fn spawn(task: &str, interactive: bool, reply: &str) -> Scripted {
     Scripted::ToolCalls(vec![
         ("spawn_worker".into(), json!({ "task": task, "interactive": interactive })),
         ("reply".into(), json!({ "content": reply })),

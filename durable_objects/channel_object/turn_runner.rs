@@ -9,20 +9,22 @@ use std::pin::pin;
 use futures_util::future::{select, Either};
 use worker::{D1Database, Result, SqlStorage};
 
-use super::{envelopes, inbox, outbox, ChannelObject};
+use super::{envelopes, inbox, outbox, pending, ChannelObject};
 use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::ScheduleDue;
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, HistoryEntry, HistoryRole, TurnContext};
 use crate::config::Config;
-use crate::edge::config::{DATABASE_BINDING, JOBS_BINDING};
+use crate::edge::config::{redactor, DATABASE_BINDING, JOBS_BINDING};
 use crate::edge::history::{self, StoredMessage};
 use crate::edge::http::{now_ms, sleep_ms};
+use crate::edge::log::Emit;
 use crate::edge::model::HttpModel;
 use crate::edge::outbound::{self, Interrupted, Messenger, Piece, Platform};
 use crate::edge::schedule_tool::ChannelTools;
 use crate::edge::schedules;
 use crate::inbound::InboundEvent;
+use crate::log_line::LogLine;
 use crate::platforms::split_message;
 use crate::process::branch::BranchJob;
 use crate::process::compaction::{estimate_tokens, plan, CompactionJob, CompactionPlan};
@@ -104,7 +106,11 @@ pub async fn refresh_schedule_due(object: &ChannelObject, database: &D1Database,
 async fn give_up_on_silent_processes(object: &ChannelObject, database: &D1Database, now: i64) -> Result<()> {
     let expired = object.step(|channel| channel.expire_processes(now, &object.config.channel))?;
     for (id, report) in expired {
-        worker::console_warn!("{} {id} stopped responding; the user is told", report.kind.label());
+        LogLine::warn("process_silent")
+            .conversation(&report.origin.conversation_key)
+            .id(&id)
+            .field("kind", report.kind.label())
+            .emit();
         if report.kind == ProcessKind::Worker {
             crate::edge::jobs::cancel_worker(database, &id, &report.origin.conversation_key).await?;
         }
@@ -121,11 +127,13 @@ async fn run_one(
     turn: &TurnSnapshot,
 ) -> Result<Option<i64>> {
     let config = &object.config;
+    let started = now_ms();
     let Some(last) = turn.answering() else {
         object.step(|channel| channel.finish_turn(&TurnResult::default(), &config.channel, now_ms()))?;
         return Ok(None);
     };
     let platform = outbound::for_address(config, &object.state, &last.reply_address);
+    let log = |line: LogLine| line.conversation(&last.conversation_key).id(&turn.id).platform(platform.name());
     // Reactions the model chose; a turn resumed after a crash has lost them (a small loss).
     let mut reactions = Vec::new();
     // The turn created or cancelled jobs: the channel's due time moves.
@@ -158,6 +166,11 @@ async fn run_one(
         let result = thought.result;
         schedules_changed = thought.schedules_changed;
         reactions = thought.reactions.clone();
+        // A reply never carries a secret out: redacted before it is stored or sent.
+        let found = redactor().redact_all(&mut thought.texts);
+        if !found.is_empty() {
+            log(LogLine::warn("reply_redacted")).field("found", found.join(", ")).emit();
+        }
         let pieces: Vec<String> =
             thought.texts.iter().flat_map(|text| split_message(text, platform.message_limit())).collect();
         // In a group, quote the message being answered; a DM needs no quote.
@@ -165,7 +178,9 @@ async fn run_one(
         outbox::enqueue(sql, turn.id as i64, &pieces, reply_to, now_ms())?;
         object.step(|channel| channel.record_turn_result(result))?;
     }
-    let sent = match deliver(config, &platform, sql, last, turn.id as i64).await? {
+    let delivery = deliver(config, &platform, sql, last, turn.id as i64).await?;
+    pending::report(object, sql, database, &last.conversation_key).await;
+    let sent = match delivery {
         Delivery::Done(sent) => sent,
         // The turn is not over: the working signal stays until it is.
         Delivery::RateLimited { resume_at } => return Ok(Some(resume_at)),
@@ -187,6 +202,8 @@ async fn run_one(
     inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
     let result = TurnResult { sent_messages: sent.len() as u64, ..object.channel.borrow().current_result() };
     object.step(|channel| channel.finish_turn(&result, &config.channel, now_ms()))?;
+    let line = log(LogLine::info("turn_finished")).duration_ms(now_ms() - started).tokens(result.usage);
+    line.field("messages", turn.messages.len()).field("sent", sent.len()).emit();
     Ok(None)
 }
 
@@ -304,7 +321,7 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
             }
         }
         Err(error) => {
-            worker::console_error!("channel turn {} failed: {error}", turn.id);
+            LogLine::error("turn_failed").conversation(conversation_key).id(&turn.id).reason(&error).emit();
             thought.model_failed = true;
             thought.texts.push(prompt::text("model_failure"));
         }
@@ -537,7 +554,8 @@ async fn deliver(
                 Some(id)
             }
             (_, Some(Interrupted::Unknown)) => {
-                worker::console_warn!("send of {} was interrupted and cannot be checked; not sent again", entry.id);
+                let line = LogLine::warn("send_interrupted").conversation(&event.conversation_key).id(&entry.id);
+                line.field("resent", false).emit();
                 outbox::mark_unknown(sql, &entry.id)?;
                 None
             }
@@ -594,7 +612,13 @@ async fn send_with_retries(
             Err(failure) => {
                 attempts += 1;
                 let give_up = !failure.retryable || attempts >= config.send_max_attempts;
-                worker::console_warn!("send of {} failed (attempt {attempts}): {}", entry.id, failure.message);
+                LogLine::warn("send_failed")
+                    .conversation(&event.conversation_key)
+                    .id(&entry.id)
+                    .field("attempt", attempts)
+                    .field("gave_up", give_up)
+                    .reason(&failure.message)
+                    .emit();
                 outbox::mark_attempt_failed(sql, &entry.id, &failure.message, give_up)?;
                 if give_up {
                     return Ok(Sending::Failed);

@@ -27,19 +27,10 @@ pub async fn conversations(request: &Request, env: &Env) -> Result<Response, Api
     Response::from_json(&found).map_err(internal)
 }
 
-/// The effective non-secret settings, which secrets are set, and the bindings present.
+/// The effective non-secret settings and which secrets are set.
 pub async fn settings(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let mut view = config::load(env).public_view();
-    let bindings: serde_json::Map<String, serde_json::Value> = ["DB", "CHANNEL", "GATEWAY", "JOBS", "AI", "VECTORS"]
-        .into_iter()
-        .map(|name| {
-            let present = js_sys::Reflect::has(env.as_ref(), &name.into()).unwrap_or(false);
-            (name.to_string(), present.into())
-        })
-        .collect();
-    view["bindings"] = bindings.into();
-    Response::from_json(&view).map_err(internal)
+    Response::from_json(&config::load(env).public_view()).map_err(internal)
 }
 
 /// The memory bulletin the cortex built last, and when.
@@ -47,6 +38,14 @@ pub async fn bulletin(request: &Request, env: &Env) -> Result<Response, ApiError
     authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     Response::from_json(&super::cortex::bulletin(&database).await.map_err(internal)?).map_err(internal)
+}
+
+/// The Worker's state at a glance: version, bindings, migrations, platform
+/// configuration (booleans, never values), the last cron tick and dead
+/// letter, unsent pieces and running workers.
+pub async fn status(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    Response::from_json(&super::status::report(env).await.map_err(internal)?).map_err(internal)
 }
 
 /// Every inbound the channel received, with its decision and why.

@@ -5,6 +5,7 @@ use std::rc::Rc;
 use worker::Env;
 
 use crate::config::Config;
+use crate::redact::Redactor;
 
 /// Name of the Durable Object binding for conversation channels.
 pub const CHANNEL_BINDING: &str = "CHANNEL";
@@ -21,19 +22,29 @@ thread_local! {
     /// Vars and secrets are fixed for an isolate's life (a deploy or a changed
     /// secret starts new isolates), so they are read once, not per webhook.
     static CONFIG: std::cell::OnceCell<Rc<Config>> = const { std::cell::OnceCell::new() };
+    /// The configured secrets, made with the configuration.
+    static REDACTOR: std::cell::OnceCell<Rc<Redactor>> = const { std::cell::OnceCell::new() };
 }
 
 pub fn load(env: &Env) -> Rc<Config> {
     CONFIG.with(|config| {
         config
             .get_or_init(|| {
-                Rc::new(Config::from_lookup(|name| {
+                let config = Config::from_lookup(|name| {
                     env.secret(name)
                         .map(|value| value.to_string())
                         .or_else(|_| env.var(name).map(|value| value.to_string()))
                         .ok()
-                }))
+                });
+                REDACTOR.with(|redactor| redactor.set(Rc::new(Redactor::from_config(&config))).ok());
+                Rc::new(config)
             })
             .clone()
     })
+}
+
+/// The redactor of the configured secrets. Every entry point loads the
+/// configuration first; before that, only key shapes are known.
+pub fn redactor() -> Rc<Redactor> {
+    REDACTOR.with(|redactor| redactor.get().cloned()).unwrap_or_default()
 }

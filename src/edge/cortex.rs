@@ -13,17 +13,20 @@ use worker::{event, D1Database, Env, Result, ScheduleContext, ScheduledEvent};
 
 use super::config::{self, DATABASE_BINDING};
 use super::http::now_ms;
+use super::log::Emit;
 use super::memory::{bump_version, forget, vector_index, VectorIndex};
 use super::model::HttpModel;
 use super::usage;
 use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::llm::{ChatMessage, ChatRequest, Role};
+use crate::log_line::{Level, LogLine};
 use crate::memory::bulletin::{cap_words, needs_rebuild, sections, BULLETIN_MAX_WORDS};
 use crate::memory::circuit::RoutineHealth;
 use crate::memory::maintenance::{plan_maintenance, MaintenancePlan, DAY_MS};
 use crate::memory::types::Memory;
 use crate::prompt;
+use crate::status::{outcome, CronTick};
 
 /// The bulletin is checked on every cron tick (wrangler.toml: every 15 minutes).
 const BULLETIN_INTERVAL_MS: i64 = 15 * 60 * 1000;
@@ -38,22 +41,30 @@ const SKETCH_BACKFILL_PER_TICK: usize = 500;
 /// Usage of the cortex is recorded under this conversation key.
 const CORTEX_USAGE_KEY: &str = "cortex";
 
+/// Each part runs whatever the others did; the tick is logged and kept for `/api/status`.
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) {
     let config = config::load(&env);
-    if config.discord_gateway {
-        if let Err(error) = super::gateway::call(&env, worker::Method::Post, "/ensure").await {
-            worker::console_error!("gateway check: {error}");
-        }
-    }
-    if let Err(error) = super::schedules::rearm_overdue(&env, now_ms()).await {
-        worker::console_error!("schedules: {error}");
-    }
-    if let Err(error) = super::tasks::run_ready_loop(&env).await {
-        worker::console_error!("ready-task loop: {error}");
-    }
-    if let Err(error) = run(&config, &env).await {
-        worker::console_error!("cortex: {error}");
+    let started = now_ms();
+    let gateway = match config.discord_gateway {
+        true => outcome(super::gateway::call(&env, worker::Method::Post, "/ensure").await.map(|_| None)),
+        false => "off".to_string(),
+    };
+    let schedules = super::schedules::rearm_overdue(&env, started).await;
+    let schedules = outcome(schedules.map(|woken| Some(format!("woke {woken} conversation(s)"))));
+    let tasks = outcome(super::tasks::run_ready_loop(&env).await.map(|begun| Some(format!("started {begun} task(s)"))));
+    let cortex = outcome(run(&config, &env).await.map(|()| None));
+    let tick = CronTick { at_ms: started, duration_ms: now_ms() - started, gateway, schedules, tasks, cortex };
+    let level = if tick.is_ok() { Level::Info } else { Level::Error };
+    LogLine::new(level, "cron_tick")
+        .duration_ms(tick.duration_ms)
+        .field("gateway", tick.gateway.as_str())
+        .field("schedules", tick.schedules.as_str())
+        .field("tasks", tick.tasks.as_str())
+        .field("cortex", tick.cortex.as_str())
+        .emit();
+    if let Err(error) = super::status::record(&env, super::status::CRON_TICK, tick.to_json()).await {
+        LogLine::warn("status_not_recorded").field("kind", "cron_tick").reason(&error).emit();
     }
 }
 
@@ -61,7 +72,7 @@ async fn run(config: &Config, env: &Env) -> Result<()> {
     let db = env.d1(DATABASE_BINDING)?;
     // Search scores rows without a sketch exactly, so this only restores speed.
     if let Err(error) = vector_index(config, env, &db)?.backfill_sketches(SKETCH_BACKFILL_PER_TICK).await {
-        worker::console_error!("cortex: sketch backfill failed: {error}");
+        LogLine::error("sketch_backfill_failed").reason(&error).emit();
     }
     let meta = read_meta(&db).await?;
     let now = now_ms();
@@ -96,7 +107,7 @@ async fn routine(
     match work.await {
         Ok(()) => health.record_success(),
         Err(error) => {
-            worker::console_error!("cortex {name} failed: {error}");
+            LogLine::error("cortex_routine_failed").field("routine", name).reason(&error).emit();
             health.record_failure(now, interval_ms);
         }
     }

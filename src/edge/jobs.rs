@@ -12,14 +12,17 @@ use worker::{event, Context, Env, Message, MessageBatch, MessageExt, Method, Req
 
 use super::config::{self, CHANNEL_BINDING, DEAD_LETTER_SUFFIX};
 use super::http::now_ms;
+use super::log::Emit;
 use super::model::HttpModel;
 use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::llm::{ChatMessage, ChatRequest, Role};
+use crate::log_line::LogLine;
 use crate::process::compaction::CompactionJob;
 use crate::process::envelope::Envelope;
 use crate::process::Job;
 use crate::prompt;
+use crate::status::DeadLetter;
 
 #[event(queue)]
 async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Context) -> worker::Result<()> {
@@ -29,7 +32,7 @@ async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Conte
     let messages = match batch.messages() {
         Ok(messages) => messages,
         Err(error) => {
-            worker::console_error!("unreadable job batch: {error}");
+            LogLine::error("job_batch_unreadable").field("dead_letters", dead_letters).reason(&error).emit();
             batch.retry_all();
             return Ok(());
         }
@@ -45,11 +48,22 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
     let job: Job = match serde_json::to_string(message.body()).and_then(|text| serde_json::from_str(&text)) {
         Ok(job) => job,
         Err(error) => {
-            worker::console_error!("dropping an unreadable job: {error}");
+            LogLine::error("job_unreadable").reason(&error).emit();
+            if dead_letters {
+                dead_letter(env, "unreadable", "", "").await;
+            }
             message.ack();
             return;
         }
     };
+    if dead_letters {
+        let (kind, id, conversation) = match &job {
+            Job::Branch(branch) => ("branch", &branch.id, &branch.conversation_key),
+            Job::Worker(worker) => ("worker", &worker.id, &worker.conversation_key),
+            Job::Compaction(compaction) => ("compaction", &compaction.id, &compaction.conversation_key),
+        };
+        dead_letter(env, kind, id, conversation).await;
+    }
     let branch = match job {
         Job::Branch(branch) => branch,
         Job::Worker(job) => {
@@ -60,7 +74,12 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
             match outcome {
                 Ok(()) => message.ack(),
                 Err(error) => {
-                    worker::console_warn!("worker {} step {} failed, the queue will retry: {error}", job.id, job.step);
+                    LogLine::warn("worker_step_failed")
+                        .conversation(&job.conversation_key)
+                        .id(&job.id)
+                        .field("step", job.step.as_str())
+                        .reason(&error)
+                        .emit();
                     message.retry();
                 }
             }
@@ -76,7 +95,11 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
             match summarise(config, env, &job).await {
                 Ok(()) => message.ack(),
                 Err(error) => {
-                    worker::console_warn!("compaction {} failed, the queue will retry: {error}", job.id);
+                    LogLine::warn("compaction_failed")
+                        .conversation(&job.conversation_key)
+                        .id(&job.id)
+                        .reason(&error)
+                        .emit();
                     message.retry();
                 }
             }
@@ -86,9 +109,18 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
     match branch_step::run(config, env, &branch, dead_letters).await {
         Ok(()) => message.ack(),
         Err(error) => {
-            worker::console_warn!("branch {} failed, the queue will retry: {error}", branch.id);
+            LogLine::warn("branch_failed").conversation(&branch.conversation_key).id(&branch.id).reason(&error).emit();
             message.retry();
         }
+    }
+}
+
+/// A job out of retries: logged, and kept as the last dead letter for `/api/status`.
+async fn dead_letter(env: &Env, kind: &str, id: &str, conversation: &str) {
+    LogLine::warn("dead_letter").field("kind", kind).id(&id).conversation(conversation).emit();
+    let letter = DeadLetter { at_ms: now_ms(), kind: kind.into(), id: id.into(), conversation: conversation.into() };
+    if let Err(error) = super::status::record(env, super::status::DEAD_LETTER, letter.to_json()).await {
+        LogLine::warn("status_not_recorded").field("kind", "dead_letter").reason(&error).emit();
     }
 }
 
@@ -109,9 +141,20 @@ async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<()
         messages: vec![ChatMessage::new(Role::System, system), ChatMessage::new(Role::User, transcript)],
         tools: Vec::new(),
     };
+    let started = now_ms();
     let completion = model.complete(&request).await.map_err(|error| error.to_string())?;
+    LogLine::info("compaction_finished")
+        .conversation(&job.conversation_key)
+        .id(&job.id)
+        .duration_ms(now_ms() - started)
+        .tokens(completion.usage)
+        .emit();
     if let Err(error) = super::usage::record(&database, &job.conversation_key, "compactor", completion.usage).await {
-        worker::console_warn!("compactor usage not recorded: {error}");
+        LogLine::warn("usage_not_recorded")
+            .conversation(&job.conversation_key)
+            .field("process", "compactor")
+            .reason(&error)
+            .emit();
     }
     let summary = completion.content.ok_or("the compactor answered nothing")?;
     let covered: Vec<String> = rows.iter().map(|row| row.id.clone()).collect();

@@ -11,8 +11,11 @@ use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::llm::routing::{falls_back, parse_chain, Cooldowns};
 use crate::llm::{anthropic, openai, workers_ai, ChatRequest, Completion, LlmError, ModelSpec, Provider};
+use crate::log_line::LogLine;
 
+use super::config;
 use super::http::{now_ms, post_json, sleep_ms, HttpFailure};
+use super::log::Emit;
 use super::memory::AI_BINDING;
 
 thread_local! {
@@ -37,7 +40,7 @@ impl<'a> HttpModel<'a> {
     /// Workers AI runs through the binding, not over HTTP.
     async fn complete_on_workers_ai(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let ai = self.env.ai(AI_BINDING).map_err(|error| LlmError::Config(format!("Workers AI: {error}")))?;
-        let body = workers_ai::request_body(request);
+        let body = scrubbed(workers_ai::request_body(request), &request.model);
         let run = ai.run::<_, serde_json::Value>(&request.model, body);
         let deadline = Delay::from(Duration::from_millis(self.config.llm_timeout_ms));
         let outcome = match select(Box::pin(run), deadline).await {
@@ -69,6 +72,7 @@ impl<'a> HttpModel<'a> {
                 anthropic::request_body(&request),
             ),
         };
+        let body = scrubbed(body, &request.model);
         let headers = [(authorization.0, authorization.1.as_str()), ("anthropic-version", anthropic::API_VERSION)];
         let headers = if spec.provider == Provider::Anthropic { &headers[..] } else { &headers[..1] };
         let answer =
@@ -96,12 +100,26 @@ impl ChatModel for HttpModel<'_> {
             let mut attempt = 1;
             loop {
                 sleep_ms(policy.backoff_before(attempt)).await;
+                let started = now_ms();
                 let error = match self.complete_once(spec, request).await {
-                    Ok(completion) => return Ok(completion),
+                    Ok(completion) => {
+                        LogLine::info("model_call")
+                            .field("model", spec.key())
+                            .field("attempt", attempt)
+                            .duration_ms(now_ms() - started)
+                            .tokens(completion.usage)
+                            .emit();
+                        return Ok(completion);
+                    }
                     Err(error) => error,
                 };
                 COOLDOWNS.with(|cooldowns| cooldowns.borrow_mut().record(spec, &error, now_ms()));
-                worker::console_warn!("model {} attempt {attempt} failed: {error}", spec.key());
+                LogLine::warn("model_call_failed")
+                    .field("model", spec.key())
+                    .field("attempt", attempt)
+                    .duration_ms(now_ms() - started)
+                    .reason(&error)
+                    .emit();
                 // A rate limit moves on at once; other transient failures retry first.
                 if error.is_retryable() && error != LlmError::Status(429) && attempt < policy.max_attempts {
                     attempt += 1;
@@ -116,4 +134,13 @@ impl ChatModel for HttpModel<'_> {
         }
         Err(last_error)
     }
+}
+
+/// A prompt never carries a configured secret to a model: any found (pasted
+/// by a person, fetched by a tool) is scrubbed, and the event logged.
+fn scrubbed(mut body: serde_json::Value, model: &str) -> serde_json::Value {
+    if config::redactor().scrub_json(&mut body) {
+        LogLine::warn("prompt_scrubbed").field("model", model).emit();
+    }
+    body
 }

@@ -1,10 +1,13 @@
 //! Outbound calls to the platforms, behind one trait: a fourth platform is one
-//! more implementation and one more arm in [`for_address`].
+//! more implementation and one more arm in [`for_address`]. Every text sent is
+//! redacted here (configured secrets and key shapes), whichever path made it,
+//! and so is every failure's message (it reaches logs and the admin API).
 
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
 
+use super::config::redactor;
 use super::web_chat::WebChat;
 use super::{discord::Discord, slack::Slack, telegram::Telegram};
 
@@ -19,20 +22,21 @@ pub struct SendFailure {
 
 impl SendFailure {
     pub fn permanent(message: String) -> Self {
-        SendFailure { message, retryable: false, retry_after_ms: None }
+        SendFailure { message: redactor().redact(&message).into_owned(), retryable: false, retry_after_ms: None }
     }
 
     /// Classifies an HTTP failure: 429 and 5xx are worth retrying.
     pub fn from_status(platform: &str, status: u16, detail: &str, retry_after_ms: Option<u64>) -> Self {
         SendFailure {
-            message: format!("{platform} answered {status}: {detail}"),
+            message: redactor().redact(&format!("{platform} answered {status}: {detail}")).into_owned(),
             retryable: status == 429 || status >= 500,
             retry_after_ms: if status == 429 { retry_after_ms.or(Some(1_000)) } else { None },
         }
     }
 
     pub fn network(platform: &str, failure: super::http::HttpFailure) -> Self {
-        SendFailure { message: format!("{platform}: {failure:?}"), retryable: true, retry_after_ms: None }
+        let message = redactor().redact(&format!("{platform}: {failure:?}")).into_owned();
+        SendFailure { message, retryable: true, retry_after_ms: None }
     }
 }
 
@@ -124,6 +128,8 @@ impl Messenger for Platform<'_> {
     }
 
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
+        let text = redactor().redact(piece.text);
+        let piece = &Piece { id: piece.id, index: piece.index, text: &text, reply_to: piece.reply_to };
         match self {
             Platform::Telegram(platform) => platform.send(address, piece).await,
             Platform::Slack(platform) => platform.send(address, piece).await,

@@ -4,14 +4,19 @@
 use worker::{Env, Method, Request, Response, Result};
 
 use crate::api_error::ApiError;
+use crate::log_line::LogLine;
 
-use super::{admin, schedules, sessions, webhooks};
+use super::log::Emit;
+use super::{admin, config, schedules, sessions, webhooks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
+    // Loaded first, so every log line and error body knows the secrets to scrub.
+    config::load(env);
     let path = request.path();
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let outcome = match (request.method(), segments.as_slice()) {
         (Method::Get, ["health"]) => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
+        (Method::Get, ["api", "status"]) => admin::status(&request, env).await,
         (Method::Post, ["webhooks", "telegram"]) => webhooks::telegram(request, env).await,
         (Method::Post, ["webhooks", "slack"]) => webhooks::slack(request, env).await,
         (Method::Post, ["webhooks", "discord"]) => webhooks::discord(request, env).await,
@@ -58,6 +63,7 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         (
             _,
             ["health"]
+            | ["api", "status"]
             | ["webhooks", _]
             | ["api", "channels", _, _]
             | ["api", "session" | "conversations" | "settings"]
@@ -70,11 +76,15 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         ) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound),
     };
-    outcome.or_else(|error| Ok(Response::from_json(&error.body())?.with_status(error.status())))
+    outcome.or_else(|error| {
+        let mut body = error.body();
+        config::redactor().redact_json(&mut body);
+        Ok(Response::from_json(&body)?.with_status(error.status()))
+    })
 }
 
 /// Logs a runtime failure and hides its detail from the caller.
 pub fn internal(error: impl std::fmt::Display) -> ApiError {
-    worker::console_error!("internal error: {error}");
+    LogLine::error("internal_error").reason(&error).emit();
     ApiError::Internal
 }

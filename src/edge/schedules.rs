@@ -210,12 +210,13 @@ pub async fn overdue_conversations(db: &D1Database, now_ms: i64) -> Result<Vec<S
 
 /// Wakes the channel object of every conversation with an overdue job (the
 /// cron's part: no job depends on its object being awake).
-pub async fn rearm_overdue(env: &worker::Env, now_ms: i64) -> Result<()> {
+pub async fn rearm_overdue(env: &worker::Env, now_ms: i64) -> Result<usize> {
     let db = env.d1(super::config::DATABASE_BINDING)?;
-    for conversation_key in overdue_conversations(&db, now_ms).await? {
-        wake(env, &conversation_key).await?;
+    let overdue = overdue_conversations(&db, now_ms).await?;
+    for conversation_key in &overdue {
+        wake(env, conversation_key).await?;
     }
-    Ok(())
+    Ok(overdue.len())
 }
 
 /// Makes a conversation's channel object claim what is due and re-arm for

@@ -174,12 +174,12 @@ pub async fn update(
 
 /// The ready-task loop: claims the oldest highest-priority ready tasks, one
 /// atomic statement each (two ticks never claim the same task), and starts a
-/// worker for each in its conversation.
-pub async fn run_ready_loop(env: &Env) -> Result<()> {
+/// worker for each in its conversation; returns how many it started.
+pub async fn run_ready_loop(env: &Env) -> Result<usize> {
     let db = env.d1(DATABASE_BINDING)?;
-    for _ in 0..CLAIMS_PER_TICK {
+    for claimed in 0..CLAIMS_PER_TICK {
         let Some(task) = claim_next(&db).await? else {
-            return Ok(());
+            return Ok(claimed);
         };
         let worker_id = task.worker_id.clone().unwrap_or_default();
         let brief = format!("Task {}: {}\n\n{}", task.id, task.title, task.description).trim().to_string();
@@ -196,10 +196,10 @@ pub async fn run_ready_loop(env: &Env) -> Result<()> {
                 .bind(&[number(task.id), worker_id.as_str().into()])?
                 .run()
                 .await?;
-            return Ok(());
+            return Ok(claimed);
         }
     }
-    Ok(())
+    Ok(CLAIMS_PER_TICK)
 }
 
 async fn claim_next(db: &D1Database) -> Result<Option<Task>> {

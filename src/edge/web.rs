@@ -1,13 +1,16 @@
 //! The web tools of workers: `http_fetch` behind the address guard, and
-//! `web_search` when a search provider is configured.
+//! `web_search` when a search provider is configured. Neither sends a
+//! configured secret anywhere but to its own API, and what they bring back
+//! is redacted before the model sees it.
 
 use url::Url;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 
+use super::config::redactor;
 use super::http::get_manual;
 use crate::config::Config;
-use crate::process::fetch_guard::{cap_output, check_url, FetchRefusal, TOOL_OUTPUT_CAP_BYTES};
+use crate::process::fetch_guard::{cap_output, check_secrets, check_url, FetchRefusal, TOOL_OUTPUT_CAP_BYTES};
 use crate::process::web_search::{format_results, search_url};
 
 /// How long one fetch may take.
@@ -33,20 +36,27 @@ extern "C" {
 /// Fetches a public URL; every answer, refusals included, is text for the model.
 /// Each hop fetches the guard's canonical serialisation of the URL it checked.
 pub async fn http_fetch(config: &Config, url: &str) -> String {
+    let redactor = redactor();
+    let headers = [("user-agent", "edgebot")];
+    // The URL as the model wrote it is judged too: its canonical form may spell a secret differently.
+    let mut as_written = Some(url);
     let mut next = check_url(url, &config.fetch_allowed_hosts);
     for _ in 0..=MAX_REDIRECTS {
-        let url = match next.and_then(runtime_agrees) {
+        let checked = next.and_then(runtime_agrees).and_then(|parsed| {
+            // Everything the request carries: the URL, its headers (it has no body).
+            let mut carried = vec![parsed.as_str(), headers[0].1];
+            carried.extend(as_written.take());
+            check_secrets(&carried, &parsed, &redactor).map(|()| parsed)
+        });
+        let url = match checked {
             Ok(url) => url,
             Err(refusal) => return format!("error: refused: {refusal}"),
         };
         // One byte past the cap tells `cap_output` the page was longer.
-        let answer =
-            match get_manual(url.as_str(), &[("user-agent", "edgebot")], FETCH_TIMEOUT_MS, TOOL_OUTPUT_CAP_BYTES + 1)
-                .await
-            {
-                Ok(answer) => answer,
-                Err(failure) => return format!("error: the fetch failed: {failure:?}"),
-            };
+        let answer = match get_manual(url.as_str(), &headers, FETCH_TIMEOUT_MS, TOOL_OUTPUT_CAP_BYTES + 1).await {
+            Ok(answer) => answer,
+            Err(failure) => return redactor.redact(&format!("error: the fetch failed: {failure:?}")).into_owned(),
+        };
         if (300..400).contains(&answer.status) {
             // Resolved against the URL just fetched, then checked like the first.
             match answer.location.as_deref().and_then(|location| url.join(location).ok()) {
@@ -57,8 +67,8 @@ pub async fn http_fetch(config: &Config, url: &str) -> String {
                 None => return format!("error: HTTP {} without a usable Location", answer.status),
             }
         }
-        let body = String::from_utf8_lossy(&answer.body).into_owned();
-        return cap_output(format!("HTTP {}\n\n{body}", answer.status));
+        let body = String::from_utf8_lossy(&answer.body);
+        return cap_output(redactor.redact(&format!("HTTP {}\n\n{body}", answer.status)).into_owned());
     }
     "error: too many redirects".to_string()
 }
@@ -81,7 +91,7 @@ pub async fn web_search(config: &Config, query: &str) -> String {
     match get_manual(&url, &headers, FETCH_TIMEOUT_MS, SEARCH_BODY_LIMIT).await {
         Ok(answer) if answer.status == 200 => {
             let response = serde_json::from_slice(&answer.body).unwrap_or_default();
-            cap_output(format_results(&response))
+            cap_output(redactor().redact(&format_results(&response)).into_owned())
         }
         Ok(answer) => format!("error: the search answered HTTP {}", answer.status),
         Err(failure) => format!("error: the search failed: {failure:?}"),

@@ -17,6 +17,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use thiserror::Error;
 use url::{Host, Url};
 
+use crate::redact::Redactor;
+
 /// Bodies a tool hands back to a model are cut at this many bytes.
 pub const TOOL_OUTPUT_CAP_BYTES: usize = 50_000;
 
@@ -81,6 +83,9 @@ pub enum FetchRefusal {
     /// The runtime's own URL parser reads another host than the one judged.
     #[error("the runtime reads the host of the URL differently from {0}")]
     HostMismatch(String),
+    /// The request carries a configured secret to a host that is not its API.
+    #[error("the request carries the configured secret {name}, which may be sent only to its own API, not to {host}")]
+    Secret { name: &'static str, host: String },
 }
 
 /// Parses `url` by the WHATWG rules and checks its host, giving back the
@@ -111,6 +116,19 @@ pub fn check_url(url: &str, allowed_hosts: &[String]) -> Result<Url, FetchRefusa
         return Err(FetchRefusal::PrivateAddress(judged.to_string()));
     }
     Ok(parsed)
+}
+
+/// Refuses a request to `url` that carries a configured secret anywhere in
+/// `carried` (the URL as the model wrote it, its canonical form, headers,
+/// body), unless `url` is that secret's own API (same scheme, host and port).
+pub fn check_secrets(carried: &[&str], url: &Url, redactor: &Redactor) -> Result<(), FetchRefusal> {
+    let leaked = carried.iter().flat_map(|text| redactor.found_in(text)).find(|secret| !secret.may_go_to(url));
+    match leaked {
+        Some(secret) => {
+            Err(FetchRefusal::Secret { name: secret.name, host: url.host_str().unwrap_or_default().to_string() })
+        }
+        None => Ok(()),
+    }
 }
 
 fn is_refused_v4(ip: Ipv4Addr) -> bool {
@@ -410,6 +428,42 @@ mod tests {
         for name in ["cafe.be", "0x7f.example.com", "0xg1", "1.2.3.4a", "a..1"] {
             assert!(!looks_numeric(name), "{name}");
         }
+    }
+
+    #[test]
+    fn a_secret_goes_only_to_its_own_api() {
+        let redactor = Redactor::new([
+            ("TELEGRAM_BOT_TOKEN", "4242:test-telegram-token", Some("https://api.telegram.org")),
+            ("OPENAI_API_KEY", "test-openai-key-1", Some("https://api.openai.com/v1")),
+            ("ADMIN_TOKEN", "test-admin-token", None),
+        ]);
+        let check = |input: &str| {
+            let url = check_url(input, &[])?;
+            check_secrets(&[input, url.as_str()], &url, &redactor)
+        };
+        let refused = |input: &str| match check(input) {
+            Err(FetchRefusal::Secret { name, host }) => format!("{name} to {host}"),
+            other => panic!("{input}: {other:?}"),
+        };
+        assert!(check("https://api.telegram.org/bot4242:test-telegram-token/getMe").is_ok(), "its own API");
+        assert!(check("https://example.com/?q=nothing-secret").is_ok());
+        let cases = [
+            ("https://evil.example/?k=4242:test-telegram-token", "TELEGRAM_BOT_TOKEN to evil.example"),
+            ("https://evil.example/?k=test%2Dopenai%2Dkey%2D1", "OPENAI_API_KEY to evil.example"),
+            ("https://TEST-OPENAI-KEY-1.evil.example/", "OPENAI_API_KEY to test-openai-key-1.evil.example"),
+            ("https://api.openai.com/v1/?k=4242:test-telegram-token", "TELEGRAM_BOT_TOKEN to api.openai.com"),
+            ("http://api.telegram.org/bot4242:test-telegram-token/getMe", "TELEGRAM_BOT_TOKEN to api.telegram.org"),
+            ("https://api.telegram.org/?admin=test-admin-token", "ADMIN_TOKEN to api.telegram.org"),
+            (
+                "https://api.telegram.org/bot4242:test-telegram-token/x?k=test-openai-key-1",
+                "OPENAI_API_KEY to api.telegram.org",
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(refused(input), expected, "{input}");
+        }
+        let message = check("https://evil.example/?k=test-admin-token").unwrap_err().to_string();
+        assert!(message.contains("ADMIN_TOKEN") && !message.contains("test-admin-token"), "{message}");
     }
 
     #[test]

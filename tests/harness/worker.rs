@@ -1,11 +1,19 @@
 //! The Worker under test: `wrangler dev` (local workerd) on a free port, with
 //! its own persisted state, stopped (with its whole process group) on drop.
+//!
+//! Every Worker's output is kept under `target/e2e-logs/` (cleared when a test
+//! run starts), and every secret the harness configures is listed there, so
+//! `scripts/check-e2e-logs.sh` can prove no log line of the run carried one.
+//! Secrets reach the Worker as secrets (an env file), as in production: wrangler
+//! prints plain vars' values when it starts, never secrets'.
 
 use std::fs;
+use std::io::Write;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -25,6 +33,32 @@ fn project_root() -> &'static Path {
 
 fn wrangler() -> PathBuf {
     project_root().join("node_modules/.bin/wrangler")
+}
+
+/// The run's log directory, emptied the first time a test run asks for it.
+fn log_dir() -> &'static Path {
+    static DIRECTORY: OnceLock<PathBuf> = OnceLock::new();
+    DIRECTORY.get_or_init(|| {
+        let directory = project_root().join("target/e2e-logs");
+        let _ = fs::remove_dir_all(&directory);
+        fs::create_dir_all(&directory).expect("create target/e2e-logs");
+        directory
+    })
+}
+
+/// The file `scripts/check-e2e-logs.sh` reads the configured secrets from.
+pub const SECRETS_FILE: &str = "configured-secrets.txt";
+
+/// Adds the secrets among `vars` to the run's list, for the log check.
+fn list_secrets(secrets: &[&(String, String)]) {
+    let mut file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_dir().join(SECRETS_FILE))
+        .expect("open the secrets list");
+    for (_, value) in secrets {
+        writeln!(file, "{value}").expect("write the secrets list");
+    }
 }
 
 /// Local D1 with every migration applied, made once per test run and copied
@@ -109,17 +143,28 @@ impl Worker {
     }
 
     fn launch(vars: &[(String, String)], state_dir: &Path) -> Worker {
+        static LAUNCHED: AtomicUsize = AtomicUsize::new(0);
         let port = free_port();
-        let log_path = state_dir.join(format!("wrangler-{port}.log"));
+        let number = LAUNCHED.fetch_add(1, Ordering::Relaxed);
+        let log_path = log_dir().join(format!("worker-{}-{number:03}-{port}.log", std::process::id()));
         let log = fs::File::create(&log_path).expect("log file");
+        let (secrets, plain): (Vec<_>, Vec<_>) =
+            vars.iter().partition(|(name, _)| edgebot::redact::SECRET_VARIABLES.contains(&name.as_str()));
+        list_secrets(&secrets);
+        // Quoted, so no character of a value starts a comment.
+        let env_file = state_dir.join(format!("secrets-{port}.env"));
+        let lines: String = secrets.iter().map(|(name, value)| format!("{name}='{value}'\n")).collect();
+        fs::write(&env_file, lines).expect("write the secrets env file");
         let mut command = Command::new(wrangler());
         command
             .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
             .args(["--inspector-port", &free_port().to_string()])
             .arg("--persist-to")
             .arg(state_dir)
-            .args(["--test-scheduled", "--show-interactive-dev-session=false", "--log-level", "log"]);
-        for (name, value) in vars {
+            .args(["--test-scheduled", "--show-interactive-dev-session=false", "--log-level", "log"])
+            .arg("--env-file")
+            .arg(&env_file);
+        for (name, value) in plain {
             command.arg("--var").arg(format!("{name}:{value}"));
         }
         let child = command

@@ -470,11 +470,15 @@ function TasksPage() {
   );
 }
 
-type Settings = Record<string, unknown> & {
-  secrets_set: Record<string, boolean>;
+type Settings = Record<string, unknown> & { secrets_set: Record<string, boolean> };
+
+interface Status {
+  version: string;
   bindings: Record<string, boolean>;
-  platforms: Record<string, boolean>;
-};
+  migrations: string[] | null;
+  platforms: Record<string, { ready: boolean }>;
+  [field: string]: unknown;
+}
 
 function Flags({ id, flags, yes, no }: { id: string; flags: Record<string, boolean>; yes: string; no: string }) {
   return (
@@ -487,21 +491,26 @@ function Flags({ id, flags, yes, no }: { id: string; flags: Record<string, boole
 }
 
 function SettingsPage() {
-  const [settings, error] = useLoad(() => api<Settings>("/api/settings"), []);
+  const [loaded, error] = useLoad(() => Promise.all([api<Settings>("/api/settings"), api<Status>("/api/status")]), []);
   if (error) return <main class="page"><p role="alert" class="error">{error}</p></main>;
-  if (!settings) return <main class="page"><p>Loading…</p></main>;
-  const { secrets_set, bindings, platforms, ...rest } = settings;
+  if (!loaded) return <main class="page"><p>Loading…</p></main>;
+  const [{ secrets_set, ...settings }, { bindings, platforms, migrations, version, ...status }] = loaded;
+  const ready = Object.fromEntries(Object.entries(platforms).map(([name, state]) => [name, state.ready]));
   return (
     <main class="page">
       <h1>Settings</h1>
+      <p class="muted">edgebot {version}</p>
       <h2>Platforms</h2>
-      <Flags id="platforms" flags={platforms} yes="configured" no="not configured" />
+      <Flags id="platforms" flags={ready} yes="configured" no="not configured" />
       <h2>Secrets</h2>
       <Flags id="secrets" flags={secrets_set} yes="set" no="not set" />
       <h2>Bindings</h2>
       <Flags id="bindings" flags={bindings} yes="present" no="absent" />
       <h2>Configuration</h2>
-      <pre class="scroll" id="configuration">{JSON.stringify(rest, null, 2)}</pre>
+      <pre class="scroll" id="configuration">{JSON.stringify(settings, null, 2)}</pre>
+      <h2>Status</h2>
+      <p class="muted">Migrations applied: {migrations?.join(", ") ?? "unknown"}</p>
+      <pre class="scroll" id="status">{JSON.stringify(status, null, 2)}</pre>
     </main>
   );
 }

@@ -9,9 +9,11 @@ use super::{deliver, worker_step};
 use crate::config::Config;
 use crate::edge::config::DATABASE_BINDING;
 use crate::edge::http::now_ms;
+use crate::edge::log::Emit;
 use crate::edge::model::HttpModel;
 use crate::edge::{history, memory, tasks, usage};
 use crate::llm::LlmError;
+use crate::log_line::LogLine;
 use crate::process::branch::{compose_messages, run_branch, BranchJob, BranchTools};
 use crate::process::envelope::{Envelope, MessageType};
 
@@ -36,9 +38,13 @@ async fn think(config: &Config, env: &Env, database: &D1Database, branch: &Branc
     let model = HttpModel::new(config, env, &config.branch_model)?;
     let messages = compose_messages(branch, &config.bot_name).map_err(|error| LlmError::Config(error.to_string()))?;
     let tools = EdgeTools { config, env, db: database, conversation_key: &branch.conversation_key };
+    let started = now_ms();
     let (conclusion, spent) = run_branch(&model, model.model_name(), &tools, messages).await?;
+    let line = LogLine::info("branch_finished").conversation(&branch.conversation_key).id(&branch.id);
+    line.duration_ms(now_ms() - started).tokens(spent).emit();
     if let Err(error) = usage::record(database, &branch.conversation_key, "branch", spent).await {
-        worker::console_warn!("branch usage not recorded: {error}");
+        let line = LogLine::warn("usage_not_recorded").conversation(&branch.conversation_key);
+        line.field("process", "branch").reason(&error).emit();
     }
     Ok(conclusion)
 }

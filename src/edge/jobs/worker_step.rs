@@ -14,8 +14,10 @@ use super::deliver;
 use crate::config::Config;
 use crate::edge::config::{DATABASE_BINDING, JOBS_BINDING};
 use crate::edge::http::now_ms;
+use crate::edge::log::Emit;
 use crate::edge::model::HttpModel;
 use crate::edge::{tasks, usage, web};
+use crate::log_line::LogLine;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::process::worker::WorkerState;
 use crate::process::worker_run::{run_segment, SegmentEnd, WorkerInput, WorkerJob, WorkerRun, WorkerTools};
@@ -70,6 +72,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
     let tools =
         EdgeTools { config, env, db: &db, job, progress_reports: Cell::new(0), last_heartbeat_ms: Cell::new(0) };
     let usage_before = run.usage;
+    let started = now_ms();
     let end = match run_segment(&model, model.model_name(), &tools, &mut run).await {
         Ok(end) => end,
         // The queue retries the step from the stored run.
@@ -86,6 +89,14 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         output_tokens: run.usage.output_tokens - usage_before.output_tokens,
     };
     save(&db, job, &run, &pending, spent).await.map_err(text)?;
+    LogLine::info("worker_step_finished")
+        .conversation(&job.conversation_key)
+        .id(&job.id)
+        .field("step", job.step.as_str())
+        .field("state", state_name(run.state))
+        .duration_ms(now_ms() - started)
+        .tokens(spent)
+        .emit();
     carry_out(env, job, &pending).await?;
     clear_pending(&db, &job.id).await.map_err(text)
 }
@@ -194,7 +205,8 @@ impl WorkerTools for EdgeTools<'_> {
             report(self.job, MessageType::Status, &format!("{}:status:{count}", self.job.step), text.to_string());
         // Progress is best effort: the outcome is what must arrive.
         if let Err(error) = deliver(self.env, &self.job.conversation_key, &envelope).await {
-            worker::console_warn!("worker {} could not report progress: {error}", self.job.id);
+            let line = LogLine::warn("worker_progress_lost").conversation(&self.job.conversation_key);
+            line.id(&self.job.id).reason(&error).emit();
         }
     }
 
@@ -210,7 +222,8 @@ impl WorkerTools for EdgeTools<'_> {
         let envelope =
             report(self.job, MessageType::Status, &format!("{}:heartbeat:{count}", self.job.step), String::new());
         if let Err(error) = deliver(self.env, &self.job.conversation_key, &envelope).await {
-            worker::console_warn!("worker {} could not send a heartbeat: {error}", self.job.id);
+            let line = LogLine::warn("worker_heartbeat_lost").conversation(&self.job.conversation_key);
+            line.id(&self.job.id).reason(&error).emit();
         }
     }
 

@@ -1,0 +1,364 @@
+//! Keeps secrets in: every configured secret (tokens, API keys, signing
+//! secrets) is scrubbed by exact match wherever text leaves the Worker, and
+//! well-known key shapes ([`shapes`]) are redacted in replies, tool results and
+//! logs. Each secret also knows the one API origin it may be sent to, which
+//! the `http_fetch` guard enforces.
+
+pub mod shapes;
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+use url::Url;
+
+use crate::config::Config;
+pub use shapes::REDACTED;
+
+/// The variables that hold secrets (README: "Configuration").
+pub const SECRET_VARIABLES: [&str; 9] = [
+    "ADMIN_TOKEN",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "SEARCH_API_KEY",
+    "TELEGRAM_BOT_TOKEN",
+    "TELEGRAM_WEBHOOK_SECRET",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_BOT_TOKEN",
+    "DISCORD_BOT_TOKEN",
+];
+
+/// Shorter values are not scrubbed: a configured "secret" this short would
+/// blank ordinary words out of every reply, and is no secret anyway.
+pub const MIN_SECRET_CHARS: usize = 8;
+
+/// One configured secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Secret {
+    /// The variable that holds it (safe to show: never the value).
+    pub name: &'static str,
+    value: String,
+    /// `scheme://host:port` of the API it belongs to; None for secrets that
+    /// are never sent anywhere (the admin token, webhook and signing secrets).
+    home: Option<String>,
+}
+
+impl Secret {
+    /// Whether a request to `url` may carry this secret: only to its own API.
+    pub fn may_go_to(&self, url: &Url) -> bool {
+        matches!((&self.home, origin(url)), (Some(home), Some(origin)) if *home == origin)
+    }
+}
+
+/// `scheme://host:port`, the port spelt out even when it is the default.
+fn origin(url: &Url) -> Option<String> {
+    Some(format!("{}://{}:{}", url.scheme(), url.host_str()?, url.port_or_known_default()?))
+}
+
+/// The configured secrets, longest first (a secret that contains another is
+/// scrubbed whole), and the matching that keeps them in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Redactor {
+    secrets: Vec<Secret>,
+}
+
+impl Redactor {
+    /// `(variable, value, base URL of its API)`; empty and short values are left out.
+    pub fn new<'a>(secrets: impl IntoIterator<Item = (&'static str, &'a str, Option<&'a str>)>) -> Self {
+        let mut kept: Vec<Secret> = Vec::new();
+        for (name, value, base) in secrets {
+            if value.chars().count() < MIN_SECRET_CHARS {
+                continue;
+            }
+            let home = base.and_then(|base| Url::parse(base).ok()).as_ref().and_then(origin);
+            // Kept longest first by insertion (a sort would add a few KB of wasm for nine entries).
+            let at = kept.iter().position(|secret| secret.value.len() < value.len()).unwrap_or(kept.len());
+            kept.insert(at, Secret { name, value: value.to_string(), home });
+        }
+        Redactor { secrets: kept }
+    }
+
+    /// Every secret the configuration holds, each with its API.
+    pub fn from_config(config: &Config) -> Self {
+        Redactor::new([
+            ("ADMIN_TOKEN", config.admin_token.as_str(), None),
+            ("OPENAI_API_KEY", &config.openai_api_key, Some(config.openai_base_url.as_str())),
+            ("ANTHROPIC_API_KEY", &config.anthropic_api_key, Some(&config.anthropic_base_url)),
+            ("SEARCH_API_KEY", &config.search_api_key, Some(&config.search_base_url)),
+            ("TELEGRAM_BOT_TOKEN", &config.telegram_bot_token, Some(&config.telegram_api_base)),
+            ("TELEGRAM_WEBHOOK_SECRET", &config.telegram_webhook_secret, None),
+            ("SLACK_SIGNING_SECRET", &config.slack_signing_secret, None),
+            ("SLACK_BOT_TOKEN", &config.slack_bot_token, Some(&config.slack_api_base)),
+            ("DISCORD_BOT_TOKEN", &config.discord_bot_token, Some(&config.discord_api_base)),
+        ])
+    }
+
+    /// The text with every configured secret replaced by [`REDACTED`]
+    /// (borrowed when it held none). For prompts and error bodies.
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut text = Cow::Borrowed(text);
+        for secret in &self.secrets {
+            if text.contains(secret.value.as_str()) {
+                text = Cow::Owned(text.replace(secret.value.as_str(), REDACTED));
+            }
+        }
+        text
+    }
+
+    /// [`Self::scrub`], then the well-known key shapes. For replies, tool
+    /// results and logs.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.scrub(text) {
+            Cow::Borrowed(text) => shapes::redact_shapes(text),
+            Cow::Owned(text) => Cow::Owned(shapes::redact_shapes(&text).into_owned()),
+        }
+    }
+
+    /// Scrubs configured secrets from every string value in `value`; says
+    /// whether anything was found. For request bodies sent to models. Keys
+    /// are left alone: the bodies' keys are the wire format's own names, and
+    /// a model's tool arguments come from prompts that were scrubbed.
+    pub fn scrub_json(&self, value: &mut Value) -> bool {
+        self.walk(value, false)
+    }
+
+    /// [`Self::redact`] on every string value in `value`.
+    pub fn redact_json(&self, value: &mut Value) -> bool {
+        self.walk(value, true)
+    }
+
+    fn walk(&self, value: &mut Value, with_shapes: bool) -> bool {
+        let items: Box<dyn Iterator<Item = &mut Value>> = match value {
+            Value::String(text) => {
+                let cleaned = if with_shapes { self.redact(text) } else { self.scrub(text) };
+                return match cleaned {
+                    Cow::Owned(cleaned) => {
+                        *text = cleaned;
+                        true
+                    }
+                    Cow::Borrowed(_) => false,
+                };
+            }
+            Value::Array(items) => Box::new(items.iter_mut()),
+            Value::Object(fields) => Box::new(fields.values_mut()),
+            _ => return false,
+        };
+        items.fold(false, |found, item| self.walk(item, with_shapes) | found)
+    }
+
+    /// Redacts each text in place; returns the names of what was found
+    /// (secret variables, or "a key shape"), for a log line that never
+    /// carries the value.
+    pub fn redact_all(&self, texts: &mut [String]) -> Vec<&'static str> {
+        let mut found: Vec<&'static str> = Vec::new();
+        let mut shaped = false;
+        for text in texts.iter_mut() {
+            for secret in self.secrets.iter().filter(|secret| text.contains(secret.value.as_str())) {
+                if !found.contains(&secret.name) {
+                    found.push(secret.name);
+                }
+            }
+            let scrubbed = self.scrub(text).into_owned();
+            let redacted = shapes::redact_shapes(&scrubbed);
+            shaped |= matches!(redacted, Cow::Owned(_));
+            *text = redacted.into_owned();
+        }
+        if shaped {
+            found.push("a key shape");
+        }
+        found
+    }
+
+    /// Every configured secret `text` carries, as written, percent-decoded, or
+    /// in another ASCII letter case (a model may spell a URL any of these ways;
+    /// the URL parser lowercases host names).
+    pub fn found_in(&self, text: &str) -> Vec<&Secret> {
+        let decoded = percent_decode(text);
+        let folded = decoded.to_ascii_lowercase();
+        self.secrets
+            .iter()
+            .filter(|secret| {
+                text.contains(secret.value.as_str())
+                    || decoded.contains(secret.value.as_str())
+                    || folded.contains(secret.value.to_ascii_lowercase().as_str())
+            })
+            .collect()
+    }
+}
+
+/// Decodes `%XX` escapes (repeatedly, so `%2541` is `A` too); other bytes stay.
+fn percent_decode(text: &str) -> String {
+    let mut current = text.to_string();
+    for _ in 0..3 {
+        let bytes = current.as_bytes();
+        let mut decoded = Vec::with_capacity(bytes.len());
+        let mut index = 0;
+        while index < bytes.len() {
+            let escaped = (bytes[index] == b'%')
+                .then(|| current.get(index + 1..index + 3))
+                .flatten()
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+            match escaped {
+                Some(byte) => {
+                    decoded.push(byte);
+                    index += 3;
+                }
+                None => {
+                    decoded.push(bytes[index]);
+                    index += 1;
+                }
+            }
+        }
+        let next = String::from_utf8_lossy(&decoded).into_owned();
+        if next == current {
+            break;
+        }
+        current = next;
+    }
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TELEGRAM: &str = "4242:test-telegram-token";
+    const OPENAI: &str = "test-openai-key-1";
+
+    fn redactor() -> Redactor {
+        Redactor::new([
+            ("TELEGRAM_BOT_TOKEN", TELEGRAM, Some("https://api.telegram.org")),
+            ("OPENAI_API_KEY", OPENAI, Some("https://api.openai.com/v1")),
+            ("ADMIN_TOKEN", "admin-secret-value", None),
+            ("SLACK_BOT_TOKEN", "", Some("https://slack.com/api")),
+            ("SHORT", "abc", None),
+        ])
+    }
+
+    #[test]
+    fn configured_secrets_are_scrubbed_wherever_they_stand() {
+        let redactor = redactor();
+        let cases = [
+            (format!("my token is {TELEGRAM}!"), "my token is [redacted]!"),
+            (format!("{OPENAI}{OPENAI}"), "[redacted][redacted]"),
+            (
+                format!("https://api.telegram.org/bot{TELEGRAM}/sendMessage"),
+                "https://api.telegram.org/bot[redacted]/sendMessage",
+            ),
+            ("admin-secret-value and admin-secret-valu".to_string(), "[redacted] and admin-secret-valu"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redactor.scrub(&input), expected);
+        }
+        assert!(
+            matches!(redactor.scrub("nothing here, abc"), Cow::Borrowed(_)),
+            "short and empty values are not secrets"
+        );
+    }
+
+    #[test]
+    fn a_secret_inside_a_longer_one_never_leaves_a_piece_behind() {
+        let redactor = Redactor::new([("SHORTER", "secret-part", None), ("LONGER", "the-secret-part-and-more", None)]);
+        assert_eq!(redactor.scrub("x the-secret-part-and-more y secret-part"), "x [redacted] y [redacted]");
+    }
+
+    #[test]
+    fn redact_adds_the_key_shapes_to_the_configured_secrets() {
+        let redactor = redactor();
+        let text = format!("{TELEGRAM} and sk-abcdefghijklmnopqrstuvwxyz and Bearer {OPENAI}");
+        assert_eq!(redactor.redact(&text), "[redacted] and [redacted] and Bearer [redacted]");
+        assert_eq!(
+            redactor.scrub("sk-abcdefghijklmnopqrstuvwxyz"),
+            "sk-abcdefghijklmnopqrstuvwxyz",
+            "scrub is exact only"
+        );
+    }
+
+    #[test]
+    fn json_bodies_are_scrubbed_in_every_string() {
+        let redactor = redactor();
+        let mut body = json!({
+            "model": "gpt",
+            "messages": [{"role": "user", "content": format!("key {OPENAI}")}, {"role": "tool", "content": 7}],
+            "input": {"nested": [TELEGRAM]},
+        });
+        assert!(redactor.scrub_json(&mut body));
+        let text = body.to_string();
+        assert!(!text.contains(OPENAI) && !text.contains(TELEGRAM), "{text}");
+        assert_eq!(body["messages"][0]["content"], "key [redacted]");
+        assert_eq!(body["input"]["nested"][0], "[redacted]");
+        let mut clean = json!({"messages": ["hello"]});
+        assert!(!redactor.scrub_json(&mut clean));
+        let mut shaped = json!(["Bearer abcdefghijklmnop"]);
+        assert!(!redactor.scrub_json(&mut shaped.clone()) && redactor.redact_json(&mut shaped));
+    }
+
+    #[test]
+    fn redacting_replies_names_what_was_found_never_its_value() {
+        let redactor = redactor();
+        let mut texts =
+            vec![format!("token {TELEGRAM}"), "hello".to_string(), format!("{OPENAI} sk-abcdefghijklmnopqrstuvwxyz")];
+        let found = redactor.redact_all(&mut texts);
+        assert_eq!(found, vec!["TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "a key shape"]);
+        assert_eq!(texts, vec!["token [redacted]", "hello", "[redacted] [redacted]"]);
+        let mut shaped = vec!["xoxb-1234567890-abcdef".to_string()];
+        assert_eq!(redactor.redact_all(&mut shaped), vec!["a key shape"]);
+        assert!(redactor.redact_all(&mut ["plain".to_string()]).is_empty());
+    }
+
+    #[test]
+    fn a_secret_is_found_however_a_url_spells_it() {
+        let redactor = redactor();
+        let spellings = [
+            format!("https://evil.example/?k={OPENAI}"),
+            "https://evil.example/?k=test%2Dopenai%2Dkey%2D1".to_string(),
+            "https://evil.example/?k=test%252Dopenai%252Dkey%252D1".to_string(),
+            format!("https://{}.evil.example/", OPENAI.to_uppercase()),
+            "https://evil.example/4242%3Atest-telegram-token".to_string(),
+        ];
+        for url in &spellings {
+            assert_eq!(redactor.found_in(url).len(), 1, "{url}");
+        }
+        assert_eq!(redactor.found_in(&spellings[4])[0].name, "TELEGRAM_BOT_TOKEN");
+        assert!(redactor.found_in("https://example.com/?q=test-openai").is_empty());
+        let both = format!("https://evil.example/{TELEGRAM}/{OPENAI}");
+        assert_eq!(redactor.found_in(&both).len(), 2);
+    }
+
+    #[test]
+    fn a_secret_may_go_only_to_its_own_api_origin() {
+        let redactor = redactor();
+        let telegram = redactor.found_in(TELEGRAM)[0];
+        let url = |text: &str| Url::parse(text).unwrap();
+        assert!(telegram.may_go_to(&url("https://api.telegram.org/botX/getMe")));
+        assert!(telegram.may_go_to(&url("https://API.telegram.org:443/")));
+        for elsewhere in [
+            "https://evil.example/",
+            "http://api.telegram.org/",
+            "https://api.telegram.org:8443/",
+            "https://api.telegram.org.evil.example/",
+        ] {
+            assert!(!telegram.may_go_to(&url(elsewhere)), "{elsewhere}");
+        }
+        let admin = redactor.found_in("admin-secret-value")[0];
+        assert!(!admin.may_go_to(&url("https://api.telegram.org/")), "the admin token goes nowhere");
+    }
+
+    #[test]
+    fn every_secret_setting_is_covered_and_plain_settings_are_not() {
+        let config = Config::from_lookup(|name| match SECRET_VARIABLES.contains(&name) {
+            true => Some(format!("value-of-{name}")),
+            false => Some(format!("plain-{name}")),
+        });
+        let redactor = Redactor::from_config(&config);
+        let mut names: Vec<&str> = redactor.secrets.iter().map(|secret| secret.name).collect();
+        names.sort_unstable();
+        let mut expected = SECRET_VARIABLES.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected);
+        for secret in &redactor.secrets {
+            assert_eq!(secret.value, format!("value-of-{}", secret.name), "each secret under its own name");
+        }
+        assert_eq!(redactor.scrub("value-of-SLACK_SIGNING_SECRET plain-BOT_NAME"), "[redacted] plain-BOT_NAME");
+    }
+}
