@@ -15,8 +15,9 @@ use crate::config::Config;
 pub use shapes::REDACTED;
 
 /// The variables that hold secrets (README: "Configuration").
-pub const SECRET_VARIABLES: [&str; 9] = [
+pub const SECRET_VARIABLES: [&str; 10] = [
     "ADMIN_TOKEN",
+    "WEB_CHAT_TOKEN",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "SEARCH_API_KEY",
@@ -81,6 +82,7 @@ impl Redactor {
     pub fn from_config(config: &Config) -> Self {
         Redactor::new([
             ("ADMIN_TOKEN", config.admin_token.as_str(), None),
+            ("WEB_CHAT_TOKEN", &config.web_chat_token, None),
             ("OPENAI_API_KEY", &config.openai_api_key, Some(config.openai_base_url.as_str())),
             ("ANTHROPIC_API_KEY", &config.anthropic_api_key, Some(&config.anthropic_base_url)),
             ("SEARCH_API_KEY", &config.search_api_key, Some(&config.search_base_url)),
@@ -189,26 +191,7 @@ impl Redactor {
 fn percent_decode(text: &str) -> String {
     let mut current = text.to_string();
     for _ in 0..3 {
-        let bytes = current.as_bytes();
-        let mut decoded = Vec::with_capacity(bytes.len());
-        let mut index = 0;
-        while index < bytes.len() {
-            let escaped = (bytes[index] == b'%')
-                .then(|| current.get(index + 1..index + 3))
-                .flatten()
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-            match escaped {
-                Some(byte) => {
-                    decoded.push(byte);
-                    index += 3;
-                }
-                None => {
-                    decoded.push(bytes[index]);
-                    index += 1;
-                }
-            }
-        }
-        let next = String::from_utf8_lossy(&decoded).into_owned();
+        let next = crate::security::percent_decode(&current);
         if next == current {
             break;
         }

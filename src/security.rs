@@ -32,6 +32,31 @@ pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
     (0..text.len()).step_by(2).map(|index| u8::from_str_radix(text.get(index..index + 2)?, 16).ok()).collect()
 }
 
+/// Decodes `%XX` escapes once (a path segment: conversation keys hold `:`);
+/// other bytes, and a `%` not followed by two hex digits, stay as they are.
+pub fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let escaped = (bytes[index] == b'%')
+            .then(|| segment.get(index + 1..index + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                decoded.push(byte);
+                index += 3;
+            }
+            None => {
+                decoded.push(bytes[index]);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
+}
+
 /// Checks an `Authorization: Bearer <token>` header against the configured token.
 /// An unset or empty token rejects everything: the admin API fails closed.
 pub fn bearer_matches(header: Option<&str>, expected_token: &str) -> bool {
@@ -70,6 +95,14 @@ mod tests {
         assert_eq!(decode_hex("00ff7A"), Some(vec![0, 255, 122]));
         assert_eq!(decode_hex("abc"), None);
         assert_eq!(decode_hex("zz"), None);
+    }
+
+    #[test]
+    fn percent_escapes_decode_once_and_stray_percents_stay() {
+        assert_eq!(percent_decode("telegram%3A-100"), "telegram:-100");
+        assert_eq!(percent_decode("%2541"), "%41", "once");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
     }
 
     #[test]

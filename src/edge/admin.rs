@@ -9,6 +9,7 @@ use super::http::read_body;
 use super::router::internal;
 use super::sessions::authorize;
 use super::{conversations, history, jobs, memory, usage};
+use crate::security::percent_decode;
 
 /// How many rows an admin listing returns at most.
 const LISTING_LIMIT: usize = 500;
@@ -283,28 +284,4 @@ pub async fn delete_memory(request: &Request, env: &Env, id: &str) -> Result<Res
         true => Response::from_json(&serde_json::json!({ "deleted": true })).map_err(internal),
         false => Err(ApiError::NotFound),
     }
-}
-
-/// Decodes `%XX` escapes in a path segment (conversation keys hold `:`).
-pub(super) fn percent_decode(segment: &str) -> String {
-    let bytes = segment.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let escaped = (bytes[index] == b'%')
-            .then(|| segment.get(index + 1..index + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) => {
-                decoded.push(byte);
-                index += 3;
-            }
-            None => {
-                decoded.push(bytes[index]);
-                index += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&decoded).into_owned()
 }

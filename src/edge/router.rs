@@ -30,7 +30,7 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         (Method::Get, ["api", "settings"]) => admin::settings(&request, env).await,
         (Method::Get, ["api", "memory", "bulletin"]) => admin::bulletin(&request, env).await,
         (Method::Get, ["api", "channels", key, "live"]) => {
-            sessions::watch_socket(&request, env, &admin::percent_decode(key)).await
+            sessions::watch_socket(&request, env, &crate::security::percent_decode(key)).await
         }
         (Method::Get, ["api", "channels", key, "events"]) => admin::channel_events(&request, env, key).await,
         (Method::Get, ["api", "channels", key, "messages"]) => admin::channel_messages(&request, env, key).await,
