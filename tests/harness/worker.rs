@@ -57,7 +57,9 @@ fn list_secrets(secrets: &[&(String, String)]) {
         .open(log_dir().join(SECRETS_FILE))
         .expect("open the secrets list");
     for (_, value) in secrets {
-        writeln!(file, "{value}").expect("write the secrets list");
+        // One write per line: tests run in parallel, and `writeln!` may write
+        // the value and the newline apart, interleaving lines into empty ones.
+        file.write_all(format!("{value}\n").as_bytes()).expect("write the secrets list");
     }
 }
 
