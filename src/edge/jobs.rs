@@ -2,12 +2,17 @@
 //! Each message is acked on its own; a failing job is retried by the queue and,
 //! after its retries, arrives on the dead-letter queue, whose consumer tells
 //! the channel the work failed (so the user hears it).
+//!
+//! A batch's jobs run together, up to [`JOBS_AT_ONCE`]: most of a job's time
+//! is spent waiting on a model or D1, and one at a time the consumers were the
+//! first thing to saturate (docs/scale.md).
 
 mod branch_step;
 mod worker_step;
 
 pub use worker_step::{cancel as cancel_worker, list as list_workers};
 
+use futures_util::stream::{self, StreamExt};
 use worker::{event, Context, Env, Message, MessageBatch, MessageExt, Method, Request, RequestInit};
 
 use super::config::{self, CHANNEL_BINDING, DEAD_LETTER_SUFFIX};
@@ -20,6 +25,11 @@ use crate::process::compaction::CompactionJob;
 use crate::process::envelope::Envelope;
 use crate::process::Job;
 use crate::prompt;
+
+/// Jobs one consumer invocation runs at once: the open connections (fetch,
+/// D1, Durable Object calls) an invocation may hold at the same time is 6,
+/// and each job holds one at a time. wrangler.toml's `max_batch_size` matches.
+const JOBS_AT_ONCE: usize = 6;
 
 #[event(queue)]
 async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Context) -> worker::Result<()> {
@@ -34,9 +44,10 @@ async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Conte
             return Ok(());
         }
     };
-    for message in messages {
-        handle(&config, &env, &message, dead_letters).await;
-    }
+    // Each job is still acked or retried on its own, inside `handle`.
+    stream::iter(&messages)
+        .for_each_concurrent(JOBS_AT_ONCE, |message| handle(&config, &env, message, dead_letters))
+        .await;
     Ok(())
 }
 
