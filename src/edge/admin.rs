@@ -234,11 +234,17 @@ pub async fn gateway(request: &Request, env: &Env, method: Method, path: &str) -
     super::gateway::call(env, method, path).await.map_err(internal)
 }
 
-/// The conversation's stored history, oldest first.
+/// The conversation's stored history, oldest first. The channel object first
+/// mirrors what D1 lacks (when it cannot, the listing is what D1 has: at most
+/// an alarm behind).
 pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
+    let key = percent_decode(key);
+    if let Err(error) = super::jobs::call_channel(env, &key, "history/flush", String::new()).await {
+        worker::console_warn!("history of {key} not flushed before listing: {error}");
+    }
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let messages = history::list(&database, &percent_decode(key), LISTING_LIMIT).await.map_err(internal)?;
+    let messages = history::list(&database, &key, LISTING_LIMIT).await.map_err(internal)?;
     Response::from_json(&messages).map_err(internal)
 }
 

@@ -21,7 +21,7 @@ use super::model::HttpModel;
 use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::llm::{ChatMessage, ChatRequest, Role};
-use crate::process::compaction::CompactionJob;
+use crate::process::compaction::{Compacted, CompactionJob};
 use crate::process::envelope::Envelope;
 use crate::process::Job;
 use crate::prompt;
@@ -104,8 +104,17 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
 }
 
 /// Summarises the job's messages with the compactor model and swaps them for
-/// the summary (they stay in D1, flagged, as the archive).
+/// the summary (they stay in D1, flagged, as the archive), then tells the
+/// channel object, whose copy of the history the turns read. A redelivery
+/// after the summary was stored tells it again.
 async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<(), String> {
+    store_compaction(config, env, job).await?;
+    let report = Compacted { conversation_key: job.conversation_key.clone(), covered: job.message_ids.clone() };
+    let body = serde_json::to_string(&report).map_err(|error| error.to_string())?;
+    call_channel(env, &job.conversation_key, "history/compacted", body).await.map_err(|error| error.to_string())
+}
+
+async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Result<(), String> {
     let database = env.d1(super::config::DATABASE_BINDING).map_err(|error| error.to_string())?;
     let rows = super::history::live_messages(&database, &job.message_ids).await.map_err(|error| error.to_string())?;
     if rows.is_empty() {
@@ -133,10 +142,16 @@ async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<()
 
 /// Posts an envelope to the conversation's channel object.
 pub(super) async fn deliver(env: &Env, conversation_key: &str, envelope: &Envelope) -> worker::Result<()> {
+    call_channel(env, conversation_key, "process-event", serde_json::to_string(envelope)?).await
+}
+
+/// Posts `body` to one of the conversation's channel object's paths; an answer other than 200 is an error.
+pub(super) async fn call_channel(env: &Env, conversation_key: &str, path: &str, body: String) -> worker::Result<()> {
     let stub = env.durable_object(CHANNEL_BINDING)?.get_by_name(conversation_key)?;
     let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(serde_json::to_string(envelope)?.into()));
-    let response = stub.fetch_with_request(Request::new_with_init("https://channel/process-event", &init)?).await?;
+    init.with_method(Method::Post).with_body(Some(body.into()));
+    let url = format!("https://channel/{path}");
+    let response = stub.fetch_with_request(Request::new_with_init(&url, &init)?).await?;
     if response.status_code() != 200 {
         return Err(worker::Error::RustError(format!("channel answered {}", response.status_code())));
     }
