@@ -574,7 +574,8 @@ struct Design {
     /// bulletin) in its SQLite and serves the prompt from there ...
     history_in_object: bool,
     /// ... and mirrors new rows to D1 at the end of a turn once `mirror_rows`
-    /// are pending, the oldest is `mirror_seconds` old, or the room went quiet.
+    /// are pending, the oldest is `mirror_seconds` old, or the room went quiet
+    /// (as built: after every alarm, so `mirror_seconds` 0 and a turn's rows).
     mirror_rows: f64,
     mirror_seconds: f64,
     /// D1 databases the conversation-keyed tables (messages, summaries, workers,
@@ -601,8 +602,9 @@ const BEFORE: Design = Design {
 const HISTORY_IN_OBJECT: Design = Design {
     name: "B: history served by the ChannelObject, mirrored in batches (one D1)",
     history_in_object: true,
-    mirror_rows: 24.0,
-    mirror_seconds: 30.0,
+    // turn_runner::run mirrors after every alarm's turns (one batch): a flush per turn.
+    mirror_rows: STORED_PER_TURN + PIECES_PER_TURN,
+    mirror_seconds: 0.0,
     ..BEFORE
 };
 
@@ -624,8 +626,19 @@ const SHARDS_ONLY: Design =
 /// How long the ChannelObject keeps the memory bulletin before reading it again
 /// (the cron rebuilds it at most every 15 minutes).
 const BULLETIN_CACHE_S: f64 = 900.0;
-/// Rows a conversation keeps in its object (history_limit 50, with room for a fork).
+/// Rows a conversation keeps in its object (history_mirror::kept_rows: history_limit 50 twice, at least 200).
 const KEPT_HISTORY_ROWS: f64 = 200.0;
+
+/// Rows of the object's `history` table a turn reads: it has no secondary index (each
+/// would cost a row written per row, billed 1,000x a row read), so history::load, the
+/// mirror's pending read, has_pending and the prune (and its OFFSET walk) each scan it.
+fn history_scan_rows(design: &Design) -> f64 {
+    if design.history_in_object {
+        5.0 * KEPT_HISTORY_ROWS
+    } else {
+        0.0
+    }
+}
 
 /// The history path of one turn under `design`, averaged over the
 /// conversations turns happen in; `rate` is the traffic over the day's mean.
@@ -663,10 +676,10 @@ fn turn_history(design: &Design, population: &Population, rate: f64) -> Ops {
             global_queries: bulletin_reads,
             global_rows_read: bulletin_reads,
             // History and summaries served from the object; pending rows read back to mirror.
-            do_rows_read: 52.0 + rows,
-            // Each row: insert + UNIQUE id (2), its prune once 200 newer exist (2); the mirror
-            // watermark per flush.
-            do_rows_written: rows * 4.0 + flushes,
+            do_rows_read: history_scan_rows(design) + rows,
+            // Each row: insert + UNIQUE id (2), its `mirrored` flag once D1 took it (1), its
+            // prune once 200 newer exist (2).
+            do_rows_written: rows * 5.0,
             ..Ops::ZERO
         }
     };
@@ -885,7 +898,9 @@ fn load(component: Component, design: &Design, daily: f64, rate: f64) -> f64 {
             let requests = hottest * ops.do_requests;
             let cpu_ms = hottest * Timing::DO_ACK_CPU_MS
                 + turns
-                    * (Timing::DO_TURN_CPU_MS + settle_rows(design, population.hottest()) * Timing::SCAN_MS_PER_ROW);
+                    * (Timing::DO_TURN_CPU_MS
+                        + (settle_rows(design, population.hottest()) + history_scan_rows(design))
+                            * Timing::SCAN_MS_PER_ROW);
             requests.max(cpu_ms)
         }
         Component::Subrequests => {

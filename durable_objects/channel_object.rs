@@ -7,6 +7,8 @@
 
 #[path = "channel_object/envelopes.rs"]
 mod envelopes;
+#[path = "channel_object/history.rs"]
+mod history;
 #[path = "channel_object/inbox.rs"]
 mod inbox;
 #[path = "channel_object/outbox.rs"]
@@ -66,7 +68,8 @@ pub struct ChannelObject {
 impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA, envelopes::SCHEMA, stats::SCHEMA] {
+        for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA, envelopes::SCHEMA, stats::SCHEMA, history::SCHEMA]
+        {
             if let Err(error) = sql.exec(schema, None) {
                 LogLine::error("channel_schema_failed").reason(&error).emit();
             }
@@ -109,6 +112,22 @@ impl DurableObject for ChannelObject {
                 web_chat::accept(&self.state, &[CHAT, &format!("role:{role}"), &format!("key:{key}")])
             }
             (Method::Post, "/process-event") => self.receive_process_event(request).await,
+            // The admin API lists D1's copy: bring it up to date first.
+            (Method::Post, "/history/flush") => {
+                let keep = crate::channel::history_mirror::kept_rows(self.config.history_limit);
+                let database = self.env.d1(DATABASE_BINDING)?;
+                history::mirror(&self.state.storage().sql(), &database, keep).await?;
+                Response::ok("")
+            }
+            (Method::Post, "/history/compacted") => {
+                let Ok(done) = json_body::<crate::process::compaction::Compacted>(&mut request).await else {
+                    return Response::error("malformed compaction report", 400);
+                };
+                let database = self.env.d1(DATABASE_BINDING)?;
+                history::compacted(&self.state.storage().sql(), &database, &done.conversation_key, &done.covered)
+                    .await?;
+                Response::ok("")
+            }
             (Method::Post, "/tasks/start") => self.start_task_worker(request).await,
             (Method::Post, "/schedules/wake") => {
                 // The cron found a job of this conversation overdue: claim it now.

@@ -2,6 +2,7 @@
 //! its pure logic; the Durable Object in durable_objects/ carries it out.
 
 pub mod engagement;
+pub mod history_mirror;
 pub mod loop_guard;
 pub mod participants;
 pub mod processes;

@@ -80,6 +80,8 @@ pub struct Config {
     /// The channel model's context window, for compaction.
     pub context_window_tokens: u64,
     pub history_limit: u32,
+    /// How long a channel object reuses the memory bulletin before reading it again.
+    pub bulletin_cache_ms: i64,
     pub llm_timeout_ms: u64,
     pub llm_retry: RetryPolicy,
     pub send_max_attempts: u32,
@@ -143,6 +145,10 @@ impl Config {
                 crate::process::compaction::DEFAULT_CONTEXT_WINDOW_TOKENS,
             ),
             history_limit: number("HISTORY_LIMIT", DEFAULT_HISTORY_LIMIT.into()).clamp(1, 500) as u32,
+            bulletin_cache_ms: number(
+                "BULLETIN_CACHE_MS",
+                crate::channel::history_mirror::DEFAULT_BULLETIN_CACHE_MS as u64,
+            ) as i64,
             llm_timeout_ms: number("LLM_TIMEOUT_MS", DEFAULT_LLM_TIMEOUT_MS).max(100),
             llm_retry: RetryPolicy {
                 max_attempts: number("LLM_MAX_ATTEMPTS", DEFAULT_LLM_MAX_ATTEMPTS.into()).clamp(1, 10) as u32,

@@ -7,6 +7,7 @@
 mod discord;
 mod gateway;
 mod harness;
+mod history;
 mod hostile;
 mod leaks;
 mod memory;

@@ -75,7 +75,8 @@ async fn a_fact_saved_by_a_branch_in_one_chat_is_recalled_in_another() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_cron_builds_a_bulletin_only_when_memory_changed_and_prompts_carry_it() {
-    let env = TestEnv::start().await;
+    // Channel objects reuse a bulletin for 15 minutes by default; this test wants the rebuilt one at once.
+    let env = TestEnv::start_with(&[("BULLETIN_CACHE_MS", "0")]).await;
     let (status, imported) = env
         .admin_send(
             Method::POST,

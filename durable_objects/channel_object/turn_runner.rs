@@ -9,14 +9,15 @@ use std::pin::pin;
 use futures_util::future::{select, Either};
 use worker::{D1Database, Result, SqlStorage};
 
-use super::{envelopes, inbox, outbox, pending, ChannelObject};
+use super::{envelopes, history as history_store, inbox, outbox, pending, ChannelObject};
+use crate::channel::history_mirror::kept_rows;
 use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::ScheduleDue;
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, HistoryEntry, HistoryRole, TurnContext};
 use crate::config::Config;
 use crate::edge::config::{redactor, DATABASE_BINDING, JOBS_BINDING};
-use crate::edge::history::{self, StoredMessage};
+use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::log::Emit;
 use crate::edge::model::HttpModel;
@@ -43,8 +44,34 @@ const WORKING_RENEW_MS: u64 = 4_500;
 const SEND_BACKOFF_MS: u64 = 500;
 /// An alarm this early (or less) is close enough to run.
 const WAKE_TOLERANCE_MS: i64 = 25;
+/// When history rows could not be mirrored to D1 (or more wait), the object
+/// comes back for them this much later if nothing else wakes it sooner.
+const MIRROR_RETRY_MS: i64 = 30_000;
 
+/// Runs the due turns, then mirrors their history rows to D1 in one batch:
+/// one D1 write per alarm, after the replies went out.
 pub async fn run(object: &ChannelObject) -> Result<()> {
+    let ran = run_turns(object).await;
+    mirror_history(object).await?;
+    ran
+}
+
+/// Mirrors the history rows D1 lacks. A failure keeps them for later (the
+/// alarm comes back for them); replies never wait on it.
+pub(super) async fn mirror_history(object: &ChannelObject) -> Result<()> {
+    let sql = object.state.storage().sql();
+    let database = object.env.d1(DATABASE_BINDING)?;
+    if let Err(error) = history_store::mirror(&sql, &database, kept_rows(object.config.history_limit)).await {
+        LogLine::warn("history_not_mirrored").field("recovery", "kept for the next alarm").reason(&error).emit();
+    }
+    let storage = object.state.storage();
+    if history_store::has_pending(&sql)? && storage.get_alarm().await?.is_none() {
+        storage.set_alarm(MIRROR_RETRY_MS).await?;
+    }
+    Ok(())
+}
+
+async fn run_turns(object: &ChannelObject) -> Result<()> {
     let config = &object.config;
     let now = now_ms();
     // A burst that is still arriving pushed the wake time; sleep until it settles.
@@ -190,7 +217,7 @@ async fn run_one(
     for emoji in &reactions {
         platform.react(last, emoji).await;
     }
-    history::record(database, &sent).await?;
+    history_store::record(sql, &sent)?;
     for run in scheduled_runs(turn) {
         let status = if sent.is_empty() { "nothing" } else { "delivered" };
         schedules::finish_run(database, run, status, None, now_ms()).await?;
@@ -259,7 +286,15 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
         created_at: event.envelope.ts,
         compacted: 0,
     }));
-    let loaded = history::load_and_record(database, conversation_key, &stored, config.history_limit as usize).await?;
+    // The history comes from the object's own copy; D1 is read once per
+    // conversation (to take over what it held before) and for a stale bulletin.
+    let sql = object.state.storage().sql();
+    let keep = kept_rows(config.history_limit);
+    history_store::take_over(&sql, database, conversation_key, keep, now_ms()).await?;
+    history_store::record(&sql, &stored)?;
+    let current_ids: Vec<&str> = stored.iter().map(|message| message.id.as_str()).collect();
+    let loaded = history_store::load(&sql, &current_ids, config.history_limit as usize)?;
+    let bulletin = history_store::bulletin(&sql, database, now_ms(), config.bulletin_cache_ms).await?;
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
     let entry = |row: &StoredMessage| HistoryEntry {
         role: row.role,
@@ -272,7 +307,7 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
         bot_name: &config.bot_name,
         platform,
         now_utc: format_utc(now_ms()),
-        bulletin: &loaded.bulletin,
+        bulletin: &bulletin,
         summaries: &loaded.summaries,
         history: &earlier,
         context: &turn.context,
@@ -486,8 +521,16 @@ async fn compact(
     let ids = &thought.history_ids;
     match plan(thought.estimated_tokens, object.config.context_window_tokens, ids.len()) {
         CompactionPlan::Nothing => Ok(()),
-        CompactionPlan::Truncate { oldest } => history::drop_oldest(database, &ids[..oldest]).await,
+        CompactionPlan::Truncate { oldest } => {
+            history_store::drop_oldest(&object.state.storage().sql(), &ids[..oldest])
+        }
         CompactionPlan::Summarise { oldest } => {
+            // The compactor reads the messages from D1: they must be there.
+            let keep = kept_rows(object.config.history_limit);
+            if let Err(error) = history_store::mirror(&object.state.storage().sql(), database, keep).await {
+                LogLine::warn("compaction_waits_for_mirror").reason(&error).emit();
+                return Ok(());
+            }
             let job = Job::Compaction(CompactionJob {
                 id: format!("{}:{}:compaction", origin.conversation_key, turn.id),
                 conversation_key: origin.conversation_key.clone(),

@@ -6,9 +6,11 @@ use crate::api_error::ApiError;
 
 use super::config::{self, CHANNEL_BINDING, DATABASE_BINDING};
 use super::http::read_body;
+use super::log::Emit;
 use super::router::internal;
 use super::sessions::authorize;
 use super::{conversations, history, jobs, memory, usage};
+use crate::log_line::LogLine;
 use crate::security::percent_decode;
 
 /// How many rows an admin listing returns at most.
@@ -240,11 +242,17 @@ pub async fn gateway(request: &Request, env: &Env, method: Method, path: &str) -
     super::gateway::call(env, method, path).await.map_err(internal)
 }
 
-/// The conversation's stored history, oldest first.
+/// The conversation's stored history, oldest first. The channel object first
+/// mirrors what D1 lacks (when it cannot, the listing is what D1 has: at most
+/// an alarm behind).
 pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
+    let key = percent_decode(key);
+    if let Err(error) = super::jobs::call_channel(env, &key, "history/flush", String::new()).await {
+        LogLine::warn("history_not_flushed_before_listing").conversation(&key).reason(&error).emit();
+    }
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let messages = history::list(&database, &percent_decode(key), LISTING_LIMIT).await.map_err(internal)?;
+    let messages = history::list(&database, &key, LISTING_LIMIT).await.map_err(internal)?;
     Response::from_json(&messages).map_err(internal)
 }
 

@@ -1,4 +1,7 @@
-//! Conversation history in D1.
+//! Conversation history in D1: the archive. Turns read their history from
+//! the channel object's copy (durable_objects/channel_object/history.rs), which
+//! mirrors new rows here after each alarm; the compactor, `channel_recall` and
+//! the admin API read it here.
 
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
@@ -18,7 +21,7 @@ pub struct StoredMessage {
     pub content: String,
     pub platform_message_id: Option<String>,
     pub created_at: i64,
-    /// 0 live, 1 summarised, 2 dropped (set by compaction, never on insert).
+    /// 0 live, 1 summarised, 2 dropped (set by compaction).
     #[serde(default)]
     pub compacted: i64,
 }
@@ -39,92 +42,107 @@ impl StoredMessage {
     }
 }
 
-const INSERT: &str = "INSERT OR IGNORE INTO messages \
-    (id, conversation_key, role, author_id, author_name, content, platform_message_id, created_at) \
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
-
-fn insert(db: &D1Database, message: &StoredMessage) -> Result<D1PreparedStatement> {
-    let role = match message.role {
+fn role_name(role: HistoryRole) -> &'static str {
+    match role {
         HistoryRole::User => "user",
         HistoryRole::Assistant => "assistant",
-    };
-    db.prepare(INSERT).bind(&[
-        message.id.as_str().into(),
-        message.conversation_key.as_str().into(),
-        role.into(),
-        message.author_id.as_str().into(),
-        message.author_name.as_str().into(),
-        message.content.as_str().into(),
-        message.platform_message_id.as_deref().map_or(JsValue::NULL, JsValue::from),
-        JsValue::from_f64(message.created_at as f64),
-    ])
+    }
 }
 
-/// The newest messages still in the live history (not compacted away).
-fn latest(db: &D1Database, conversation_key: &str, limit: usize) -> Result<D1PreparedStatement> {
-    db.prepare(
-        "SELECT * FROM messages WHERE conversation_key = ?1 AND compacted = 0 \
-         ORDER BY created_at DESC, rowid DESC LIMIT ?2",
-    )
-    .bind(&[conversation_key.into(), JsValue::from_f64(limit as f64)])
+impl StoredMessage {
+    /// The row as one mirror element: a JSON array in [`MIRROR`]'s column order.
+    pub fn mirror_row(&self) -> serde_json::Result<String> {
+        serde_json::to_string(&(
+            &self.id,
+            &self.conversation_key,
+            role_name(self.role),
+            &self.author_id,
+            &self.author_name,
+            &self.content,
+            &self.platform_message_id,
+            self.created_at,
+            self.compacted,
+        ))
+    }
+}
+
+/// Writes a chunk of mirror rows (a JSON array of [`StoredMessage::mirror_row`]s)
+/// in one statement: new rows are inserted, a known one only takes a higher
+/// compaction flag (an emergency cut made in the channel object), so a resent
+/// chunk changes nothing.
+const MIRROR: &str = "INSERT INTO messages \
+    (id, conversation_key, role, author_id, author_name, content, platform_message_id, created_at, compacted) \
+    SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), \
+    json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), \
+    json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]') \
+    FROM json_each(?1) WHERE true \
+    ON CONFLICT (id) DO UPDATE SET compacted = max(messages.compacted, excluded.compacted)";
+
+/// Mirrors the channel object's new history rows to D1: every chunk in one
+/// batch (one round trip, one transaction).
+pub async fn mirror(db: &D1Database, chunks: Vec<String>) -> Result<()> {
+    if chunks.is_empty() {
+        return Ok(());
+    }
+    let statements =
+        chunks.into_iter().map(|chunk| db.prepare(MIRROR).bind(&[JsValue::from(chunk)])).collect::<Result<Vec<_>>>()?;
+    db.batch(statements).await?;
+    Ok(())
+}
+
+/// One compaction summary.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Summary {
+    pub id: String,
+    pub content: String,
+    pub created_at: i64,
+}
+
+fn summaries(db: &D1Database, conversation_key: &str) -> Result<D1PreparedStatement> {
+    db.prepare("SELECT id, content, created_at FROM summaries WHERE conversation_key = ?1 ORDER BY created_at, rowid")
+        .bind(&[conversation_key.into()])
+}
+
+/// The conversation's compaction summaries, oldest first.
+pub async fn load_summaries(db: &D1Database, conversation_key: &str) -> Result<Vec<Summary>> {
+    summaries(db, conversation_key)?.all().await?.results()
+}
+
+/// What a channel object takes over from D1 once: the summaries and the
+/// newest `limit` live messages (newest first), in one round trip.
+pub async fn load_for_takeover(
+    db: &D1Database,
+    conversation_key: &str,
+    limit: usize,
+) -> Result<(Vec<Summary>, Vec<StoredMessage>)> {
+    let latest = db
+        .prepare(
+            "SELECT * FROM messages WHERE conversation_key = ?1 AND compacted = 0 \
+             ORDER BY created_at DESC, rowid DESC LIMIT ?2",
+        )
+        .bind(&[conversation_key.into(), JsValue::from_f64(limit as f64)])?;
+    let results = db.batch(vec![summaries(db, conversation_key)?, latest]).await?;
+    let summaries = match results.first() {
+        Some(result) => result.results()?,
+        None => Vec::new(),
+    };
+    let rows = match results.get(1) {
+        Some(result) => result.results()?,
+        None => Vec::new(),
+    };
+    Ok((summaries, rows))
 }
 
 #[derive(Deserialize)]
-struct SummaryRow {
+struct BulletinRow {
     content: String,
 }
 
-/// A conversation's history as a turn sees it: compaction summaries (oldest
-/// first) and the live messages before the current ones.
-pub struct LoadedHistory {
-    /// The cortex's memory bulletin (empty until one is built).
-    pub bulletin: String,
-    pub summaries: Vec<String>,
-    pub earlier: Vec<StoredMessage>,
-}
-
-/// In one round trip: reads the memory bulletin, the conversation's summaries and last `limit`
-/// messages before `current`, and stores `current` (idempotently) so it is
-/// history from now on.
-pub async fn load_and_record(
-    db: &D1Database,
-    conversation_key: &str,
-    current: &[StoredMessage],
-    limit: usize,
-) -> Result<LoadedHistory> {
-    let summaries = db
-        .prepare("SELECT content FROM summaries WHERE conversation_key = ?1 ORDER BY created_at, rowid")
-        .bind(&[conversation_key.into()])?;
-    let bulletin = db.prepare("SELECT value AS content FROM memory_meta WHERE key = 'bulletin'");
-    let mut statements = vec![summaries, latest(db, conversation_key, limit + current.len())?, bulletin];
-    for message in current {
-        statements.push(insert(db, message)?);
-    }
-    let results = db.batch(statements).await?;
-    let summaries: Vec<SummaryRow> = match results.first() {
-        Some(result) => result.results()?,
-        None => Vec::new(),
-    };
-    let rows: Vec<StoredMessage> = match results.get(1) {
-        Some(result) => result.results()?,
-        None => Vec::new(),
-    };
-    let mut earlier: Vec<StoredMessage> = rows
-        .into_iter()
-        // A resumed turn may already have stored its messages; they are current, not history.
-        .filter(|row| current.iter().all(|message| message.id != row.id))
-        .take(limit)
-        .collect();
-    earlier.reverse();
-    let bulletin: Vec<SummaryRow> = match results.get(2) {
-        Some(result) => result.results()?,
-        None => Vec::new(),
-    };
-    Ok(LoadedHistory {
-        bulletin: bulletin.into_iter().next().map(|row| row.content).unwrap_or_default(),
-        summaries: summaries.into_iter().map(|row| row.content).collect(),
-        earlier,
-    })
+/// The cortex's memory bulletin (empty until one is built).
+pub async fn bulletin(db: &D1Database) -> Result<String> {
+    let rows: Vec<BulletinRow> =
+        db.prepare("SELECT value AS content FROM memory_meta WHERE key = 'bulletin'").all().await?.results()?;
+    Ok(rows.into_iter().next().map(|row| row.content).unwrap_or_default())
 }
 
 /// Flags messages as compacted (1 = summarised, 2 = dropped); they stay as the archive.
@@ -135,15 +153,6 @@ fn flag_compacted(db: &D1Database, ids: &[String], flag: u8) -> Result<Vec<D1Pre
                 .bind(&[JsValue::from_f64(f64::from(flag)), id.as_str().into()])
         })
         .collect()
-}
-
-/// Drops messages from the live history at once (the emergency cut).
-pub async fn drop_oldest(db: &D1Database, ids: &[String]) -> Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    db.batch(flag_compacted(db, ids, 2)?).await?;
-    Ok(())
 }
 
 /// The live (not yet compacted) messages among `ids` (at most 90: D1 binds up
@@ -182,16 +191,6 @@ pub async fn store_summary(
             JsValue::from_f64(created_at as f64),
         ])?];
     statements.extend(flag_compacted(db, covered, 1)?);
-    db.batch(statements).await?;
-    Ok(())
-}
-
-/// Stores messages (replies the bot sent), idempotently, in one round trip.
-pub async fn record(db: &D1Database, messages: &[StoredMessage]) -> Result<()> {
-    if messages.is_empty() {
-        return Ok(());
-    }
-    let statements = messages.iter().map(|message| insert(db, message)).collect::<Result<Vec<_>>>()?;
     db.batch(statements).await?;
     Ok(())
 }

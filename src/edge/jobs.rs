@@ -2,12 +2,17 @@
 //! Each message is acked on its own; a failing job is retried by the queue and,
 //! after its retries, arrives on the dead-letter queue, whose consumer tells
 //! the channel the work failed (so the user hears it).
+//!
+//! A batch's jobs run together, up to [`JOBS_AT_ONCE`]: most of a job's time
+//! is spent waiting on a model or D1, and one at a time the consumers were the
+//! first thing to saturate (docs/scale.md).
 
 mod branch_step;
 mod worker_step;
 
 pub use worker_step::{cancel as cancel_worker, list as list_workers};
 
+use futures_util::stream::{self, StreamExt};
 use worker::{event, Context, Env, Message, MessageBatch, MessageExt, Method, Request, RequestInit};
 
 use super::config::{self, CHANNEL_BINDING, DEAD_LETTER_SUFFIX};
@@ -18,11 +23,16 @@ use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::llm::{ChatMessage, ChatRequest, Role};
 use crate::log_line::LogLine;
-use crate::process::compaction::CompactionJob;
+use crate::process::compaction::{Compacted, CompactionJob};
 use crate::process::envelope::Envelope;
 use crate::process::Job;
 use crate::prompt;
 use crate::status::DeadLetter;
+
+/// Jobs one consumer invocation runs at once: the open connections (fetch,
+/// D1, Durable Object calls) an invocation may hold at the same time is 6,
+/// and each job holds one at a time. wrangler.toml's `max_batch_size` matches.
+const JOBS_AT_ONCE: usize = 6;
 
 #[event(queue)]
 async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Context) -> worker::Result<()> {
@@ -37,9 +47,10 @@ async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Conte
             return Ok(());
         }
     };
-    for message in messages {
-        handle(&config, &env, &message, dead_letters).await;
-    }
+    // Each job is still acked or retried on its own, inside `handle`.
+    stream::iter(&messages)
+        .for_each_concurrent(JOBS_AT_ONCE, |message| handle(&config, &env, message, dead_letters))
+        .await;
     Ok(())
 }
 
@@ -125,8 +136,17 @@ async fn dead_letter(env: &Env, kind: &str, id: &str, conversation: &str) {
 }
 
 /// Summarises the job's messages with the compactor model and swaps them for
-/// the summary (they stay in D1, flagged, as the archive).
+/// the summary (they stay in D1, flagged, as the archive), then tells the
+/// channel object, whose copy of the history the turns read. A redelivery
+/// after the summary was stored tells it again.
 async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<(), String> {
+    store_compaction(config, env, job).await?;
+    let report = Compacted { conversation_key: job.conversation_key.clone(), covered: job.message_ids.clone() };
+    let body = serde_json::to_string(&report).map_err(|error| error.to_string())?;
+    call_channel(env, &job.conversation_key, "history/compacted", body).await.map_err(|error| error.to_string())
+}
+
+async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Result<(), String> {
     let database = env.d1(super::config::DATABASE_BINDING).map_err(|error| error.to_string())?;
     let rows = super::history::live_messages(&database, &job.message_ids).await.map_err(|error| error.to_string())?;
     if rows.is_empty() {
@@ -165,10 +185,16 @@ async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<()
 
 /// Posts an envelope to the conversation's channel object.
 pub(super) async fn deliver(env: &Env, conversation_key: &str, envelope: &Envelope) -> worker::Result<()> {
+    call_channel(env, conversation_key, "process-event", serde_json::to_string(envelope)?).await
+}
+
+/// Posts `body` to one of the conversation's channel object's paths; an answer other than 200 is an error.
+pub(super) async fn call_channel(env: &Env, conversation_key: &str, path: &str, body: String) -> worker::Result<()> {
     let stub = env.durable_object(CHANNEL_BINDING)?.get_by_name(conversation_key)?;
     let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(serde_json::to_string(envelope)?.into()));
-    let response = stub.fetch_with_request(Request::new_with_init("https://channel/process-event", &init)?).await?;
+    init.with_method(Method::Post).with_body(Some(body.into()));
+    let url = format!("https://channel/{path}");
+    let response = stub.fetch_with_request(Request::new_with_init(&url, &init)?).await?;
     if response.status_code() != 200 {
         return Err(worker::Error::RustError(format!("channel answered {}", response.status_code())));
     }

@@ -23,6 +23,17 @@ pub struct CompactionJob {
     pub message_ids: Vec<String>,
 }
 
+/// The compactor's report to the conversation's channel object once D1 holds
+/// the summary: the object reads the summaries and drops `covered` from its
+/// copy of the live history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compacted {
+    pub conversation_key: String,
+    /// The messages the summary replaced (all the job's: on a redelivery some
+    /// may have been compacted already, which changes nothing).
+    pub covered: Vec<String>,
+}
+
 /// What the compactor decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]

@@ -1,0 +1,230 @@
+//! The conversation's history as its turns read it, in the object's SQLite:
+//! the newest rows and the compaction summaries, and the memory bulletin for a
+//! while. New rows land here first (`mirrored = 0`) and go to D1 in one batch
+//! after the alarm's turns ([`mirror`]); they are marked mirrored only once D1
+//! took them, so a failed mirror is sent again later and nothing is lost. A
+//! turn never waits on D1 for its history; the rules are in
+//! `crate::channel::history_mirror`.
+//!
+//! The table holds about `kept_rows` rows and has no index but its id: its
+//! reads scan a few hundred rows, while each index would add a row written per
+//! row stored, billed a thousand times a row read.
+
+use serde::Deserialize;
+use worker::{D1Database, Result, SqlStorage, SqlStorageValue};
+
+use crate::channel::history_mirror::{
+    bulletin_is_fresh, chunk_rows, earlier, MIRROR_BYTES_PER_STATEMENT, MIRROR_ROWS_PER_FLUSH,
+};
+use crate::edge::history::{self, StoredMessage, Summary};
+use crate::edge::log::Emit;
+use crate::log_line::LogLine;
+
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS history (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    conversation_key TEXT NOT NULL,
+    role TEXT NOT NULL,
+    author_id TEXT NOT NULL,
+    author_name TEXT NOT NULL,
+    content TEXT NOT NULL,
+    platform_message_id TEXT,
+    created_at INTEGER NOT NULL,
+    compacted INTEGER NOT NULL DEFAULT 0,
+    mirrored INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS history_summaries (
+    id TEXT PRIMARY KEY,
+    content TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS history_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    at INTEGER NOT NULL
+);
+";
+
+/// The prompt's history: summaries (oldest first) and the live rows before the turn's own.
+pub struct Loaded {
+    pub summaries: Vec<String>,
+    pub earlier: Vec<StoredMessage>,
+}
+
+#[derive(Deserialize)]
+struct MetaRow {
+    value: String,
+    at: i64,
+}
+
+fn meta(sql: &SqlStorage, key: &str) -> Result<Option<MetaRow>> {
+    let rows: Vec<MetaRow> =
+        sql.exec("SELECT value, at FROM history_meta WHERE key = ?", vec![key.into()])?.to_array()?;
+    Ok(rows.into_iter().next())
+}
+
+fn set_meta(sql: &SqlStorage, key: &str, value: &str, at: i64) -> Result<()> {
+    sql.exec(
+        "INSERT INTO history_meta (key, value, at) VALUES (?, ?, ?) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, at = excluded.at",
+        vec![key.into(), value.into(), SqlStorageValue::from(at)],
+    )?;
+    Ok(())
+}
+
+/// Once per conversation, takes over the history D1 holds (conversations that
+/// began before the object kept it; for a new one, an empty read). Until that
+/// read succeeds, no turn runs on a partial history: the error retries the alarm.
+pub async fn take_over(sql: &SqlStorage, db: &D1Database, conversation_key: &str, keep: usize, now: i64) -> Result<()> {
+    if meta(sql, "taken_over")?.is_some() {
+        return Ok(());
+    }
+    let (summaries, rows) = history::load_for_takeover(db, conversation_key, keep).await?;
+    store_summaries(sql, &summaries)?;
+    for row in rows.iter().rev() {
+        insert(sql, row, true)?;
+    }
+    set_meta(sql, "taken_over", "1", now)
+}
+
+fn insert(sql: &SqlStorage, message: &StoredMessage, mirrored: bool) -> Result<()> {
+    let role = serde_json::to_value(message.role)?.as_str().unwrap_or("user").to_string();
+    sql.exec(
+        "INSERT INTO history (id, conversation_key, role, author_id, author_name, content, \
+         platform_message_id, created_at, compacted, mirrored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (id) DO NOTHING",
+        vec![
+            message.id.as_str().into(),
+            message.conversation_key.as_str().into(),
+            role.into(),
+            message.author_id.as_str().into(),
+            message.author_name.as_str().into(),
+            message.content.as_str().into(),
+            message.platform_message_id.clone().into(),
+            SqlStorageValue::from(message.created_at),
+            SqlStorageValue::from(message.compacted),
+            SqlStorageValue::from(i64::from(mirrored)),
+        ],
+    )?;
+    Ok(())
+}
+
+fn store_summaries(sql: &SqlStorage, summaries: &[Summary]) -> Result<()> {
+    for summary in summaries {
+        sql.exec(
+            "INSERT INTO history_summaries (id, content, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            vec![
+                summary.id.as_str().into(),
+                summary.content.as_str().into(),
+                SqlStorageValue::from(summary.created_at),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Stores new messages (idempotently, by id), to be mirrored.
+pub fn record(sql: &SqlStorage, messages: &[StoredMessage]) -> Result<()> {
+    messages.iter().try_for_each(|message| insert(sql, message, false))
+}
+
+#[derive(Deserialize)]
+struct SummaryText {
+    content: String,
+}
+
+/// The summaries and the last `limit` live messages before `current` (the turn's own ids).
+pub fn load(sql: &SqlStorage, current: &[&str], limit: usize) -> Result<Loaded> {
+    let summaries: Vec<SummaryText> =
+        sql.exec("SELECT content FROM history_summaries ORDER BY created_at, rowid", None)?.to_array()?;
+    let newest_first: Vec<StoredMessage> = sql
+        .exec(
+            "SELECT * FROM history WHERE compacted = 0 ORDER BY created_at DESC, seq DESC LIMIT ?",
+            vec![SqlStorageValue::from((limit + current.len()) as i64)],
+        )?
+        .to_array()?;
+    Ok(Loaded {
+        summaries: summaries.into_iter().map(|row| row.content).collect(),
+        earlier: earlier(newest_first, |row| row.id.as_str(), current, limit),
+    })
+}
+
+/// The memory bulletin, read from D1 when the cached copy is stale. A failed
+/// read serves the stale copy (a bulletin a little old beats no reply).
+pub async fn bulletin(sql: &SqlStorage, db: &D1Database, now: i64, cache_ms: i64) -> Result<String> {
+    let cached = meta(sql, "bulletin")?;
+    if let Some(cached) = cached.as_ref().filter(|cached| bulletin_is_fresh(cached.at, now, cache_ms)) {
+        return Ok(cached.value.clone());
+    }
+    match history::bulletin(db).await {
+        Ok(bulletin) => {
+            set_meta(sql, "bulletin", &bulletin, now)?;
+            Ok(bulletin)
+        }
+        Err(error) => {
+            LogLine::warn("bulletin_unreadable").field("recovery", "the cached one serves").reason(&error).emit();
+            Ok(cached.map(|cached| cached.value).unwrap_or_default())
+        }
+    }
+}
+
+/// Drops messages from the live history at once (the emergency cut); the
+/// flag reaches D1 with the next mirror.
+pub fn drop_oldest(sql: &SqlStorage, ids: &[String]) -> Result<()> {
+    for id in ids {
+        sql.exec(
+            "UPDATE history SET compacted = 2, mirrored = 0 WHERE id = ? AND compacted = 0",
+            vec![id.as_str().into()],
+        )?;
+    }
+    Ok(())
+}
+
+/// A compaction finished in D1: takes its summaries (read from D1 once) and
+/// flags the messages it covered, which leave the prompt.
+pub async fn compacted(sql: &SqlStorage, db: &D1Database, conversation_key: &str, covered: &[String]) -> Result<()> {
+    let summaries = history::load_summaries(db, conversation_key).await?;
+    store_summaries(sql, &summaries)?;
+    for id in covered {
+        sql.exec("UPDATE history SET compacted = 1 WHERE id = ? AND compacted = 0", vec![id.as_str().into()])?;
+    }
+    Ok(())
+}
+
+/// Whether rows wait to be mirrored.
+pub fn has_pending(sql: &SqlStorage) -> Result<bool> {
+    let rows: Vec<serde_json::Value> =
+        sql.exec("SELECT 1 AS found FROM history WHERE mirrored = 0 LIMIT 1", None)?.to_array()?;
+    Ok(!rows.is_empty())
+}
+
+/// Sends the rows D1 does not have yet in one batch and, once it took them,
+/// marks them mirrored and forgets what the prompt no longer needs (beyond
+/// `keep` rows, or compacted). Returns how many rows went.
+pub async fn mirror(sql: &SqlStorage, db: &D1Database, keep: usize) -> Result<usize> {
+    let pending: Vec<StoredMessage> = sql
+        .exec(
+            "SELECT * FROM history WHERE mirrored = 0 ORDER BY seq LIMIT ?",
+            vec![SqlStorageValue::from(MIRROR_ROWS_PER_FLUSH as i64)],
+        )?
+        .to_array()?;
+    if pending.is_empty() {
+        return Ok(0);
+    }
+    let rows = pending.iter().map(StoredMessage::mirror_row).collect::<serde_json::Result<Vec<_>>>()?;
+    history::mirror(db, chunk_rows(&rows, MIRROR_BYTES_PER_STATEMENT)).await?;
+    for row in &pending {
+        // A row flagged again while D1 was written goes again with its new flag.
+        sql.exec(
+            "UPDATE history SET mirrored = 1 WHERE id = ? AND compacted = ?",
+            vec![row.id.as_str().into(), SqlStorageValue::from(row.compacted)],
+        )?;
+    }
+    sql.exec(
+        "DELETE FROM history WHERE mirrored = 1 AND (compacted != 0 \
+         OR seq <= (SELECT seq FROM history ORDER BY seq DESC LIMIT 1 OFFSET ?))",
+        vec![SqlStorageValue::from(keep as i64)],
+    )?;
+    Ok(pending.len())
+}
