@@ -31,13 +31,11 @@ pub async fn conversations(request: &Request, env: &Env) -> Result<Response, Api
 pub async fn settings(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let mut view = config::load(env).public_view();
-    let bindings: serde_json::Map<String, serde_json::Value> = ["DB", "CHANNEL", "GATEWAY", "JOBS", "AI", "VECTORS"]
-        .into_iter()
-        .map(|name| {
+    let bindings =
+        crate::sorting::object_from(["DB", "CHANNEL", "GATEWAY", "JOBS", "AI", "VECTORS"].into_iter().map(|name| {
             let present = js_sys::Reflect::has(env.as_ref(), &name.into()).unwrap_or(false);
             (name.to_string(), present.into())
-        })
-        .collect();
+        }));
     view["bindings"] = bindings.into();
     Response::from_json(&view).map_err(internal)
 }
@@ -247,8 +245,9 @@ pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result
 pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let url = request.url().map_err(internal)?;
-    let arguments: serde_json::Map<String, serde_json::Value> =
-        url.query_pairs().map(|(key, value)| (key.into_owned(), value.into_owned().into())).collect();
+    let arguments = crate::sorting::object_from(
+        url.query_pairs().map(|(key, value)| (key.into_owned(), value.into_owned().into())),
+    );
     let recall = memory::RecallRequest::from_arguments(&arguments.into());
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     let found = memory::recall(&config::load(env), env, &database, &recall).await.map_err(internal)?;
