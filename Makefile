@@ -31,8 +31,9 @@ build: setup $(WORKER) $(ASSETS)
 $(ASSETS): $(WEB_SOURCES)
 	scripts/build-web.sh
 
+# scripts/cdylib/cargo builds the Worker as a cdylib alone (see there: 9% smaller).
 $(NAMED): $(SOURCES)
-	worker-build --release
+	PATH="$(CURDIR)/scripts/cdylib:$$PATH" worker-build --release
 	cp $(WORKER) $(NAMED)
 
 $(WORKER): $(NAMED)
