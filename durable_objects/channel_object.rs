@@ -357,7 +357,7 @@ impl ChannelObject {
             );
             lines.push((entry.created_at, line));
         }
-        lines.sort_by_key(|(at, _)| *at);
+        crate::sorting::sort_by(&mut lines, |a, b| a.0.cmp(&b.0));
         let skip = lines.len().saturating_sub(CHAT_HISTORY_LINES);
         let messages: Vec<serde_json::Value> = lines.into_iter().skip(skip).map(|(_, line)| line).collect();
         Ok(serde_json::json!({ "type": "history", "messages": messages, "working": working }))

@@ -1,10 +1,15 @@
 //! Prompt templates: every text the models or users read comes from prompts/,
-//! embedded at build time and rendered with minijinja.
+//! embedded at build time and rendered with the Jinja subset in [`template`]
+//! (what minijinja would render, with `trim_blocks`; a test checks each template
+//! against minijinja itself).
+
+mod template;
 
 use std::sync::OnceLock;
 
-use minijinja::Environment;
 use serde::Serialize;
+
+pub use template::Error;
 
 /// Every template, by name. Adding a template is one line here.
 const TEMPLATES: &[(&str, &str)] = &[
@@ -46,26 +51,31 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("worker_task", include_str!("../prompts/worker_task.md.j2")),
 ];
 
-fn environment() -> &'static Environment<'static> {
-    static ENVIRONMENT: OnceLock<Environment<'static>> = OnceLock::new();
+/// Every template, parsed once.
+fn environment() -> &'static [(&'static str, Vec<template::Node>)] {
+    static ENVIRONMENT: OnceLock<Vec<(&'static str, Vec<template::Node>)>> = OnceLock::new();
     ENVIRONMENT.get_or_init(|| {
-        let mut environment = Environment::new();
-        environment.set_trim_blocks(true);
-        for (name, source) in TEMPLATES {
-            // The templates are part of the binary and covered by tests, so a
-            // broken one fails `cargo test`, never a request.
-            if let Err(error) = environment.add_template(name, source) {
-                panic!("prompt template {name} does not parse: {error}");
-            }
-        }
-        environment
+        TEMPLATES
+            .iter()
+            .map(|(name, source)| match template::parse(source) {
+                Ok(nodes) => (*name, nodes),
+                // The templates are part of the binary and covered by tests, so a
+                // broken one fails `cargo test`, never a request.
+                Err(error) => panic!("prompt template {name} does not parse: {error}"),
+            })
+            .collect()
     })
 }
 
+fn find(name: &str) -> Option<&'static [template::Node]> {
+    environment().iter().find(|(candidate, _)| *candidate == name).map(|(_, nodes)| nodes.as_slice())
+}
+
 /// Renders a template with the given context, trimmed.
-pub fn render(name: &str, context: impl Serialize) -> Result<String, minijinja::Error> {
-    let template = environment().get_template(name)?;
-    Ok(template.render(context)?.trim().to_string())
+pub fn render(name: &str, context: impl Serialize) -> Result<String, Error> {
+    let nodes = find(name).ok_or_else(|| Error::new(format!("template {name} not found")))?;
+    let context = serde_json::to_value(context).map_err(|error| Error::new(error.to_string()))?;
+    Ok(template::render(nodes, &context, &find)?.trim().to_string())
 }
 
 /// A template's text with no variables (tool descriptions, fixed messages).
@@ -75,12 +85,174 @@ pub fn text(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
     fn every_template_renders_without_variables_or_with_defaults() {
         for (name, _) in TEMPLATES {
             assert!(render(name, ()).is_ok(), "{name} failed to render");
+        }
+    }
+
+    /// minijinja as the prompts were rendered before (the reference for every test below).
+    fn minijinja() -> minijinja::Environment<'static> {
+        let mut environment = minijinja::Environment::new();
+        environment.set_trim_blocks(true);
+        for (name, source) in TEMPLATES {
+            environment.add_template(name, source).unwrap();
+        }
+        environment
+    }
+
+    /// Contexts with every variable the templates use: realistic ones, empty ones,
+    /// and values of every other type in each place.
+    fn contexts() -> Vec<serde_json::Value> {
+        let odd = json!([1, -2, 2.5, 1e21, 3.0, "q\"uote\n\u{e9}", null, true, false, {"b": false, "a": 1.0}, [], {}]);
+        let process = json!({ "id": "p1", "label": "worker", "task": "count", "status": "half way", "waiting": false,
+            "body": "done: 42", "failed": false, "interactive": true });
+        let message = json!({ "author": "Ann", "text": "hi {{ there }}", "attachments": ["image", "file"] });
+        let realistic = |notice: &str, is_dm: bool| {
+            json!({
+                "bot_name": "edgebot", "platform": "telegram", "is_dm": is_dm, "now_utc": "2026-01-01 10:00",
+                "bulletin": "Ann likes tea.", "running": [process, {"id": "p2", "label": "branch", "task": "t",
+                "status": null, "waiting": true}], "completed": [process, {"id": "p3", "label": "branch", "task": "t",
+                "body": "b", "failed": true}, {"id": "p4", "waiting": true}], "context": [message],
+                "current": [message, {"author": "Bo", "text": "yo", "attachments": []}], "notice": notice,
+                "summaries": ["first", "second"], "author": "Ann", "text": "hello", "question": "why?", "task": "do it",
+                "id": 7, "max_words": 300, "interactive": true,
+                "sections": [{"title": "Facts", "memories": ["a", "b"]}, {"title": "Empty", "memories": []}],
+            })
+        };
+        let mut contexts = vec![
+            json!(null),
+            json!({}),
+            realistic("loop_guard", true),
+            realistic("group_nudge", false),
+            realistic("", false),
+            json!({ "running": [], "completed": [], "context": [], "current": [], "summaries": [], "sections": [] }),
+        ];
+        let names = [
+            "bot_name",
+            "platform",
+            "is_dm",
+            "now_utc",
+            "bulletin",
+            "running",
+            "completed",
+            "context",
+            "current",
+            "notice",
+            "summaries",
+            "author",
+            "text",
+            "question",
+            "task",
+            "id",
+            "max_words",
+            "interactive",
+            "sections",
+        ];
+        for value in odd.as_array().unwrap() {
+            let mut context = realistic("loop_guard", true);
+            for name in names {
+                context[name] = value.clone();
+            }
+            contexts.push(context);
+            let mut nested = realistic("group_nudge", false);
+            for list in ["running", "completed", "context", "current", "sections"] {
+                nested[list] = json!([{ "label": value, "id": value, "task": value, "status": value, "waiting": value,
+                    "failed": value, "body": value, "author": value, "text": value, "attachments": value,
+                    "title": value, "memories": value }]);
+            }
+            contexts.push(nested);
+        }
+        contexts
+    }
+
+    #[test]
+    fn every_template_renders_as_minijinja_renders_it() {
+        let reference = minijinja();
+        for (name, _) in TEMPLATES {
+            for context in contexts() {
+                let theirs = reference.get_template(name).unwrap().render(&context);
+                let ours = template::render(find(name).unwrap(), &context, &find);
+                match (&theirs, &ours) {
+                    (Ok(theirs), Ok(ours)) => assert_eq!(ours, theirs, "{name} with {context}"),
+                    (Err(_), Err(_)) => {}
+                    _ => panic!("{name} with {context}: minijinja {theirs:?}, ours {ours:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_supported_syntax_renders_as_minijinja_renders_it() {
+        let sources: &[&'static str] = &[
+            "{{ a }}|{{ b }}|{{ missing }}|{{ none }}|{{ true }}|{{ False }}|{{ 'x' }}|{{ \"y\\\"z\" }}|{{ 42 }}",
+            "{% if a == 'x' %}1{% elif not b %}2{% else %}3{% endif %}",
+            "{% if missing %}1{% elif zero %}2{% elif empty %}3{% elif s %}4{% endif %}",
+            "{{ a or b }} {{ a and b }} {{ not a }} {{ (a or b) and c }} {{ missing or 'd' }} {{ zero and x }}",
+            "{% for x in list %}{{ loop.index }}/{{ loop.length }}{% if loop.first %}F{% endif %}\
+             {% if loop.last %}L{% endif %}{{ x }} {% else %}empty{% endfor %}",
+            "{% for x in empty %}{{ x }}{% else %}none{% endfor %}{% for x in missing %}{{ x }}{% endfor %}",
+            "{% for k in map %}{{ k }};{% endfor %}{% for c in s %}{{ c }}.{% endfor %}{% for x in n %}{% endfor %}",
+            "{% for x in list %}{% for y in list %}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}\
+             {% endfor %}{{ loop.index }}{% endfor %}{{ x }}",
+            "a\n{% if a %}\nb\n{% endif %}\nc\n",
+            "x\r\n{% if a %}\r\ny{% endif %}\r\n\n",
+            "{# a comment #}\nafter {# another\n #}{{ a }}\n\n",
+            "{{ a == 'x' }} {{ one == onef }} {{ t == 1 }} {{ t == true }} {{ n == none }} {{ missing == none }} \
+             {{ missing == other }} {{ list == list }} {{ map == map }} {{ a != 'x' }} {{ one == '1' }} {{ s == s }}",
+            "{{ list }} {{ map }} {{ f }} {{ whole }} {{ big }} {{ neg }} {{ n }} {{ t }} {{ nested }}",
+            "{{ s.attr }}{{ n.attr }}{{ list.attr }}{{ map.a }}{{ map.missing }}{{ nested.inner.deep }}",
+            "{{ missing.attr }}",
+            "{% for x in t %}{% endfor %}",
+            "text with { braces } and {x} and a lone {",
+            "",
+            "\n",
+        ];
+        let context = json!({
+            "a": "x", "b": 0, "c": [1], "zero": 0, "empty": [], "s": "héllo", "n": null, "t": true, "one": 1, "onef": 1.0,
+            "list": ["p", 2, 2.5, null, false, {"k": "v"}], "map": {"b": 1, "a": "\"q\""}, "f": 1.5, "whole": 2.0,
+            "big": 1e21, "neg": -3, "nested": {"inner": {"deep": [true, "x\ty"]}},
+        });
+        let reference = minijinja();
+        for source in sources {
+            let theirs = reference.render_str(source, &context);
+            let ours = template::parse(source).and_then(|nodes| template::render(&nodes, &context, &find));
+            match (&theirs, &ours) {
+                (Ok(theirs), Ok(ours)) => assert_eq!(ours, theirs, "{source:?}"),
+                // Both refuse an attribute of undefined and iterating a bool.
+                (Err(_), Err(_)) => assert!(source.contains("missing.attr") || source.contains("in t %"), "{source:?}"),
+                _ => panic!("{source:?}: minijinja {theirs:?}, ours {ours:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn other_syntax_is_refused_when_the_templates_load() {
+        for source in [
+            "{{ a|upper }}",
+            "{% set x = 1 %}",
+            "{{- a }}",
+            "{{ a -}}",
+            "{{ loop }}",
+            "{{ x[0] }}",
+            "{% if a %}",
+            "{% endif %}",
+            "{% for x in y %}",
+            "{{ a < b }}",
+            "{{ 1.5 }}",
+            "{% macro m() %}{% endmacro %}",
+            "{% include name %}",
+            "{{ a == b == c }}",
+            "{# unclosed",
+            "{{ 'unclosed }}",
+            "{% for loop in x %}{% endfor %}",
+        ] {
+            assert!(template::parse(source).is_err(), "{source:?} parsed");
         }
     }
 

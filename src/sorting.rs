@@ -3,6 +3,7 @@
 //! wasm each); sorting positions through a `dyn` comparator compiles it once.
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 
 /// Sorts `items` stably by `compare`, like `slice::sort_by`.
 pub fn sort_by<T>(items: &mut [T], compare: impl Fn(&T, &T) -> Ordering) {
@@ -27,6 +28,28 @@ fn apply_order<T>(items: &mut [T], order: &[usize]) {
         }
         items.swap(position, source);
     }
+}
+
+/// Builds a map by inserting each pair (a repeated key keeps its last value, as
+/// with `collect`). `collect` into a `BTreeMap` sorts the pairs first, which
+/// compiles a merge sort and a bulk loader for each map type.
+pub fn map_from<K: Ord, V>(pairs: impl IntoIterator<Item = (K, V)>) -> BTreeMap<K, V> {
+    let mut map = BTreeMap::new();
+    for (key, value) in pairs {
+        map.insert(key, value);
+    }
+    map
+}
+
+/// [`map_from`] for a JSON object.
+pub fn object_from(
+    pairs: impl IntoIterator<Item = (String, serde_json::Value)>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut object = serde_json::Map::new();
+    for (key, value) in pairs {
+        object.insert(key, value);
+    }
+    object
 }
 
 #[cfg(test)]

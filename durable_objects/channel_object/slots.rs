@@ -26,7 +26,7 @@ struct SlotRow {
 /// Loads the state and the versions already persisted.
 pub fn load(sql: &SqlStorage) -> Result<(ChannelState, BTreeMap<String, u64>)> {
     let rows: Vec<SlotRow> = sql.exec("SELECT name, version, body FROM slots", None)?.to_array()?;
-    let saved = rows.iter().map(|row| (row.name.clone(), row.version.max(0) as u64)).collect();
+    let saved = crate::sorting::map_from(rows.iter().map(|row| (row.name.clone(), row.version.max(0) as u64)));
     let state = ChannelState::restore(rows.iter().map(|row| (row.name.as_str(), row.body.as_str())));
     Ok((state, saved))
 }

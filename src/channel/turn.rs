@@ -175,7 +175,7 @@ pub fn object(properties: serde_json::Value, required: &[&str]) -> serde_json::V
 }
 
 /// The messages of a turn's first model call.
-pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, minijinja::Error> {
+pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, prompt::Error> {
     let system = prompt::render(
         "channel_system",
         json!({

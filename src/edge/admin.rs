@@ -261,8 +261,9 @@ pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result
 pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let url = request.url().map_err(internal)?;
-    let arguments: serde_json::Map<String, serde_json::Value> =
-        url.query_pairs().map(|(key, value)| (key.into_owned(), value.into_owned().into())).collect();
+    let arguments = crate::sorting::object_from(
+        url.query_pairs().map(|(key, value)| (key.into_owned(), value.into_owned().into())),
+    );
     let recall = memory::RecallRequest::from_arguments(&arguments.into());
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     let found = memory::recall(&config::load(env), env, &database, &recall).await.map_err(internal)?;

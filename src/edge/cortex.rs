@@ -124,7 +124,7 @@ async fn read_meta(db: &D1Database) -> Result<BTreeMap<String, String>> {
         value: String,
     }
     let rows: Vec<Row> = db.prepare("SELECT key, value FROM memory_meta").all().await?.results()?;
-    Ok(rows.into_iter().map(|row| (row.key, row.value)).collect())
+    Ok(crate::sorting::map_from(rows.into_iter().map(|row| (row.key, row.value))))
 }
 
 async fn write_meta(db: &D1Database, entries: &[(&str, String)]) -> Result<()> {
@@ -159,7 +159,7 @@ async fn maintain(
         db.prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY updated_at DESC")).all().await?.results()?;
     let index = vector_index(config, env, db)?;
     let candidates: Vec<String> = memories.iter().take(MERGE_CANDIDATES).map(|memory| memory.id.clone()).collect();
-    let mut vectors: BTreeMap<String, Vec<f32>> = index.vectors(&candidates).await?.into_iter().collect();
+    let mut vectors: BTreeMap<String, Vec<f32>> = crate::sorting::map_from(index.vectors(&candidates).await?);
     // Memories outside the merge set get no vector: decay and prune still apply.
     let paired: Vec<(Memory, Vec<f32>)> = memories
         .into_iter()

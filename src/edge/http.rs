@@ -76,7 +76,8 @@ async fn exchange(request: Request, timeout_ms: u64, max_body: Option<usize>) ->
     let signal = controller.signal();
     let exchange = async move {
         let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
-        let retry_after_secs = response.headers().get("retry-after")?.and_then(|value| value.trim().parse().ok());
+        let retry_after_secs =
+            response.headers().get("retry-after")?.and_then(|value| crate::platforms::parse_retry_after(&value));
         let location = response.headers().get("location")?;
         let body = match max_body {
             None => response.bytes().await?,

@@ -45,8 +45,8 @@ pub async fn by_process(db: &D1Database, conversation_key: &str) -> Result<BTree
         .all()
         .await?
         .results()?;
-    Ok(rows
-        .into_iter()
-        .map(|row| (row.process, Usage { input_tokens: row.input_tokens, output_tokens: row.output_tokens }))
-        .collect())
+    Ok(crate::sorting::map_from(
+        rows.into_iter()
+            .map(|row| (row.process, Usage { input_tokens: row.input_tokens, output_tokens: row.output_tokens })),
+    ))
 }

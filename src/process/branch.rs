@@ -27,7 +27,7 @@ pub struct BranchJob {
 }
 
 /// The branch's first messages: its own system prompt, the forked history, the question.
-pub fn compose_messages(job: &BranchJob, bot_name: &str) -> Result<Vec<ChatMessage>, minijinja::Error> {
+pub fn compose_messages(job: &BranchJob, bot_name: &str) -> Result<Vec<ChatMessage>, prompt::Error> {
     let mut messages =
         vec![ChatMessage::new(Role::System, prompt::render("branch_system", json!({ "bot_name": bot_name }))?)];
     for entry in &job.history {

@@ -90,7 +90,7 @@ pub trait WorkerTools {
 
 impl WorkerRun {
     /// A fresh run: the worker sees only its task.
-    pub fn start(task: &str, interactive: bool, bot_name: &str) -> Result<Self, minijinja::Error> {
+    pub fn start(task: &str, interactive: bool, bot_name: &str) -> Result<Self, prompt::Error> {
         let system = prompt::render("worker_system", json!({ "bot_name": bot_name, "interactive": interactive }))?;
         let task_message = prompt::render("worker_task", json!({ "task": task }))?;
         Ok(WorkerRun {

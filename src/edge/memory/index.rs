@@ -106,13 +106,10 @@ impl EdgeIndex<'_> {
         if rows.is_empty() {
             return Ok(0);
         }
-        let sketches: serde_json::Map<String, serde_json::Value> = rows
-            .iter()
-            .map(|row| {
-                let sketch = decode_vector(&row.vector).map(|vector| encode_sketch(&vector)).unwrap_or_default();
-                (row.seq.to_string(), sketch.into())
-            })
-            .collect();
+        let sketches = crate::sorting::object_from(rows.iter().map(|row| {
+            let sketch = decode_vector(&row.vector).map(|vector| encode_sketch(&vector)).unwrap_or_default();
+            (row.seq.to_string(), sketch.into())
+        }));
         db.prepare(
             "UPDATE memories SET sketch = json_extract(?1, '$.\"' || seq || '\"') \
              WHERE seq IN (SELECT CAST(key AS INTEGER) FROM json_each(?1))",
