@@ -26,6 +26,17 @@ async fn sign_in(browser: &Browser, env: &TestEnv) {
     browser.wait_for_text("nav", "Conversations", Duration::from_secs(10)).await;
 }
 
+/// Opens the web chat on a phone-sized page with the invitation; returns once its socket is up.
+async fn join_chat(env: &TestEnv) -> Browser {
+    let browser = Browser::start(390, 800).await;
+    browser.goto(&format!("{}/chat/", env.worker.base_url)).await;
+    browser.wait_for_text("body", "Invitation", Duration::from_secs(10)).await;
+    browser.type_into("#invite", INVITE).await;
+    browser.click("button[type=submit]").await;
+    browser.wait_for_text("#connection", "connected", Duration::from_secs(10)).await;
+    browser
+}
+
 /// Marks the page, so a later check can tell it was never reloaded.
 async fn mark_page(browser: &Browser) {
     browser.eval("window.__notReloaded = true;", json!([])).await;
@@ -157,12 +168,7 @@ async fn a_memory_found_on_the_memory_page_and_deleted_there_is_gone_from_the_ap
 async fn the_web_chat_answers_without_a_reload_and_keeps_the_conversation_across_one() {
     let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE)]).await;
     env.llm.reply("Hello from the model, over the socket.");
-    let browser = Browser::start(390, 800).await;
-    browser.goto(&format!("{}/chat/", env.worker.base_url)).await;
-    browser.wait_for_text("body", "Invitation", Duration::from_secs(10)).await;
-    browser.type_into("#invite", INVITE).await;
-    browser.click("button[type=submit]").await;
-    browser.wait_for_text("#connection", "connected", Duration::from_secs(10)).await;
+    let browser = join_chat(&env).await;
     mark_page(&browser).await;
 
     browser.type_into("#message", "hi there, who are you?").await;
@@ -216,12 +222,7 @@ async fn the_web_chat_catches_up_after_a_dropped_network_and_sends_what_was_type
     let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE), ("LLM_TIMEOUT_MS", "10000")]).await;
     env.llm.push(Scripted::SlowReply(Duration::from_secs(2), "An answer that came while you were away.".into()));
     env.llm.reply("Got your second message too.");
-    let browser = Browser::start(390, 800).await;
-    browser.goto(&format!("{}/chat/", env.worker.base_url)).await;
-    browser.wait_for_text("body", "Invitation", Duration::from_secs(10)).await;
-    browser.type_into("#invite", INVITE).await;
-    browser.click("button[type=submit]").await;
-    browser.wait_for_text("#connection", "connected", Duration::from_secs(10)).await;
+    let browser = join_chat(&env).await;
     browser.eval(CAPTURE_SOCKET, json!([])).await;
     mark_page(&browser).await;
 
