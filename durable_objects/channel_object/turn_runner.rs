@@ -620,7 +620,9 @@ async fn deliver(
                 author_name: config.bot_name.clone(),
                 content: entry.text.clone(),
                 platform_message_id: Some(platform_message_id),
-                created_at: now_ms(),
+                // When the reply was written, before its send began: a message
+                // that arrives while the send is in flight comes after it.
+                created_at: entry.created_at,
                 compacted: 0,
             });
         }
