@@ -35,6 +35,7 @@ use crate::channel::participants::MembershipCount;
 use crate::channel::state::{ChannelState, ScheduleDue};
 use crate::config::Config;
 use crate::edge::config::{self, DATABASE_BINDING};
+use crate::edge::durable::{self, MeteredStorage};
 use crate::edge::http::{now_ms, sleep_ms, within};
 use crate::edge::log::Emit;
 use crate::edge::outbound::{self, Messenger};
@@ -67,7 +68,7 @@ pub struct ChannelObject {
 
 impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
-        let sql = state.storage().sql();
+        let sql = state.storage().counted_sql();
         for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA, envelopes::SCHEMA, stats::SCHEMA, history::SCHEMA]
         {
             if let Err(error) = sql.exec(schema, None) {
@@ -92,88 +93,22 @@ impl DurableObject for ChannelObject {
         }
     }
 
-    async fn fetch(&self, mut request: Request) -> Result<Response> {
-        match (request.method(), request.path().as_str()) {
-            (Method::Get, "/envelopes") => {
-                let url = request.url()?;
-                let query =
-                    |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
-                let last = query("last").and_then(|value| value.parse().ok());
-                let lines = envelopes::read(&self.state.storage().sql(), query("type").as_deref(), last)?;
-                let mut response = Response::ok(lines)?;
-                response.headers_mut().set("content-type", "application/x-ndjson")?;
-                Ok(response)
-            }
-            (Method::Post, "/inbound") => self.receive(request).await,
-            (Method::Get, "/live") => web_chat::accept(&self.state, &[WATCH]),
-            (Method::Get, "/chat/socket") => {
-                let role = request.headers().get("x-edgebot-role")?.unwrap_or_default();
-                let key = request.headers().get("x-edgebot-conversation")?.unwrap_or_default();
-                web_chat::accept(&self.state, &[CHAT, &format!("role:{role}"), &format!("key:{key}")])
-            }
-            (Method::Post, "/process-event") => self.receive_process_event(request).await,
-            // The admin API lists D1's copy: bring it up to date first.
-            (Method::Post, "/history/flush") => {
-                let keep = crate::channel::history_mirror::kept_rows(self.config.history_limit);
-                let database = self.env.d1(DATABASE_BINDING)?;
-                history::mirror(&self.state.storage().sql(), &database, keep).await?;
-                Response::ok("")
-            }
-            (Method::Post, "/history/compacted") => {
-                let Ok(done) = json_body::<crate::process::compaction::Compacted>(&mut request).await else {
-                    return Response::error("malformed compaction report", 400);
-                };
-                let database = self.env.d1(DATABASE_BINDING)?;
-                history::compacted(&self.state.storage().sql(), &database, &done.conversation_key, &done.covered)
-                    .await?;
-                Response::ok("")
-            }
-            (Method::Post, "/tasks/start") => self.start_task_worker(request).await,
-            (Method::Post, "/schedules/wake") => {
-                // The cron found a job of this conversation overdue: claim it now.
-                let conversation_key = request.text().await?;
-                let due = ScheduleDue { at_ms: now_ms(), conversation_key };
-                self.step(|channel| channel.set_schedule_due(Some(due)))?;
-                self.state.storage().set_alarm(0).await?;
-                Response::ok("")
-            }
-            (Method::Get, "/events") => Response::from_json(&inbox::events(&self.state.storage().sql())?),
-            (Method::Get, "/processes") => {
-                let channel = self.channel.borrow();
-                let running: Vec<serde_json::Value> = channel
-                    .processes
-                    .get()
-                    .iter()
-                    .map(|(id, process)| {
-                        serde_json::json!({
-                            "id": id,
-                            "kind": process.kind.label(),
-                            "task": process.task,
-                            "status": process.status,
-                            "started_at": process.started_at_ms,
-                            "last_heard_at": process.last_heard_ms,
-                            "waiting": process.waiting,
-                        })
-                    })
-                    .collect();
-                Response::from_json(&running)
-            }
-            (Method::Get, "/outbox") => Response::from_json(&outbox::recent(&self.state.storage().sql(), 200)?),
-            (Method::Get, "/usage") => {
-                Response::from_json(&serde_json::json!({ "channel": self.channel.borrow().token_usage.get() }))
-            }
-            _ => Response::error("not found", 404),
-        }
+    async fn fetch(&self, request: Request) -> Result<Response> {
+        durable::served(self.serve(request)).await
     }
 
     async fn alarm(&self) -> Result<Response> {
-        turn_runner::run(self).await?;
-        Response::ok("")
+        durable::served(async {
+            turn_runner::run(self).await?;
+            Response::ok("")
+        })
+        .await
     }
 
     /// Dashboards only listen; a web chat says hello (and gets the
     /// conversation so far) or sends a message.
     async fn websocket_message(&self, socket: WebSocket, message: WebSocketIncomingMessage) -> Result<()> {
+        crate::ops::count(crate::ops::Op::DoWebSocketMessage);
         let tags = self.state.get_tags(&socket);
         let WebSocketIncomingMessage::String(text) = message else {
             return Ok(());
@@ -214,6 +149,88 @@ enum ChatIn {
 }
 
 impl ChannelObject {
+    /// The object's routes: the inbound path, process reports, the admin views.
+    async fn serve(&self, mut request: Request) -> Result<Response> {
+        match (request.method(), request.path().as_str()) {
+            (Method::Get, "/envelopes") => {
+                let url = request.url()?;
+                let query =
+                    |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
+                let last = query("last").and_then(|value| value.parse().ok());
+                let lines = envelopes::read(&self.state.storage().counted_sql(), query("type").as_deref(), last)?;
+                let mut response = Response::ok(lines)?;
+                response.headers_mut().set("content-type", "application/x-ndjson")?;
+                Ok(response)
+            }
+            (Method::Post, "/inbound") => self.receive(request).await,
+            (Method::Get, "/live") => web_chat::accept(&self.state, &[WATCH]),
+            (Method::Get, "/chat/socket") => {
+                let role = request.headers().get("x-edgebot-role")?.unwrap_or_default();
+                let key = request.headers().get("x-edgebot-conversation")?.unwrap_or_default();
+                web_chat::accept(&self.state, &[CHAT, &format!("role:{role}"), &format!("key:{key}")])
+            }
+            (Method::Post, "/process-event") => self.receive_process_event(request).await,
+            // The admin API lists D1's copy: bring it up to date first.
+            (Method::Post, "/history/flush") => {
+                let keep = crate::channel::history_mirror::kept_rows(self.config.history_limit);
+                let database = self.env.d1(DATABASE_BINDING)?;
+                history::mirror(&self.state.storage().counted_sql(), &database, keep).await?;
+                Response::ok("")
+            }
+            (Method::Post, "/history/compacted") => {
+                let Ok(done) = json_body::<crate::process::compaction::Compacted>(&mut request).await else {
+                    return Response::error("malformed compaction report", 400);
+                };
+                let database = self.env.d1(DATABASE_BINDING)?;
+                history::compacted(
+                    &self.state.storage().counted_sql(),
+                    &database,
+                    &done.conversation_key,
+                    &done.covered,
+                )
+                .await?;
+                Response::ok("")
+            }
+            (Method::Post, "/tasks/start") => self.start_task_worker(request).await,
+            (Method::Post, "/schedules/wake") => {
+                // The cron found a job of this conversation overdue: claim it now.
+                let conversation_key = request.text().await?;
+                let due = ScheduleDue { at_ms: now_ms(), conversation_key };
+                self.step(|channel| channel.set_schedule_due(Some(due)))?;
+                self.state.storage().set_alarm_counted(0).await?;
+                Response::ok("")
+            }
+            (Method::Get, "/events") => Response::from_json(&inbox::events(&self.state.storage().counted_sql())?),
+            (Method::Get, "/processes") => {
+                let channel = self.channel.borrow();
+                let running: Vec<serde_json::Value> = channel
+                    .processes
+                    .get()
+                    .iter()
+                    .map(|(id, process)| {
+                        serde_json::json!({
+                            "id": id,
+                            "kind": process.kind.label(),
+                            "task": process.task,
+                            "status": process.status,
+                            "started_at": process.started_at_ms,
+                            "last_heard_at": process.last_heard_ms,
+                            "waiting": process.waiting,
+                        })
+                    })
+                    .collect();
+                Response::from_json(&running)
+            }
+            (Method::Get, "/outbox") => Response::from_json(&outbox::recent(&self.state.storage().counted_sql(), 200)?),
+            (Method::Get, "/usage") => {
+                Response::from_json(&serde_json::json!({ "channel": self.channel.borrow().token_usage.get() }))
+            }
+            _ => Response::error("not found", 404),
+        }
+    }
+}
+
+impl ChannelObject {
     /// Changes the channel state, then checkpoints what moved. No borrow is
     /// held across an await, so webhooks are taken while a turn waits on a model.
     ///
@@ -223,7 +240,7 @@ impl ChannelObject {
     /// does not stay broken.
     fn step<T>(&self, change: impl FnOnce(&mut ChannelState) -> T) -> Result<T> {
         let result = change(&mut self.channel.borrow_mut());
-        let sql = self.state.storage().sql();
+        let sql = self.state.storage().counted_sql();
         if let Err(error) = slots::save(&sql, &self.channel.borrow(), &mut self.saved_versions.borrow_mut()) {
             LogLine::error("channel_checkpoint_failed").field("recovery", "back to the last one").reason(&error).emit();
             let (channel, saved_versions) = slots::load(&sql)?;
@@ -242,14 +259,14 @@ impl ChannelObject {
         // Heartbeats (empty progress) only keep a worker alive; they are not logged.
         let is_heartbeat = envelope.kind == MessageType::Status && envelope.body.is_empty();
         if !is_heartbeat {
-            envelopes::log(&self.state.storage().sql(), &envelope)?;
+            envelopes::log(&self.state.storage().counted_sql(), &envelope)?;
         }
         let accepted = self.step(|channel| channel.receive_process_event(envelope))?;
         web_chat::changed(&self.state, "processes");
         let now = now_ms();
         let wake_at = self.channel.borrow().wake_at(&self.config.channel, now);
         if let Some(wake_at) = wake_at.filter(|_| accepted) {
-            self.state.storage().set_alarm((wake_at - now).max(0)).await?;
+            self.state.storage().set_alarm_counted((wake_at - now).max(0)).await?;
         }
         Response::from_json(&serde_json::json!({ "ok": true, "accepted": accepted }))
     }
@@ -273,7 +290,7 @@ impl ChannelObject {
     /// The one way an inbound comes in, from any platform: decided on,
     /// stored and counted once per delivery id (None for a repeat).
     async fn admit(&self, event: &InboundEvent) -> Result<Option<Decision>> {
-        let sql = self.state.storage().sql();
+        let sql = self.state.storage().counted_sql();
         if inbox::contains(&sql, &event.delivery_id)? {
             return Ok(None);
         }
@@ -294,7 +311,7 @@ impl ChannelObject {
         inbox::store(&sql, event, &receipt.decision, membership_note.as_deref(), now)?;
         stats::count(&sql, event, receipt.decision.engages, now)?;
         if let Some(wake_at) = receipt.wake_at_ms {
-            self.state.storage().set_alarm((wake_at - now).max(0)).await?;
+            self.state.storage().set_alarm_counted((wake_at - now).max(0)).await?;
         }
         web_chat::changed(&self.state, "events");
         self.flush_index_soon();
@@ -329,7 +346,7 @@ impl ChannelObject {
 
     /// The web chat so far (its newest lines), and whether a turn is under way.
     fn chat_history(&self) -> Result<serde_json::Value> {
-        let sql = self.state.storage().sql();
+        let sql = self.state.storage().counted_sql();
         let mut lines: Vec<(i64, serde_json::Value)> = inbox::events(&sql)?
             .into_iter()
             .map(|record| {
@@ -370,7 +387,8 @@ impl ChannelObject {
         if self.index_flush_pending.replace(true) {
             return;
         }
-        let (pending, sql, env) = (self.index_flush_pending.clone(), self.state.storage().sql(), self.env.clone());
+        let (pending, sql, env) =
+            (self.index_flush_pending.clone(), self.state.storage().counted_sql(), self.env.clone());
         wasm_bindgen_futures::spawn_local(async move {
             sleep_ms(INDEX_FLUSH_DELAY_MS).await;
             pending.set(false);

@@ -14,13 +14,13 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{
-    durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, State, Storage, WebSocket,
-    WebsocketEvent,
+    durable_object, DurableObject, Env, Method, Request, Response, Result, State, Storage, WebSocket, WebsocketEvent,
 };
 
 use crate::config::Config;
 use crate::edge::config;
 use crate::edge::discord::bot_get;
+use crate::edge::durable::{self, MeteredStorage, Sql};
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::log::Emit;
 use crate::edge::webhooks::deliver;
@@ -70,7 +70,7 @@ struct Live {
 impl DurableObject for GatewayObject {
     fn new(state: State, env: Env) -> Self {
         let storage = state.storage();
-        let sql = storage.sql();
+        let sql = storage.counted_sql();
         if let Err(error) = sql.exec(SCHEMA, None) {
             LogLine::error("gateway_schema_failed").reason(&error).emit();
         }
@@ -81,6 +81,21 @@ impl DurableObject for GatewayObject {
     }
 
     async fn fetch(&self, request: Request) -> Result<Response> {
+        durable::served(self.serve(request)).await
+    }
+
+    async fn alarm(&self) -> Result<Response> {
+        durable::served(async {
+            self.shared.ensure_running().await?;
+            Response::ok("")
+        })
+        .await
+    }
+}
+
+impl GatewayObject {
+    /// Start, keep running, stop, or report the session.
+    async fn serve(&self, request: Request) -> Result<Response> {
         let shared = &self.shared;
         match (request.method(), request.path().as_str()) {
             (Method::Post, "/start") => {
@@ -99,11 +114,6 @@ impl DurableObject for GatewayObject {
         }
         Response::from_json(&shared.status())
     }
-
-    async fn alarm(&self) -> Result<Response> {
-        self.shared.ensure_running().await?;
-        Response::ok("")
-    }
 }
 
 impl Shared {
@@ -117,7 +127,7 @@ impl Shared {
         if !self.is_enabled() {
             return Ok(());
         }
-        self.storage.set_alarm(WATCHDOG_MS as i64).await?;
+        self.storage.set_alarm_counted(WATCHDOG_MS as i64).await?;
         let idle = {
             let live = self.live.borrow();
             live.socket.is_none() && !live.connecting
@@ -157,7 +167,7 @@ impl Shared {
         let live = self.live.borrow();
         let session = serde_json::to_string(&live.gateway.session)?;
         let enabled = live.enabled.map(i64::from);
-        self.storage.sql().exec(
+        self.storage.counted_sql().exec(
             "INSERT INTO gateway (id, enabled, session) VALUES (1, ?, ?) \
              ON CONFLICT (id) DO UPDATE SET enabled = excluded.enabled, session = excluded.session",
             vec![enabled.into(), session.into()],
@@ -353,7 +363,7 @@ struct Row {
     session: String,
 }
 
-fn load(sql: &SqlStorage) -> Result<(Option<bool>, Session)> {
+fn load(sql: &Sql) -> Result<(Option<bool>, Session)> {
     let rows: Vec<Row> = sql.exec("SELECT enabled, session FROM gateway WHERE id = 1", None)?.to_array()?;
     Ok(match rows.into_iter().next() {
         Some(row) => (row.enabled.map(|enabled| enabled != 0), serde_json::from_str(&row.session).unwrap_or_default()),

@@ -8,6 +8,7 @@ pub mod conversations;
 mod cortex;
 pub mod d1;
 pub mod discord;
+pub mod durable;
 pub mod gateway;
 pub mod history;
 pub mod http;
@@ -21,6 +22,7 @@ pub mod schedule_tool;
 pub mod schedules;
 mod sessions;
 pub mod slack;
+
 pub mod status;
 pub mod tasks;
 pub mod telegram;
@@ -34,5 +36,6 @@ use worker::{event, Context, Env, Request, Response, Result};
 
 #[event(fetch)]
 async fn fetch(request: Request, env: Env, _context: Context) -> Result<Response> {
+    crate::ops::count(crate::ops::Op::WorkerInvocation);
     router::handle(request, &env).await
 }

@@ -12,6 +12,7 @@ pub mod inbound;
 pub mod llm;
 pub mod log_line;
 pub mod memory;
+pub mod ops;
 pub mod platforms;
 pub mod process;
 pub mod prompt;

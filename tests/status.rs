@@ -77,3 +77,42 @@ async fn pieces_held_back_by_a_rate_limit_count_as_pending_until_they_are_sent()
     wait_for("the piece sent", Duration::from_secs(15), || pending(json!({"pieces": 0, "conversations": 0}))).await;
     assert_eq!(env.telegram.calls("/sendMessage").len(), 2, "refused once, then sent");
 }
+
+/// What `/api/ops` counted between two snapshots, by name.
+fn ops_delta(before: &Value, after: &Value, name: &str) -> u64 {
+    after[name].as_u64().expect(name) - before[name].as_u64().expect(name)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn operation_counts_follow_a_turn_and_a_retried_webhook_writes_nothing() {
+    let env = TestEnv::start().await;
+    let anonymous = env.client.get(format!("{}/api/ops", env.worker.base_url)).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401, "admin only");
+
+    env.llm.reply("Hello Ada.");
+    let before = env.admin("/api/ops").await;
+    let update = dm_update(1, 71, "hello");
+    assert_eq!(env.telegram_update(&update).await.status(), 200);
+    env.wait_for_sent(1).await;
+    // The turn's history reaches D1 after the reply, in the same alarm.
+    let after = wait_for("the history mirrored to D1", Duration::from_secs(10), || async {
+        let now = env.admin("/api/ops").await;
+        (ops_delta(&before, &now, "d1_rows_written") >= 2).then_some(now)
+    })
+    .await;
+    assert_eq!(ops_delta(&before, &after, "model_calls"), 1);
+    assert!(ops_delta(&before, &after, "platform_calls") >= 1, "the sendMessage");
+    assert!(ops_delta(&before, &after, "do_requests") >= 2, "the inbound and the turn's alarm");
+    assert!(ops_delta(&before, &after, "do_rows_written") >= 3, "inbox row, checkpoint, alarm");
+    assert!(ops_delta(&before, &after, "worker_invocations") >= 2, "the webhook and /api/ops");
+    assert_eq!(ops_delta(&before, &after, "queue_sends"), 0, "a plain reply queues nothing");
+
+    // Telegram retries the same update: read once, written never, answered 200.
+    let settled = env.admin("/api/ops").await;
+    assert_eq!(env.telegram_update(&update).await.status(), 200);
+    let retried = env.admin("/api/ops").await;
+    assert_eq!(ops_delta(&settled, &retried, "do_requests"), 1);
+    assert!(ops_delta(&settled, &retried, "do_rows_read") >= 1, "the inbox lookup");
+    assert_eq!(ops_delta(&settled, &retried, "do_rows_written"), 0, "a duplicate writes nothing");
+    assert_eq!(ops_delta(&settled, &retried, "model_calls"), 0);
+}

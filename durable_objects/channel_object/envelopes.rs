@@ -2,8 +2,9 @@
 //! branches, their reports), readable as JSON lines through the admin API.
 
 use serde::Deserialize;
-use worker::{Result, SqlStorage, SqlStorageValue};
+use worker::{Result, SqlStorageValue};
 
+use crate::edge::durable::Sql;
 use crate::process::envelope::Envelope;
 
 pub const SCHEMA: &str = "
@@ -19,7 +20,7 @@ CREATE TABLE IF NOT EXISTS envelopes (
 const MAX_LINES: i64 = 1_000;
 
 /// Appends an envelope; one already logged (same id) is not logged twice.
-pub fn log(sql: &SqlStorage, envelope: &Envelope) -> Result<()> {
+pub fn log(sql: &Sql, envelope: &Envelope) -> Result<()> {
     let kind = serde_json::to_value(envelope.kind)?.as_str().unwrap_or_default().to_string();
     sql.exec(
         "INSERT INTO envelopes (id, kind, body) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
@@ -34,7 +35,7 @@ struct Line {
 }
 
 /// The last `last` envelopes (oldest first), of one type if given, as JSON lines.
-pub fn read(sql: &SqlStorage, kind: Option<&str>, last: Option<i64>) -> Result<String> {
+pub fn read(sql: &Sql, kind: Option<&str>, last: Option<i64>) -> Result<String> {
     let limit = SqlStorageValue::from(last.unwrap_or(MAX_LINES).clamp(1, MAX_LINES));
     let lines: Vec<Line> = match kind {
         Some(kind) => sql.exec(

@@ -11,11 +11,12 @@
 //! row stored, billed a thousand times a row read.
 
 use serde::Deserialize;
-use worker::{D1Database, Result, SqlStorage, SqlStorageValue};
+use worker::{D1Database, Result, SqlStorageValue};
 
 use crate::channel::history_mirror::{
     bulletin_is_fresh, chunk_rows, earlier, MIRROR_BYTES_PER_STATEMENT, MIRROR_ROWS_PER_FLUSH,
 };
+use crate::edge::durable::Sql;
 use crate::edge::history::{self, StoredMessage, Summary};
 use crate::edge::log::Emit;
 use crate::log_line::LogLine;
@@ -58,13 +59,13 @@ struct MetaRow {
     at: i64,
 }
 
-fn meta(sql: &SqlStorage, key: &str) -> Result<Option<MetaRow>> {
+fn meta(sql: &Sql, key: &str) -> Result<Option<MetaRow>> {
     let rows: Vec<MetaRow> =
         sql.exec("SELECT value, at FROM history_meta WHERE key = ?", vec![key.into()])?.to_array()?;
     Ok(rows.into_iter().next())
 }
 
-fn set_meta(sql: &SqlStorage, key: &str, value: &str, at: i64) -> Result<()> {
+fn set_meta(sql: &Sql, key: &str, value: &str, at: i64) -> Result<()> {
     sql.exec(
         "INSERT INTO history_meta (key, value, at) VALUES (?, ?, ?) \
          ON CONFLICT (key) DO UPDATE SET value = excluded.value, at = excluded.at",
@@ -76,7 +77,7 @@ fn set_meta(sql: &SqlStorage, key: &str, value: &str, at: i64) -> Result<()> {
 /// Once per conversation, takes over the history D1 holds (conversations that
 /// began before the object kept it; for a new one, an empty read). Until that
 /// read succeeds, no turn runs on a partial history: the error retries the alarm.
-pub async fn take_over(sql: &SqlStorage, db: &D1Database, conversation_key: &str, keep: usize, now: i64) -> Result<()> {
+pub async fn take_over(sql: &Sql, db: &D1Database, conversation_key: &str, keep: usize, now: i64) -> Result<()> {
     if meta(sql, "taken_over")?.is_some() {
         return Ok(());
     }
@@ -88,7 +89,7 @@ pub async fn take_over(sql: &SqlStorage, db: &D1Database, conversation_key: &str
     set_meta(sql, "taken_over", "1", now)
 }
 
-fn insert(sql: &SqlStorage, message: &StoredMessage, mirrored: bool) -> Result<()> {
+fn insert(sql: &Sql, message: &StoredMessage, mirrored: bool) -> Result<()> {
     let role = serde_json::to_value(message.role)?.as_str().unwrap_or("user").to_string();
     sql.exec(
         "INSERT INTO history (id, conversation_key, role, author_id, author_name, content, \
@@ -110,7 +111,7 @@ fn insert(sql: &SqlStorage, message: &StoredMessage, mirrored: bool) -> Result<(
     Ok(())
 }
 
-fn store_summaries(sql: &SqlStorage, summaries: &[Summary]) -> Result<()> {
+fn store_summaries(sql: &Sql, summaries: &[Summary]) -> Result<()> {
     for summary in summaries {
         sql.exec(
             "INSERT INTO history_summaries (id, content, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
@@ -125,7 +126,7 @@ fn store_summaries(sql: &SqlStorage, summaries: &[Summary]) -> Result<()> {
 }
 
 /// Stores new messages (idempotently, by id), to be mirrored.
-pub fn record(sql: &SqlStorage, messages: &[StoredMessage]) -> Result<()> {
+pub fn record(sql: &Sql, messages: &[StoredMessage]) -> Result<()> {
     messages.iter().try_for_each(|message| insert(sql, message, false))
 }
 
@@ -135,7 +136,7 @@ struct SummaryText {
 }
 
 /// The summaries and the last `limit` live messages before `current` (the turn's own ids).
-pub fn load(sql: &SqlStorage, current: &[&str], limit: usize) -> Result<Loaded> {
+pub fn load(sql: &Sql, current: &[&str], limit: usize) -> Result<Loaded> {
     let summaries: Vec<SummaryText> =
         sql.exec("SELECT content FROM history_summaries ORDER BY created_at, rowid", None)?.to_array()?;
     let newest_first: Vec<StoredMessage> = sql
@@ -152,7 +153,7 @@ pub fn load(sql: &SqlStorage, current: &[&str], limit: usize) -> Result<Loaded> 
 
 /// The memory bulletin, read from D1 when the cached copy is stale. A failed
 /// read serves the stale copy (a bulletin a little old beats no reply).
-pub async fn bulletin(sql: &SqlStorage, db: &D1Database, now: i64, cache_ms: i64) -> Result<String> {
+pub async fn bulletin(sql: &Sql, db: &D1Database, now: i64, cache_ms: i64) -> Result<String> {
     let cached = meta(sql, "bulletin")?;
     if let Some(cached) = cached.as_ref().filter(|cached| bulletin_is_fresh(cached.at, now, cache_ms)) {
         return Ok(cached.value.clone());
@@ -171,7 +172,7 @@ pub async fn bulletin(sql: &SqlStorage, db: &D1Database, now: i64, cache_ms: i64
 
 /// Drops messages from the live history at once (the emergency cut); the
 /// flag reaches D1 with the next mirror.
-pub fn drop_oldest(sql: &SqlStorage, ids: &[String]) -> Result<()> {
+pub fn drop_oldest(sql: &Sql, ids: &[String]) -> Result<()> {
     for id in ids {
         sql.exec(
             "UPDATE history SET compacted = 2, mirrored = 0 WHERE id = ? AND compacted = 0",
@@ -183,7 +184,7 @@ pub fn drop_oldest(sql: &SqlStorage, ids: &[String]) -> Result<()> {
 
 /// A compaction finished in D1: takes its summaries (read from D1 once) and
 /// flags the messages it covered, which leave the prompt.
-pub async fn compacted(sql: &SqlStorage, db: &D1Database, conversation_key: &str, covered: &[String]) -> Result<()> {
+pub async fn compacted(sql: &Sql, db: &D1Database, conversation_key: &str, covered: &[String]) -> Result<()> {
     let summaries = history::load_summaries(db, conversation_key).await?;
     store_summaries(sql, &summaries)?;
     for id in covered {
@@ -193,7 +194,7 @@ pub async fn compacted(sql: &SqlStorage, db: &D1Database, conversation_key: &str
 }
 
 /// Whether rows wait to be mirrored.
-pub fn has_pending(sql: &SqlStorage) -> Result<bool> {
+pub fn has_pending(sql: &Sql) -> Result<bool> {
     let rows: Vec<serde_json::Value> =
         sql.exec("SELECT 1 AS found FROM history WHERE mirrored = 0 LIMIT 1", None)?.to_array()?;
     Ok(!rows.is_empty())
@@ -202,7 +203,7 @@ pub fn has_pending(sql: &SqlStorage) -> Result<bool> {
 /// Sends the rows D1 does not have yet in one batch and, once it took them,
 /// marks them mirrored and forgets what the prompt no longer needs (beyond
 /// `keep` rows, or compacted). Returns how many rows went.
-pub async fn mirror(sql: &SqlStorage, db: &D1Database, keep: usize) -> Result<usize> {
+pub async fn mirror(sql: &Sql, db: &D1Database, keep: usize) -> Result<usize> {
     let pending: Vec<StoredMessage> = sql
         .exec(
             "SELECT * FROM history WHERE mirrored = 0 ORDER BY seq LIMIT ?",

@@ -3,9 +3,10 @@
 //! dedupe, and it is what the admin API shows.
 
 use serde::{Deserialize, Serialize};
-use worker::{Result, SqlStorage, SqlStorageValue};
+use worker::{Result, SqlStorageValue};
 
 use crate::channel::engagement::Decision;
+use crate::edge::durable::Sql;
 use crate::inbound::InboundEvent;
 
 pub const SCHEMA: &str = "
@@ -30,14 +31,14 @@ pub const UPGRADE: &str = "ALTER TABLE inbox ADD COLUMN membership TEXT";
 /// Settled rows are kept this long (well past the 24 h delivery dedupe window).
 const RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
-pub fn contains(sql: &SqlStorage, delivery_id: &str) -> Result<bool> {
+pub fn contains(sql: &Sql, delivery_id: &str) -> Result<bool> {
     let rows: Vec<serde_json::Value> =
         sql.exec("SELECT 1 AS found FROM inbox WHERE delivery_id = ?", vec![delivery_id.into()])?.to_array()?;
     Ok(!rows.is_empty())
 }
 
 /// Whether an inbound waits for (or is in) a turn.
-pub fn has_queued(sql: &SqlStorage) -> Result<bool> {
+pub fn has_queued(sql: &Sql) -> Result<bool> {
     let rows: Vec<serde_json::Value> =
         sql.exec("SELECT 1 AS found FROM inbox WHERE status = 'queued' LIMIT 1", None)?.to_array()?;
     Ok(!rows.is_empty())
@@ -46,7 +47,7 @@ pub fn has_queued(sql: &SqlStorage) -> Result<bool> {
 /// Files an inbound with its decision and, when the member count was read
 /// for it, what that read found.
 pub fn store(
-    sql: &SqlStorage,
+    sql: &Sql,
     event: &InboundEvent,
     decision: &Decision,
     membership: Option<&str>,
@@ -72,7 +73,7 @@ pub fn store(
 /// Marks the turn's messages answered (or skipped) and forgets old settled rows
 /// (through `inbox_by_received`, so the DELETE reads only what it deletes, not
 /// the whole seven days: `status != 'queued'` cannot use an index, the range can).
-pub fn settle(sql: &SqlStorage, delivery_ids: &[String], status: &str, now_ms: i64) -> Result<()> {
+pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> Result<()> {
     for delivery_id in delivery_ids {
         sql.exec(
             "UPDATE inbox SET status = ? WHERE delivery_id = ?",
@@ -113,7 +114,7 @@ struct EventRow {
     event: String,
 }
 
-pub fn events(sql: &SqlStorage) -> Result<Vec<EventRecord>> {
+pub fn events(sql: &Sql) -> Result<Vec<EventRecord>> {
     let rows: Vec<EventRow> = sql
         .exec(
             "SELECT seq, delivery_id, decision, reason, status, received_at, membership, event FROM inbox ORDER BY seq",

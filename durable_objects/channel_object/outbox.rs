@@ -5,8 +5,9 @@
 //! (see [`crate::edge::outbound::Interrupted`]), so a resumed turn never sends
 //! what it knows was sent.
 
+use crate::edge::durable::Sql;
 use serde::{Deserialize, Serialize};
-use worker::{Result, SqlStorage, SqlStorageValue};
+use worker::{Result, SqlStorageValue};
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS outbox (
@@ -40,7 +41,7 @@ pub struct Entry {
 }
 
 /// Records the turn's pieces (idempotently: a piece already recorded stays as it is).
-pub fn enqueue(sql: &SqlStorage, turn: i64, pieces: &[String], reply_to: Option<&str>, now_ms: i64) -> Result<()> {
+pub fn enqueue(sql: &Sql, turn: i64, pieces: &[String], reply_to: Option<&str>, now_ms: i64) -> Result<()> {
     for (index, text) in pieces.iter().enumerate() {
         // Only the first piece quotes the message it answers.
         let quote = if index == 0 { reply_to } else { None };
@@ -49,7 +50,7 @@ pub fn enqueue(sql: &SqlStorage, turn: i64, pieces: &[String], reply_to: Option<
     Ok(())
 }
 
-fn insert(sql: &SqlStorage, turn: i64, piece: i64, text: &str, reply_to: Option<&str>, now_ms: i64) -> Result<()> {
+fn insert(sql: &Sql, turn: i64, piece: i64, text: &str, reply_to: Option<&str>, now_ms: i64) -> Result<()> {
     sql.exec(
         "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?) \
          ON CONFLICT (id) DO NOTHING",
@@ -66,7 +67,7 @@ fn insert(sql: &SqlStorage, turn: i64, piece: i64, text: &str, reply_to: Option<
 }
 
 /// The turn's pieces in order.
-pub fn entries(sql: &SqlStorage, turn: i64) -> Result<Vec<Entry>> {
+pub fn entries(sql: &Sql, turn: i64) -> Result<Vec<Entry>> {
     sql.exec(
         "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at \
          FROM outbox \
@@ -76,7 +77,7 @@ pub fn entries(sql: &SqlStorage, turn: i64) -> Result<Vec<Entry>> {
     .to_array()
 }
 
-pub fn mark_sent(sql: &SqlStorage, id: &str, platform_message_id: &str) -> Result<()> {
+pub fn mark_sent(sql: &Sql, id: &str, platform_message_id: &str) -> Result<()> {
     sql.exec(
         "UPDATE outbox SET status = 'sent', attempts = attempts + 1, platform_message_id = ? WHERE id = ?",
         vec![platform_message_id.into(), id.into()],
@@ -86,13 +87,13 @@ pub fn mark_sent(sql: &SqlStorage, id: &str, platform_message_id: &str) -> Resul
 
 /// Recorded before each platform call: found again after a crash, it means
 /// the call's outcome is unknown.
-pub fn mark_sending(sql: &SqlStorage, id: &str) -> Result<()> {
+pub fn mark_sending(sql: &Sql, id: &str) -> Result<()> {
     sql.exec("UPDATE outbox SET status = 'sending' WHERE id = ?", vec![id.into()])?;
     Ok(())
 }
 
 /// An interrupted send that cannot be checked and is not resent.
-pub fn mark_unknown(sql: &SqlStorage, id: &str) -> Result<()> {
+pub fn mark_unknown(sql: &Sql, id: &str) -> Result<()> {
     sql.exec(
         "UPDATE outbox SET status = 'unknown', last_error = 'interrupted mid-send; the platform cannot tell whether it \
          arrived, so it was not sent again' WHERE id = ?",
@@ -101,7 +102,7 @@ pub fn mark_unknown(sql: &SqlStorage, id: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn mark_attempt_failed(sql: &SqlStorage, id: &str, error: &str, give_up: bool) -> Result<()> {
+pub fn mark_attempt_failed(sql: &Sql, id: &str, error: &str, give_up: bool) -> Result<()> {
     let status = if give_up { "failed" } else { "pending" };
     sql.exec(
         "UPDATE outbox SET status = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
@@ -111,7 +112,7 @@ pub fn mark_attempt_failed(sql: &SqlStorage, id: &str, error: &str, give_up: boo
 }
 
 /// The most recent pieces, newest first (admin API): failed sends show here.
-pub fn recent(sql: &SqlStorage, limit: i64) -> Result<Vec<Entry>> {
+pub fn recent(sql: &Sql, limit: i64) -> Result<Vec<Entry>> {
     sql.exec(
         "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at \
          FROM outbox \

@@ -4,9 +4,10 @@
 //! object last wrote it, so a turn whose pieces go out at once costs nothing
 //! (a fresh object writes once, in case a crash left a stale count).
 
-use worker::{D1Database, SqlStorage};
+use worker::D1Database;
 
 use super::ChannelObject;
+use crate::edge::durable::Sql;
 use crate::edge::log::Emit;
 use crate::edge::status::report_pending;
 use crate::log_line::LogLine;
@@ -15,7 +16,7 @@ use crate::log_line::LogLine;
 const UNSENT: &str = "SELECT COUNT(*) AS unsent FROM outbox WHERE status IN ('pending', 'sending')";
 
 /// Best effort: a failed report is logged and tried again after the next turn.
-pub async fn report(object: &ChannelObject, sql: &SqlStorage, database: &D1Database, conversation_key: &str) {
+pub async fn report(object: &ChannelObject, sql: &Sql, database: &D1Database, conversation_key: &str) {
     // Read as JSON values, as the inbox reads its rows: no deserializer of its own.
     let rows = sql.exec(UNSENT, None).and_then(|cursor| cursor.to_array::<serde_json::Value>());
     let unsent = rows.map(|rows| rows.first().and_then(|row| row["unsent"].as_i64()).unwrap_or(0));

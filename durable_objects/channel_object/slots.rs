@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use worker::{Result, SqlStorage, SqlStorageValue};
+use worker::{Result, SqlStorageValue};
 
 use crate::channel::state::ChannelState;
+use crate::edge::durable::Sql;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS slots (
@@ -24,7 +25,7 @@ struct SlotRow {
 }
 
 /// Loads the state and the versions already persisted.
-pub fn load(sql: &SqlStorage) -> Result<(ChannelState, BTreeMap<String, u64>)> {
+pub fn load(sql: &Sql) -> Result<(ChannelState, BTreeMap<String, u64>)> {
     let rows: Vec<SlotRow> = sql.exec("SELECT name, version, body FROM slots", None)?.to_array()?;
     let saved = crate::sorting::map_from(rows.iter().map(|row| (row.name.clone(), row.version.max(0) as u64)));
     let state = ChannelState::restore(rows.iter().map(|row| (row.name.as_str(), row.body.as_str())));
@@ -33,7 +34,7 @@ pub fn load(sql: &SqlStorage) -> Result<(ChannelState, BTreeMap<String, u64>)> {
 
 /// Writes the slots that changed since the last checkpoint in ONE statement,
 /// so a checkpoint lands whole or not at all; `saved` moves only once it did.
-pub fn save(sql: &SqlStorage, state: &ChannelState, saved: &mut BTreeMap<String, u64>) -> Result<()> {
+pub fn save(sql: &Sql, state: &ChannelState, saved: &mut BTreeMap<String, u64>) -> Result<()> {
     let changed = state.changed_slots(saved)?;
     if changed.is_empty() {
         return Ok(());

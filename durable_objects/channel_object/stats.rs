@@ -1,9 +1,10 @@
 //! The conversation's running counts, kept with each inbound (one row), and
 //! mirrored to the dashboard's D1 index at most once a second.
 
-use worker::{Result, SqlStorage, SqlStorageValue};
+use worker::{Result, SqlStorageValue};
 
 use crate::edge::conversations::Conversation;
+use crate::edge::durable::Sql;
 use crate::inbound::InboundEvent;
 
 pub const SCHEMA: &str = "
@@ -19,7 +20,7 @@ CREATE TABLE IF NOT EXISTS stats (
 ";
 
 /// Counts one inbound and its decision.
-pub fn count(sql: &SqlStorage, event: &InboundEvent, engaged: bool, now_ms: i64) -> Result<()> {
+pub fn count(sql: &Sql, event: &InboundEvent, engaged: bool, now_ms: i64) -> Result<()> {
     let (engaged, observed) = if engaged { (1, 0) } else { (0, 1) };
     sql.exec(
         "INSERT INTO stats (id, conversation_key, title, messages, engaged, observed, last_activity) \
@@ -48,7 +49,7 @@ struct Row {
 }
 
 /// The conversation as the index shows it (None before its first inbound).
-pub fn read(sql: &SqlStorage) -> Result<Option<Conversation>> {
+pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
     let rows: Vec<Row> = sql.exec("SELECT * FROM stats WHERE id = 1", None)?.to_array()?;
     Ok(rows.into_iter().next().map(|row| Conversation {
         platform: row.conversation_key.split(':').next().unwrap_or_default().to_string(),

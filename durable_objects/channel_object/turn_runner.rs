@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::pin;
 
 use futures_util::future::{select, Either};
-use worker::{D1Database, Result, SqlStorage};
+use worker::{D1Database, Result};
 
 use super::{envelopes, history as history_store, inbox, outbox, pending, ChannelObject};
 use crate::channel::history_mirror::kept_rows;
@@ -16,7 +16,8 @@ use crate::channel::state::ScheduleDue;
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, HistoryEntry, HistoryRole, TurnContext};
 use crate::config::Config;
-use crate::edge::config::{redactor, DATABASE_BINDING, JOBS_BINDING};
+use crate::edge::config::{redactor, DATABASE_BINDING};
+use crate::edge::durable::{MeteredStorage, Sql};
 use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::log::Emit;
@@ -59,14 +60,14 @@ pub async fn run(object: &ChannelObject) -> Result<()> {
 /// Mirrors the history rows D1 lacks. A failure keeps them for later (the
 /// alarm comes back for them); replies never wait on it.
 pub(super) async fn mirror_history(object: &ChannelObject) -> Result<()> {
-    let sql = object.state.storage().sql();
+    let sql = object.state.storage().counted_sql();
     let database = object.env.d1(DATABASE_BINDING)?;
     if let Err(error) = history_store::mirror(&sql, &database, kept_rows(object.config.history_limit)).await {
         LogLine::warn("history_not_mirrored").field("recovery", "kept for the next alarm").reason(&error).emit();
     }
     let storage = object.state.storage();
     if history_store::has_pending(&sql)? && storage.get_alarm().await?.is_none() {
-        storage.set_alarm(MIRROR_RETRY_MS).await?;
+        storage.set_alarm_counted(MIRROR_RETRY_MS).await?;
     }
     Ok(())
 }
@@ -77,9 +78,9 @@ async fn run_turns(object: &ChannelObject) -> Result<()> {
     // A burst that is still arriving pushed the wake time; sleep until it settles.
     let wake_at = object.channel.borrow().wake_at(&config.channel, now);
     if let Some(wake_at) = wake_at.filter(|&at| at > now + WAKE_TOLERANCE_MS) {
-        return object.state.storage().set_alarm(wake_at - now).await;
+        return object.state.storage().set_alarm_counted(wake_at - now).await;
     }
-    let sql = object.state.storage().sql();
+    let sql = object.state.storage().counted_sql();
     let database = object.env.d1(DATABASE_BINDING)?;
     give_up_on_silent_processes(object, &database, now).await?;
     let due = object.channel.borrow().schedule_due.get().cloned();
@@ -92,18 +93,18 @@ async fn run_turns(object: &ChannelObject) -> Result<()> {
             let now = now_ms();
             let next = object.channel.borrow().wake_at(&config.channel, now);
             return match next.filter(|&at| at > now) {
-                Some(at) => object.state.storage().set_alarm(at - now).await,
+                Some(at) => object.state.storage().set_alarm_counted(at - now).await,
                 None => Ok(()),
             };
         };
         if let Some(resume_at) = run_one(object, &sql, &database, &turn).await? {
             // Rate limited: the same turn resumes then; later turns wait behind it.
             object.step(|channel| channel.defer_turn(resume_at))?;
-            return object.state.storage().set_alarm((resume_at - now_ms()).max(0)).await;
+            return object.state.storage().set_alarm_counted((resume_at - now_ms()).max(0)).await;
         }
     }
     // More turns are waiting: continue in a new alarm rather than run long.
-    object.state.storage().set_alarm(0).await
+    object.state.storage().set_alarm_counted(0).await
 }
 
 /// Claims the conversation's due runs and queues each as a message to the
@@ -147,12 +148,7 @@ async fn give_up_on_silent_processes(object: &ChannelObject, database: &D1Databa
 
 /// Runs one turn to its end, or until a rate limit says to come back later
 /// (then returns when).
-async fn run_one(
-    object: &ChannelObject,
-    sql: &SqlStorage,
-    database: &D1Database,
-    turn: &TurnSnapshot,
-) -> Result<Option<i64>> {
+async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn: &TurnSnapshot) -> Result<Option<i64>> {
     let config = &object.config;
     let started = now_ms();
     let Some(last) = turn.answering() else {
@@ -288,7 +284,7 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
     }));
     // The history comes from the object's own copy; D1 is read once per
     // conversation (to take over what it held before) and for a stale bulletin.
-    let sql = object.state.storage().sql();
+    let sql = object.state.storage().counted_sql();
     let keep = kept_rows(config.history_limit);
     history_store::take_over(&sql, database, conversation_key, keep, now_ms()).await?;
     history_store::record(&sql, &stored)?;
@@ -389,7 +385,7 @@ async fn delegate(
     origin: &InboundEvent,
     thought: &Thought,
 ) -> Result<()> {
-    let sql = object.state.storage().sql();
+    let sql = object.state.storage().counted_sql();
     let conversation_key = &origin.conversation_key;
     for (index, action) in thought.delegations.iter().enumerate() {
         let id = format!("{conversation_key}:{}:{index}", turn.id);
@@ -457,7 +453,7 @@ async fn delegate(
         };
         envelopes::log(&sql, &envelope)?;
         if let Some(job) = job {
-            object.env.queue(JOBS_BINDING)?.send(&job).await?;
+            crate::edge::jobs::enqueue(&object.env, &job).await?;
         }
     }
     Ok(())
@@ -488,10 +484,10 @@ pub(super) async fn start_worker(
     if !object.step(|channel| channel.start_process(id, status))? {
         return Ok(false);
     }
-    envelopes::log(&object.state.storage().sql(), &task_envelope(id, "worker", id, task))?;
+    envelopes::log(&object.state.storage().counted_sql(), &task_envelope(id, "worker", id, task))?;
     let input = WorkerInput::Start { task: task.to_string(), interactive };
     let job = WorkerJob { id: id.to_string(), conversation_key, step: "s1".into(), input };
-    object.env.queue(JOBS_BINDING)?.send(&Job::Worker(job)).await?;
+    crate::edge::jobs::enqueue(&object.env, &Job::Worker(job)).await?;
     crate::edge::web_chat::changed(&object.state, "processes");
     Ok(true)
 }
@@ -522,12 +518,12 @@ async fn compact(
     match plan(thought.estimated_tokens, object.config.context_window_tokens, ids.len()) {
         CompactionPlan::Nothing => Ok(()),
         CompactionPlan::Truncate { oldest } => {
-            history_store::drop_oldest(&object.state.storage().sql(), &ids[..oldest])
+            history_store::drop_oldest(&object.state.storage().counted_sql(), &ids[..oldest])
         }
         CompactionPlan::Summarise { oldest } => {
             // The compactor reads the messages from D1: they must be there.
             let keep = kept_rows(object.config.history_limit);
-            if let Err(error) = history_store::mirror(&object.state.storage().sql(), database, keep).await {
+            if let Err(error) = history_store::mirror(&object.state.storage().counted_sql(), database, keep).await {
                 LogLine::warn("compaction_waits_for_mirror").reason(&error).emit();
                 return Ok(());
             }
@@ -536,7 +532,7 @@ async fn compact(
                 conversation_key: origin.conversation_key.clone(),
                 message_ids: ids[..oldest].to_vec(),
             });
-            object.env.queue(JOBS_BINDING)?.send(&job).await
+            crate::edge::jobs::enqueue(&object.env, &job).await
         }
     }
 }
@@ -572,7 +568,7 @@ enum Delivery {
 async fn deliver(
     config: &Config,
     platform: &Platform<'_>,
-    sql: &SqlStorage,
+    sql: &Sql,
     event: &InboundEvent,
     turn: i64,
 ) -> Result<Delivery> {
@@ -641,7 +637,7 @@ enum Sending {
 async fn send_with_retries(
     config: &Config,
     platform: &Platform<'_>,
-    sql: &SqlStorage,
+    sql: &Sql,
     event: &InboundEvent,
     entry: &outbox::Entry,
     piece: &Piece<'_>,

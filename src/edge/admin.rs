@@ -51,6 +51,13 @@ pub async fn status(request: &Request, env: &Env) -> Result<Response, ApiError> 
     Response::from_json(&super::status::report(env).await.map_err(internal)?).map_err(internal)
 }
 
+/// The operations this isolate has counted since it started (src/ops.rs); this
+/// request's own invocation included.
+pub async fn ops(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    Response::from_json(&crate::ops::snapshot().to_json()).map_err(internal)
+}
+
 /// Every inbound the channel received, with its decision and why.
 pub async fn channel_events(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;

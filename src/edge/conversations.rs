@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use worker::{D1Database, Result};
 
 use super::d1::{number, text_or_null};
+use crate::edge::d1::Metered;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Conversation {
@@ -39,7 +40,7 @@ pub async fn upsert(db: &D1Database, row: &Conversation, now_ms: i64) -> Result<
         number(row.observed_count),
         number(now_ms),
     ])?
-    .run()
+    .run_counted()
     .await?;
     Ok(())
 }
@@ -56,5 +57,5 @@ pub async fn list(db: &D1Database, search: Option<&str>, limit: usize) -> Result
          FROM conversations WHERE ?1 IS NULL OR conversation_key LIKE ?1 ESCAPE '\\' OR title LIKE ?1 ESCAPE '\\' \
          ORDER BY last_activity_at DESC LIMIT ?2",
     );
-    statement.bind(&[text_or_null(pattern.as_deref()), number(limit as i64)])?.all().await?.results()
+    statement.bind(&[text_or_null(pattern.as_deref()), number(limit as i64)])?.all_counted().await?.results()
 }

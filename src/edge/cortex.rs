@@ -19,6 +19,7 @@ use super::model::HttpModel;
 use super::usage;
 use crate::channel::turn::ChatModel;
 use crate::config::Config;
+use crate::edge::d1::Metered;
 use crate::llm::{ChatMessage, ChatRequest, Role};
 use crate::log_line::{Level, LogLine};
 use crate::memory::bulletin::{cap_words, needs_rebuild, sections, BULLETIN_MAX_WORDS};
@@ -44,6 +45,7 @@ const CORTEX_USAGE_KEY: &str = "cortex";
 /// Each part runs whatever the others did; the tick is logged and kept for `/api/status`.
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) {
+    crate::ops::count(crate::ops::Op::WorkerInvocation);
     let config = config::load(&env);
     let started = now_ms();
     let gateway = match config.discord_gateway {
@@ -123,12 +125,12 @@ async fn read_meta(db: &D1Database) -> Result<BTreeMap<String, String>> {
         key: String,
         value: String,
     }
-    let rows: Vec<Row> = db.prepare("SELECT key, value FROM memory_meta").all().await?.results()?;
+    let rows: Vec<Row> = db.prepare("SELECT key, value FROM memory_meta").all_counted().await?.results()?;
     Ok(crate::sorting::map_from(rows.into_iter().map(|row| (row.key, row.value))))
 }
 
 async fn write_meta(db: &D1Database, entries: &[(&str, String)]) -> Result<()> {
-    db.batch(meta_statements(db, entries)?).await?;
+    crate::edge::d1::batch(db, meta_statements(db, entries)?).await?;
     Ok(())
 }
 
@@ -155,8 +157,11 @@ async fn maintain(
     meta: &BTreeMap<String, String>,
     now: i64,
 ) -> Result<()> {
-    let memories: Vec<Memory> =
-        db.prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY updated_at DESC")).all().await?.results()?;
+    let memories: Vec<Memory> = db
+        .prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY updated_at DESC"))
+        .all_counted()
+        .await?
+        .results()?;
     let index = vector_index(config, env, db)?;
     let candidates: Vec<String> = memories.iter().take(MERGE_CANDIDATES).map(|memory| memory.id.clone()).collect();
     let mut vectors: BTreeMap<String, Vec<f32>> = crate::sorting::map_from(index.vectors(&candidates).await?);
@@ -226,7 +231,7 @@ async fn apply(db: &D1Database, plan: &MaintenancePlan, now: i64) -> Result<()> 
     if !plan.prunes.is_empty() || !plan.merges.is_empty() {
         statements.push(bump_version(db)?);
     }
-    db.batch(statements).await?;
+    crate::edge::d1::batch(db, statements).await?;
     Ok(())
 }
 
@@ -238,13 +243,15 @@ async fn rebuild_bulletin(config: &Config, env: &Env, db: &D1Database, meta: &BT
         return Ok(());
     }
     let limit = JsValue::from_f64(BULLETIN_SOURCE_LIMIT as f64);
-    let results = db
-        .batch(vec![
+    let results = crate::edge::d1::batch(
+        db,
+        vec![
             db.prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY created_at DESC LIMIT ?1"))
                 .bind(std::slice::from_ref(&limit))?,
             db.prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY importance DESC LIMIT ?1")).bind(&[limit])?,
-        ])
-        .await?;
+        ],
+    )
+    .await?;
     let mut memories: Vec<Memory> = Vec::new();
     for result in results {
         for memory in result.results::<Memory>()? {

@@ -1,8 +1,14 @@
-//! Small helpers for binding values to D1 statements and reading what a
-//! write changed.
+//! D1 calls that count what they cost, and small helpers for binding values to
+//! D1 statements and reading what a write changed.
+//!
+//! Every D1 call goes through [`Metered`]: clippy.toml disallows the uncounted
+//! `all`, `run`, `first` and `batch`, so `/api/ops` sees each query.
 
+use serde::de::DeserializeOwned;
 use wasm_bindgen::JsValue;
-use worker::D1Result;
+use worker::{D1Database, D1PreparedStatement, D1Result, Result};
+
+use crate::ops::{self, Op};
 
 /// A whole number as D1 binds it (a JS number; D1 has no integer type to bind).
 pub fn number(value: i64) -> JsValue {
@@ -17,4 +23,52 @@ pub fn text_or_null(value: Option<&str>) -> JsValue {
 /// Rows a write changed (0 when D1 did not say).
 pub fn changes(result: &D1Result) -> usize {
     result.meta().ok().flatten().and_then(|meta| meta.changes).unwrap_or(0)
+}
+
+/// Counts one statement's query and the rows D1 says it read and wrote.
+fn tally(result: &D1Result) {
+    ops::count(Op::D1Query);
+    if let Ok(Some(meta)) = result.meta() {
+        ops::add(Op::D1RowRead, meta.rows_read.unwrap_or(0) as u64);
+        ops::add(Op::D1RowWritten, meta.rows_written.unwrap_or(0) as u64);
+    }
+}
+
+/// A statement run through here is counted in [`crate::ops`].
+#[allow(async_fn_in_trait)] // the Worker is single-threaded: no Send bound wanted
+pub trait Metered {
+    /// `all()`, counted.
+    async fn all_counted(&self) -> Result<D1Result>;
+    /// `run()`, counted.
+    async fn run_counted(&self) -> Result<D1Result>;
+    /// The first row (as `first(None)`), counted.
+    async fn first_counted<T: DeserializeOwned>(&self) -> Result<Option<T>>;
+}
+
+#[allow(clippy::disallowed_methods)] // the one place the uncounted calls are made
+impl Metered for D1PreparedStatement {
+    async fn all_counted(&self) -> Result<D1Result> {
+        let result = self.all().await?;
+        tally(&result);
+        Ok(result)
+    }
+
+    async fn run_counted(&self) -> Result<D1Result> {
+        let result = self.run().await?;
+        tally(&result);
+        Ok(result)
+    }
+
+    async fn first_counted<T: DeserializeOwned>(&self) -> Result<Option<T>> {
+        // `first` returns no meta; `all` does, and every caller asks by key.
+        Ok(self.all_counted().await?.results::<T>()?.into_iter().next())
+    }
+}
+
+/// `batch()`, counted: one query per statement.
+#[allow(clippy::disallowed_methods)]
+pub async fn batch(db: &D1Database, statements: Vec<D1PreparedStatement>) -> Result<Vec<D1Result>> {
+    let results = db.batch(statements).await?;
+    results.iter().for_each(tally);
+    Ok(results)
 }

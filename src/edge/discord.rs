@@ -9,6 +9,7 @@ use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::ops::Op;
 use crate::platforms::discord::message::{create_message_body, reaction_path};
 use crate::platforms::discord::{webhook_call, MESSAGE_LIMIT};
 
@@ -27,7 +28,7 @@ impl Discord<'_> {
         let url = format!("{}{path}", self.config.discord_api_base);
         let authorization = format!("Bot {}", self.config.discord_bot_token);
         let headers: &[(&str, &str)] = if as_bot { &[("authorization", &authorization)] } else { &[] };
-        let answer = send_json(method, &url, headers, body, API_TIMEOUT_MS)
+        let answer = send_json(Op::PlatformCall, method, &url, headers, body, API_TIMEOUT_MS)
             .await
             .map_err(|failure| SendFailure::network("Discord", failure))?;
         let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
@@ -45,7 +46,9 @@ impl Discord<'_> {
 pub async fn bot_get(config: &Config, path: &str, body_limit: usize) -> Option<Value> {
     let url = format!("{}{path}", config.discord_api_base);
     let authorization = format!("Bot {}", config.discord_bot_token);
-    let answer = get_manual(&url, &[("authorization", &authorization)], API_TIMEOUT_MS, body_limit).await.ok()?;
+    let answer = get_manual(Op::PlatformCall, &url, &[("authorization", &authorization)], API_TIMEOUT_MS, body_limit)
+        .await
+        .ok()?;
     serde_json::from_slice(&answer.body).ok()
 }
 

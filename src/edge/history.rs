@@ -8,6 +8,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Result};
 
 use crate::channel::turn::HistoryRole;
+use crate::edge::d1::Metered;
 use crate::inbound::InboundEvent;
 
 /// One row of the `messages` table.
@@ -86,7 +87,7 @@ pub async fn mirror(db: &D1Database, chunks: Vec<String>) -> Result<()> {
     }
     let statements =
         chunks.into_iter().map(|chunk| db.prepare(MIRROR).bind(&[JsValue::from(chunk)])).collect::<Result<Vec<_>>>()?;
-    db.batch(statements).await?;
+    crate::edge::d1::batch(db, statements).await?;
     Ok(())
 }
 
@@ -105,7 +106,7 @@ fn summaries(db: &D1Database, conversation_key: &str) -> Result<D1PreparedStatem
 
 /// The conversation's compaction summaries, oldest first.
 pub async fn load_summaries(db: &D1Database, conversation_key: &str) -> Result<Vec<Summary>> {
-    summaries(db, conversation_key)?.all().await?.results()
+    summaries(db, conversation_key)?.all_counted().await?.results()
 }
 
 /// What a channel object takes over from D1 once: the summaries and the
@@ -121,7 +122,7 @@ pub async fn load_for_takeover(
              ORDER BY created_at DESC, rowid DESC LIMIT ?2",
         )
         .bind(&[conversation_key.into(), JsValue::from_f64(limit as f64)])?;
-    let results = db.batch(vec![summaries(db, conversation_key)?, latest]).await?;
+    let results = crate::edge::d1::batch(db, vec![summaries(db, conversation_key)?, latest]).await?;
     let summaries = match results.first() {
         Some(result) => result.results()?,
         None => Vec::new(),
@@ -141,7 +142,7 @@ struct BulletinRow {
 /// The cortex's memory bulletin (empty until one is built).
 pub async fn bulletin(db: &D1Database) -> Result<String> {
     let rows: Vec<BulletinRow> =
-        db.prepare("SELECT value AS content FROM memory_meta WHERE key = 'bulletin'").all().await?.results()?;
+        db.prepare("SELECT value AS content FROM memory_meta WHERE key = 'bulletin'").all_counted().await?.results()?;
     Ok(rows.into_iter().next().map(|row| row.content).unwrap_or_default())
 }
 
@@ -166,7 +167,7 @@ pub async fn live_messages(db: &D1Database, ids: &[String]) -> Result<Vec<Stored
     let query =
         format!("SELECT * FROM messages WHERE compacted = 0 AND id IN ({placeholders}) ORDER BY created_at, rowid");
     let bindings: Vec<JsValue> = ids.iter().map(|id| JsValue::from(id.as_str())).collect();
-    db.prepare(query).bind(&bindings)?.all().await?.results()
+    db.prepare(query).bind(&bindings)?.all_counted().await?.results()
 }
 
 /// Stores a summary and flags what it covers, in one transaction.
@@ -191,7 +192,7 @@ pub async fn store_summary(
             JsValue::from_f64(created_at as f64),
         ])?];
     statements.extend(flag_compacted(db, covered, 1)?);
-    db.batch(statements).await?;
+    crate::edge::d1::batch(db, statements).await?;
     Ok(())
 }
 
@@ -201,7 +202,7 @@ pub async fn list(db: &D1Database, conversation_key: &str, limit: usize) -> Resu
     let mut rows: Vec<StoredMessage> = db
         .prepare("SELECT * FROM messages WHERE conversation_key = ?1 ORDER BY created_at DESC, rowid DESC LIMIT ?2")
         .bind(&[conversation_key.into(), JsValue::from_f64(limit as f64)])?
-        .all()
+        .all_counted()
         .await?
         .results()?;
     rows.reverse();
@@ -226,5 +227,5 @@ pub async fn search(db: &D1Database, conversation_key: &str, query: &str, limit:
     );
     let mut bindings = vec![JsValue::from(conversation_key), JsValue::from_f64(limit as f64)];
     bindings.extend(words.iter().map(|word| JsValue::from(word.as_str())));
-    db.prepare(query).bind(&bindings)?.all().await?.results()
+    db.prepare(query).bind(&bindings)?.all_counted().await?.results()
 }

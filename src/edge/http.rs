@@ -6,6 +6,7 @@ use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 
 use crate::api_error::ApiError;
+use crate::ops::{self, Op};
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 /// A finished exchange: the status, the whole body, and a `Retry-After`
@@ -26,17 +27,20 @@ pub enum HttpFailure {
 
 /// POSTs a JSON body and waits at most `timeout_ms` for the whole answer.
 /// `headers` are extra headers (authorization and the like); never log them.
+/// `kind` says whom the call is for, for the operation counts.
 pub async fn post_json(
+    kind: Op,
     url: &str,
     headers: &[(&str, &str)],
     body: &serde_json::Value,
     timeout_ms: u64,
 ) -> Result<HttpAnswer, HttpFailure> {
-    send_json(Method::Post, url, headers, body, timeout_ms).await
+    send_json(kind, Method::Post, url, headers, body, timeout_ms).await
 }
 
 /// Sends a JSON body with any method and waits at most `timeout_ms`.
 pub async fn send_json(
+    kind: Op,
     method: Method,
     url: &str,
     headers: &[(&str, &str)],
@@ -44,13 +48,14 @@ pub async fn send_json(
     timeout_ms: u64,
 ) -> Result<HttpAnswer, HttpFailure> {
     let request = build_request(method, url, headers, body).map_err(|error| HttpFailure::Network(error.to_string()))?;
-    exchange(request, timeout_ms, None).await
+    exchange(kind, request, timeout_ms, None).await
 }
 
 /// A GET that does not follow redirects (the caller checks each hop) and
 /// reads at most `max_body` bytes of the body, so a huge page cannot exhaust
 /// the isolate's memory.
 pub async fn get_manual(
+    kind: Op,
     url: &str,
     headers: &[(&str, &str)],
     timeout_ms: u64,
@@ -66,12 +71,18 @@ pub async fn get_manual(
         Request::new_with_init(url, &init)
     };
     let request = build().map_err(|error: worker::Error| HttpFailure::Network(error.to_string()))?;
-    exchange(request, timeout_ms, Some(max_body)).await
+    exchange(kind, request, timeout_ms, Some(max_body)).await
 }
 
 /// Sends a request and reads the answer (all of it, or its first `max_body`
 /// bytes), within `timeout_ms`.
-async fn exchange(request: Request, timeout_ms: u64, max_body: Option<usize>) -> Result<HttpAnswer, HttpFailure> {
+async fn exchange(
+    kind: Op,
+    request: Request,
+    timeout_ms: u64,
+    max_body: Option<usize>,
+) -> Result<HttpAnswer, HttpFailure> {
+    ops::count(kind);
     let controller = AbortController::default();
     let signal = controller.signal();
     let exchange = async move {

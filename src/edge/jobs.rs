@@ -34,8 +34,16 @@ use crate::status::DeadLetter;
 /// and each job holds one at a time. wrangler.toml's `max_batch_size` matches.
 const JOBS_AT_ONCE: usize = 6;
 
+/// Sends a job to the `jobs` queue (counted: one queue write).
+#[allow(clippy::disallowed_methods)]
+pub async fn enqueue(env: &Env, job: &Job) -> worker::Result<()> {
+    crate::ops::count(crate::ops::Op::QueueSend);
+    env.queue(config::JOBS_BINDING)?.send(job).await
+}
+
 #[event(queue)]
 async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Context) -> worker::Result<()> {
+    crate::ops::count(crate::ops::Op::WorkerInvocation);
     let config = config::load(&env);
     let dead_letters = batch.queue().ends_with(DEAD_LETTER_SUFFIX);
     // An error here would abort the whole Worker: every failure is per message.
@@ -55,6 +63,7 @@ async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Conte
 }
 
 async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>, dead_letters: bool) {
+    crate::ops::count(crate::ops::Op::QueueDelivery);
     // Read through text, like every other JSON the Worker reads: one deserializer per type.
     let job: Job = match serde_json::to_string(message.body()).and_then(|text| serde_json::from_str(&text)) {
         Ok(job) => job,
@@ -91,7 +100,7 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
                         .field("step", job.step.as_str())
                         .reason(&error)
                         .emit();
-                    message.retry();
+                    retry(message);
                 }
             }
             return;
@@ -111,7 +120,7 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
                         .id(&job.id)
                         .reason(&error)
                         .emit();
-                    message.retry();
+                    retry(message);
                 }
             }
             return;
@@ -121,7 +130,7 @@ async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>
         Ok(()) => message.ack(),
         Err(error) => {
             LogLine::warn("branch_failed").conversation(&branch.conversation_key).id(&branch.id).reason(&error).emit();
-            message.retry();
+            retry(message);
         }
     }
 }
@@ -199,4 +208,10 @@ pub(super) async fn call_channel(env: &Env, conversation_key: &str, path: &str, 
         return Err(worker::Error::RustError(format!("channel answered {}", response.status_code())));
     }
     Ok(())
+}
+
+/// Sends a delivered job back for another attempt, counted.
+fn retry(message: &Message<serde_json::Value>) {
+    crate::ops::count(crate::ops::Op::QueueRetry);
+    message.retry();
 }

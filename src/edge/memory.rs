@@ -17,6 +17,7 @@ pub use index::{vector_index, EdgeIndex, VectorIndex};
 use super::d1::number;
 use super::http::now_ms;
 use crate::config::Config;
+use crate::edge::d1::Metered;
 use crate::memory::embed::Embedder;
 use crate::memory::full_text::fts_query;
 use crate::memory::linking::{plan_links, RELATED_THRESHOLD};
@@ -162,7 +163,7 @@ pub async fn save(
             ])?,
         );
     }
-    db.batch(statements).await?;
+    crate::edge::d1::batch(db, statements).await?;
     index.upsert(&id, &vector, memory_type).await?;
     Ok(Saved { id, links: links.len() })
 }
@@ -171,7 +172,7 @@ pub async fn save(
 pub async fn delete(config: &Config, env: &Env, db: &D1Database, id: &str) -> Result<bool> {
     let mut statements = forget(db, id)?;
     statements.push(bump_version(db)?);
-    let results = db.batch(statements).await?;
+    let results = crate::edge::d1::batch(db, statements).await?;
     let deleted = results.get(FORGET_ROW).and_then(|result| result.meta().ok().flatten()).and_then(|meta| meta.changes);
     if deleted.unwrap_or(0) == 0 {
         return Ok(false);
@@ -262,7 +263,7 @@ pub async fn import(config: &Config, env: &Env, db: &D1Database, items: &[Import
             .bind(&[chunk])?,
         );
     }
-    db.batch(statements).await?;
+    crate::edge::d1::batch(db, statements).await?;
     if let EdgeIndex::Vectorize(_) = index {
         for ((item, memory_type), vector) in valid.iter().zip(&vectors) {
             index.upsert(&memory_id(&item.content), vector, *memory_type).await?;
@@ -337,16 +338,18 @@ async fn read_and_touch(db: &D1Database, filter: &str, bindings: Vec<JsValue>) -
     let now_placeholder = bindings.len() + 1;
     let mut touch_bindings = bindings.clone();
     touch_bindings.push(number(now_ms()));
-    let results = db
-        .batch(vec![
+    let results = crate::edge::d1::batch(
+        db,
+        vec![
             db.prepare(format!("SELECT {COLUMNS} FROM memories {filter}")).bind(&bindings)?,
             db.prepare(format!(
                 "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?{now_placeholder} \
                  WHERE id IN (SELECT id FROM memories {filter})"
             ))
             .bind(&touch_bindings)?,
-        ])
-        .await?;
+        ],
+    )
+    .await?;
     results.first().map_or(Ok(Vec::new()), |result| result.results())
 }
 
@@ -408,7 +411,7 @@ async fn full_text(
              ORDER BY memories_fts.rank LIMIT ?2",
         )
         .bind(&[expression.into(), number(candidates as i64), type_name])?
-        .all()
+        .all_counted()
         .await?
         .results()?;
     Ok(hits.into_iter().map(|hit| hit.id).collect())
@@ -430,7 +433,7 @@ async fn neighbours(db: &D1Database, seeds: &[&String], candidates: usize) -> Re
          GROUP BY id ORDER BY MAX(weight) DESC LIMIT {candidates}"
     );
     let bindings: Vec<JsValue> = seeds.iter().map(|id| JsValue::from(id.as_str())).collect();
-    let edges: Vec<Edge> = db.prepare(query).bind(&bindings)?.all().await?.results()?;
+    let edges: Vec<Edge> = db.prepare(query).bind(&bindings)?.all_counted().await?.results()?;
     Ok(edges.into_iter().map(|edge| edge.id).collect())
 }
 

@@ -17,6 +17,7 @@ use super::config;
 use super::http::{now_ms, post_json, sleep_ms, HttpFailure};
 use super::log::Emit;
 use super::memory::AI_BINDING;
+use crate::ops::Op;
 
 thread_local! {
     /// Cooldowns live as long as the isolate: every object and job in it shares them.
@@ -41,6 +42,7 @@ impl<'a> HttpModel<'a> {
     async fn complete_on_workers_ai(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
         let ai = self.env.ai(AI_BINDING).map_err(|error| LlmError::Config(format!("Workers AI: {error}")))?;
         let body = scrubbed(workers_ai::request_body(request), &request.model);
+        crate::ops::count(Op::ModelCall);
         let run = ai.run::<_, serde_json::Value>(&request.model, body);
         let deadline = Delay::from(Duration::from_millis(self.config.llm_timeout_ms));
         let outcome = match select(Box::pin(run), deadline).await {
@@ -76,9 +78,11 @@ impl<'a> HttpModel<'a> {
         let headers = [(authorization.0, authorization.1.as_str()), ("anthropic-version", anthropic::API_VERSION)];
         let headers = if spec.provider == Provider::Anthropic { &headers[..] } else { &headers[..1] };
         let answer =
-            post_json(&url, headers, &body, self.config.llm_timeout_ms).await.map_err(|failure| match failure {
-                HttpFailure::Timeout => LlmError::Timeout,
-                HttpFailure::Network(message) => LlmError::Network(message),
+            post_json(Op::ModelCall, &url, headers, &body, self.config.llm_timeout_ms).await.map_err(|failure| {
+                match failure {
+                    HttpFailure::Timeout => LlmError::Timeout,
+                    HttpFailure::Network(message) => LlmError::Network(message),
+                }
             })?;
         if !(200..300).contains(&answer.status) {
             return Err(LlmError::Status(answer.status));

@@ -17,6 +17,7 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     let outcome = match (request.method(), segments.as_slice()) {
         (Method::Get, ["health"]) => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
         (Method::Get, ["api", "status"]) => admin::status(&request, env).await,
+        (Method::Get, ["api", "ops"]) => admin::ops(&request, env).await,
         (Method::Post, ["webhooks", "telegram"]) => webhooks::telegram(request, env).await,
         (Method::Post, ["webhooks", "slack"]) => webhooks::slack(request, env).await,
         (Method::Post, ["webhooks", "discord"]) => webhooks::discord(request, env).await,

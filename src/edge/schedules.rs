@@ -10,6 +10,7 @@ use worker::{D1Database, Result};
 
 use super::d1::{changes, number, text_or_null};
 use super::zones::IntlZones;
+use crate::edge::d1::Metered;
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::schedule::plan::{catch_up, next_run, Plan};
 use crate::schedule::zone::describe_local;
@@ -101,7 +102,7 @@ pub async fn create(
         number(first),
         number(now_ms),
     ])?
-    .run()
+    .run_counted()
     .await?;
     Ok(job)
 }
@@ -126,7 +127,7 @@ pub async fn list(db: &D1Database, conversation_key: Option<&str>) -> Result<Vec
     let key = text_or_null(conversation_key);
     db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE ?1 IS NULL OR conversation_key = ?1 ORDER BY created_at"))
         .bind(&[key])?
-        .all()
+        .all_counted()
         .await?
         .results()
 }
@@ -138,7 +139,7 @@ pub async fn cancel(db: &D1Database, conversation_key: Option<&str>, id: &str) -
     let result = db
         .prepare("DELETE FROM schedules WHERE id = ?1 AND (?2 IS NULL OR conversation_key = ?2)")
         .bind(&[id.into(), key])?
-        .run()
+        .run_counted()
         .await?;
     Ok(changes(&result) > 0)
 }
@@ -156,13 +157,13 @@ pub async fn set_status(db: &D1Database, id: &str, status: &str, now_ms: i64) ->
     };
     db.prepare("UPDATE schedules SET status = ?1, next_run_at = ?2, consecutive_failures = 0 WHERE id = ?3")
         .bind(&[status.into(), next.map_or(JsValue::NULL, number), id.into()])?
-        .run()
+        .run_counted()
         .await?;
     one(db, id).await
 }
 
 pub async fn one(db: &D1Database, id: &str) -> Result<Option<Job>> {
-    db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE id = ?1")).bind(&[id.into()])?.first(None).await
+    db.prepare(format!("SELECT {COLUMNS} FROM schedules WHERE id = ?1")).bind(&[id.into()])?.first_counted().await
 }
 
 /// A job's runs, newest first.
@@ -172,7 +173,7 @@ pub async fn runs(db: &D1Database, id: &str) -> Result<Vec<Value>> {
          WHERE schedule_id = ?1 ORDER BY due_at DESC LIMIT 200",
     )
     .bind(&[id.into()])?
-    .all()
+    .all_counted()
     .await?
     .results()
 }
@@ -186,7 +187,7 @@ pub async fn next_due(db: &D1Database, conversation_key: &str) -> Result<Option<
     let due: Option<Due> = db
         .prepare("SELECT MIN(next_run_at) AS due FROM schedules WHERE conversation_key = ?1 AND status = 'active'")
         .bind(&[conversation_key.into()])?
-        .first(None)
+        .first_counted()
         .await?;
     Ok(due.and_then(|due| due.due))
 }
@@ -202,7 +203,7 @@ pub async fn overdue_conversations(db: &D1Database, now_ms: i64) -> Result<Vec<S
             "SELECT DISTINCT conversation_key FROM schedules WHERE status = 'active' AND next_run_at <= ?1 LIMIT 500",
         )
         .bind(&[number(now_ms)])?
-        .all()
+        .all_counted()
         .await?
         .results()?;
     Ok(keys.into_iter().map(|key| key.conversation_key).collect())
@@ -241,7 +242,7 @@ pub async fn claim_due(db: &D1Database, conversation_key: &str, now_ms: i64) -> 
             "SELECT {COLUMNS} FROM schedules WHERE conversation_key = ?1 AND status = 'active' AND next_run_at <= ?2"
         ))
         .bind(&[conversation_key.into(), number(now_ms)])?
-        .all()
+        .all_counted()
         .await?
         .results()?;
     for job in &due {
@@ -252,23 +253,26 @@ pub async fn claim_due(db: &D1Database, conversation_key: &str, now_ms: i64) -> 
             catch_up(&plan, due_at, now_ms, job.runs_done as u32, &IntlZones).map_err(|error| error.to_string())?;
         let next = caught.next_after_now.map_or(JsValue::NULL, number);
         let still_due = "id = ?1 AND next_run_at = ?2 AND status = 'active'";
-        db.batch(vec![
-            db.prepare(format!(
-                "INSERT INTO schedule_runs (schedule_id, due_at, claimed_at, status, missed) \
+        crate::edge::d1::batch(
+            db,
+            vec![
+                db.prepare(format!(
+                    "INSERT INTO schedule_runs (schedule_id, due_at, claimed_at, status, missed) \
                  SELECT id, next_run_at, ?3, 'claimed', ?4 FROM schedules WHERE {still_due} \
                  ON CONFLICT (schedule_id, due_at) DO NOTHING"
-            ))
-            .bind(&[
-                job.id.as_str().into(),
-                number(due_at),
-                number(now_ms),
-                number(i64::from(caught.missed)),
-            ])?,
-            db.prepare(format!(
+                ))
+                .bind(&[
+                    job.id.as_str().into(),
+                    number(due_at),
+                    number(now_ms),
+                    number(i64::from(caught.missed)),
+                ])?,
+                db.prepare(format!(
                 "UPDATE schedules SET next_run_at = ?3, runs_done = runs_done + 1, last_run_at = ?4 WHERE {still_due}"
             ))
-            .bind(&[job.id.as_str().into(), number(due_at), next, number(now_ms)])?,
-        ])
+                .bind(&[job.id.as_str().into(), number(due_at), next, number(now_ms)])?,
+            ],
+        )
         .await?;
     }
     pending_runs(db, conversation_key).await
@@ -292,7 +296,7 @@ async fn pending_runs(db: &D1Database, conversation_key: &str) -> Result<Vec<Inb
              WHERE s.conversation_key = ?1 AND r.status = 'claimed' ORDER BY r.due_at",
         )
         .bind(&[conversation_key.into()])?
-        .all()
+        .all_counted()
         .await?
         .results()?;
     Ok(pending
@@ -346,7 +350,7 @@ pub async fn finish_run(
              WHERE schedule_id = ?1 AND due_at = ?2 AND status = 'claimed'",
         )
         .bind(&[job_id.into(), number(due_at), status.into(), text_or_null(error), number(now_ms)])?
-        .run()
+        .run_counted()
         .await?;
     if changes(&first_time) == 0 {
         return Ok(false);
@@ -363,7 +367,7 @@ pub async fn finish_run(
              ELSE status END WHERE id = ?1 RETURNING status, consecutive_failures",
         )
         .bind(&[job_id.into(), number(i64::from(failed)), number(MAX_CONSECUTIVE_FAILURES)])?
-        .first(None)
+        .first_counted()
         .await?;
     Ok(after.is_some_and(|after| after.status == DISABLED && after.consecutive_failures == MAX_CONSECUTIVE_FAILURES))
 }

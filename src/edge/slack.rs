@@ -7,6 +7,7 @@ use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::ops::Op;
 use crate::platforms::slack::{
     emoji_name, find_piece, piece_lookup, post_message_body, MESSAGE_LIMIT, WORKING_REACTION,
 };
@@ -27,7 +28,7 @@ impl Slack<'_> {
     async fn call(&self, method: &str, body: &Value) -> Result<Value, SendFailure> {
         let url = format!("{}/{method}", self.config.slack_api_base);
         let authorization = format!("Bearer {}", self.config.slack_bot_token);
-        let answer = post_json(&url, &[("authorization", &authorization)], body, API_TIMEOUT_MS)
+        let answer = post_json(Op::PlatformCall, &url, &[("authorization", &authorization)], body, API_TIMEOUT_MS)
             .await
             .map_err(|failure| SendFailure::network("Slack", failure))?;
         let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
@@ -46,7 +47,9 @@ impl Slack<'_> {
         let url = format!("{}/{method}?{query}", self.config.slack_api_base);
         let authorization = format!("Bearer {}", self.config.slack_bot_token);
         let answer =
-            get_manual(&url, &[("authorization", &authorization)], API_TIMEOUT_MS, READ_BODY_LIMIT).await.ok()?;
+            get_manual(Op::PlatformCall, &url, &[("authorization", &authorization)], API_TIMEOUT_MS, READ_BODY_LIMIT)
+                .await
+                .ok()?;
         let parsed: Value = serde_json::from_slice(&answer.body).ok()?;
         (answer.status == 200 && parsed["ok"] == true).then_some(parsed)
     }

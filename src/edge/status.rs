@@ -10,6 +10,7 @@ use worker::{D1Database, Env, Result};
 use super::config::{self, DATABASE_BINDING};
 use super::d1::number;
 use super::http::now_ms;
+use crate::edge::d1::Metered;
 use crate::status::{models, platforms, BINDINGS};
 
 /// `status_events` key of the last cron tick.
@@ -26,7 +27,7 @@ pub async fn record(env: &Env, key: &str, mut value: Value) -> Result<()> {
              ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         )
         .bind(&[key.into(), value.to_string().into(), number(now_ms())])?
-        .run()
+        .run_counted()
         .await?;
     Ok(())
 }
@@ -42,7 +43,7 @@ pub async fn report_pending(db: &D1Database, conversation_key: &str, unsent: i64
             )
             .bind(&[conversation_key.into(), number(unsent), number(now_ms())])?,
     };
-    statement.run().await?;
+    statement.run_counted().await?;
     Ok(())
 }
 
@@ -92,7 +93,7 @@ pub async fn report(env: &Env) -> Result<Value> {
 
 /// Rows as JSON values (one deserializer serves every read here, and the inbox's).
 async fn rows(db: &D1Database, sql: &str) -> Option<Vec<Value>> {
-    db.prepare(sql).all().await.ok()?.results().ok()
+    db.prepare(sql).all_counted().await.ok()?.results().ok()
 }
 
 async fn first(db: &D1Database, sql: &str) -> Option<Value> {

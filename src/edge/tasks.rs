@@ -10,6 +10,7 @@ use worker::{D1Database, Env, Result};
 use super::config::{CHANNEL_BINDING, DATABASE_BINDING};
 use super::d1::{changes, number, text_or_null};
 use super::http::now_ms;
+use crate::edge::d1::Metered;
 use crate::tasks::{after_failure, transition, Actor, Priority, TaskStatus};
 
 /// Tasks a list shows at most.
@@ -55,7 +56,7 @@ pub async fn create(
              VALUES (?1, ?2, ?3, ?4, 'pending_approval', ?5, ?5) RETURNING id",
         )
         .bind(&[conversation_key.into(), title.into(), description.into(), priority.as_str().into(), number(now_ms())])?
-        .first(None)
+        .first_counted()
         .await?;
     Ok(created.map_or(0, |row| row.id))
 }
@@ -67,13 +68,13 @@ pub async fn list(db: &D1Database, conversation_key: Option<&str>, status: Optio
          ORDER BY status = 'done', id LIMIT ?3"
     ))
     .bind(&[text_or_null(conversation_key), text_or_null(status), JsValue::from_f64(LIST_LIMIT)])?
-    .all()
+    .all_counted()
     .await?
     .results()
 }
 
 pub async fn one(db: &D1Database, id: i64) -> Result<Option<Task>> {
-    db.prepare(format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1")).bind(&[number(id)])?.first(None).await
+    db.prepare(format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1")).bind(&[number(id)])?.first_counted().await
 }
 
 /// Moves a task, checked by the board's rules for `actor`. The write is
@@ -89,14 +90,14 @@ pub async fn move_task(db: &D1Database, id: i64, to: TaskStatus, actor: Actor) -
     )
     .bind(&[to.as_str().into(), number(now_ms()), number(i64::from(approved)), number(id), from.as_str().into()])
     .map_err(|error| error.to_string())?
-    .run()
+    .run_counted()
     .await
     .map_err(|error| error.to_string())?;
     one(db, id).await.map_err(|error| error.to_string())?.ok_or(format!("task {id} is gone"))
 }
 
 pub async fn delete(db: &D1Database, id: i64) -> Result<bool> {
-    let result = db.prepare("DELETE FROM tasks WHERE id = ?1").bind(&[number(id)])?.run().await?;
+    let result = db.prepare("DELETE FROM tasks WHERE id = ?1").bind(&[number(id)])?.run_counted().await?;
     Ok(changes(&result) > 0)
 }
 
@@ -167,7 +168,7 @@ pub async fn update(
         number(now_ms()),
         number(id),
     ])?
-    .run()
+    .run_counted()
     .await?;
     Ok(format!("task {id} updated"))
 }
@@ -194,7 +195,7 @@ pub async fn run_ready_loop(env: &Env) -> Result<usize> {
             // The conversation has no room for another worker now: back to ready for a later tick.
             db.prepare("UPDATE tasks SET status = 'ready', worker_id = NULL WHERE id = ?1 AND worker_id = ?2")
                 .bind(&[number(task.id), worker_id.as_str().into()])?
-                .run()
+                .run_counted()
                 .await?;
             return Ok(claimed);
         }
@@ -211,7 +212,7 @@ async fn claim_next(db: &D1Database) -> Result<Option<Task>> {
            LIMIT 1) AND status = 'ready' RETURNING {COLUMNS}"
     ))
     .bind(&[number(now_ms())])?
-    .first(None)
+    .first_counted()
     .await
 }
 
@@ -228,7 +229,7 @@ pub async fn settle_worker(db: &D1Database, worker_id: &str, outcome: std::resul
     let bound: Option<Bound> = db
         .prepare("SELECT id, attempts FROM tasks WHERE worker_id = ?1 AND status = 'in_progress'")
         .bind(&[worker_id.into()])?
-        .first(None)
+        .first_counted()
         .await?;
     let Some(bound) = bound else {
         return Ok(false);
@@ -243,7 +244,7 @@ pub async fn settle_worker(db: &D1Database, worker_id: &str, outcome: std::resul
          WHERE id = ?4 AND worker_id = ?5 AND status = 'in_progress'",
     )
     .bind(&[status.as_str().into(), note.into(), number(now_ms()), number(bound.id), worker_id.into()])?
-    .run()
+    .run_counted()
     .await?;
     Ok(status == TaskStatus::Ready)
 }

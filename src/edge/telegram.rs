@@ -7,6 +7,7 @@ use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::ops::Op;
 use crate::platforms::telegram::{send_message_body, sent_message_id, MESSAGE_LIMIT};
 
 /// How long one Bot API call may take.
@@ -22,7 +23,7 @@ impl Telegram<'_> {
     /// Calls a Bot API method. The token is part of the URL: never log it.
     async fn call(&self, method: &str, body: &Value) -> Result<Value, SendFailure> {
         let url = format!("{}/bot{}/{method}", self.config.telegram_api_base, self.config.telegram_bot_token);
-        let answer = post_json(&url, &[], body, API_TIMEOUT_MS)
+        let answer = post_json(Op::PlatformCall, &url, &[], body, API_TIMEOUT_MS)
             .await
             .map_err(|failure| SendFailure::network("Telegram", failure))?;
         let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or_default();

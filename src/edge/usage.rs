@@ -7,6 +7,7 @@ use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Result};
 
+use crate::edge::d1::Metered;
 use crate::llm::Usage;
 
 /// The statement that adds one call's usage (batch it with the process's own writes).
@@ -27,7 +28,7 @@ pub fn add(db: &D1Database, conversation_key: &str, process: &str, usage: Usage)
 
 /// Records usage on its own.
 pub async fn record(db: &D1Database, conversation_key: &str, process: &str, usage: Usage) -> Result<()> {
-    add(db, conversation_key, process, usage)?.run().await?;
+    add(db, conversation_key, process, usage)?.run_counted().await?;
     Ok(())
 }
 
@@ -42,7 +43,7 @@ pub async fn by_process(db: &D1Database, conversation_key: &str) -> Result<BTree
     let rows: Vec<Row> = db
         .prepare("SELECT process, input_tokens, output_tokens FROM usage WHERE conversation_key = ?1")
         .bind(&[conversation_key.into()])?
-        .all()
+        .all_counted()
         .await?
         .results()?;
     Ok(crate::sorting::map_from(

@@ -10,6 +10,7 @@ use wasm_bindgen::JsValue;
 use super::config::redactor;
 use super::http::get_manual;
 use crate::config::Config;
+use crate::ops::Op;
 use crate::process::fetch_guard::{cap_output, check_secrets, check_url, FetchRefusal, TOOL_OUTPUT_CAP_BYTES};
 use crate::process::web_search::{format_results, search_url};
 
@@ -53,7 +54,15 @@ pub async fn http_fetch(config: &Config, url: &str) -> String {
             Err(refusal) => return format!("error: refused: {refusal}"),
         };
         // One byte past the cap tells `cap_output` the page was longer.
-        let answer = match get_manual(url.as_str(), &headers, FETCH_TIMEOUT_MS, TOOL_OUTPUT_CAP_BYTES + 1).await {
+        let answer = match get_manual(
+            Op::ToolFetch,
+            url.as_str(),
+            &headers,
+            FETCH_TIMEOUT_MS,
+            TOOL_OUTPUT_CAP_BYTES + 1,
+        )
+        .await
+        {
             Ok(answer) => answer,
             Err(failure) => return redactor.redact(&format!("error: the fetch failed: {failure:?}")).into_owned(),
         };
@@ -88,7 +97,7 @@ fn runtime_agrees(url: Url) -> Result<Url, FetchRefusal> {
 pub async fn web_search(config: &Config, query: &str) -> String {
     let url = search_url(&config.search_base_url, query);
     let headers = [("accept", "application/json"), ("x-subscription-token", config.search_api_key.as_str())];
-    match get_manual(&url, &headers, FETCH_TIMEOUT_MS, SEARCH_BODY_LIMIT).await {
+    match get_manual(Op::ToolFetch, &url, &headers, FETCH_TIMEOUT_MS, SEARCH_BODY_LIMIT).await {
         Ok(answer) if answer.status == 200 => {
             let response = serde_json::from_slice(&answer.body).unwrap_or_default();
             cap_output(redactor().redact(&format_results(&response)).into_owned())

@@ -12,7 +12,8 @@ use worker::{D1Database, Env};
 
 use super::deliver;
 use crate::config::Config;
-use crate::edge::config::{DATABASE_BINDING, JOBS_BINDING};
+use crate::edge::config::DATABASE_BINDING;
+use crate::edge::d1::Metered;
 use crate::edge::http::now_ms;
 use crate::edge::log::Emit;
 use crate::edge::model::HttpModel;
@@ -109,7 +110,7 @@ pub async fn give_up(env: &Env, job: &WorkerJob) -> Result<(), String> {
     db.prepare("UPDATE workers SET state = 'failed', pending = ?1, updated_at = ?2 WHERE id = ?3")
         .bind(&[serde_json::to_string(&pending).map_err(text)?.into(), now(), job.id.as_str().into()])
         .map_err(text)?
-        .run()
+        .run_counted()
         .await
         .map_err(text)?;
     carry_out(env, job, &pending).await?;
@@ -164,7 +165,7 @@ async fn carry_out(env: &Env, job: &WorkerJob, pending: &Pending) -> Result<(), 
         }
     }
     if let Some(next) = &pending.next {
-        env.queue(JOBS_BINDING).map_err(text)?.send(&Job::Worker(next.clone())).await.map_err(text)?;
+        super::enqueue(env, &Job::Worker(next.clone())).await.map_err(text)?;
     }
     Ok(())
 }
@@ -250,13 +251,16 @@ async fn create(db: &D1Database, job: &WorkerJob, run: &WorkerRun) -> worker::Re
          ON CONFLICT (id) DO UPDATE SET run = excluded.run WHERE workers.run IS NULL",
     )
     .bind(&[job.id.as_str().into(), job.conversation_key.as_str().into(), serde_json::to_string(run)?.into(), now()])?
-    .run()
+    .run_counted()
     .await?;
     Ok(())
 }
 
 async fn load(db: &D1Database, id: &str) -> worker::Result<Option<Row>> {
-    db.prepare("SELECT state, run, pending, cancelled FROM workers WHERE id = ?1").bind(&[id.into()])?.first(None).await
+    db.prepare("SELECT state, run, pending, cancelled FROM workers WHERE id = ?1")
+        .bind(&[id.into()])?
+        .first_counted()
+        .await
 }
 
 async fn save(
@@ -274,12 +278,12 @@ async fn save(
             now(),
             job.id.as_str().into(),
         ])?;
-    db.batch(vec![update, usage::add(db, &job.conversation_key, "worker", spent)?]).await?;
+    crate::edge::d1::batch(db, vec![update, usage::add(db, &job.conversation_key, "worker", spent)?]).await?;
     Ok(())
 }
 
 async fn clear_pending(db: &D1Database, id: &str) -> worker::Result<()> {
-    db.prepare("UPDATE workers SET pending = NULL WHERE id = ?1").bind(&[id.into()])?.run().await?;
+    db.prepare("UPDATE workers SET pending = NULL WHERE id = ?1").bind(&[id.into()])?.run_counted().await?;
     Ok(())
 }
 
@@ -291,7 +295,7 @@ pub async fn cancel(db: &D1Database, id: &str, conversation_key: &str) -> worker
          ON CONFLICT (id) DO UPDATE SET cancelled = 1, state = 'failed', updated_at = excluded.updated_at",
     )
     .bind(&[id.into(), conversation_key.into(), now()])?
-    .run()
+    .run_counted()
     .await?;
     Ok(())
 }
@@ -324,7 +328,7 @@ pub async fn list(db: &D1Database, conversation_key: &str) -> worker::Result<Vec
              ORDER BY updated_at DESC LIMIT 50",
         )
         .bind(&[conversation_key.into()])?
-        .all()
+        .all_counted()
         .await?
         .results()?;
     Ok(rows

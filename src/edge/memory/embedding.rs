@@ -10,6 +10,7 @@ use crate::memory::embed::{
     openai_embeddings_body, parse_openai_embeddings, parse_workers_ai_embeddings, workers_ai_embeddings_body,
     EmbedError, Embedder, LocalEmbedder, DIMENSIONS,
 };
+use crate::ops::Op;
 
 /// The Workers AI binding's name in wrangler.toml.
 pub const AI_BINDING: &str = "AI";
@@ -38,9 +39,10 @@ impl Embedder for EdgeEmbedder<'_> {
                 let url = format!("{}/embeddings", config.openai_base_url.trim_end_matches('/'));
                 let authorization = format!("Bearer {}", config.openai_api_key);
                 let body = openai_embeddings_body(model, texts);
-                let answer = post_json(&url, &[("authorization", &authorization)], &body, EMBED_TIMEOUT_MS)
-                    .await
-                    .map_err(|failure| EmbedError::Transport(format!("{failure:?}")))?;
+                let answer =
+                    post_json(Op::EmbeddingCall, &url, &[("authorization", &authorization)], &body, EMBED_TIMEOUT_MS)
+                        .await
+                        .map_err(|failure| EmbedError::Transport(format!("{failure:?}")))?;
                 if !(200..300).contains(&answer.status) {
                     return Err(EmbedError::Status(answer.status));
                 }

@@ -16,6 +16,7 @@ use wasm_bindgen_futures::JsFuture;
 use worker::{D1Database, Env, Result};
 
 use crate::config::Config;
+use crate::edge::d1::Metered;
 use crate::memory::sketch::{coarse_rank, encode_sketch, SketchQuery};
 use crate::memory::types::MemoryType;
 use crate::memory::vector::{decode_vector, encode_vector, scan};
@@ -100,7 +101,7 @@ impl EdgeIndex<'_> {
         let rows: Vec<Unsketched> = db
             .prepare("SELECT seq, vector FROM memories WHERE sketch IS NULL AND vector IS NOT NULL LIMIT ?1")
             .bind(&[JsValue::from_f64(limit as f64)])?
-            .all()
+            .all_counted()
             .await?
             .results()?;
         if rows.is_empty() {
@@ -115,7 +116,7 @@ impl EdgeIndex<'_> {
              WHERE seq IN (SELECT CAST(key AS INTEGER) FROM json_each(?1))",
         )
         .bind(&[serde_json::to_string(&sketches)?.into()])?
-        .run()
+        .run_counted()
         .await?;
         Ok(rows.len())
     }
@@ -150,8 +151,9 @@ impl VectorIndex for EdgeIndex<'_> {
                 }
                 let type_name = memory_type.map_or(JsValue::NULL, |kind| JsValue::from(kind.as_str()));
                 // Every sketch, and the vectors still without one (scored exactly).
-                let read = db
-                    .batch(vec![
+                let read = crate::edge::d1::batch(
+                    db,
+                    vec![
                         db.prepare(
                             "SELECT group_concat(seq || ':' || sketch) AS records FROM memories \
                              WHERE sketch IS NOT NULL AND (?1 IS NULL OR memory_type = ?1) GROUP BY seq >> 11",
@@ -162,8 +164,9 @@ impl VectorIndex for EdgeIndex<'_> {
                              WHERE sketch IS NULL AND vector IS NOT NULL AND (?1 IS NULL OR memory_type = ?1)",
                         )
                         .bind(&[type_name])?,
-                    ])
-                    .await?;
+                    ],
+                )
+                .await?;
                 let (Some(packs), Some(unsketched)) = (read.first(), read.get(1)) else {
                     return Err(worker::Error::RustError("D1 answered a batch of two with fewer results".into()));
                 };
@@ -182,7 +185,7 @@ impl VectorIndex for EdgeIndex<'_> {
                          WHERE seq IN (SELECT value FROM json_each(?1)) AND vector IS NOT NULL",
                     )
                     .bind(&[serde_json::to_string(&short_list)?.into()])?
-                    .all()
+                    .all_counted()
                     .await?
                     .results()?
                 };
@@ -237,7 +240,7 @@ impl VectorIndex for EdgeIndex<'_> {
                             "SELECT id, vector FROM memories WHERE vector IS NOT NULL AND id IN ({placeholders})"
                         ))
                         .bind(&bindings)?
-                        .all()
+                        .all_counted()
                         .await?
                         .results()?;
                     found.extend(rows.into_iter().filter_map(|row| Some((row.id, decode_vector(&row.vector)?))));
@@ -275,6 +278,7 @@ fn from_js<T: serde::de::DeserializeOwned>(value: &JsValue) -> Result<T> {
 
 /// Calls `index.method(...arguments)` and awaits the promise it returns.
 async fn call(index: &JsValue, method: &str, arguments: &[JsValue]) -> Result<JsValue> {
+    crate::ops::count(crate::ops::Op::VectorizeCall);
     let function: Function = Reflect::get(index, &JsValue::from_str(method))
         .map_err(worker::Error::from)?
         .dyn_into()
