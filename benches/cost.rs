@@ -171,7 +171,8 @@ async fn engaged_dms(env: &TestEnv) {
     let sent_before = env.telegram.calls("sendMessage").len();
     for index in 0..DMS {
         env.llm.reply(&format!("Here is answer {index}."));
-        assert!(env.telegram_update(&dm_update(20_000 + index as i64, 81, "a quick question")).await.status().is_success());
+        let update = dm_update(20_000 + index as i64, 81, "a quick question");
+        assert!(env.telegram_update(&update).await.status().is_success());
         env.wait_for_sent(sent_before + index + 1).await;
     }
 }
