@@ -73,6 +73,7 @@ clean:
 # Last: the wasm per crate and its largest functions, then the gzipped total.
 bench: build
 	cargo bench --bench webhook
+	cargo bench --bench cpu
 	cargo bench --bench memory
 	@scripts/setup-browser.sh
 	cargo bench --bench web
