@@ -74,6 +74,7 @@ clean:
 bench: build
 	cargo bench --bench webhook
 	cargo bench --bench cost
+	cargo bench --bench cpu
 	cargo bench --bench memory
 	@scripts/setup-browser.sh
 	cargo bench --bench web

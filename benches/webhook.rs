@@ -7,13 +7,11 @@
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/harness.rs"]
 mod harness;
+#[path = "common/pure_core.rs"]
+mod pure_core;
 
 use std::time::{Duration, Instant};
 
-use edgebot::channel::participants::MembershipCount;
-use edgebot::channel::state::{ChannelSettings, ChannelState};
-use edgebot::config::Config;
-use edgebot::inbound::{Author, InboundEvent};
 use harness::{group_update, TestEnv};
 
 const REQUESTS: usize = 400;
@@ -72,27 +70,10 @@ where
 }
 
 fn pure_channel_cost() {
-    let config = Config::from_lookup(|_| None);
-    let settings: &ChannelSettings = &config.channel;
-    let mut state = ChannelState::default();
-    state.membership.update([MembershipCount { humans: 5, truncated: false, fetched_at_ms: 0 }]);
-    let mut saved = Default::default();
-    let messages = 20_000;
-    let started = Instant::now();
-    for index in 0..messages {
-        let author = Author { id: (index % 7).to_string(), name: format!("user {}", index % 7), is_bot: false };
-        let text = "a message of ordinary length in a busy group, not addressed to the bot";
-        let event = InboundEvent::plain_text(-1, &index.to_string(), author, text);
-        state.receive(&event, settings, 1_000 + index as i64);
-        for (name, version, _) in state.changed_slots(&saved).expect("checkpoint") {
-            saved.insert(name.to_string(), version);
-        }
-    }
-    let per_message = started.elapsed() / messages;
     println!(
         "{:<44} {:>7.3} µs per inbound (native; wasm is typically 1.5-3x)",
         "channel receive + checkpoint (pure core)",
-        per_message.as_secs_f64() * 1e6
+        pure_core::channel_cost_per_inbound().as_secs_f64() * 1e6
     );
 }
 

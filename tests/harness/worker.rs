@@ -23,6 +23,9 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Worker {
     pub base_url: String,
+    /// wrangler's DevTools inspector for the Worker (`make bench` profiles through it).
+    #[allow(dead_code)] // used by `make bench`
+    pub inspector_port: u16,
     child: Option<Child>,
     log_path: PathBuf,
 }
@@ -147,6 +150,7 @@ impl Worker {
     fn launch(vars: &[(String, String)], state_dir: &Path) -> Worker {
         static LAUNCHED: AtomicUsize = AtomicUsize::new(0);
         let port = free_port();
+        let inspector_port = free_port();
         let number = LAUNCHED.fetch_add(1, Ordering::Relaxed);
         let log_path = log_dir().join(format!("worker-{}-{number:03}-{port}.log", std::process::id()));
         let log = fs::File::create(&log_path).expect("log file");
@@ -160,7 +164,7 @@ impl Worker {
         let mut command = Command::new(wrangler());
         command
             .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--inspector-port", &free_port().to_string()])
+            .args(["--inspector-port", &inspector_port.to_string()])
             .arg("--persist-to")
             .arg(state_dir)
             .args(["--test-scheduled", "--show-interactive-dev-session=false", "--log-level", "log"])
@@ -179,7 +183,7 @@ impl Worker {
             .process_group(0)
             .spawn()
             .expect("spawn wrangler dev");
-        Worker { base_url: format!("http://127.0.0.1:{port}"), child: Some(child), log_path }
+        Worker { base_url: format!("http://127.0.0.1:{port}"), inspector_port, child: Some(child), log_path }
     }
 
     /// Waits for `/health`; on failure says whether wrangler exited.
@@ -203,22 +207,39 @@ impl Worker {
     /// CPU time (user + system) used so far by this worker's workerd processes.
     #[allow(dead_code)] // used by `make bench`
     pub fn workerd_cpu(&self) -> Duration {
+        self.workerd_pids().iter().map(|pid| cpu_time(&format!("/proc/{pid}/stat"))).sum()
+    }
+
+    /// CPU time used so far by the thread that runs the Worker's isolate: the
+    /// main thread of the workerd with the inspector (the other one is wrangler's
+    /// proxy). It runs local workerd's other isolates and its I/O too.
+    #[allow(dead_code)] // used by `make bench`
+    pub fn runtime_thread_cpu(&self) -> Duration {
+        self.workerd_pids()
+            .iter()
+            .filter(|pid| {
+                let command_line = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&command_line).contains("--inspector-addr")
+            })
+            .map(|pid| cpu_time(&format!("/proc/{pid}/task/{pid}/stat")))
+            .sum()
+    }
+
+    /// The workerd processes in this worker's process group.
+    fn workerd_pids(&self) -> Vec<String> {
         let Some(group) = self.child.as_ref().map(|child| child.id().to_string()) else {
-            return Duration::ZERO;
+            return Vec::new();
         };
-        let ticks_per_second = 100; // USER_HZ on Linux
-        let mut ticks = 0u64;
+        let mut pids = Vec::new();
         for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
             let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else { continue };
-            // Fields after the parenthesised command name: state ppid pgrp ... utime(14) stime(15).
+            // Fields after the parenthesised command name: state ppid pgrp ...
             let Some((head, rest)) = stat.rsplit_once(')') else { continue };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            if head.contains("workerd") && fields.get(2) == Some(&group.as_str()) {
-                ticks += fields.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-                ticks += fields.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            if head.contains("workerd") && rest.split_whitespace().nth(2) == Some(group.as_str()) {
+                pids.push(entry.file_name().to_string_lossy().into_owned());
             }
         }
-        Duration::from_millis(ticks * 1000 / ticks_per_second)
+        pids
     }
 
     /// What wrangler and the Worker printed so far.
@@ -237,6 +258,16 @@ impl Worker {
             let _ = child.wait();
         }
     }
+}
+
+/// User + system time from a `/proc` stat file (utime and stime, fields 14 and 15).
+fn cpu_time(stat_path: &str) -> Duration {
+    let ticks_per_second = 100; // USER_HZ on Linux
+    let stat = fs::read_to_string(stat_path).unwrap_or_default();
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks: u64 = [11, 12].iter().filter_map(|index| fields.get(*index)?.parse::<u64>().ok()).sum();
+    Duration::from_millis(ticks * 1000 / ticks_per_second)
 }
 
 impl Drop for Worker {
