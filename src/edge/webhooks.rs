@@ -114,9 +114,10 @@ pub async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Valu
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_body(Some(body.into()));
     let request = Request::new_with_init("https://channel/inbound", &init).map_err(internal)?;
-    let mut response = stub.fetch_with_request(request).await.map_err(internal)?;
+    let response = stub.fetch_with_request(request).await.map_err(internal)?;
     if response.status_code() != 200 {
         return Err(internal(format!("channel object answered {}", response.status_code())));
     }
-    response.json().await.map_err(internal)
+    let body = super::http::whole_body(response).await.map_err(internal)?;
+    serde_json::from_slice(&body).map_err(internal)
 }
