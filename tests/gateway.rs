@@ -138,12 +138,14 @@ async fn the_session_stays_healthy_through_drops_zombies_reconnects_and_invalid_
     let first_seq = gateway.dispatch("MESSAGE_CREATE", first.clone());
     posts(&env, "C3", 1).await;
 
-    // Heartbeats come at the interval, carrying the last seq.
+    // Heartbeats keep coming at about the interval, carrying the last seq. (Three
+    // intervals of slack: on a loaded two-core machine a 600 ms timer once fired
+    // a second late; a stalled heartbeat loop sends none at all.)
     gateway.wait_until("four heartbeats", Duration::from_secs(20), |gateway| gateway.heartbeats().len() >= 4).await;
     let beats = gateway.heartbeats();
     for pair in beats.windows(2).skip(1) {
         let gap = pair[1].0 - pair[0].0;
-        assert!(gap < Duration::from_millis(HEARTBEAT_MS * 2), "a heartbeat came {gap:?} after the one before");
+        assert!(gap < Duration::from_millis(HEARTBEAT_MS * 3), "a heartbeat came {gap:?} after the one before");
     }
     assert_eq!(beats.last().unwrap().2, json!(first_seq));
 
