@@ -10,11 +10,21 @@ mod harness;
 #[path = "common/pure_core.rs"]
 mod pure_core;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::{group_update, TestEnv};
+use harness::{dm_update, group_update, Scripted, TestEnv, TELEGRAM_SECRET};
 
 const REQUESTS: usize = 400;
+/// How long the fake model takes over each turn while acks are measured.
+const MODEL_DELAY: Duration = Duration::from_millis(500);
+/// DM conversations kept busy with turns beside the measured one.
+const BUSY_DMS: i64 = 4;
+/// Each busy conversation gets a message this often (about one turn in flight each).
+const BUSY_INTERVAL: Duration = Duration::from_millis(500);
+/// The first busy DM's chat id.
+const BUSY_DM_CHAT: i64 = 500;
 
 struct Figures {
     label: &'static str,
@@ -82,9 +92,202 @@ fn speaker(index: usize) -> (i64, &'static str, bool) {
     [(7, "Ada", false), (8, "Bo", false), (9, "Cy", false)][index % 3]
 }
 
+/// Keeps conversations busy with model turns until stopped: `BUSY_DMS` DMs
+/// and, when `mention_in_group`, mentions of the bot in the measured group
+/// (by a fourth person, so the measured speakers stay observed).
+struct Turns {
+    stop: Arc<AtomicBool>,
+    drivers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Turns {
+    async fn start(env: &TestEnv, mention_in_group: bool, first_update: i64) -> Turns {
+        let stop = Arc::new(AtomicBool::new(false));
+        let url = format!("{}/webhooks/telegram", env.worker.base_url);
+        let conversations = (0..BUSY_DMS).map(Some).chain(mention_in_group.then_some(None));
+        let drivers = conversations
+            .enumerate()
+            .map(|(driver, dm)| {
+                let (stop, client, url) = (stop.clone(), env.client.clone(), url.clone());
+                tokio::spawn(async move {
+                    for sent in 0.. {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let update_id = first_update + driver as i64 * 1_000_000 + sent;
+                        let update = match dm {
+                            Some(dm) => dm_update(update_id, BUSY_DM_CHAT + dm, "tell me something"),
+                            None => group_update(update_id, (10, "Dee", false), "what do you think", true),
+                        };
+                        let request = client.post(&url).header("X-Telegram-Bot-Api-Secret-Token", TELEGRAM_SECRET);
+                        let response = request.json(&update).send().await.expect("busy webhook");
+                        assert!(response.status().is_success(), "busy webhook: {}", response.status());
+                        // Staggered, so the conversations' turns do not start in lockstep.
+                        tokio::time::sleep(BUSY_INTERVAL + Duration::from_millis(37 * driver as u64)).await;
+                    }
+                })
+            })
+            .collect();
+        // Let the first turns get under way before measuring.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        Turns { stop, drivers }
+    }
+
+    async fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for driver in self.drivers {
+            driver.await.expect("busy driver");
+        }
+    }
+}
+
+/// Acks measured each right after a GET, so that both meet the same load
+/// (turns come and go), and how busy the runtime's thread was meanwhile.
+struct Beside {
+    get: Figures,
+    ack: Figures,
+    /// The share of the wall time the thread running the isolate was on CPU.
+    runtime_busy: f64,
+}
+
+async fn measure_beside_get<F, Fut>(env: &TestEnv, labels: [&'static str; 2], mut request: F) -> Beside
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = reqwest::Response>,
+{
+    let [get_label, label] = labels;
+    let health_url = format!("{}/health", env.worker.base_url);
+    let get = || {
+        let request = env.client.get(&health_url);
+        async move { request.send().await.expect("GET /health") }
+    };
+    for index in 0..40 {
+        assert!(get().await.status().is_success(), "GET warm-up failed");
+        assert!(request(usize::MAX - index).await.status().is_success(), "{label}: warm-up failed");
+    }
+    let (cpu_before, started) = (env.worker.runtime_thread_cpu(), Instant::now());
+    let (mut gets, mut acks) = (Vec::with_capacity(REQUESTS), Vec::with_capacity(REQUESTS));
+    for index in 0..REQUESTS {
+        let get_started = Instant::now();
+        let response = get().await;
+        gets.push(get_started.elapsed());
+        assert!(response.status().is_success(), "GET /health: {}", response.status());
+        let ack_started = Instant::now();
+        let response = request(index).await;
+        acks.push(ack_started.elapsed());
+        assert!(response.status().is_success(), "{label}: {}", response.status());
+    }
+    let runtime_busy =
+        env.worker.runtime_thread_cpu().saturating_sub(cpu_before).as_secs_f64() / started.elapsed().as_secs_f64();
+    Beside {
+        get: Figures { label: get_label, latencies: gets, workerd_cpu: Duration::ZERO },
+        ack: Figures { label, latencies: acks, workerd_cpu: Duration::ZERO },
+        runtime_busy,
+    }
+}
+
+impl Figures {
+    /// A line without CPU (interleaved requests cannot be told apart there),
+    /// with the ratios to the GETs given and a note.
+    fn print_against(&self, bases: &[(&Figures, &str)], note: &str) {
+        let ratios: Vec<String> = bases
+            .iter()
+            .map(|(base, name)| format!("{:.2}x {name}", self.mean().as_secs_f64() / base.mean().as_secs_f64()))
+            .chain((!note.is_empty()).then(|| note.to_string()))
+            .collect();
+        let ratios = if ratios.is_empty() { String::new() } else { format!("  ({})", ratios.join(", ")) };
+        println!(
+            "{:<44} mean {:>7.3} ms  p50 {:>7.3} ms  p99 {:>7.3} ms{ratios}",
+            self.label,
+            self.mean().as_secs_f64() * 1e3,
+            self.percentile(0.5).as_secs_f64() * 1e3,
+            self.percentile(0.99).as_secs_f64() * 1e3,
+        );
+    }
+}
+
+/// Acks while model turns run: in 4 other conversations, then in the measured
+/// one too, then a DM to a conversation whose turn is running; each ack right
+/// after a GET. Measured on wrangler dev as it is, and without its local trace
+/// collector (`X_LOCAL_OBSERVABILITY=false`), which stores every invocation's
+/// events and logs on the runtime's one thread; production collects them
+/// outside the isolate.
+async fn under_turns(collector: bool) {
+    let env = TestEnv::start_with(&[
+        ("COALESCE_DEBOUNCE_MS", "100"),
+        ("COALESCE_MAX_WAIT_MS", "200"),
+        ("LLM_TIMEOUT_MS", "20000"),
+        (harness::worker::LOCAL_OBSERVABILITY, if collector { "true" } else { "false" }),
+    ])
+    .await;
+    let env = &env;
+    env.telegram.set_member_count(50);
+    env.llm.answer_always(Scripted::SlowReply(MODEL_DELAY, "Here is something.".into()));
+    // Observed messages in a busy group, as in "one busy conversation".
+    let observed = |first_update: i64| {
+        move |index: usize| {
+            let update = group_update(first_update + index as i64 % 1_000_000_000, speaker(index), "hello team", false);
+            async move { env.telegram_update(&update).await }
+        }
+    };
+    let idle = measure_beside_get(env, ["GET /health, no turns", "webhook ack, no turns"], observed(10_000_000)).await;
+    let (replies_before, started) = (env.telegram.calls("sendMessage").len(), Instant::now());
+    let turns = Turns::start(env, false, 100_000_000).await;
+    let other = measure_beside_get(
+        env,
+        ["GET /health, turns in 4 other DMs", "webhook ack, turns in 4 other DMs"],
+        observed(20_000_000),
+    )
+    .await;
+    turns.stop().await;
+    let turns = Turns::start(env, true, 200_000_000).await;
+    let same = measure_beside_get(
+        env,
+        ["GET /health, turns there and in 4 DMs", "webhook ack, turns there and in 4 DMs"],
+        observed(30_000_000),
+    )
+    .await;
+    // A person writing to the bot while it answers them: it joins the next turn.
+    let dm = measure_beside_get(
+        env,
+        ["GET /health, a DM's turn running", "webhook ack of a DM, its turn running"],
+        |index| {
+            let chat = BUSY_DM_CHAT + index as i64 % BUSY_DMS;
+            let update = dm_update(40_000_000 + index as i64 % 1_000_000_000, chat, "and also");
+            async move { env.telegram_update(&update).await }
+        },
+    )
+    .await;
+    turns.stop().await;
+    let replies = env.telegram.calls("sendMessage").len() - replies_before;
+    let seconds = started.elapsed().as_secs_f64();
+    let setting = match collector {
+        true => "wrangler dev as it is, its local trace collector on".to_string(),
+        false => format!("without wrangler's local trace collector ({}=false)", harness::worker::LOCAL_OBSERVABILITY),
+    };
+    println!("{setting}; {:.0} replies/s while turns ran:", replies as f64 / seconds);
+    let idle_get = &idle.get;
+    let busy = |phase: &Beside| format!("runtime thread busy {:.0}%", phase.runtime_busy * 100.0);
+    idle_get.print_against(&[], &busy(&idle));
+    idle.ack.print_against(&[(idle_get, "the GET beside it")], "");
+    for phase in [&other, &same, &dm] {
+        phase.get.print_against(&[(idle_get, "the GET with no turns")], &busy(phase));
+        phase.ack.print_against(&[(&phase.get, "the GET beside it"), (idle_get, "the GET with no turns")], "");
+    }
+    assert!(replies > 0, "no turn ran during the measurement");
+}
+
 #[tokio::main]
 async fn main() {
     pure_channel_cost();
+    acks_alone().await;
+    println!("while model turns run ({} ms model), {REQUESTS} acks each right after a GET:", MODEL_DELAY.as_millis());
+    under_turns(true).await;
+    under_turns(false).await;
+}
+
+/// Acks with nothing else running, against a GET in the same run.
+async fn acks_alone() {
     let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "60000")]).await;
     let env = &env;
     // Many members: group messages are observed, so each webhook is pure ingress

@@ -44,6 +44,9 @@ struct Script {
     routed: Vec<(String, VecDeque<Scripted>)>,
     requests: Vec<Value>,
     in_flight: usize,
+    /// The answer once the script is used up (None: a 500), for load that
+    /// runs turns without counting them (the bench).
+    fallback: Option<Scripted>,
 }
 
 pub struct FakeLlm {
@@ -77,6 +80,11 @@ impl FakeLlm {
         self.push(Scripted::Reply(text.to_string()));
     }
 
+    /// Answers every request the script does not cover with `answer`.
+    pub fn answer_always(&self, answer: Scripted) {
+        self.script.lock().unwrap().fallback = Some(answer);
+    }
+
     /// Requests received but not yet answered.
     pub fn in_flight(&self) -> usize {
         self.script.lock().unwrap().in_flight
@@ -99,7 +107,7 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
             .iter_mut()
             .find(|(marker, answers)| system.contains(marker.as_str()) && !answers.is_empty())
             .and_then(|(_, answers)| answers.pop_front());
-        routed.or_else(|| script.answers.pop_front())
+        routed.or_else(|| script.answers.pop_front()).or_else(|| script.fallback.clone())
     };
     let answer = match answer {
         Some(Scripted::Delayed(duration, inner)) => {

@@ -66,6 +66,11 @@ fn list_secrets(secrets: &[&(String, String)]) {
     }
 }
 
+/// wrangler's own setting (read from its environment, not a var of the
+/// Worker) for its local trace collector, which stores every invocation's
+/// events on the runtime's thread; on unless a test passes "false".
+pub const LOCAL_OBSERVABILITY: &str = "X_LOCAL_OBSERVABILITY";
+
 /// Local D1 with every migration applied, made once per test run and copied
 /// into each worker's state directory (running migrations per test is slow).
 fn migrated_template() -> &'static Path {
@@ -154,8 +159,9 @@ impl Worker {
         let number = LAUNCHED.fetch_add(1, Ordering::Relaxed);
         let log_path = log_dir().join(format!("worker-{}-{number:03}-{port}.log", std::process::id()));
         let log = fs::File::create(&log_path).expect("log file");
+        let (settings, vars): (Vec<_>, Vec<_>) = vars.iter().partition(|(name, _)| name == LOCAL_OBSERVABILITY);
         let (secrets, plain): (Vec<_>, Vec<_>) =
-            vars.iter().partition(|(name, _)| edgebot::redact::SECRET_VARIABLES.contains(&name.as_str()));
+            vars.into_iter().partition(|(name, _)| edgebot::redact::SECRET_VARIABLES.contains(&name.as_str()));
         list_secrets(&secrets);
         // Quoted, so no character of a value starts a comment.
         let env_file = state_dir.join(format!("secrets-{port}.env"));
@@ -174,6 +180,7 @@ impl Worker {
             command.arg("--var").arg(format!("{name}:{value}"));
         }
         let child = command
+            .envs(settings.iter().map(|(name, value)| (name, value)))
             .current_dir(project_root())
             .env("CI", "true")
             .env("WRANGLER_SEND_METRICS", "false")
