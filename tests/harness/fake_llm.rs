@@ -81,6 +81,7 @@ impl FakeLlm {
     }
 
     /// Answers every request the script does not cover with `answer`.
+    #[allow(dead_code)] // used by `make bench`
     pub fn answer_always(&self, answer: Scripted) {
         self.script.lock().unwrap().fallback = Some(answer);
     }
