@@ -281,6 +281,7 @@ async fn under_turns(collector: bool) {
 async fn main() {
     pure_channel_cost();
     acks_alone().await;
+    acks_concurrent().await;
     println!("while model turns run ({} ms model), {REQUESTS} acks each right after a GET:", MODEL_DELAY.as_millis());
     under_turns(true).await;
     under_turns(false).await;
@@ -330,4 +331,94 @@ async fn acks_alone() {
         .and_then(|text| text.trim().parse::<u64>().ok())
         .unwrap_or(0);
     println!("{:<44} {wasm} bytes, {gzipped} bytes gzipped", "worker bundle (build/index_bg.wasm)");
+}
+
+/// Connections the concurrent phase opens at once (a busy platform's fan-out).
+const CONNECTIONS: usize = 16;
+/// Requests per kind in the concurrent phase.
+const CONCURRENT_REQUESTS: usize = 1_600;
+
+/// Sends `requests` (None: a GET /health; Some: a Telegram update) from
+/// [`CONNECTIONS`] connections at once; returns each one's latency and the
+/// wall time of the whole run.
+async fn concurrently(
+    env: &TestEnv,
+    label: &'static str,
+    requests: Vec<Option<serde_json::Value>>,
+) -> (Figures, Duration) {
+    let queue = Arc::new(std::sync::Mutex::new(requests.into_iter()));
+    let base = env.worker.base_url.clone();
+    let cpu_before = env.worker.workerd_cpu();
+    let started = Instant::now();
+    let senders: Vec<_> = (0..CONNECTIONS)
+        .map(|_| {
+            let (queue, base, client) = (queue.clone(), base.clone(), reqwest::Client::new());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                loop {
+                    let Some(request) = queue.lock().unwrap().next() else { return latencies };
+                    let request = match request {
+                        None => client.get(format!("{base}/health")),
+                        Some(update) => client
+                            .post(format!("{base}/webhooks/telegram"))
+                            .header("content-type", "application/json")
+                            .header("X-Telegram-Bot-Api-Secret-Token", TELEGRAM_SECRET)
+                            .body(update.to_string()),
+                    };
+                    let sent = Instant::now();
+                    let response = request.send().await.expect("request");
+                    latencies.push(sent.elapsed());
+                    assert!(response.status().is_success(), "{label}: {}", response.status());
+                }
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for sender in senders {
+        latencies.extend(sender.await.expect("sender"));
+    }
+    let wall = started.elapsed();
+    (Figures { label, latencies, workerd_cpu: env.worker.workerd_cpu().saturating_sub(cpu_before) }, wall)
+}
+
+/// Acks from 16 connections at once, as a platform delivers a busy workspace:
+/// group chatter over 200 groups (each new group's first message included)
+/// and DMs whose turns run meanwhile, against GETs from 16 connections.
+async fn acks_concurrent() {
+    let env = TestEnv::start().await;
+    let env = &env;
+    env.telegram.set_member_count(50);
+    // The member count takes a platform's time: an ack must not wait for it.
+    env.telegram.set_latency("/getChatMemberCount", Duration::from_millis(300));
+    env.llm.answer_always(Scripted::Delayed(Duration::from_millis(200), Box::new(Scripted::Echo)));
+    let gets = vec![None; CONCURRENT_REQUESTS];
+    let (warm, _) = concurrently(env, "warm-up", vec![None; 200]).await;
+    drop(warm);
+    let (get, get_wall) = concurrently(env, "GET /health, 16 connections", gets).await;
+    let updates: Vec<Option<serde_json::Value>> = (0..CONCURRENT_REQUESTS)
+        .map(|index| {
+            let update_id = 5_000_000 + index as i64;
+            let update = match index % 4 {
+                // One in four is a DM: a turn runs behind it.
+                3 => dm_update(update_id, 9_000 + (index % 40) as i64, "hello"),
+                _ => {
+                    let mut update = group_update(update_id, speaker(index / 200), "hello team", false);
+                    update["message"]["chat"]["id"] = (-20_000 - (index % 200) as i64).into();
+                    update
+                }
+            };
+            Some(update)
+        })
+        .collect();
+    let (ack, ack_wall) = concurrently(env, "webhook ack, 16 connections, 240 chats", updates).await;
+    println!("{CONCURRENT_REQUESTS} requests each from {CONNECTIONS} connections at once (group chatter over 200 new groups, DMs with 200 ms turns):");
+    get.print(None);
+    ack.print(Some(&get));
+    println!(
+        "{:<44} GETs {:>6.0}/s, webhooks {:>6.0}/s; p50 {:.2}x the GET's",
+        "throughput",
+        CONCURRENT_REQUESTS as f64 / get_wall.as_secs_f64(),
+        CONCURRENT_REQUESTS as f64 / ack_wall.as_secs_f64(),
+        ack.percentile(0.5).as_secs_f64() / get.percentile(0.5).as_secs_f64()
+    );
 }

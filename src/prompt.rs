@@ -18,6 +18,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("channel_system", include_str!("../prompts/channel_system.md.j2")),
     ("channel_turn", include_str!("../prompts/channel_turn.md.j2")),
     ("command_ack", include_str!("../prompts/command_ack.md")),
+    ("resend_note", include_str!("../prompts/resend_note.md")),
     ("compactor_system", include_str!("../prompts/compactor_system.md.j2")),
     ("cortex_bulletin", include_str!("../prompts/cortex_bulletin.md.j2")),
     ("history_message", include_str!("../prompts/history_message.md.j2")),

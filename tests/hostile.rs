@@ -93,7 +93,7 @@ async fn a_flood_of_long_messages_during_a_slow_turn_is_all_taken_and_answered()
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_crash_while_telegram_holds_a_reply_never_sends_it_twice() {
+async fn a_crash_while_telegram_holds_a_reply_resends_it_once_marked_as_a_possible_repeat() {
     let mut env = TestEnv::start().await;
     env.llm.reply("only once, please");
     env.telegram.hang_next("/sendMessage", true);
@@ -101,10 +101,21 @@ async fn a_crash_while_telegram_holds_a_reply_never_sends_it_twice() {
     env.wait_for_sent(1).await;
     env.crash_and_restart().await;
 
-    let piece = piece_with_status(&env, "telegram:83", "unknown").await;
-    assert!(piece["last_error"].as_str().unwrap().contains("not sent again"), "{piece}");
+    // Telegram cannot be asked whether it has the message: never silence, so
+    // it is sent once more, saying that it may be a repeat.
+    let piece = piece_with_status(&env, "telegram:83", "sent").await;
     env.settle().await;
-    assert_eq!(env.telegram.calls("/sendMessage").len(), 1, "Telegram cannot be asked, so it is never resent");
+    let sent = env.telegram.calls("/sendMessage");
+    assert_eq!(sent.len(), 2, "the interrupted call and exactly one resend");
+    let resent = sent[1]["text"].as_str().unwrap();
+    assert!(resent.starts_with("↻ Sent again after an interruption"), "{resent}");
+    assert!(resent.ends_with("only once, please"), "{resent}");
+    assert_eq!(sent[0]["text"], "only once, please", "the first copy carries no note");
+    assert_eq!(piece["attempts"], 2, "the interrupted call counts as an attempt");
+    // The model remembers its answer, not the note.
+    let history = env.admin("/api/channels/telegram:83/messages").await.to_string();
+    assert!(history.contains("only once, please"), "{history}");
+    assert!(!history.contains("Sent again"), "{history}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

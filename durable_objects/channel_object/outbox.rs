@@ -92,13 +92,27 @@ pub fn mark_sending(sql: &Sql, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// An interrupted send that cannot be checked and is not resent.
-pub fn mark_unknown(sql: &Sql, id: &str) -> Result<()> {
-    sql.exec(
-        "UPDATE outbox SET status = 'unknown', last_error = 'interrupted mid-send; the platform cannot tell whether it \
-         arrived, so it was not sent again' WHERE id = ?",
-        vec![id.into()],
-    )?;
+/// A send found interrupted counts as an attempt (so a piece that keeps
+/// crashing its sender is given up on); `text` is what to send now (marked
+/// when it may be a repeat). Returns the attempts so far.
+pub fn mark_interrupted(sql: &Sql, id: &str, text: &str) -> Result<i64> {
+    #[derive(Deserialize)]
+    struct Attempts {
+        attempts: i64,
+    }
+    let rows: Vec<Attempts> = sql
+        .exec(
+            "UPDATE outbox SET status = 'pending', attempts = attempts + 1, text = ?, \
+             last_error = 'interrupted mid-send' WHERE id = ? RETURNING attempts",
+            vec![text.into(), id.into()],
+        )?
+        .to_array()?;
+    Ok(rows.first().map_or(0, |row| row.attempts))
+}
+
+/// What a piece sends from now on (a copy that may be a repeat says so).
+pub fn mark_text(sql: &Sql, id: &str, text: &str) -> Result<()> {
+    sql.exec("UPDATE outbox SET text = ? WHERE id = ?", vec![text.into(), id.into()])?;
     Ok(())
 }
 

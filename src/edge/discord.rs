@@ -80,7 +80,7 @@ impl Messenger for Discord<'_> {
         match address {
             ReplyAddress::DiscordChannel { .. } => Interrupted::Resend,
             _ if piece.index == 0 => Interrupted::Resend,
-            _ => Interrupted::Unknown,
+            _ => Interrupted::Unsure,
         }
     }
 

@@ -18,11 +18,15 @@ pub struct SendFailure {
     pub retryable: bool,
     /// The platform asked to wait this long first (a rate limit).
     pub retry_after_ms: Option<u64>,
+    /// No answer came (a timeout, a dropped connection): the platform may
+    /// have taken the message all the same.
+    pub ambiguous: bool,
 }
 
 impl SendFailure {
     pub fn permanent(message: String) -> Self {
-        SendFailure { message: redactor().redact(&message).into_owned(), retryable: false, retry_after_ms: None }
+        let message = redactor().redact(&message).into_owned();
+        SendFailure { message, retryable: false, retry_after_ms: None, ambiguous: false }
     }
 
     /// Classifies an HTTP failure: 429 and 5xx are worth retrying.
@@ -31,12 +35,13 @@ impl SendFailure {
             message: redactor().redact(&format!("{platform} answered {status}: {detail}")).into_owned(),
             retryable: status == 429 || status >= 500,
             retry_after_ms: if status == 429 { retry_after_ms.or(Some(1_000)) } else { None },
+            ambiguous: false,
         }
     }
 
     pub fn network(platform: &str, failure: super::http::HttpFailure) -> Self {
         let message = redactor().redact(&format!("{platform}: {failure:?}")).into_owned();
-        SendFailure { message, retryable: true, retry_after_ms: None }
+        SendFailure { message, retryable: true, retry_after_ms: None, ambiguous: true }
     }
 }
 
@@ -59,8 +64,9 @@ pub enum Interrupted {
     Landed(String),
     /// It did not land, or sending it again is harmless: send it.
     Resend,
-    /// No way to tell without risking a second copy: report it, do not resend.
-    Unknown,
+    /// No way to tell: sent again, marked as a possible repeat, since a person
+    /// who may have nothing must not be left waiting in silence.
+    Unsure,
 }
 
 /// What every platform does for the channel.

@@ -81,14 +81,14 @@ impl Messenger for Slack<'_> {
     /// send only what is not there. A lookup that fails cannot tell.
     async fn interrupted(&self, address: &ReplyAddress, piece: &Piece<'_>, since_ms: i64) -> Interrupted {
         let Some((method, query)) = piece_lookup(address, since_ms / 1000 - LOOKUP_SLACK_SECS) else {
-            return Interrupted::Unknown;
+            return Interrupted::Unsure;
         };
         match self.read(method, &query).await {
             Some(answer) => match find_piece(&answer, piece.id) {
                 Some(ts) => Interrupted::Landed(ts),
                 None => Interrupted::Resend,
             },
-            None => Interrupted::Unknown,
+            None => Interrupted::Unsure,
         }
     }
 

@@ -71,7 +71,7 @@ impl Messenger for Telegram<'_> {
     /// The Bot API has no idempotency key and no way for a bot to read what
     /// it sent: a resend could post a second copy, so the piece is reported.
     async fn interrupted(&self, _address: &ReplyAddress, _piece: &Piece<'_>, _since_ms: i64) -> Interrupted {
-        Interrupted::Unknown
+        Interrupted::Unsure
     }
 
     async fn show_working(&self, event: &InboundEvent) {

@@ -59,6 +59,8 @@ struct ApiState {
     next_id: i64,
     /// Members the platform reports (bots included).
     member_count: u64,
+    /// How long calls to a path ending with the suffix take (a slow platform).
+    latencies: Vec<(String, std::time::Duration)>,
 }
 
 pub struct FakeApi {
@@ -78,12 +80,18 @@ impl FakeApi {
             by_nonce: std::collections::HashMap::new(),
             next_id: 500,
             member_count: 10,
+            latencies: Vec::new(),
         }));
         let shared = state.clone();
         let router = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
             let state = shared.clone();
             async move {
+                // Half the round trip before the platform takes the call, half
+                // after: a crash in between loses an answer to a landed call.
+                let latency = state.lock().unwrap().latency(uri.path()) / 2;
+                tokio::time::sleep(latency).await;
                 let (response, hang) = answer(&state, method, uri, headers, body);
+                tokio::time::sleep(latency).await;
                 if hang {
                     tokio::time::sleep(HANG).await;
                 }
@@ -112,6 +120,12 @@ impl FakeApi {
         self.state.lock().unwrap().member_count = count;
     }
 
+    /// Every call to a path ending with `path_suffix` takes `latency` (a real
+    /// platform's round trip): taken halfway, answered at the end.
+    pub fn set_latency(&self, path_suffix: &str, latency: std::time::Duration) {
+        self.state.lock().unwrap().latencies.push((path_suffix.to_string(), latency));
+    }
+
     /// The next call to a path ending with `path_suffix` is held open for
     /// [`HANG`]; `lands` says whether the platform kept the message.
     pub fn hang_next(&self, path_suffix: &str, lands: bool) {
@@ -131,6 +145,13 @@ impl FakeApi {
             body,
             retry_after: retry_after.map(str::to_string),
         });
+    }
+}
+
+impl ApiState {
+    fn latency(&self, path: &str) -> std::time::Duration {
+        let matching = self.latencies.iter().filter(|(suffix, _)| path.ends_with(suffix.as_str()));
+        matching.map(|(_, latency)| *latency).max().unwrap_or_default()
     }
 }
 

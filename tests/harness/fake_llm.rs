@@ -34,6 +34,9 @@ pub enum Scripted {
     SlowReply(Duration, String),
     /// Any other answer, given only after this long.
     Delayed(Duration, Box<Scripted>),
+    /// A `reply` tool call that repeats the turn's "Current message(s)"
+    /// section, so a test can tell which inbounds each answer covered.
+    Echo,
 }
 
 #[derive(Default)]
@@ -98,10 +101,11 @@ impl FakeLlm {
 }
 
 async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<Value>) -> Response {
+    let request_copy = request.clone();
     let answer = {
         let mut script = script.lock().unwrap();
         let system = request["messages"][0]["content"].as_str().unwrap_or_default().to_string();
-        script.requests.push(request);
+        script.requests.push(request.clone());
         script.in_flight += 1;
         let routed = script
             .routed
@@ -115,6 +119,10 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
             tokio::time::sleep(duration).await;
             Some(*inner)
         }
+        other => other,
+    };
+    let answer = match answer {
+        Some(Scripted::Echo) => Some(Scripted::Reply(format!("echo: {}", current_section(&request_copy)))),
         other => other,
     };
     let response = answer_with(answer).await;
@@ -151,7 +159,7 @@ async fn answer_with(answer: Option<Scripted>) -> Response {
             tokio::time::sleep(duration).await;
             (StatusCode::INTERNAL_SERVER_ERROR, "too late").into_response()
         }
-        Some(Scripted::Delayed(..)) | None => {
+        Some(Scripted::Delayed(..) | Scripted::Echo) | None => {
             (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "script exhausted"}}))).into_response()
         }
     }
@@ -165,4 +173,16 @@ fn completion(message: Value) -> Response {
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     }))
     .into_response()
+}
+
+/// The "Current message(s)" section of a channel turn's last user message
+/// (empty when the turn has none).
+pub fn current_section(request: &Value) -> String {
+    const HEADING: &str = "## Current message(s)";
+    let last = request["messages"].as_array().and_then(|messages| messages.last());
+    let text = last.and_then(|message| message["content"].as_str()).unwrap_or_default();
+    let Some(start) = text.find(HEADING) else { return String::new() };
+    let section = &text[start + HEADING.len()..];
+    let end = section.find("\n\n").unwrap_or(section.len());
+    section[..end].to_string()
 }

@@ -1,0 +1,239 @@
+//! Exactly once, from the outside: many conversations at once over several
+//! connections, and a crash of the runtime while replies are in flight. Every
+//! inbound carries a unique token; the echoing model repeats the turn's
+//! current messages, so the fake platform's messages show which inbound each
+//! answer covered.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::harness::fake_llm::current_section;
+use crate::harness::{dm_update, group_update, wait_for, Scripted, TestEnv, TELEGRAM_SECRET};
+
+/// Concurrent connections, as a busy platform opens.
+const CONNECTIONS: usize = 16;
+
+/// A unique, greppable token for message `n` of chat `chat`.
+fn token(chat: i64, n: i64) -> String {
+    format!("tok{}x{n}z", chat.unsigned_abs())
+}
+
+/// Every token in `text`, in order.
+fn tokens_in(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("tok") {
+        let candidate = &rest[start..];
+        match candidate.find('z') {
+            Some(end) if candidate[3..end].chars().all(|c| c.is_ascii_digit() || c == 'x') => {
+                found.push(candidate[..=end].to_string());
+                rest = &candidate[end + 1..];
+            }
+            _ => rest = &candidate[3..],
+        }
+    }
+    found
+}
+
+/// How often each token appears across `texts`.
+fn count_tokens<'a>(texts: impl Iterator<Item = &'a str>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for text in texts {
+        for token in tokens_in(text) {
+            *counts.entry(token).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// A group message in chat `chat` from its one human, mentioning the bot or not.
+fn group_message(update_id: i64, chat: i64, text: &str, mention: bool) -> Value {
+    let mut update = group_update(update_id, (chat.abs() + 7, "Member", false), text, mention);
+    update["message"]["chat"]["id"] = chat.into();
+    update
+}
+
+/// Where the Worker listens now (a restart moves it to another port).
+type Address = Arc<Mutex<String>>;
+
+fn address(env: &TestEnv) -> Address {
+    Arc::new(Mutex::new(env.worker.base_url.clone()))
+}
+
+/// Starts `connections` concurrent senders that post every update, each
+/// retrying until its webhook is acknowledged (as Telegram does); the handle
+/// yields the number of attempts that were not acknowledged.
+fn post_all(address: &Address, updates: Vec<Value>, connections: usize) -> tokio::task::JoinHandle<usize> {
+    let queue = Arc::new(Mutex::new(updates.into_iter()));
+    let mut senders = Vec::new();
+    for _ in 0..connections {
+        let (queue, address, client) = (queue.clone(), address.clone(), reqwest::Client::new());
+        senders.push(tokio::spawn(async move {
+            let mut refused = 0;
+            loop {
+                let Some(update) = queue.lock().unwrap().next() else { return refused };
+                for attempt in 0.. {
+                    assert!(attempt < 600, "a webhook was never acknowledged");
+                    let url = format!("{}/webhooks/telegram", address.lock().unwrap());
+                    let sent = client
+                        .post(url)
+                        .header("content-type", "application/json")
+                        .header("X-Telegram-Bot-Api-Secret-Token", TELEGRAM_SECRET)
+                        .body(update.to_string())
+                        .timeout(Duration::from_secs(10))
+                        .send()
+                        .await;
+                    if sent.is_ok_and(|response| response.status() == 200) {
+                        break;
+                    }
+                    refused += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }));
+    }
+    tokio::spawn(async move {
+        let mut refused = 0;
+        for sender in senders {
+            refused += sender.await.expect("sender");
+        }
+        refused
+    })
+}
+
+/// The texts the fake Telegram was asked to send.
+fn sent_texts(env: &TestEnv) -> Vec<String> {
+    env.telegram
+        .calls("/sendMessage")
+        .iter()
+        .map(|call| call["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Waits until every token in `expected` was sent at least once (or the time
+/// is up), then for stragglers that would double one; returns the counts.
+async fn answered(env: &TestEnv, expected: &[String], timeout: Duration) -> BTreeMap<String, usize> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let texts = sent_texts(env);
+        let counts = count_tokens(texts.iter().map(String::as_str));
+        if expected.iter().all(|token| counts.contains_key(token)) || tokio::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    env.settle().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let texts = sent_texts(env);
+    count_tokens(texts.iter().map(String::as_str))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_load_every_acknowledged_message_is_answered_exactly_once() {
+    // The local runtime is one thread: under this load a model answer can
+    // take seconds to be read, which is not what this test is about.
+    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "20000")]).await;
+    env.llm.answer_always(Scripted::Echo);
+    // Half the groups mention the bot; in the other half one person talks
+    // with the bot (two members), so plain messages engage too.
+    env.telegram.set_member_count(2);
+    let (groups, per_group, dms, per_dm) = (40, 8, 40, 4);
+    let mut updates = Vec::new();
+    let mut expected = Vec::new();
+    let mut update_id = 1;
+    // Interleaved, so every conversation gets messages while its turns run.
+    for n in 0..per_group.max(per_dm) {
+        for group in 0..groups {
+            let chat = -(1_000 + group);
+            if n < per_group {
+                updates.push(group_message(update_id, chat, &format!("question {}", token(chat, n)), group % 2 == 0));
+                expected.push(token(chat, n));
+                update_id += 1;
+            }
+        }
+        for dm in 0..dms {
+            let chat = 5_000 + dm;
+            if n < per_dm {
+                updates.push(dm_update(update_id, chat, &format!("hello {}", token(chat, n))));
+                expected.push(token(chat, n));
+                update_id += 1;
+            }
+        }
+    }
+    let refused = post_all(&address(&env), updates, CONNECTIONS).await.expect("senders");
+    assert_eq!(refused, 0, "every webhook was acknowledged at the first attempt");
+
+    let counts = answered(&env, &expected, Duration::from_secs(240)).await;
+    let missing: Vec<&String> = expected.iter().filter(|token| !counts.contains_key(*token)).collect();
+    let doubled: Vec<(&String, &usize)> = counts.iter().filter(|(_, count)| **count > 1).collect();
+    // Each inbound in the current messages of exactly one model call, too.
+    let requests = env.llm.requests();
+    let in_turns = count_tokens(requests.iter().map(current_section).collect::<Vec<_>>().iter().map(String::as_str));
+    let turned_twice: Vec<(&String, &usize)> = in_turns.iter().filter(|(_, count)| **count > 1).collect();
+    println!(
+        "{} messages over {} conversations from {CONNECTIONS} connections: {} missing, {} doubled, {} in two turns, {} model calls",
+        expected.len(),
+        groups + dms,
+        missing.len(),
+        doubled.len(),
+        turned_twice.len(),
+        requests.len()
+    );
+    assert!(missing.is_empty(), "never answered: {missing:?}");
+    assert!(doubled.is_empty(), "answered twice: {doubled:?}");
+    assert!(turned_twice.is_empty(), "in two turns: {turned_twice:?}");
+    assert_eq!(counts.len(), expected.len(), "nothing was answered that was not asked");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_while_replies_are_in_flight_leaves_nobody_in_silence() {
+    let mut env = TestEnv::start().await;
+    // As in production: the model takes 0.4 s, Telegram's send 0.3 s.
+    env.llm.answer_always(Scripted::Delayed(Duration::from_millis(400), Box::new(Scripted::Echo)));
+    env.telegram.set_latency("/sendMessage", Duration::from_millis(300));
+    let (chats, per_chat) = (40, 6);
+    let mut updates = Vec::new();
+    let mut expected = Vec::new();
+    for n in 0..per_chat {
+        for chat in 0..chats {
+            let chat = 7_000 + chat;
+            updates.push(dm_update(1 + n * chats + (chat - 7_000), chat, &format!("hi {}", token(chat, n))));
+            expected.push(token(chat, n));
+        }
+    }
+    let address = address(&env);
+    let senders = post_all(&address, updates, CONNECTIONS);
+    // Kill the runtime while the chats talk, replies in flight; start it again.
+    wait_for("replies in flight", Duration::from_secs(60), || async {
+        (env.telegram.calls("/sendMessage").len() >= 40).then_some(())
+    })
+    .await;
+    env.crash_and_restart().await;
+    *address.lock().unwrap() = env.worker.base_url.clone();
+    senders.await.expect("senders");
+
+    let counts = answered(&env, &expected, Duration::from_secs(240)).await;
+    let texts = sent_texts(&env);
+    let lost: Vec<&String> = expected.iter().filter(|token| !counts.contains_key(*token)).collect();
+    let doubled: Vec<&String> = counts.iter().filter(|(_, count)| **count > 1).map(|(token, _)| token).collect();
+    let marked: Vec<&String> = texts.iter().filter(|text| text.starts_with(RESEND_NOTE)).collect();
+    let marked_tokens = count_tokens(marked.iter().map(|text| text.as_str()));
+    println!(
+        "crash test: {} acknowledged messages in {chats} chats, {} lost, {} doubled, {} resent marked as a possible repeat",
+        expected.len(),
+        lost.len(),
+        doubled.len(),
+        marked.len()
+    );
+    assert!(lost.is_empty(), "acknowledged but never answered: {lost:?}");
+    for token in &doubled {
+        assert_eq!(counts[*token], 2, "{token} was sent more than twice");
+        assert_eq!(marked_tokens.get(*token), Some(&1), "{token}'s second copy says it may be a repeat");
+    }
+}
+
+/// The opening of the note a possibly repeated copy carries (prompts/resend_note.md).
+const RESEND_NOTE: &str = "↻ Sent again after an interruption";
