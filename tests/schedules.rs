@@ -243,3 +243,32 @@ async fn a_failing_job_cut_off_by_a_restart_is_disabled_by_its_third_run_and_nev
     assert_eq!(requests.len(), 7, "three runs of two attempts, the third's first cut off and resumed whole");
     assert_eq!(sent_texts(&env).len(), 1, "the person is told once");
 }
+
+/// A run that outlasts its job's interval holds the next one back, and its
+/// end lets it go: one catch-up run follows at once (no cron needed), saying
+/// what it missed, and the job keeps its pace after.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_longer_than_its_interval_is_followed_by_one_catch_up_run() {
+    let env = TestEnv::start_with(&env_vars()).await;
+    env.llm.push(Scripted::SlowReply(Duration::from_secs(5), "slow run".into()));
+    env.llm.reply("caught up");
+    env.llm.reply("on time");
+    let body = json!({"conversation": "telegram:99", "prompt": "Take stock.", "every_seconds": 2});
+    let (status, job) = env.admin_send(reqwest::Method::POST, "/api/schedules", Some(body)).await;
+    assert_eq!(status, 200, "{job}");
+    let id = job["id"].as_str().unwrap().to_string();
+    wait_for("the slow run's model call", Duration::from_secs(10), || async {
+        (env.llm.in_flight() == 1).then_some(())
+    })
+    .await;
+    // Two more intervals pass while it runs: nothing starts beside it.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(env.llm.requests().len(), 1, "no run starts while one is unresolved");
+
+    let sent = env.wait_for_sent(3).await;
+    env.admin_send(reqwest::Method::DELETE, &format!("/api/schedules/{id}"), None).await;
+    let texts: Vec<&str> = sent.iter().map(|message| message["text"].as_str().unwrap()).collect();
+    assert_eq!(texts[..3], ["slow run", "caught up", "on time"]);
+    let catch_up = turn_message(&env.llm.requests()[1]);
+    assert!(catch_up.contains("missed"), "the catch-up run says it missed runs: {catch_up}");
+}
