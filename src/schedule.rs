@@ -3,8 +3,9 @@
 //! A schedule is a [`plan::Plan`]: a recurrence (once, cron, or a fixed
 //! interval) read in an IANA time zone, optionally limited to active hours of
 //! the local day, an end instant and a number of runs. [`plan::next_run`] and
-//! [`plan::catch_up`] answer what the channel object's alarm needs; nothing here
-//! reads a clock or storage.
+//! [`plan::catch_up`] answer what the channel object's alarm needs;
+//! [`runs::claim`] says whether a job's next run may start (never while an
+//! earlier run of it is unresolved). Nothing here reads a clock or storage.
 //!
 //! There is no tz database in this crate on purpose: offsets come through the
 //! [`zone::ZoneRules`] trait, which the Worker answers from the runtime's own
@@ -13,6 +14,7 @@
 pub mod civil;
 pub mod cron;
 pub mod plan;
+pub mod runs;
 pub mod zone;
 
 #[cfg(test)]
@@ -23,6 +25,7 @@ use thiserror::Error;
 pub use civil::{parse_local, LocalDateTime};
 pub use cron::CronExpr;
 pub use plan::{catch_up, next_run, once_at, validate, ActiveHours, CatchUp, Plan, Recurrence, MIN_INTERVAL_MS};
+pub use runs::{claim, Claim, JobRuns};
 pub use zone::{describe_local, is_known_zone, resolve_local, to_local, Resolved, Utc, ZoneRules};
 
 /// Why a schedule cannot be read or computed. The messages are written for the

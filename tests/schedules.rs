@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::harness::{all_message_text, dm_update, Scripted, TestEnv};
+use crate::harness::{all_message_text, dm_update, turn_message, wait_for, Scripted, TestEnv};
 
 /// Short recurring intervals for tests (production keeps a minute).
 fn env_vars() -> [(&'static str, &'static str); 2] {
@@ -193,4 +193,82 @@ async fn a_paused_job_does_not_run_until_resumed() {
     env.admin_send(reqwest::Method::DELETE, &format!("/api/schedules/{id}"), None).await;
     let (status, _) = env.admin_send(reqwest::Method::DELETE, &format!("/api/schedules/{id}"), None).await;
     assert_eq!(status, 404, "gone");
+}
+
+/// The case, shortened: a job whose runs all fail (each after two
+/// attempts at the model), the Worker stopped in the middle of the third run
+/// and left down for several intervals. After the restart the third run
+/// resumes and its failure disables the job; no catch-up run starts beside
+/// it or after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_job_cut_off_by_a_restart_is_disabled_by_its_third_run_and_never_runs_a_fourth() {
+    let vars = [("SCHEDULE_MIN_INTERVAL_MS", "1000"), ("LLM_MAX_ATTEMPTS", "2"), ("LLM_TIMEOUT_MS", "10000")];
+    let mut env = TestEnv::start_with(&vars).await;
+    // Runs 1 and 2 fail twice each; run 3's first attempt hangs, and the
+    // Worker is stopped while it does. Past the script, the model answers 500.
+    for _ in 0..4 {
+        env.llm.push(Scripted::Status(500));
+    }
+    env.llm.push(Scripted::Hang(Duration::from_secs(60)));
+    let body = json!({"conversation": "telegram:97", "prompt": "Summarise the day.", "every_seconds": 3});
+    let (status, job) = env.admin_send(reqwest::Method::POST, "/api/schedules", Some(body)).await;
+    assert_eq!(status, 200, "{job}");
+    let id = job["id"].as_str().unwrap().to_string();
+    wait_for("the third run's first attempt", Duration::from_secs(30), || async {
+        (env.llm.requests().len() == 5 && env.llm.in_flight() == 1).then_some(())
+    })
+    .await;
+    assert_eq!(jobs(&env, 97).await[0]["consecutive_failures"], 2, "two runs failed before the stop");
+
+    // Down for more than three intervals: the job is overdue when it comes back.
+    env.crash_for(Duration::from_secs(10)).await;
+    env.cron().await;
+    let sent = env.wait_for_sent(1).await;
+    assert!(sent[0]["text"].as_str().unwrap().contains(&format!("scheduled job {id} failed three times")), "{sent:?}");
+    // Time for a wrongly claimed run to show itself, and the cron's backstop.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    env.cron().await;
+    env.settle().await;
+
+    let job = &jobs(&env, 97).await[0];
+    assert_eq!((job["status"].as_str(), job["consecutive_failures"].as_i64()), (Some("disabled"), Some(3)), "{job}");
+    let runs = env.admin(&format!("/api/schedules/{id}/runs")).await;
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 3, "three runs, no catch-up run: {runs:?}");
+    assert!(runs.iter().all(|run| run["status"] == "failed"), "{runs:?}");
+    let requests = env.llm.requests();
+    let caught_up: Vec<String> =
+        requests.iter().map(turn_message).filter(|message| message.contains("missed")).collect();
+    assert!(caught_up.is_empty(), "no catch-up run reached the model: {caught_up:?}");
+    assert_eq!(requests.len(), 7, "three runs of two attempts, the third's first cut off and resumed whole");
+    assert_eq!(sent_texts(&env).len(), 1, "the person is told once");
+}
+
+/// A run that outlasts its job's interval holds the next one back, and its
+/// end lets it go: one catch-up run follows at once (no cron needed), saying
+/// what it missed, and the job keeps its pace after.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_longer_than_its_interval_is_followed_by_one_catch_up_run() {
+    let env = TestEnv::start_with(&env_vars()).await;
+    env.llm.push(Scripted::SlowReply(Duration::from_secs(5), "slow run".into()));
+    env.llm.reply("caught up");
+    env.llm.reply("on time");
+    let body = json!({"conversation": "telegram:99", "prompt": "Take stock.", "every_seconds": 2});
+    let (status, job) = env.admin_send(reqwest::Method::POST, "/api/schedules", Some(body)).await;
+    assert_eq!(status, 200, "{job}");
+    let id = job["id"].as_str().unwrap().to_string();
+    wait_for("the slow run's model call", Duration::from_secs(10), || async {
+        (env.llm.in_flight() == 1).then_some(())
+    })
+    .await;
+    // Two more intervals pass while it runs: nothing starts beside it.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(env.llm.requests().len(), 1, "no run starts while one is unresolved");
+
+    let sent = env.wait_for_sent(3).await;
+    env.admin_send(reqwest::Method::DELETE, &format!("/api/schedules/{id}"), None).await;
+    let texts: Vec<&str> = sent.iter().map(|message| message["text"].as_str().unwrap()).collect();
+    assert_eq!(texts[..3], ["slow run", "caught up", "on time"]);
+    let catch_up = turn_message(&env.llm.requests()[1]);
+    assert!(catch_up.contains("missed"), "the catch-up run says it missed runs: {catch_up}");
 }

@@ -218,8 +218,9 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         let status = if sent.is_empty() { "nothing" } else { "delivered" };
         schedules::finish_run(database, run, status, None, now_ms()).await?;
     }
-    if schedules_changed {
-        refresh_schedule_due(object, database, &last.conversation_key).await?;
+    // A resolved run frees its job: claim what fell due while it ran.
+    if schedules_changed || scheduled_runs(turn).next().is_some() {
+        take_scheduled_runs(object, database, &last.conversation_key, now_ms()).await?;
     }
     let handled: Vec<String> = turn.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
     inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;

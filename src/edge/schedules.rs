@@ -13,6 +13,7 @@ use super::zones::IntlZones;
 use crate::edge::d1::Metered;
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::schedule::plan::{catch_up, next_run, Plan};
+use crate::schedule::runs::{claim, Claim, JobRuns};
 use crate::schedule::zone::describe_local;
 
 /// A job's status values.
@@ -178,14 +179,19 @@ pub async fn runs(db: &D1Database, id: &str) -> Result<Vec<Value>> {
     .results()
 }
 
-/// The nearest due time of the conversation's active jobs.
+/// The nearest due time of the conversation's active jobs. A job with an
+/// unresolved run is left out: its next run waits for that run's outcome,
+/// and the turn that resolves it claims what fell due meanwhile.
 pub async fn next_due(db: &D1Database, conversation_key: &str) -> Result<Option<i64>> {
     #[derive(Deserialize)]
     struct Due {
         due: Option<i64>,
     }
     let due: Option<Due> = db
-        .prepare("SELECT MIN(next_run_at) AS due FROM schedules WHERE conversation_key = ?1 AND status = 'active'")
+        .prepare(format!(
+            "SELECT MIN(next_run_at) AS due FROM schedules WHERE conversation_key = ?1 AND status = 'active' \
+             AND NOT EXISTS ({UNRESOLVED_RUN})"
+        ))
         .bind(&[conversation_key.into()])?
         .first_counted()
         .await?;
@@ -193,6 +199,8 @@ pub async fn next_due(db: &D1Database, conversation_key: &str) -> Result<Option<
 }
 
 /// Conversations with a job overdue by now (the cron re-arms their objects).
+/// A job whose run is unresolved counts too: the claim hands that run's
+/// message to its channel again, in case a crash lost it before it was queued.
 pub async fn overdue_conversations(db: &D1Database, now_ms: i64) -> Result<Vec<String>> {
     #[derive(Deserialize)]
     struct Key {
@@ -230,36 +238,64 @@ pub async fn wake(env: &worker::Env, conversation_key: &str) -> Result<()> {
     Ok(())
 }
 
+/// A claimed run of the job in `schedules` not yet resolved (a subquery;
+/// the partial index `schedule_runs_unresolved` answers it).
+const UNRESOLVED_RUN: &str =
+    "SELECT 1 FROM schedule_runs r WHERE r.schedule_id = schedules.id AND r.status = 'claimed'";
+
 /// Claims the conversation's due runs, each exactly once: the run row is
-/// written only while the job is still due at that time and active, and the
-/// job moves to its next run in the same transaction. A job that missed
-/// several runs (downtime) runs once and says how many it missed. Runs
-/// claimed before but never finished (a crash in between) come back too; the
-/// channel takes each run's message once.
+/// written only while the job is still due at that time, active, and has no
+/// unresolved run (one run of a job at a time, see
+/// [`crate::schedule::runs`]); the job moves to its next run in the same
+/// transaction. A job that missed several runs (downtime, or a run that took
+/// long) runs once and says how many it missed. Runs claimed before but
+/// never finished (a crash in between) come back too; the channel takes each
+/// run's message once.
 pub async fn claim_due(db: &D1Database, conversation_key: &str, now_ms: i64) -> Result<Vec<InboundEvent>> {
-    let due: Vec<Job> = db
-        .prepare(format!(
-            "SELECT {COLUMNS} FROM schedules WHERE conversation_key = ?1 AND status = 'active' AND next_run_at <= ?2"
-        ))
+    #[derive(Deserialize)]
+    struct Due {
+        id: String,
+        plan: String,
+        status: String,
+        next_run_at: Option<i64>,
+        runs_done: i64,
+        unresolved_due_at: Option<i64>,
+    }
+    let due: Vec<Due> = db
+        .prepare(
+            "SELECT id, plan, status, next_run_at, runs_done, (SELECT MIN(r.due_at) FROM schedule_runs r \
+             WHERE r.schedule_id = schedules.id AND r.status = 'claimed') AS unresolved_due_at \
+             FROM schedules WHERE conversation_key = ?1 AND status = 'active' AND next_run_at <= ?2",
+        )
         .bind(&[conversation_key.into(), number(now_ms)])?
         .all_counted()
         .await?
         .results()?;
     for job in &due {
-        let (Some(plan), Some(due_at)) = (job.plan(), job.next_run_at) else {
+        let runs = JobRuns {
+            is_active: job.status == ACTIVE,
+            next_run_at: job.next_run_at,
+            unresolved_due_at: job.unresolved_due_at,
+        };
+        let Claim::Run { due_at } = claim(&runs, now_ms) else {
+            continue;
+        };
+        let Some(plan) = serde_json::from_str::<Plan>(&job.plan).ok() else {
             continue;
         };
         let caught =
             catch_up(&plan, due_at, now_ms, job.runs_done as u32, &IntlZones).map_err(|error| error.to_string())?;
         let next = caught.next_after_now.map_or(JsValue::NULL, number);
+        // The read above may be stale (another claim, a run resolved, a
+        // pause): the writes check the same conditions again, atomically.
         let still_due = "id = ?1 AND next_run_at = ?2 AND status = 'active'";
         crate::edge::d1::batch(
             db,
             vec![
                 db.prepare(format!(
                     "INSERT INTO schedule_runs (schedule_id, due_at, claimed_at, status, missed) \
-                 SELECT id, next_run_at, ?3, 'claimed', ?4 FROM schedules WHERE {still_due} \
-                 ON CONFLICT (schedule_id, due_at) DO NOTHING"
+                     SELECT id, next_run_at, ?3, 'claimed', ?4 FROM schedules WHERE {still_due} \
+                     AND NOT EXISTS ({UNRESOLVED_RUN}) ON CONFLICT (schedule_id, due_at) DO NOTHING"
                 ))
                 .bind(&[
                     job.id.as_str().into(),
@@ -267,9 +303,11 @@ pub async fn claim_due(db: &D1Database, conversation_key: &str, now_ms: i64) -> 
                     number(now_ms),
                     number(i64::from(caught.missed)),
                 ])?,
+                // The run just inserted is the only unresolved one allowed.
                 db.prepare(format!(
-                "UPDATE schedules SET next_run_at = ?3, runs_done = runs_done + 1, last_run_at = ?4 WHERE {still_due}"
-            ))
+                    "UPDATE schedules SET next_run_at = ?3, runs_done = runs_done + 1, last_run_at = ?4 \
+                     WHERE {still_due} AND NOT EXISTS ({UNRESOLVED_RUN} AND r.due_at <> ?2)"
+                ))
                 .bind(&[job.id.as_str().into(), number(due_at), next, number(now_ms)])?,
             ],
         )
@@ -343,32 +381,38 @@ pub async fn finish_run(
         return Ok(false);
     };
     let failed = status == "failed";
-    // Only the first outcome recorded for a run counts (a resumed turn may report again).
-    let first_time = db
-        .prepare(
-            "UPDATE schedule_runs SET status = ?3, error = ?4, finished_at = ?5 \
-             WHERE schedule_id = ?1 AND due_at = ?2 AND status = 'claimed'",
-        )
-        .bind(&[job_id.into(), number(due_at), status.into(), text_or_null(error), number(now_ms)])?
-        .run_counted()
-        .await?;
-    if changes(&first_time) == 0 {
-        return Ok(false);
-    }
     #[derive(Deserialize)]
     struct After {
         status: String,
         consecutive_failures: i64,
     }
-    let after: Option<After> = db
-        .prepare(
-            "UPDATE schedules SET consecutive_failures = CASE WHEN ?2 = 1 THEN consecutive_failures + 1 ELSE 0 END, \
-             status = CASE WHEN ?2 = 1 AND consecutive_failures + 1 >= ?3 AND status = 'active' THEN 'disabled' \
-             ELSE status END WHERE id = ?1 RETURNING status, consecutive_failures",
-        )
-        .bind(&[job_id.into(), number(i64::from(failed)), number(MAX_CONSECUTIVE_FAILURES)])?
-        .first_counted()
-        .await?;
+    // One transaction: the run's outcome and what it does to its job are
+    // recorded together, so no restart can leave a failure recorded but not
+    // counted (the job would then stay active and run again). Only the first
+    // outcome recorded for a run counts (a resumed turn may report again):
+    // the job changes only while the run is still unresolved.
+    let is_unresolved = "SELECT 1 FROM schedule_runs WHERE schedule_id = ?1 AND due_at = ?2 AND status = 'claimed'";
+    let results = crate::edge::d1::batch(
+        db,
+        vec![
+            db.prepare(format!(
+                "UPDATE schedules SET consecutive_failures = CASE WHEN ?3 = 1 THEN consecutive_failures + 1 ELSE 0 END, \
+                 status = CASE WHEN ?3 = 1 AND consecutive_failures + 1 >= ?4 AND status = 'active' THEN 'disabled' \
+                 ELSE status END WHERE id = ?1 AND EXISTS ({is_unresolved}) RETURNING status, consecutive_failures"
+            ))
+            .bind(&[job_id.into(), number(due_at), number(i64::from(failed)), number(MAX_CONSECUTIVE_FAILURES)])?,
+            db.prepare(
+                "UPDATE schedule_runs SET status = ?3, error = ?4, finished_at = ?5 \
+                 WHERE schedule_id = ?1 AND due_at = ?2 AND status = 'claimed'",
+            )
+            .bind(&[job_id.into(), number(due_at), status.into(), text_or_null(error), number(now_ms)])?,
+        ],
+    )
+    .await?;
+    let after: Option<After> = match results.first() {
+        Some(result) => result.results::<After>()?.into_iter().next(),
+        None => None,
+    };
     Ok(after.is_some_and(|after| after.status == DISABLED && after.consecutive_failures == MAX_CONSECUTIVE_FAILURES))
 }
 
