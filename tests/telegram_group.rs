@@ -330,3 +330,26 @@ async fn a_new_groups_first_message_is_acknowledged_without_waiting_on_the_platf
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_while_the_member_count_is_read_loses_nothing_and_answers_once() {
+    let mut env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "100")]).await;
+    env.telegram.set_member_count(2);
+    env.telegram.hang_next("/getChatMemberCount", true);
+    env.llm.reply("hello Ada");
+    let first = env.telegram_update(&group_update(1, ADA, "is anyone here?", false)).await;
+    assert_eq!(first.json::<Value>().await.unwrap()["decision"], "held");
+    wait_for("the alarm to ask for the member count", Duration::from_secs(20), || async {
+        (!env.telegram.calls("getChatMemberCount").is_empty()).then_some(())
+    })
+    .await;
+    env.crash_and_restart().await;
+
+    let events = decided_events(&env, 1).await;
+    assert_eq!(summary(&events), vec![("engage", "solo human")], "decided after the restart, with the count");
+    assert_eq!(env.telegram.calls("getChatMemberCount").len(), 2, "read again by the restarted alarm");
+    env.wait_for_sent(1).await;
+    env.settle().await;
+    assert_eq!(env.telegram.calls("sendMessage").len(), 1, "answered exactly once");
+    assert_eq!(env.llm.requests().len(), 1);
+}
