@@ -43,9 +43,14 @@ use crate::edge::web_chat::{self, CHAT, WATCH};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::log_line::LogLine;
 use crate::process::envelope::{Envelope, MessageType};
+use crate::time::format_utc;
 
-/// How long a webhook waits for the member count before deciding without it.
+/// How long the alarm waits for the member count before deciding the held
+/// messages without it (no webhook ever waits for it).
 const MEMBER_COUNT_TIMEOUT_MS: u64 = 1_500;
+/// How a held inbound shows in the decision log until the alarm decides it.
+const HELD_DECISION: &str = "held";
+const HELD_REASON: &str = "awaiting the member count";
 /// The dashboard's conversation index is written at most this often per conversation.
 const INDEX_FLUSH_DELAY_MS: u64 = 1_000;
 /// How many lines of a web chat a page gets when it (re)connects.
@@ -277,45 +282,77 @@ impl ChannelObject {
         let Ok(event) = json_body::<InboundEvent>(&mut request).await else {
             return Response::error("malformed inbound event", 400);
         };
-        match self.admit(&event).await? {
-            None => Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true })),
-            Some(decision) => Response::from_json(&serde_json::json!({
-                "ok": true,
-                "decision": decision.label(),
-                "reason": decision.reason.as_str(),
-            })),
-        }
+        let (decision, reason) = match self.admit(&event).await? {
+            None => return Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true })),
+            Some(Admission::Decided(decision)) => (decision.label(), decision.reason.as_str()),
+            Some(Admission::Held) => (HELD_DECISION, HELD_REASON),
+        };
+        Response::from_json(&serde_json::json!({ "ok": true, "decision": decision, "reason": reason }))
     }
 
-    /// The one way an inbound comes in, from any platform: decided on,
-    /// stored and counted once per delivery id (None for a repeat).
-    async fn admit(&self, event: &InboundEvent) -> Result<Option<Decision>> {
+    /// The one way an inbound comes in, from any platform: decided on (or
+    /// held for the alarm to decide), stored and counted once per delivery id
+    /// (None for a repeat). Nothing here waits on a platform.
+    async fn admit(&self, event: &InboundEvent) -> Result<Option<Admission>> {
         let sql = self.state.storage().counted_sql();
         if inbox::contains(&sql, &event.delivery_id)? {
             return Ok(None);
         }
-        let needs_count = self.channel.borrow().needs_member_count(event);
-        let (membership, membership_note) = match needs_count {
-            true => self.read_member_count(event).await,
-            false => (None, None),
-        };
-        // The same delivery may have arrived while the count was read.
-        if needs_count && inbox::contains(&sql, &event.delivery_id)? {
-            return Ok(None);
-        }
         let now = now_ms();
+        if self.channel.borrow().must_hold(event, &self.config.channel, now) {
+            // Stored and acknowledged now; the alarm reads the member count
+            // and decides (confirm_held). The checkpoint keeps it across a crash.
+            self.step(|channel| channel.hold(event, now))?;
+            inbox::store_held(&sql, event, HELD_DECISION, HELD_REASON, now)?;
+            self.state.storage().set_alarm_counted(0).await?;
+            web_chat::changed(&self.state, "events");
+            return Ok(Some(Admission::Held));
+        }
         let receipt = self.step(|channel| {
-            channel.update_membership(membership, event);
+            channel.update_membership(None, event);
             channel.receive(event, &self.config.channel, now)
         })?;
-        inbox::store(&sql, event, &receipt.decision, membership_note.as_deref(), now)?;
+        inbox::store(&sql, event, &receipt.decision, None, now)?;
         stats::count(&sql, event, receipt.decision.engages, now)?;
         if let Some(wake_at) = receipt.wake_at_ms {
             self.state.storage().set_alarm_counted((wake_at - now).max(0)).await?;
         }
         web_chat::changed(&self.state, "events");
         self.flush_index_soon();
-        Ok(Some(receipt.decision))
+        Ok(Some(Admission::Decided(receipt.decision)))
+    }
+
+    /// Decides the inbounds held for the member count, from the alarm and
+    /// before any turn begins: reads the count (when none is held), then
+    /// decides them in the order they came with the same ladder as
+    /// [`Self::admit`], and records in the inbox what was read and when.
+    /// The decision and the checkpoint that moves the messages out of `held`
+    /// are one step with their inbox rows (no await between), so a crash
+    /// before it leaves them held for the next alarm to decide, and one after
+    /// leaves nothing held: each is decided once.
+    pub(super) async fn confirm_held(&self) -> Result<()> {
+        let (first, needs_count) = {
+            let channel = self.channel.borrow();
+            (channel.held.items().first().cloned(), channel.held_awaiting_count())
+        };
+        let Some(first) = first else {
+            return Ok(());
+        };
+        let (read, note) = match needs_count {
+            true => self.read_member_count(&first.event).await,
+            false => (None, None),
+        };
+        let sql = self.state.storage().counted_sql();
+        let decided = self.step(|channel| channel.confirm_held(read, &self.config.channel))?;
+        let humans = read.map(|read| read.humans(self.channel.borrow().participants.get()));
+        for (message, receipt) in &decided {
+            let note = note.as_ref().map(|note| note.describe(message.received_at_ms, humans));
+            inbox::decide_held(&sql, &message.event.delivery_id, &receipt.decision, note.as_deref())?;
+            stats::count(&sql, &message.event, receipt.decision.engages, message.received_at_ms)?;
+        }
+        web_chat::changed(&self.state, "events");
+        self.flush_index_soon();
+        Ok(())
     }
 
     /// A message typed in the web chat: shown to every page of the chat and
@@ -442,16 +479,48 @@ impl ChannelObject {
     /// Reads the member count before a decision that depends on it, within
     /// [`MEMBER_COUNT_TIMEOUT_MS`]; returns it (if read) and what happened,
     /// for the decision log.
-    async fn read_member_count(&self, event: &InboundEvent) -> (Option<MembershipCount>, Option<String>) {
+    async fn read_member_count(&self, event: &InboundEvent) -> (Option<MembershipCount>, Option<CountRead>) {
         let platform = outbound::for_address(&self.config, &self.state, &event.reply_address);
-        let peer_bots = self.channel.borrow().participants.get().peer_bot_names().count();
-        match within(MEMBER_COUNT_TIMEOUT_MS, platform.member_count(event, peer_bots, now_ms())).await {
-            Some(Some(read)) => {
-                let note = format!("member count read before deciding: {} human(s)", read.humans);
-                (Some(read), Some(note))
+        let asked_at_ms = now_ms();
+        let answer = within(MEMBER_COUNT_TIMEOUT_MS, platform.member_count(event, asked_at_ms)).await;
+        let outcome = match answer {
+            Some(Some(_)) => CountOutcome::Read,
+            Some(None) => CountOutcome::Unavailable,
+            None => CountOutcome::TimedOut,
+        };
+        (answer.flatten(), Some(CountRead { outcome, at_ms: now_ms() }))
+    }
+}
+
+/// How an inbound was taken in.
+enum Admission {
+    Decided(Decision),
+    /// Stored and acknowledged; the alarm decides it once the member count is read.
+    Held,
+}
+
+/// What the alarm's member-count read came to, and when (for the decision log).
+struct CountRead {
+    outcome: CountOutcome,
+    at_ms: i64,
+}
+
+enum CountOutcome {
+    Read,
+    Unavailable,
+    TimedOut,
+}
+
+impl CountRead {
+    /// The inbox's membership note for a message that arrived at `received_at_ms`.
+    fn describe(&self, received_at_ms: i64, humans: Option<usize>) -> String {
+        let when = format!("at {} ({} ms after the message)", format_utc(self.at_ms), self.at_ms - received_at_ms);
+        match (&self.outcome, humans) {
+            (CountOutcome::Read, Some(humans)) => {
+                format!("member count read before deciding, {when}: {humans} human(s)")
             }
-            Some(None) => (None, Some("member count unavailable; decided on the speakers seen".into())),
-            None => (None, Some("member count timed out; decided on the speakers seen".into())),
+            (CountOutcome::TimedOut, _) => format!("member count timed out {when}; decided on the speakers seen"),
+            _ => format!("member count unavailable {when}; decided on the speakers seen"),
         }
     }
 }

@@ -151,12 +151,27 @@ async fn a_new_groups_first_unaddressed_line_waits_for_the_member_count() {
         env.llm.reply("hello Ada");
         let response = env.telegram_update(&group_update(1, ADA, "is the build broken?", false)).await;
         let decision: Value = response.json().await.unwrap();
-        assert_eq!((decision["decision"].as_str(), decision["reason"].as_str()), (Some(expected), Some(reason)));
+        assert_eq!(decision["decision"], "held", "acknowledged at once, decided in the alarm");
+        let event = first_decided_event(&env, &format!("telegram:{GROUP_CHAT}")).await;
+        assert_eq!((event["decision"].as_str(), event["reason"].as_str()), (Some(expected), Some(reason)));
         assert_eq!(env.telegram.calls("getChatMemberCount").len(), 1, "read before deciding, once");
-        let events = env.admin(&format!("/api/channels/telegram:{GROUP_CHAT}/events")).await;
         let humans = members - 1;
-        assert_eq!(events[0]["membership"], format!("member count read before deciding: {humans} human(s)"));
+        let note = event["membership"].as_str().unwrap_or_default();
+        assert!(
+            note.starts_with("member count read before deciding, at ")
+                && note.ends_with(&format!(": {humans} human(s)")),
+            "{note}"
+        );
     }
+}
+
+/// The conversation's first inbound, once the alarm has decided it.
+async fn first_decided_event(env: &TestEnv, key: &str) -> Value {
+    wait_for("the held inbound to be decided", Duration::from_secs(20), || async {
+        let events = env.admin(&format!("/api/channels/{key}/events")).await;
+        Some(events[0].clone()).filter(|event| event.is_object() && event["decision"] != "held")
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -166,8 +181,13 @@ async fn a_member_count_that_does_not_come_is_noted_and_the_speakers_decide() {
     env.llm.reply("hello Ada");
     let response = env.telegram_update(&group_update(1, ADA, "anyone?", false)).await;
     assert_eq!(response.status(), 200);
-    let events = env.admin(&format!("/api/channels/telegram:{GROUP_CHAT}/events")).await;
-    assert_eq!(events[0]["membership"], "member count unavailable; decided on the speakers seen");
+    let event = first_decided_event(&env, &format!("telegram:{GROUP_CHAT}")).await;
+    let note = event["membership"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("member count unavailable at ") && note.ends_with("; decided on the speakers seen"),
+        "{note}"
+    );
+    assert_eq!(event["reason"], "solo human", "one speaker seen");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -200,10 +220,11 @@ async fn a_slack_thread_under_ones_own_message_in_a_one_human_channel_is_answere
                               "thread_ts": "1795000000.000100", "parent_user_id": "U1"});
     env.slack_event(&slack_callback("Ev1", root)).await;
     let response = env.slack_event(&slack_callback("Ev2", thread_reply)).await;
-    let decision: Value = response.json().await.unwrap();
-    assert_eq!((decision["decision"].as_str(), decision["reason"].as_str()), (Some("engage"), Some("solo human")));
-    let events = env.admin("/api/channels/slack:T1:C5:1795000000.000100/events").await;
-    assert_eq!(events[0]["membership"], "member count read before deciding: 1 human(s)", "the new thread read it");
+    assert_eq!(response.json::<Value>().await.unwrap()["decision"], "held", "a new thread waits for the count");
+    let event = first_decided_event(&env, "slack:T1:C5:1795000000.000100").await;
+    assert_eq!((event["decision"].as_str(), event["reason"].as_str()), (Some("engage"), Some("solo human")));
+    let note = event["membership"].as_str().unwrap_or_default();
+    assert!(note.ends_with(": 1 human(s)"), "the new thread read it: {note}");
     wait_for("the answer in the thread", Duration::from_secs(20), || async {
         let posts = env.slack.calls("/chat.postMessage");
         posts.into_iter().find(|post| post["thread_ts"] == "1795000000.000100")

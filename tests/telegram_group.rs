@@ -212,3 +212,144 @@ async fn the_member_count_decides_whether_a_lone_speaker_is_alone() {
         assert_eq!(decision["decision"], expected, "{members} members (bot included): {decision}");
     }
 }
+
+/// The decision log's (decision, reason) pairs, once nothing is held any more.
+async fn decided_events(env: &TestEnv, count: usize) -> Vec<Value> {
+    wait_for(&format!("{count} decided inbound(s)"), Duration::from_secs(20), || async {
+        let events = env.admin(&format!("/api/channels/{}/events", group_key())).await;
+        let events = events.as_array().cloned().unwrap_or_default();
+        (events.len() == count && events.iter().all(|event| event["decision"] != "held")).then_some(events)
+    })
+    .await
+}
+
+fn summary(events: &[Value]) -> Vec<(&str, &str)> {
+    events.iter().map(|event| (event["decision"].as_str().unwrap(), event["reason"].as_str().unwrap())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_peer_bot_speaking_does_not_end_the_lone_humans_fallback() {
+    let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "100"), ("STICKINESS", "off")]).await;
+    // Ada, HelperBot and the bot: Telegram's count includes both bots.
+    env.telegram.set_member_count(3);
+    env.llm.reply("hello Ada");
+    env.telegram_update(&group_update(1, ADA, "hi", true)).await;
+    env.wait_for_sent(1).await;
+    assert_eq!(env.telegram.calls("getChatMemberCount").len(), 1, "the turn read the count before HelperBot spoke");
+
+    let bot = env.telegram_update(&group_update(2, PEER_BOT, "hello everyone", false)).await;
+    let bot: Value = bot.json().await.unwrap();
+    assert_eq!((bot["decision"].as_str(), bot["reason"].as_str()), (Some("observe"), Some("not addressed")));
+
+    env.llm.reply("Sunny all day.");
+    let plain = env.telegram_update(&group_update(3, ADA, "what's the weather like?", false)).await;
+    let plain: Value = plain.json().await.unwrap();
+    assert_eq!(
+        (plain["decision"].as_str(), plain["reason"].as_str()),
+        (Some("engage"), Some("solo human")),
+        "a peer bot is no second human: {plain}"
+    );
+    let sent = env.wait_for_sent(2).await;
+    assert_eq!(sent[1]["text"], "Sunny all day.");
+    let turn = turn_message(&env.llm.requests()[1]);
+    assert!(!turn.contains("group chat"), "one human: no group-chat nudge: {turn}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lone_human_is_answered_until_a_second_human_joins_and_speaks() {
+    let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "100"), ("STICKINESS", "off")]).await;
+    env.telegram.set_member_count(2); // Ada and the bot
+    env.llm.reply("hello Ada");
+    let first = env.telegram_update(&group_update(1, ADA, "is anyone here?", false)).await;
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(first["decision"], "held", "the count is confirmed in the alarm, not on the webhook: {first}");
+    env.wait_for_sent(1).await;
+
+    env.telegram.set_member_count(3); // Bo joins
+    for (update, author, text) in [(2, BO, "hi all, just joined"), (3, ADA, "welcome! lunch?")] {
+        let response = env.telegram_update(&group_update(update, author, text, false)).await;
+        let decision: Value = response.json().await.unwrap();
+        assert_eq!(decision["decision"], "observe", "{}: {decision}", author.1);
+    }
+    env.settle().await;
+    let events = decided_events(&env, 3).await;
+    assert_eq!(
+        summary(&events),
+        vec![("engage", "solo human"), ("observe", "not addressed"), ("observe", "not addressed")],
+        "alone, Ada needs no mention; with Bo here it is strict"
+    );
+    let note = events[0]["membership"].as_str().unwrap_or_default();
+    assert!(note.starts_with("member count read before deciding, at ") && note.ends_with(": 1 human(s)"), "{note}");
+    assert_eq!(env.llm.requests().len(), 1, "only Ada's first line was answered");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_groups_first_message_is_acknowledged_without_waiting_on_the_platform() {
+    const SLOW_COUNT: Duration = Duration::from_millis(1_100);
+    for (members, expected) in [(6, ("observe", "not addressed")), (2, ("engage", "solo human"))] {
+        let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "100")]).await;
+        env.telegram.set_member_count(members);
+        env.telegram.delay_next("/getChatMemberCount", SLOW_COUNT);
+        env.llm.reply("looking");
+
+        let started = std::time::Instant::now();
+        let first = env.telegram_update(&group_update(1, ADA, "is the build broken?", false)).await;
+        let took = started.elapsed();
+        let first: Value = first.json().await.unwrap();
+        assert_eq!(
+            (first["decision"].as_str(), first["reason"].as_str()),
+            (Some("held"), Some("awaiting the member count"))
+        );
+        assert!(took < Duration::from_millis(800), "acknowledged in {took:?}, not after the platform's {SLOW_COUNT:?}");
+        // A mention while the first waits is held behind it, so they keep their order.
+        let second = env.telegram_update(&group_update(2, ADA, "CI is red", true)).await;
+        assert_eq!(second.json::<Value>().await.unwrap()["decision"], "held");
+
+        let events = decided_events(&env, 2).await;
+        assert_eq!(summary(&events), vec![expected, ("engage", "mention")], "{members} members");
+        let note = events[0]["membership"].as_str().unwrap_or_default();
+        assert!(
+            note.contains("ms after the message") && note.ends_with(&format!(": {} human(s)", members - 1)),
+            "{note}"
+        );
+        assert_eq!(env.telegram.calls("getChatMemberCount").len(), 1, "read once, in the alarm");
+
+        // The model is called once, after both were decided with the count.
+        env.wait_for_sent(1).await;
+        env.settle().await;
+        let requests = env.llm.requests();
+        assert_eq!(requests.len(), 1);
+        let turn = turn_message(&requests[0]);
+        let current = turn.find("## Current message(s)").expect("current section");
+        let asked = turn.find("Ada: CI is red").expect("the mention");
+        let first_line = turn.find("Ada: is the build broken?").expect("the first line");
+        match members {
+            // Observed with the count of five humans: shown as context, before what is addressed.
+            6 => assert!(first_line < current && current < asked, "{turn}"),
+            _ => assert!(current < first_line && first_line < asked, "both addressed, in order: {turn}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_while_the_member_count_is_read_loses_nothing_and_answers_once() {
+    let mut env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "100")]).await;
+    env.telegram.set_member_count(2);
+    env.telegram.hang_next("/getChatMemberCount", true);
+    env.llm.reply("hello Ada");
+    let first = env.telegram_update(&group_update(1, ADA, "is anyone here?", false)).await;
+    assert_eq!(first.json::<Value>().await.unwrap()["decision"], "held");
+    wait_for("the alarm to ask for the member count", Duration::from_secs(20), || async {
+        (!env.telegram.calls("getChatMemberCount").is_empty()).then_some(())
+    })
+    .await;
+    env.crash_and_restart().await;
+
+    let events = decided_events(&env, 1).await;
+    assert_eq!(summary(&events), vec![("engage", "solo human")], "decided after the restart, with the count");
+    assert_eq!(env.telegram.calls("getChatMemberCount").len(), 2, "read again by the restarted alarm");
+    env.wait_for_sent(1).await;
+    env.settle().await;
+    assert_eq!(env.telegram.calls("sendMessage").len(), 1, "answered exactly once");
+    assert_eq!(env.llm.requests().len(), 1);
+}

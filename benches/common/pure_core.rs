@@ -13,7 +13,7 @@ pub fn channel_cost_per_inbound() -> Duration {
     let config = Config::from_lookup(|_| None);
     let settings: &ChannelSettings = &config.channel;
     let mut state = ChannelState::default();
-    state.membership.update([MembershipCount { humans: 5, truncated: false, fetched_at_ms: 0 }]);
+    state.membership.update([MembershipCount { others: 5, truncated: false, fetched_at_ms: 0 }]);
     let mut saved = Default::default();
     let messages = 20_000;
     let started = Instant::now();

@@ -70,9 +70,46 @@ pub fn store(
     Ok(())
 }
 
+/// Files an inbound held for the member count (status `held`): the alarm
+/// decides it ([`decide_held`]).
+pub fn store_held(sql: &Sql, event: &InboundEvent, decision: &str, reason: &str, now_ms: i64) -> Result<()> {
+    sql.exec(
+        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) \
+         VALUES (?, ?, ?, ?, ?, 'held') ON CONFLICT (delivery_id) DO NOTHING",
+        vec![
+            event.delivery_id.as_str().into(),
+            serde_json::to_string(event)?.into(),
+            decision.into(),
+            reason.into(),
+            SqlStorageValue::from(now_ms),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Records the alarm's decision on a held inbound and what the member-count
+/// read found. A repeat (the alarm ran again before its checkpoint) rewrites
+/// the row; a row a turn has settled is left alone.
+pub fn decide_held(sql: &Sql, delivery_id: &str, decision: &Decision, membership: Option<&str>) -> Result<()> {
+    let status = if decision.engages { "queued" } else { "observed" };
+    sql.exec(
+        "UPDATE inbox SET decision = ?, reason = ?, status = ?, membership = ? \
+         WHERE delivery_id = ? AND status IN ('held', 'queued', 'observed')",
+        vec![
+            decision.label().into(),
+            decision.reason.as_str().into(),
+            status.into(),
+            membership.map(str::to_string).into(),
+            delivery_id.into(),
+        ],
+    )?;
+    Ok(())
+}
+
 /// Marks the turn's messages answered (or skipped) and forgets old settled rows
 /// (through `inbox_by_received`, so the DELETE reads only what it deletes, not
-/// the whole seven days: `status != 'queued'` cannot use an index, the range can).
+/// the whole seven days: a status test cannot use an index, the range can). Rows
+/// still `queued` or `held` are kept whatever their age.
 pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> Result<()> {
     for delivery_id in delivery_ids {
         sql.exec(
@@ -81,7 +118,7 @@ pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> 
         )?;
     }
     sql.exec(
-        "DELETE FROM inbox WHERE status != 'queued' AND received_at < ?",
+        "DELETE FROM inbox WHERE status NOT IN ('queued', 'held') AND received_at < ?",
         vec![SqlStorageValue::from(now_ms - RETENTION_MS)],
     )?;
     Ok(())

@@ -73,6 +73,9 @@ pub(super) async fn mirror_history(object: &ChannelObject) -> Result<()> {
 }
 
 async fn run_turns(object: &ChannelObject) -> Result<()> {
+    // Inbounds held for the member count are decided first, before any turn
+    // begins or any model is called (see ChannelObject::confirm_held).
+    object.confirm_held().await?;
     let config = &object.config;
     let now = now_ms();
     // A burst that is still arriving pushed the wake time; sleep until it settles.
@@ -541,15 +544,11 @@ async fn compact(
 /// Re-reads the group's member count when the cached one is not fresh.
 async fn refresh_membership(object: &ChannelObject, platform: &Platform<'_>, event: &InboundEvent) -> Result<()> {
     let now = now_ms();
-    let (fresh, peer_bots) = {
-        let channel = object.channel.borrow();
-        let fresh = channel.membership.get().is_some_and(|read| read.is_fresh_and_complete(now));
-        (fresh, channel.participants.get().peer_bot_names().count())
-    };
+    let fresh = object.channel.borrow().membership.get().is_some_and(|read| read.is_fresh_and_complete(now));
     if event.is_dm || fresh {
         return Ok(());
     }
-    match platform.member_count(event, peer_bots, now).await {
+    match platform.member_count(event, now).await {
         Some(read) => object.step(|channel| {
             channel.membership.update([read]);
         }),

@@ -143,7 +143,7 @@ fn targets_someone_else(input: &EngagementInput<'_>) -> Option<Reason> {
 /// Decides engage or observe for one inbound.
 pub fn decide(input: &EngagementInput<'_>) -> Decision {
     let event = input.event;
-    let humans = effective_humans(input.participants.human_count(), input.membership, input.now_ms);
+    let humans = effective_humans(input.participants, input.membership, input.now_ms);
     let multi_human_group = !event.is_dm && humans > 1;
     let decision = |engages, reason| Decision { engages, reason, spends_credit: false, multi_human_group };
 
@@ -182,8 +182,9 @@ pub fn decide(input: &EngagementInput<'_>) -> Decision {
         return decision(false, reason);
     }
     // 6. Threads fail closed unless the bot is in them or only one human can see them.
-    let solo_by_fresh_read =
-        input.membership.is_some_and(|read| read.is_fresh_and_complete(input.now_ms) && read.humans <= 1);
+    let solo_by_fresh_read = input
+        .membership
+        .is_some_and(|read| read.is_fresh_and_complete(input.now_ms) && read.humans(input.participants) <= 1);
     if event.thread.is_some() && !input.bot_in_thread && !solo_by_fresh_read {
         return decision(false, Reason::ThreadWithoutBot);
     }
@@ -277,7 +278,7 @@ mod tests {
     #[test]
     fn the_ladder() {
         let busy: &[&str] = &["ada", "bo", "cy"];
-        let fresh_solo = MembershipCount { humans: 1, truncated: false, fetched_at_ms: NOW - 1_000 };
+        let fresh_solo = MembershipCount { others: 1, truncated: false, fetched_at_ms: NOW - 1_000 };
         let cases = vec![
             case(
                 "a slash command always engages",
@@ -496,7 +497,7 @@ mod tests {
                 (false, Reason::NotAddressed),
             ),
             Case {
-                membership: Some(MembershipCount { humans: 3, truncated: false, fetched_at_ms: NOW - 1_000 }),
+                membership: Some(MembershipCount { others: 3, truncated: false, fetched_at_ms: NOW - 1_000 }),
                 ..case(
                     "a fresh member list sees lurkers",
                     event("ada", "anyone?"),
@@ -505,12 +506,40 @@ mod tests {
                 )
             },
             Case {
-                membership: Some(MembershipCount { humans: 1, truncated: false, fetched_at_ms: NOW - 120_000 }),
+                membership: Some(MembershipCount { others: 1, truncated: false, fetched_at_ms: NOW - 120_000 }),
                 ..case(
                     "a stale member list cannot lower the count",
                     event("ada", "anyone?"),
                     &["ada", "bo"],
                     (false, Reason::NotAddressed),
+                )
+            },
+            Case {
+                // The platform counts Ada, HelperBot (and this bot): a known peer bot is no person.
+                membership: Some(MembershipCount { others: 2, truncated: false, fetched_at_ms: NOW - 1_000 }),
+                ..case(
+                    "a member count with a known peer bot in it leaves one human",
+                    event("ada", "morning"),
+                    &["ada", "helperbot"],
+                    (true, Reason::SoloHuman),
+                )
+            },
+            Case {
+                membership: Some(MembershipCount { others: 2, truncated: true, fetched_at_ms: NOW - 1_000 }),
+                ..case(
+                    "a hint that counted a peer bot does not make it a second human",
+                    event("ada", "morning"),
+                    &["ada", "helperbot"],
+                    (true, Reason::SoloHuman),
+                )
+            },
+            Case {
+                membership: Some(MembershipCount { others: 2, truncated: false, fetched_at_ms: NOW - 1_000 }),
+                ..case(
+                    "a thread seen by one human and a known peer bot engages",
+                    with(event("ada", "new topic"), |e| e.thread = Some("t1".into())),
+                    &["ada", "helperbot"],
+                    (true, Reason::SoloHuman),
                 )
             },
         ];

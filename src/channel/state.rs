@@ -124,6 +124,10 @@ pub struct ChannelState {
     pub membership: LastValue<MembershipCount>,
     pub context_buffer: RingBuffer<ObservedMessage>,
     pub prompt_queue: Topic<QueuedMessage>,
+    /// Inbounds stored and acknowledged but not yet decided: the first waits
+    /// for the member count (read in the alarm, never on the webhook), the
+    /// rest arrived behind it and keep their place.
+    pub held: Topic<QueuedMessage>,
     pub loop_guard: Custom<LoopGuard>,
     pub multi_human_group: LastValue<bool>,
     pub bot_sends: BinaryOperatorAggregate<u64>,
@@ -148,6 +152,7 @@ impl Default for ChannelState {
             membership: LastValue::default(),
             context_buffer: RingBuffer::new(CONTEXT_BUFFER_SIZE),
             prompt_queue: Topic::default(),
+            held: Topic::default(),
             loop_guard: Custom::default(),
             multi_human_group: LastValue::default(),
             bot_sends: BinaryOperatorAggregate::default(),
@@ -188,6 +193,7 @@ macro_rules! with_slots {
             membership,
             context_buffer,
             prompt_queue,
+            held,
             loop_guard,
             multi_human_group,
             bot_sends,
@@ -245,26 +251,84 @@ impl ChannelState {
         state
     }
 
-    /// Whether the member count must be read before deciding on this inbound:
-    /// a group message from a human that does not address the bot explicitly,
-    /// when no count is held yet. Deciding on the speakers seen so far would
-    /// answer a new group's first line as if its one speaker were alone.
-    pub fn needs_member_count(&self, event: &InboundEvent) -> bool {
-        let explicit = event.is_command || event.is_bot_mention || event.reply_to_bot_message_id.is_some();
-        !event.is_dm && !explicit && !event.author.is_bot && self.membership.get().is_none()
+    /// Whether `event` must be held (stored and acknowledged, decided later in
+    /// the alarm) rather than decided now: when its decision depends on a
+    /// member count the channel does not hold yet (a group without a count,
+    /// where one human or several would decide differently: deciding on the
+    /// speakers seen so far would answer a new group's first line as if its
+    /// one speaker were alone), or when an earlier message is held (messages
+    /// are decided in the order they came).
+    pub fn must_hold(&self, event: &InboundEvent, settings: &ChannelSettings, now_ms: i64) -> bool {
+        if !self.held.items().is_empty() {
+            return true;
+        }
+        if event.is_dm || self.membership.get().is_some() {
+            return false;
+        }
+        let mut participants = self.participants.get().clone();
+        participants.record(&event.author.id, &event.author.name, event.author.is_bot, now_ms);
+        // A fresh count is ground truth, and the ladder only asks "one human or more?".
+        let decide_with_humans = |humans: usize| {
+            let others = humans + participants.peer_bot_count();
+            let read = MembershipCount { others, truncated: false, fetched_at_ms: now_ms };
+            self.decide(event, &participants, Some(&read), settings, now_ms)
+        };
+        let (alone, among_others) = (decide_with_humans(1), decide_with_humans(2));
+        (alone.engages, alone.reason) != (among_others.engages, among_others.reason)
+    }
+
+    /// Holds an inbound for the alarm to decide (see [`Self::must_hold`]);
+    /// false for one already held or taken.
+    pub fn hold(&mut self, event: &InboundEvent, now_ms: i64) -> bool {
+        self.held.update([QueuedMessage { event: event.clone(), received_at_ms: now_ms }])
+    }
+
+    /// Whether the alarm must read the member count before deciding the held
+    /// messages (none is held yet: a turn may have read one meanwhile).
+    pub fn held_awaiting_count(&self) -> bool {
+        !self.held.items().is_empty() && self.membership.get().is_none()
+    }
+
+    /// Decides the held messages in the order they came, each as
+    /// [`Self::receive`] would have on arrival, with `read` (the member count
+    /// the alarm read, if it came) as ground truth: it was read after they
+    /// all arrived, so it already counts their authors. Returns each with its
+    /// receipt; holds nothing afterwards, so a second call decides nothing.
+    pub fn confirm_held(
+        &mut self,
+        read: Option<MembershipCount>,
+        settings: &ChannelSettings,
+    ) -> Vec<(QueuedMessage, Receipt)> {
+        if let Some(read) = read {
+            self.membership.update([read]);
+        }
+        let held = self.held.items().to_vec();
+        let mut decided = Vec::with_capacity(held.len());
+        for message in held {
+            if read.is_none() {
+                self.update_membership(None, &message.event);
+            }
+            let receipt = self.receive(&message.event, settings, message.received_at_ms);
+            decided.push((message, receipt));
+        }
+        let keys: Vec<String> = decided.iter().map(|(message, _)| message.event.delivery_id.clone()).collect();
+        self.held.remove(&keys);
+        decided
     }
 
     /// Files what is known of the room before deciding on `event`: a count
-    /// read for it is complete; without one, a new voice makes a held count
-    /// incomplete (it was read before they spoke), a hint that can only raise
-    /// the speakers' count until the next turn reads it again.
+    /// read for it is complete; without one, a new human voice makes a held
+    /// count incomplete (it was read before they spoke), a hint that can only
+    /// raise the speakers' count until the next turn reads it again. A peer
+    /// bot's first words change nothing: bots never count as humans, and one
+    /// the count included is taken off it once known.
     pub fn update_membership(&mut self, read_for_event: Option<MembershipCount>, event: &InboundEvent) {
         if let Some(read) = read_for_event {
             self.membership.update([read]);
             return;
         }
-        let new_speaker = !self.participants.get().is_known(&event.author.id);
-        if let Some(read) = self.membership.get().filter(|read| new_speaker && !read.truncated) {
+        let new_human = !event.author.is_bot && !self.participants.get().is_known(&event.author.id);
+        if let Some(read) = self.membership.get().filter(|read| new_human && !read.truncated) {
             let incomplete = MembershipCount { truncated: true, ..*read };
             self.membership.update([incomplete]);
         }
@@ -276,18 +340,7 @@ impl ChannelState {
         self.participants.update(|participants| {
             participants.record(&event.author.id, &event.author.name, event.author.is_bot, now_ms)
         });
-        let bot_in_thread = *self.bot_sends.get() > 0;
-        let decision = decide(&EngagementInput {
-            event,
-            participants: self.participants.get(),
-            membership: self.membership.get(),
-            sticky: self.sticky.get(),
-            stickiness: settings.stickiness,
-            aliases: &settings.aliases,
-            bot_in_thread,
-            triggers: settings.triggers,
-            now_ms,
-        });
+        let decision = self.decide(event, self.participants.get(), self.membership.get(), settings, now_ms);
         self.multi_human_group.update([decision.multi_human_group]);
         if decision.spends_credit {
             self.sticky.update(|ledger| ledger.spend(&event.author.id, now_ms, settings.sticky_window_ms));
@@ -320,10 +373,36 @@ impl ChannelState {
         Receipt { decision, wake_at_ms: self.wake_at(settings, now_ms) }
     }
 
-    /// When the next turn is due: at once for DMs and for a turn to resume;
+    /// The ladder over this channel's state, with these participants and count.
+    fn decide(
+        &self,
+        event: &InboundEvent,
+        participants: &Participants,
+        membership: Option<&MembershipCount>,
+        settings: &ChannelSettings,
+        now_ms: i64,
+    ) -> Decision {
+        decide(&EngagementInput {
+            event,
+            participants,
+            membership,
+            sticky: self.sticky.get(),
+            stickiness: settings.stickiness,
+            aliases: &settings.aliases,
+            bot_in_thread: *self.bot_sends.get() > 0,
+            triggers: settings.triggers,
+            now_ms,
+        })
+    }
+
+    /// When the next turn is due: at once for held messages (to decide them),
+    /// for DMs and for a turn to resume;
     /// otherwise after the burst settles (debounce), but never later than the
     /// longest wait after its first message.
     pub fn wake_at(&self, settings: &ChannelSettings, now_ms: i64) -> Option<i64> {
+        if !self.held.items().is_empty() {
+            return Some(now_ms);
+        }
         if let Some(turn) = self.current_turn.get() {
             return Some(turn.not_before_ms.max(now_ms));
         }
@@ -585,7 +664,7 @@ mod tests {
     /// A group whose fresh member list shows three humans, so plain chatter observes.
     fn busy_state() -> ChannelState {
         let mut state = ChannelState::default();
-        state.membership.update([MembershipCount { humans: 3, truncated: false, fetched_at_ms: 0 }]);
+        state.membership.update([MembershipCount { others: 3, truncated: false, fetched_at_ms: 0 }]);
         state
     }
 
@@ -683,24 +762,128 @@ mod tests {
         assert!(state.prompt_queue.items().last().unwrap().event.text.ends_with("more characters]"));
     }
 
+    fn count(others: usize, fetched_at_ms: i64) -> MembershipCount {
+        MembershipCount { others, truncated: false, fetched_at_ms }
+    }
+
+    fn settings_without_stickiness() -> ChannelSettings {
+        ChannelSettings { stickiness: false, ..settings() }
+    }
+
     #[test]
-    fn the_member_count_is_read_before_deciding_when_none_is_held_and_a_new_voice_makes_it_a_hint() {
+    fn only_a_decision_that_depends_on_the_member_count_is_held_for_it() {
         let settings = settings();
         let mut state = ChannelState::default();
         let first = message(1, "ada", "hello?");
-        assert!(state.needs_member_count(&first), "a new group: no count yet");
-        assert!(!state.needs_member_count(&mention(1, "ada", "edgebot?")), "a mention engages anyway");
-        assert!(!state.needs_member_count(&InboundEvent { is_dm: true, ..first.clone() }), "a DM has no room");
-        assert!(!state.needs_member_count(&message(1, "helperbot", "hi")), "a peer bot never gets the solo rung");
-        state.membership.update([MembershipCount { humans: 1, truncated: false, fetched_at_ms: 100 }]);
-        assert_eq!(state.receive(&first, &settings, 200).decision.reason, Reason::SoloHuman, "the fresh count: alone");
-        assert!(!state.needs_member_count(&message(2, "ada", "again")), "a count is held");
-        // A new voice: the fresh count of one predates them; it is only a hint now.
-        let bo = message(3, "bo", "hi all");
+        assert!(state.must_hold(&first, &settings, 0), "a new group: one human or several decide differently");
+        assert!(!state.must_hold(&mention(1, "ada", "edgebot?"), &settings, 0), "a mention engages anyway");
+        assert!(!state.must_hold(&InboundEvent { is_dm: true, ..first.clone() }, &settings, 0), "a DM has no room");
+        assert!(!state.must_hold(&message(1, "helperbot", "hi"), &settings, 0), "a peer bot never gets the solo rung");
+        let elsewhere = InboundEvent { reply_to_other_message_id: Some("7".into()), ..first.clone() };
+        assert!(!state.must_hold(&elsewhere, &settings, 0), "a reply to someone else is observed either way");
+        let thread = InboundEvent { thread: Some("t1".into()), ..first.clone() };
+        assert!(state.must_hold(&thread, &settings, 0), "a new thread: a fresh count of one opens it");
+        state.membership.update([count(1, 100)]);
+        assert!(!state.must_hold(&first, &settings, 200), "a count is held: decided at once");
+    }
+
+    #[test]
+    fn held_messages_are_decided_in_order_with_the_count_read_in_the_alarm() {
+        let settings = settings();
+        for (others, expected) in [
+            (1, vec![(true, Reason::SoloHuman), (true, Reason::Mention)]),
+            (4, vec![(false, Reason::NotAddressed), (true, Reason::Mention)]),
+        ] {
+            let mut state = ChannelState::default();
+            let first = message(1, "ada", "is the build broken?");
+            assert!(state.must_hold(&first, &settings, 1_000));
+            assert!(state.hold(&first, 1_000));
+            assert!(!state.hold(&first, 1_000), "a repeat is held once");
+            let second = mention(2, "ada", "edgebot?");
+            assert!(state.must_hold(&second, &settings, 1_200), "behind a held message, even a mention waits");
+            state.hold(&second, 1_200);
+            assert_eq!(state.wake_at(&settings, 1_300), Some(1_300), "the alarm comes at once to decide them");
+            assert!(state.begin_turn().is_none(), "nothing is queued before they are decided");
+            assert!(state.held_awaiting_count());
+
+            let decided = state.confirm_held(Some(count(others, 1_500)), &settings);
+            let got: Vec<_> =
+                decided.iter().map(|(_, receipt)| (receipt.decision.engages, receipt.decision.reason)).collect();
+            assert_eq!(got, expected, "{others} other member(s)");
+            assert!(state.held.items().is_empty() && !state.held_awaiting_count());
+            assert!(
+                state.confirm_held(Some(count(others, 1_600)), &settings).is_empty(),
+                "a second confirmation decides nothing"
+            );
+            let queued: Vec<&str> =
+                state.prompt_queue.items().iter().map(|queued| queued.event.delivery_id.as_str()).collect();
+            let watched: Vec<&str> =
+                state.context_buffer.items().map(|observed| observed.delivery_id.as_str()).collect();
+            match others {
+                1 => assert_eq!((queued, watched), (vec!["1", "2"], vec![]), "both engage, in the order they came"),
+                _ => assert_eq!((queued, watched), (vec!["2"], vec!["1"]), "the first is watched, the mention engages"),
+            }
+            assert_eq!(state.prompt_queue.items()[0].received_at_ms, if others == 1 { 1_000 } else { 1_200 });
+            assert_eq!(state.wake_at(&settings, 1_600), Some(1_200 + settings.debounce_ms), "debounced from arrival");
+        }
+    }
+
+    #[test]
+    fn a_count_that_does_not_come_leaves_the_speakers_to_decide_and_a_crash_loses_nothing() {
+        let settings = settings();
+        let mut state = ChannelState::default();
+        state.hold(&message(1, "ada", "anyone?"), 0);
+        // A crash after the hold: the checkpoint still holds the message.
+        let checkpoint = state.changed_slots(&BTreeMap::new()).unwrap();
+        let mut restored = ChannelState::restore(checkpoint.iter().map(|(name, _, body)| (*name, body.as_str())));
+        assert_eq!(restored, state);
+        let decided = restored.confirm_held(None, &settings);
+        assert_eq!(decided.len(), 1);
+        assert_eq!(decided[0].1.decision.reason, Reason::SoloHuman, "one speaker seen, no count");
+        assert!(restored.membership.get().is_none(), "the next message that depends on it waits for it again");
+        assert_eq!(restored.prompt_queue.items().len(), 1);
+    }
+
+    #[test]
+    fn a_peer_bot_that_speaks_neither_makes_the_count_a_hint_nor_counts_as_a_human() {
+        let settings = settings_without_stickiness();
+        let mut state = ChannelState::default();
+        // Telegram counts Ada, HelperBot and this bot; read before HelperBot spoke.
+        state.membership.update([count(2, 0)]);
+        let ada = state.receive(&mention(1, "ada", "edgebot, hi"), &settings, 100);
+        assert!(ada.decision.multi_human_group, "a bot that never spoke cannot be told from a person");
+        let bot = message(2, "helperbot", "hello everyone");
+        state.update_membership(None, &bot);
+        assert!(state.membership.get().unwrap().is_fresh_and_complete(200), "a bot's first words make no hint");
+        assert_eq!(state.receive(&bot, &settings, 200).decision.reason, Reason::NotAddressed);
+        let plain = message(3, "ada", "what's the weather?");
+        state.update_membership(None, &plain);
+        assert_eq!(state.receive(&plain, &settings, 300).decision.reason, Reason::SoloHuman, "still the lone human");
+        // Stale (a minute on), the count is a hint: still no second human.
+        let later = message(4, "ada", "and tomorrow?");
+        state.update_membership(None, &later);
+        assert_eq!(state.receive(&later, &settings, 120_000).decision.reason, Reason::SoloHuman);
+    }
+
+    #[test]
+    fn a_lone_human_is_answered_until_a_second_human_joins_and_speaks() {
+        let settings = settings_without_stickiness();
+        let mut state = ChannelState::default();
+        let first = message(1, "ada", "hello?");
+        state.hold(&first, 0);
+        let decided = state.confirm_held(Some(count(1, 100)), &settings);
+        assert_eq!(decided[0].1.decision.reason, Reason::SoloHuman, "the bot and one human: her first line engages");
+        // Bo joins and speaks: the count of one predates him; it is only a hint now.
+        let bo = message(2, "bo", "hi all");
+        assert!(!state.must_hold(&bo, &settings, 200), "a count is held");
         state.update_membership(None, &bo);
-        let second = state.receive(&bo, &settings, 300);
-        assert_eq!(second.decision.reason, Reason::NotAddressed, "two people are here now");
+        assert_eq!(state.receive(&bo, &settings, 200).decision.reason, Reason::NotAddressed, "two people are here now");
         assert!(!state.membership.get().unwrap().is_fresh_and_complete(300), "the turn reads it again");
+        let again = message(3, "ada", "so, lunch?");
+        state.update_membership(None, &again);
+        let receipt = state.receive(&again, &settings, 300);
+        assert_eq!(receipt.decision.reason, Reason::NotAddressed, "strict now");
+        assert!(receipt.decision.multi_human_group);
     }
 
     #[test]

@@ -101,13 +101,14 @@ impl Messenger for Discord<'_> {
     /// A guild's member count (guild-wide, so it can only over-count a
     /// channel's audience: the bot then stays quieter, never louder).
     /// Interactions and DMs carry no member list; the participants seen decide.
-    async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount> {
+    async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount> {
         let ReplyAddress::DiscordChannel { guild_id: Some(guild_id), .. } = &event.reply_address else {
             return None;
         };
         let guild = bot_get(self.config, &format!("/guilds/{guild_id}?with_counts=true"), GUILD_BODY_LIMIT).await?;
         let members = guild["approximate_member_count"].as_u64()? as usize;
-        Some(MembershipCount { humans: members.saturating_sub(1 + peer_bots), truncated: false, fetched_at_ms: now_ms })
+        // Less this bot; the channel takes off the peer bots it knows.
+        Some(MembershipCount { others: members.saturating_sub(1), truncated: false, fetched_at_ms: now_ms })
     }
 
     /// Commands have no message of the user's to react to; channel messages do.

@@ -86,8 +86,10 @@ pub trait Messenger {
     async fn renew_working(&self, event: &InboundEvent);
     /// Takes the working signal away again; called on every way a turn ends.
     async fn clear_working(&self, event: &InboundEvent);
-    /// A read of the conversation's members, when the platform can give one.
-    async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount>;
+    /// A read of the conversation's members, when the platform can give one:
+    /// everyone but this bot, peer bots included (the channel takes off the
+    /// peer bots it knows when it uses the count).
+    async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount>;
     /// Reacts to the message with an emoji (the `react` tool); best effort.
     async fn react(&self, event: &InboundEvent, emoji: &str);
 }
@@ -180,12 +182,12 @@ impl Messenger for Platform<'_> {
         }
     }
 
-    async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount> {
+    async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount> {
         match self {
-            Platform::Telegram(platform) => platform.member_count(event, peer_bots, now_ms).await,
-            Platform::Slack(platform) => platform.member_count(event, peer_bots, now_ms).await,
-            Platform::Discord(platform) => platform.member_count(event, peer_bots, now_ms).await,
-            Platform::Web(platform) => platform.member_count(event, peer_bots, now_ms).await,
+            Platform::Telegram(platform) => platform.member_count(event, now_ms).await,
+            Platform::Slack(platform) => platform.member_count(event, now_ms).await,
+            Platform::Discord(platform) => platform.member_count(event, now_ms).await,
+            Platform::Web(platform) => platform.member_count(event, now_ms).await,
         }
     }
 

@@ -105,7 +105,7 @@ impl Messenger for Slack<'_> {
         self.reaction("reactions.remove", event, WORKING_REACTION).await;
     }
 
-    async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount> {
+    async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount> {
         let ReplyAddress::Slack { channel, .. } = &event.reply_address else {
             return None;
         };
@@ -113,8 +113,9 @@ impl Messenger for Slack<'_> {
         let members = parsed["members"].as_array()?.len();
         let truncated =
             parsed.pointer("/response_metadata/next_cursor").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
-        // Members include this bot and the peer bots seen speaking.
-        Some(MembershipCount { humans: members.saturating_sub(1 + peer_bots), truncated, fetched_at_ms: now_ms })
+        // Members include this bot (taken off here) and peer bots (the channel
+        // takes off those it knows).
+        Some(MembershipCount { others: members.saturating_sub(1), truncated, fetched_at_ms: now_ms })
     }
 
     async fn react(&self, event: &InboundEvent, emoji: &str) {

@@ -96,14 +96,15 @@ impl Messenger for Telegram<'_> {
         self.set_reaction(event, json!([])).await;
     }
 
-    async fn member_count(&self, event: &InboundEvent, peer_bots: usize, now_ms: i64) -> Option<MembershipCount> {
+    async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount> {
         let ReplyAddress::Telegram { chat_id, .. } = &event.reply_address else {
             return None;
         };
         let answer = self.call("getChatMemberCount", &json!({ "chat_id": chat_id })).await.ok()?;
         let members = answer["result"].as_u64()? as usize;
-        // The count includes this bot and every peer bot; neither is human.
-        Some(MembershipCount { humans: members.saturating_sub(1 + peer_bots), truncated: false, fetched_at_ms: now_ms })
+        // The count includes this bot (taken off here) and every peer bot
+        // (taken off by the channel, which knows them).
+        Some(MembershipCount { others: members.saturating_sub(1), truncated: false, fetched_at_ms: now_ms })
     }
 
     /// Telegram keeps one reaction per bot: this replaces the working one.

@@ -93,7 +93,7 @@ impl Messenger for WebChat<'_> {
     }
 
     /// A web chat is one person and the bot.
-    async fn member_count(&self, _event: &InboundEvent, _peer_bots: usize, _now_ms: i64) -> Option<MembershipCount> {
+    async fn member_count(&self, _event: &InboundEvent, _now_ms: i64) -> Option<MembershipCount> {
         None
     }
 

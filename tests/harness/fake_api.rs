@@ -47,11 +47,19 @@ struct Hang {
     lands: bool,
 }
 
+/// The next call to a path ending with `path_suffix` is answered only after
+/// `delay`, as a platform that is slow but does answer.
+struct Delay {
+    path_suffix: String,
+    delay: std::time::Duration,
+}
+
 struct ApiState {
     flavor: Flavor,
     calls: Vec<Call>,
     failures: VecDeque<Failure>,
     hangs: VecDeque<Hang>,
+    delays: VecDeque<Delay>,
     /// Slack messages the bot posted (what conversations.history shows).
     posted: Vec<Value>,
     /// Discord messages created with `enforce_nonce`, by nonce.
@@ -76,6 +84,7 @@ impl FakeApi {
             calls: Vec::new(),
             failures: VecDeque::new(),
             hangs: VecDeque::new(),
+            delays: VecDeque::new(),
             posted: Vec::new(),
             by_nonce: std::collections::HashMap::new(),
             next_id: 500,
@@ -90,10 +99,10 @@ impl FakeApi {
                 // after: a crash in between loses an answer to a landed call.
                 let latency = state.lock().unwrap().latency(uri.path()) / 2;
                 tokio::time::sleep(latency).await;
-                let (response, hang) = answer(&state, method, uri, headers, body);
+                let (response, wait) = answer(&state, method, uri, headers, body);
                 tokio::time::sleep(latency).await;
-                if hang {
-                    tokio::time::sleep(HANG).await;
+                if let Some(wait) = wait {
+                    tokio::time::sleep(wait).await;
                 }
                 response
             }
@@ -132,6 +141,12 @@ impl FakeApi {
         self.state.lock().unwrap().hangs.push_back(Hang { path_suffix: path_suffix.to_string(), lands });
     }
 
+    /// The next call to a path ending with `path_suffix` is answered (as
+    /// usual) only after `delay`.
+    pub fn delay_next(&self, path_suffix: &str, delay: std::time::Duration) {
+        self.state.lock().unwrap().delays.push_back(Delay { path_suffix: path_suffix.to_string(), delay });
+    }
+
     /// The Slack messages the platform holds (posted and landed).
     pub fn posted(&self) -> Vec<Value> {
         self.state.lock().unwrap().posted.clone()
@@ -158,13 +173,21 @@ impl ApiState {
 /// How long a hung call is held: longer than any test waits.
 const HANG: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// The answer to one call, and whether to hold it open first.
-fn answer(state: &Mutex<ApiState>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> (Response, bool) {
+/// The answer to one call, and how long to hold it open first.
+fn answer(
+    state: &Mutex<ApiState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (Response, Option<std::time::Duration>) {
     let mut state = state.lock().unwrap();
     let hang = state.hangs.iter().position(|hang| uri.path().ends_with(&hang.path_suffix));
     let hang = hang.and_then(|position| state.hangs.remove(position));
+    let delay = state.delays.iter().position(|delay| uri.path().ends_with(&delay.path_suffix));
+    let delay = delay.and_then(|position| state.delays.remove(position)).map(|delay| delay.delay);
     let response = respond(&mut state, method, uri, headers, body, hang.as_ref().is_none_or(|hang| hang.lands));
-    (response, hang.is_some())
+    (response, if hang.is_some() { Some(HANG) } else { delay })
 }
 
 fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, body: Bytes, lands: bool) -> Response {
