@@ -281,7 +281,8 @@ async fn under_turns(collector: bool) {
 async fn main() {
     pure_channel_cost();
     acks_alone().await;
-    acks_concurrent().await;
+    acks_concurrent(true).await;
+    acks_concurrent(false).await;
     println!("while model turns run ({} ms model), {REQUESTS} acks each right after a GET:", MODEL_DELAY.as_millis());
     under_turns(true).await;
     under_turns(false).await;
@@ -384,8 +385,9 @@ async fn concurrently(
 /// Acks from 16 connections at once, as a platform delivers a busy workspace:
 /// group chatter over 200 groups (each new group's first message included)
 /// and DMs whose turns run meanwhile, against GETs from 16 connections.
-async fn acks_concurrent() {
-    let env = TestEnv::start().await;
+async fn acks_concurrent(collector: bool) {
+    let env =
+        TestEnv::start_with(&[(harness::worker::LOCAL_OBSERVABILITY, if collector { "true" } else { "false" })]).await;
     let env = &env;
     env.telegram.set_member_count(50);
     // The member count takes a platform's time: an ack must not wait for it.
@@ -411,7 +413,14 @@ async fn acks_concurrent() {
         })
         .collect();
     let (ack, ack_wall) = concurrently(env, "webhook ack, 16 connections, 240 chats", updates).await;
-    println!("{CONCURRENT_REQUESTS} requests each from {CONNECTIONS} connections at once (group chatter over 200 new groups, DMs with 200 ms turns):");
+    let setting = match collector {
+        true => "wrangler dev as it is",
+        false => "without wrangler's local trace collector",
+    };
+    println!(
+        "{CONCURRENT_REQUESTS} requests each from {CONNECTIONS} connections at once ({setting}; group chatter over \
+         200 new groups whose member count takes 300 ms, DMs with 200 ms turns):"
+    );
     get.print(None);
     ack.print(Some(&get));
     println!(

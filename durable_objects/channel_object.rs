@@ -52,7 +52,7 @@ const MEMBER_COUNT_TIMEOUT_MS: u64 = 1_500;
 const HELD_DECISION: &str = "held";
 const HELD_REASON: &str = "awaiting the member count";
 /// The dashboard's conversation index is written at most this often per conversation.
-const INDEX_FLUSH_DELAY_MS: u64 = 1_000;
+const INDEX_FLUSH_DELAY_MS: u64 = 5_000;
 /// How many lines of a web chat a page gets when it (re)connects.
 const CHAT_HISTORY_LINES: usize = 200;
 
