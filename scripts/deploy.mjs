@@ -30,8 +30,13 @@ const MODEL_DIMENSIONS = {
   "openai/text-embedding-3-small": 1536,
   "openai/text-embedding-3-large": 3072,
 };
-// The metadata property the memory search filters on (src/edge/memory/index.rs).
-const METADATA_INDEXES = [{ propertyName: "memory_type", indexType: "string" }];
+// The metadata properties the memory search filters on (src/edge/memory/index.rs): a
+// memory's type, and its scope (who may see it; vectors written before the index existed
+// are re-written by the cron, which re-indexes them).
+const METADATA_INDEXES = [
+  { propertyName: "memory_type", indexType: "string" },
+  { propertyName: "scope", indexType: "string" },
+];
 // What edgebot reads from Telegram (src/platforms/telegram.rs parses new messages only).
 const TELEGRAM_UPDATES = ["message"];
 

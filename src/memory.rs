@@ -1,7 +1,7 @@
 //! The memory system's pure core: typed memories, embeddings, vector search
 //! (4-bit sketches of every vector, then an exact re-rank), rank fusion,
 //! automatic links, maintenance, the cortex's circuit breaker and the
-//! bulletin's sections. No I/O: the edges load rows from D1, call these
+//! bulletin's sections, and who may see which memory (scopes). No I/O: the edges load rows from D1, call these
 //! functions and write back what they return.
 
 pub mod bulletin;
@@ -11,6 +11,7 @@ pub mod full_text;
 pub mod linking;
 pub mod maintenance;
 pub mod rrf;
+pub mod scope;
 pub mod sketch;
 pub mod types;
 pub mod vector;

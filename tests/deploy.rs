@@ -241,6 +241,7 @@ async fn the_first_run_creates_and_records_everything_and_the_second_changes_not
             "queues create edgebot-jobs-dlq",
             "vectorize create edgebot-memories --dimensions=384 --metric=cosine",
             "vectorize create-metadata-index edgebot-memories --property-name=memory_type --type=string",
+            "vectorize create-metadata-index edgebot-memories --property-name=scope --type=string",
         ]
         .map(|call| format!("{call} --config {} --env production", world.path("wrangler.toml").display()))
     );
@@ -318,9 +319,12 @@ async fn the_first_run_creates_and_records_everything_and_the_second_changes_not
     assert_eq!(creations(&again), Vec::<String>::new(), "the second run created something");
     assert_eq!(std::fs::read(world.path("wrangler.toml")).unwrap(), recorded, "the config changed");
     assert!(second.line("d1 database edgebot").ends_with(&format!("exists (id {uuid}), skipped")));
-    for step in
-        ["queue edgebot-jobs", "queue edgebot-jobs-dlq", "vectorize metadata index edgebot-memories.memory_type"]
-    {
+    for step in [
+        "queue edgebot-jobs",
+        "queue edgebot-jobs-dlq",
+        "vectorize metadata index edgebot-memories.memory_type",
+        "vectorize metadata index edgebot-memories.scope",
+    ] {
         assert!(second.line(step).ends_with("exists, skipped"), "{step}: {}", second.line(step));
     }
     assert!(second.line("vectorize index edgebot-memories").ends_with("skipped"));

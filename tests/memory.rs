@@ -1,6 +1,7 @@
-//! Memory and cortex: what a branch saves in one conversation is recalled in
-//! another; the cron trigger builds the bulletin only when memory changed and
-//! every channel prompt carries it; the admin API lists, searches and deletes.
+//! Memory and cortex: what a branch saves in a conversation is recalled there
+//! later (other conversations never see it: tests/attacks_memory.rs); the cron
+//! trigger builds the bulletin only when shared memory changed and every
+//! channel prompt carries it; the admin API lists, searches and deletes.
 
 use std::time::Duration;
 
@@ -34,7 +35,7 @@ fn branch_then_reply(question: &str, reply: &str) -> Scripted {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_fact_saved_by_a_branch_in_one_chat_is_recalled_in_another() {
+async fn a_fact_saved_by_a_branch_is_recalled_in_a_later_turn_of_its_chat() {
     let env = TestEnv::start().await;
     env.llm.push(branch_then_reply("remember what Ada told us about her cat", "I'll remember that."));
     env.llm.push_for(
@@ -50,25 +51,22 @@ async fn a_fact_saved_by_a_branch_in_one_chat_is_recalled_in_another() {
     env.wait_for_sent(2).await;
     assert!(last_tool_result(&branch_requests(&env)[1]).starts_with("saved memory mem-"));
 
-    // Another chat, another conversation: the memory is the agent's, not the chat's.
+    // A later turn of the same chat: the memory is this conversation's.
     env.llm.push(branch_then_reply("what is the name of Ada's cat?", "Let me remember."));
     env.llm
         .push_for(BRANCH, Scripted::ToolCalls(vec![("memory_recall".into(), json!({ "query": "name of Ada's cat" }))]));
     env.llm.push_for(BRANCH, Scripted::Text("Her cat is Tom.".into()));
     env.llm.reply("Your cat is Tom.");
-    env.telegram_update(&dm_update(2, 72, "what's my cat called again?")).await;
+    env.telegram_update(&dm_update(2, 71, "what's my cat called again?")).await;
     env.wait_for_sent(4).await;
     let recall = branch_requests(&env);
     assert_eq!(recall.len(), 4);
     let found = last_tool_result(&recall[3]);
     assert!(found.contains("Ada's cat is called Tom and he is ginger") && found.contains("(fact,"), "{found}");
-    assert!(
-        !all_message_text(&recall[2]).contains("my cat is called Tom"),
-        "the second chat's branch never saw the first chat"
-    );
 
     let listed = env.admin("/api/memories?mode=recent").await;
     assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["scope"], "telegram:71", "private to the chat it was learned in");
     assert_eq!(listed[0]["access_count"], 1, "the branch's recall counted as an access");
     assert_eq!(env.admin("/api/memories?mode=recent").await[0]["access_count"], 2, "and so did the listing");
 }

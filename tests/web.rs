@@ -162,6 +162,22 @@ async fn a_memory_found_on_the_memory_page_and_deleted_there_is_gone_from_the_ap
     assert!(left.as_array().unwrap().iter().all(|memory| memory["id"] != id.as_str()), "gone from the API: {left}");
     let everything = env.admin("/api/memories?mode=recent&limit=50").await;
     assert_eq!(everything.as_array().unwrap().len(), 1, "the other memory stays: {everything}");
+
+    // An import is shared; the page takes it back to operators only, and shares it again.
+    let other = everything[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(everything[0]["scope"], "shared");
+    let recent = "const mode = document.querySelector('#memory-mode'); mode.value = 'recent'; \
+                  mode.dispatchEvent(new Event('change', { bubbles: true })); return true;";
+    browser.eval(recent, json!([])).await;
+    browser.click("form[role=search] button[type=submit]").await;
+    browser.wait_for_text("#memories", "Bob prefers tea", Duration::from_secs(10)).await;
+    browser.click(&format!("button[aria-label='Unshare memory {other}']")).await;
+    browser.wait_for_text("#memory-notice", "private to operators again", Duration::from_secs(10)).await;
+    assert_eq!(env.admin("/api/memories?mode=recent").await[0]["scope"], "operators");
+    browser.wait_for_text("#memories", "operators only", Duration::from_secs(10)).await;
+    browser.click(&format!("button[aria-label='Share memory {other}']")).await;
+    browser.wait_for_text("#memory-notice", "Shared memory", Duration::from_secs(10)).await;
+    assert_eq!(env.admin("/api/memories?mode=recent").await[0]["scope"], "shared");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -263,8 +263,9 @@ pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result
     Response::from_json(&messages).map_err(internal)
 }
 
-/// Lists or searches memories: `?query=…&mode=hybrid|recent|important|typed
-/// &memory_type=…&sort=recent|importance|most_accessed&limit=N`.
+/// Lists or searches every memory, whatever its scope (operators see all):
+/// `?query=…&mode=hybrid|recent|important|typed&memory_type=…
+/// &sort=recent|importance|most_accessed&limit=N`. Each carries its `scope`.
 pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let url = request.url().map_err(internal)?;
@@ -273,17 +274,21 @@ pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError
     );
     let recall = memory::RecallRequest::from_arguments(&arguments.into());
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let found = memory::recall(&config::load(env), env, &database, &recall).await.map_err(internal)?;
+    let viewer = crate::memory::scope::Viewer::Operator;
+    let found = memory::recall(&config::load(env), env, &database, viewer, &recall).await.map_err(internal)?;
     Response::from_json(&found).map_err(internal)
 }
 
-/// Imports memories in bulk (`[{"content", "memory_type", "importance"?}]`,
-/// at most 500 per request), without linking them to each other.
+/// Imports memories in bulk (`[{"content", "memory_type", "importance"?, "shared"?}]`,
+/// at most 500 per request), without linking them to each other. They are
+/// shared with every conversation unless `"shared": false` (operators only).
 pub async fn import_memories(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     authorize(&request, env).await?;
     let body = read_body(&mut request, MAX_IMPORT_BODY_BYTES).await?;
     let Ok(items) = serde_json::from_slice::<Vec<memory::ImportItem>>(&body) else {
-        return Err(ApiError::BadRequest("expected a JSON array of {content, memory_type, importance?}".into()));
+        return Err(ApiError::BadRequest(
+            "expected a JSON array of {content, memory_type, importance?, shared?}".into(),
+        ));
     };
     if items.len() > 500 {
         return Err(ApiError::BadRequest("at most 500 memories per request".into()));
@@ -296,8 +301,22 @@ pub async fn import_memories(mut request: Request, env: &Env) -> Result<Response
 pub async fn delete_memory(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    match memory::delete(&config::load(env), env, &database, &percent_decode(id)).await.map_err(internal)? {
+    let viewer = crate::memory::scope::Viewer::Operator;
+    match memory::delete(&config::load(env), env, &database, viewer, &percent_decode(id)).await.map_err(internal)? {
         true => Response::from_json(&serde_json::json!({ "deleted": true })).map_err(internal),
         false => Err(ApiError::NotFound),
+    }
+}
+
+/// `POST /api/memories/{id}/share` shares a memory with every conversation;
+/// `…/unshare` returns it to the conversation it was learned in (operators
+/// only when that is unknown). Answers the memory as it now is.
+pub async fn share_memory(request: &Request, env: &Env, id: &str, shared: bool) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let id = percent_decode(id);
+    match memory::set_shared(&config::load(env), env, &database, &id, shared).await.map_err(internal)? {
+        Some(memory) => Response::from_json(&memory).map_err(internal),
+        None => Err(ApiError::NotFound),
     }
 }

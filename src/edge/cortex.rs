@@ -1,6 +1,9 @@
 //! The cortex, run by the cron trigger: memory maintenance (decay, prune,
 //! merge) once a day, and the memory bulletin, rebuilt only when the store's
 //! version moved since the last one (no model spend while nothing changes).
+//! The bulletin reaches every conversation's prompt, so it is built from
+//! shared memories only: one bulletin, one model call per change of what is
+//! shared, instead of one per conversation.
 //! Each routine has a circuit breaker: three failures in a row pause it for
 //! its interval.
 
@@ -14,7 +17,7 @@ use worker::{event, D1Database, Env, Result, ScheduleContext, ScheduledEvent};
 use super::config::{self, DATABASE_BINDING};
 use super::http::now_ms;
 use super::log::Emit;
-use super::memory::{bump_version, forget, vector_index, VectorIndex};
+use super::memory::{bump_version, forget, vector_index, VectorIndex, COLUMNS, SCOPE_SYNC_PER_CALL};
 use super::model::HttpModel;
 use super::usage;
 use crate::channel::turn::ChatModel;
@@ -25,6 +28,7 @@ use crate::log_line::{Level, LogLine};
 use crate::memory::bulletin::{cap_words, needs_rebuild, sections, BULLETIN_MAX_WORDS};
 use crate::memory::circuit::RoutineHealth;
 use crate::memory::maintenance::{plan_maintenance, MaintenancePlan, DAY_MS};
+use crate::memory::scope::SHARED;
 use crate::memory::types::Memory;
 use crate::prompt;
 use crate::status::{outcome, CronTick};
@@ -75,6 +79,10 @@ async fn run(config: &Config, env: &Env) -> Result<()> {
     // Search scores rows without a sketch exactly, so this only restores speed.
     if let Err(error) = vector_index(config, env, &db)?.backfill_sketches(SKETCH_BACKFILL_PER_TICK).await {
         LogLine::error("sketch_backfill_failed").reason(&error).emit();
+    }
+    // Searches filter on the row's scope too, so this only restores recall.
+    if let Err(error) = vector_index(config, env, &db)?.sync_scopes(&db, SCOPE_SYNC_PER_CALL).await {
+        LogLine::error("vector_scope_sync_failed").reason(&error).emit();
     }
     let meta = read_meta(&db).await?;
     let now = now_ms();
@@ -146,9 +154,6 @@ fn meta_statements(db: &D1Database, entries: &[(&str, String)]) -> Result<Vec<wo
         .collect()
 }
 
-const COLUMNS: &str =
-    "id, memory_type, content, importance, created_at, updated_at, last_accessed_at, access_count, source";
-
 /// Decay, prune and merge, written in one batch.
 async fn maintain(
     config: &Config,
@@ -199,7 +204,7 @@ async fn apply(db: &D1Database, plan: &MaintenancePlan, now: i64) -> Result<()> 
         );
     }
     for id in &plan.prunes {
-        statements.extend(forget(db, id)?);
+        statements.extend(forget(db, id, None)?);
     }
     for merge in &plan.merges {
         // The keeper takes over the absorbed memory's edges (duplicates are dropped).
@@ -209,7 +214,7 @@ async fn apply(db: &D1Database, plan: &MaintenancePlan, now: i64) -> Result<()> 
                     .bind(&[merge.keep.as_str().into(), merge.absorb.as_str().into()])?,
             );
         }
-        statements.extend(forget(db, &merge.absorb)?);
+        statements.extend(forget(db, &merge.absorb, None)?);
     }
     for keeper in &plan.merged {
         statements.push(
@@ -235,7 +240,9 @@ async fn apply(db: &D1Database, plan: &MaintenancePlan, now: i64) -> Result<()> 
     Ok(())
 }
 
-/// Rebuilds the bulletin when the store moved since the last one.
+/// Rebuilds the bulletin when the store moved since the last one, from shared
+/// memories only (a conversation's private memories, identities included,
+/// never reach another conversation's prompt through it).
 async fn rebuild_bulletin(config: &Config, env: &Env, db: &D1Database, meta: &BTreeMap<String, String>) -> Result<()> {
     let version: u64 = meta.get("version").and_then(|value| value.parse().ok()).unwrap_or(0);
     let built_from = meta.get("bulletin_version").and_then(|value| value.parse().ok());
@@ -246,9 +253,10 @@ async fn rebuild_bulletin(config: &Config, env: &Env, db: &D1Database, meta: &BT
     let results = crate::edge::d1::batch(
         db,
         vec![
-            db.prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY created_at DESC LIMIT ?1"))
-                .bind(std::slice::from_ref(&limit))?,
-            db.prepare(format!("SELECT {COLUMNS} FROM memories ORDER BY importance DESC LIMIT ?1")).bind(&[limit])?,
+            db.prepare(format!("SELECT {COLUMNS} FROM memories WHERE scope = ?2 ORDER BY created_at DESC LIMIT ?1"))
+                .bind(&[limit.clone(), SHARED.into()])?,
+            db.prepare(format!("SELECT {COLUMNS} FROM memories WHERE scope = ?2 ORDER BY importance DESC LIMIT ?1"))
+                .bind(&[limit, SHARED.into()])?,
         ],
     )
     .await?;

@@ -43,6 +43,8 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         (Method::Get, ["api", "memories"]) => admin::memories(&request, env).await,
         (Method::Post, ["api", "memories"]) => admin::import_memories(request, env).await,
         (Method::Delete, ["api", "memories", id]) => admin::delete_memory(&request, env, id).await,
+        (Method::Post, ["api", "memories", id, "share"]) => admin::share_memory(&request, env, id, true).await,
+        (Method::Post, ["api", "memories", id, "unshare"]) => admin::share_memory(&request, env, id, false).await,
         (Method::Get, ["api", "schedules"]) => admin::schedules(&request, env).await,
         (Method::Post, ["api", "schedules"]) => admin::create_schedule(request, env).await,
         (Method::Post, ["api", "schedules", id, "pause"]) => {

@@ -2,11 +2,14 @@
 //! sections by fixed rules, which one LLM pass then condenses into at most
 //! [`BULLETIN_MAX_WORDS`] words for every channel's system prompt. It is rebuilt
 //! only when the memory store changed (an idle agent spends no tokens on it).
+//! Since it reaches every conversation, it is made of shared memories only: a
+//! conversation's private memories never enter it (see [`super::scope`]).
 
 use std::collections::HashSet;
 
 use serde::Serialize;
 
+use super::scope::SHARED;
 use super::types::{Memory, MemoryType};
 
 /// The synthesised bulletin's length limit.
@@ -105,13 +108,15 @@ pub struct Section {
 /// least [`HIGH_IMPORTANCE`], most important first), then Preferences, Goals,
 /// Events and Observations (newest first). Each holds at most
 /// [`SECTION_MAX_LINES`]; a memory appears only in the first section that takes
-/// it; empty sections and blank memories are left out.
+/// it; empty sections, blank memories and memories that are not shared
+/// (whoever passes them) are left out.
 pub fn sections(memories: &[Memory], now_ms: i64) -> Vec<Section> {
     let mut shown: HashSet<&str> = HashSet::new();
     let mut result = Vec::new();
     for rule in &RULES {
         let mut picked: Vec<&Memory> = memories
             .iter()
+            .filter(|memory| memory.scope == SHARED)
             .filter(|memory| !shown.contains(memory.id.as_str()) && !memory.content.trim().is_empty())
             .filter(|memory| (rule.selects)(memory, now_ms))
             .collect();
@@ -166,7 +171,22 @@ mod tests {
     const NOW: i64 = 100 * DAY_MS;
 
     fn memory(id: &str, memory_type: MemoryType, importance: f64, created_day: i64) -> Memory {
-        Memory { importance, ..Memory::new(id, memory_type, &format!("about {id}"), "k", created_day * DAY_MS) }
+        let memory = Memory::new(id, memory_type, &format!("about {id}"), "k", created_day * DAY_MS);
+        Memory { importance, scope: SHARED.into(), ..memory }
+    }
+
+    #[test]
+    fn only_shared_memories_enter_the_bulletin() {
+        let private =
+            |id: &str, scope: &str| Memory { scope: scope.into(), ..memory(id, MemoryType::Identity, 1.0, 99) };
+        let memories = [
+            private("planted", "web:guest"),
+            private("dm", "telegram:1111"),
+            private("unknown", crate::memory::scope::OPERATORS),
+            memory("shared", MemoryType::Identity, 1.0, 99),
+        ];
+        let shown: Vec<String> = sections(&memories, NOW).into_iter().flat_map(|section| section.memories).collect();
+        assert_eq!(shown, ["about shared"]);
     }
 
     fn titles(sections: &[Section]) -> Vec<&str> {

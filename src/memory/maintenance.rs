@@ -87,7 +87,7 @@ pub struct Merge {
     pub absorb: String,
 }
 
-/// Pairs of non-Identity memories whose vectors have a cosine of at least
+/// Pairs of non-Identity memories of the same scope whose vectors have a cosine of at least
 /// `threshold`. The keeper is the one with the higher importance (then the newer
 /// `updated_at`, then the smaller id). A memory is absorbed at most once, and
 /// never after keeping another, nor kept after being absorbed: no chains.
@@ -123,7 +123,8 @@ fn merges_among(candidates: &[(&Memory, &[f32])], threshold: f32) -> Vec<Merge> 
         let (keeper, keeper_vector) = candidates[order[keeper_rank]];
         for other_rank in keeper_rank + 1..order.len() {
             let (other, other_vector) = candidates[order[other_rank]];
-            if touched[other_rank] || other_vector.len() != keeper_vector.len() {
+            // A merge across scopes would move one conversation's words into another's memory.
+            if touched[other_rank] || other_vector.len() != keeper_vector.len() || other.scope != keeper.scope {
                 continue;
             }
             if dot(keeper_vector, other_vector) / (norms[keeper_rank] * norms[other_rank]) >= threshold {
@@ -366,6 +367,21 @@ mod tests {
             with_vector(memory("c", MemoryType::Fact, 0.7, 0), &[1.0, -0.01]),
         ];
         assert_eq!(pairs(&plan_merges(&star, MERGE_SIMILARITY)), [("a", "b"), ("a", "c")]);
+    }
+
+    #[test]
+    fn duplicates_in_different_scopes_are_never_merged() {
+        let in_scope = |id: &str, scope: &str| Memory { scope: scope.into(), ..memory(id, MemoryType::Fact, 0.8, 0) };
+        let memories = [
+            with_vector(in_scope("dm", "telegram:1111"), &[1.0, 0.0]),
+            with_vector(in_scope("guest", "web:guest"), &[1.0, 0.0]),
+            with_vector(in_scope("shared", crate::memory::scope::SHARED), &[1.0, 0.0]),
+            with_vector(in_scope("dm-again", "telegram:1111"), &[1.0, 0.0]),
+        ];
+        let merges = plan_merges(&memories, MERGE_SIMILARITY);
+        assert_eq!(merges.len(), 1, "{:?}", pairs(&merges));
+        let (keep, absorb) = pairs(&merges)[0];
+        assert_eq!([keep.min(absorb), keep.max(absorb)], ["dm", "dm-again"]);
     }
 
     #[test]

@@ -176,12 +176,16 @@ pub struct Memory {
     pub last_accessed_at: i64,
     /// How many times a search has returned it.
     pub access_count: u64,
-    /// The conversation key the memory was saved from.
+    /// The conversation key the memory was saved from ('import' for an import).
     pub source: String,
+    /// Who sees it (see [`super::scope`]): its conversation's scope, `shared`
+    /// or `operators`.
+    pub scope: String,
 }
 
 impl Memory {
-    /// A new memory at its type's default importance, never accessed.
+    /// A new memory at its type's default importance, never accessed, private
+    /// to the conversation of `source` (operators only if `source` names none).
     pub fn new(id: &str, memory_type: MemoryType, content: &str, source: &str, now_ms: i64) -> Memory {
         Memory {
             id: id.to_string(),
@@ -193,6 +197,7 @@ impl Memory {
             last_accessed_at: now_ms,
             access_count: 0,
             source: source.to_string(),
+            scope: super::scope::private_scope(source),
         }
     }
 }

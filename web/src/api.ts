@@ -131,6 +131,9 @@ export interface Memory {
   importance: number;
   created_at: number;
   access_count: number;
+  /** Who sees it: a conversation's key (private to it), "shared" (every conversation)
+   * or "operators" (learned who knows where: operators only). */
+  scope: string;
 }
 
 export const MEMORY_TYPES = ["fact", "preference", "decision", "identity", "event", "observation", "goal", "todo"];

@@ -355,6 +355,13 @@ function ConversationPage({ conversationKey }: { conversationKey: string }) {
   );
 }
 
+/** Who sees a memory, in words. */
+function scopeLabel(scope: string): string {
+  if (scope === "shared") return "everyone";
+  if (scope === "operators") return "operators only";
+  return scope;
+}
+
 function MemoryPage() {
   const [form, setForm] = useState({ query: "", mode: "hybrid", type: "" });
   const [search, setSearch] = useState(form);
@@ -370,6 +377,12 @@ function MemoryPage() {
   const forget = async (memory: Memory) => {
     await remove(`/api/memories/${encodeURIComponent(memory.id)}`);
     setNotice(`Deleted memory ${memory.id}.`);
+    reload();
+  };
+  // Only here (and through the admin API) does a memory become shared: no chat can share or change one.
+  const share = async (memory: Memory, shared: boolean) => {
+    const now = await post<Memory>(`/api/memories/${encodeURIComponent(memory.id)}/${shared ? "share" : "unshare"}`);
+    setNotice(shared ? `Shared memory ${memory.id} with every conversation.` : `Memory ${memory.id} is private to ${now.scope} again.`);
     reload();
   };
   return (
@@ -400,15 +413,19 @@ function MemoryPage() {
       {error && <p role="alert" class="error">{error}</p>}
       <div class="scroll">
         <table id="memories">
-          <thead><tr><th>Memory</th><th>Type</th><th>Importance</th><th>Saved</th><th></th></tr></thead>
+          <thead><tr><th>Memory</th><th>Type</th><th>Importance</th><th>Seen by</th><th>Saved</th><th></th></tr></thead>
           <tbody>
             {shown.map((memory) => (
               <tr key={memory.id} data-memory={memory.id}>
                 <td class="text">{memory.content}</td>
                 <td>{memory.memory_type}</td>
                 <td>{memory.importance.toFixed(2)}</td>
+                <td>{scopeLabel(memory.scope)}</td>
                 <td>{when(memory.created_at)}</td>
                 <td>
+                  {memory.scope === "shared"
+                    ? <button type="button" aria-label={`Unshare memory ${memory.id}`} onClick={() => share(memory, false)}>Unshare</button>
+                    : <button type="button" aria-label={`Share memory ${memory.id}`} onClick={() => share(memory, true)}>Share</button>}
                   <button type="button" aria-label={`Delete memory ${memory.id}`} onClick={() => forget(memory)}>Delete</button>
                 </td>
               </tr>

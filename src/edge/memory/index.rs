@@ -31,15 +31,18 @@ const RERANK_FACTOR: usize = 3;
 pub trait VectorIndex {
     /// Stores a memory's vector where the index keeps it apart from the memory's
     /// row; the D1 index keeps it in the row ([`EdgeIndex::row_vector`]).
-    async fn upsert(&self, id: &str, vector: &[f32], memory_type: MemoryType) -> Result<()>;
+    /// Vectorize keeps the memory's type and scope as metadata to filter on.
+    async fn upsert(&self, id: &str, vector: &[f32], memory_type: MemoryType, scope: &str) -> Result<()>;
     /// The `k` nearest ids with a cosine of at least `min_score`, best first,
-    /// of one memory type if given (a metadata filter).
+    /// of one memory type if given and of the given scopes only (`None`: all),
+    /// both metadata filters.
     async fn query(
         &self,
         vector: &[f32],
         k: usize,
         min_score: f32,
         memory_type: Option<MemoryType>,
+        scopes: Option<&[String]>,
     ) -> Result<Vec<(String, f32)>>;
     async fn delete(&self, ids: &[String]) -> Result<()>;
     /// The stored vectors of these ids (maintenance compares them).
@@ -122,14 +125,78 @@ impl EdgeIndex<'_> {
     }
 }
 
+impl EdgeIndex<'_> {
+    /// Re-writes up to `limit` Vectorize vectors whose metadata scope lags
+    /// behind their row's (rows from before scopes, and memories an operator
+    /// shared or unshared); returns how many. Until then the hybrid search's
+    /// last read, which filters on the row's scope, keeps them from anyone who
+    /// may not see them (a lagging vector is only missed, never leaked). The D1
+    /// index filters on the row itself and has nothing to do.
+    pub async fn sync_scopes(&self, db: &D1Database, limit: usize) -> Result<usize> {
+        #[derive(Deserialize)]
+        struct Lagging {
+            id: String,
+            memory_type: String,
+            scope: String,
+        }
+        #[derive(Deserialize)]
+        struct Stored {
+            id: String,
+            values: Vec<f32>,
+        }
+        let EdgeIndex::Vectorize(index) = self else { return Ok(0) };
+        let rows: Vec<Lagging> = db
+            .prepare(
+                "SELECT id, memory_type, scope FROM memories \
+                 WHERE vector IS NULL AND (vector_scope IS NULL OR vector_scope != scope) LIMIT ?1",
+            )
+            .bind(&[JsValue::from_f64(limit as f64)])?
+            .all_counted()
+            .await?
+            .results()?;
+        let mut synced: Vec<(String, String)> = Vec::new();
+        for chunk in rows.chunks(20) {
+            let ids: Vec<&str> = chunk.iter().map(|row| row.id.as_str()).collect();
+            let stored: Vec<Stored> = from_js(&call(index, "getByIds", &[to_js(&ids)?]).await?)?;
+            let records: Vec<serde_json::Value> = stored
+                .iter()
+                .filter_map(|stored| {
+                    let row = chunk.iter().find(|row| row.id == stored.id)?;
+                    let metadata = json!({ "memory_type": row.memory_type, "scope": row.scope });
+                    Some(json!({ "id": stored.id, "values": stored.values, "metadata": metadata }))
+                })
+                .collect();
+            if !records.is_empty() {
+                call(index, "upsert", &[to_js(&records)?]).await?;
+            }
+            // A row without a vector has nothing to sync: it is marked too, so it is not read again.
+            synced.extend(chunk.iter().map(|row| (row.id.clone(), row.scope.clone())));
+        }
+        if synced.is_empty() {
+            return Ok(0);
+        }
+        db.prepare(
+            "UPDATE memories SET vector_scope = json_extract(?1, '$.\"' || id || '\"') \
+             WHERE id IN (SELECT key FROM json_each(?1))",
+        )
+        .bind(&[serde_json::to_string(&crate::sorting::object_from(
+            synced.iter().map(|(id, scope)| (id.clone(), scope.as_str().into())),
+        ))?
+        .into()])?
+        .run_counted()
+        .await?;
+        Ok(synced.len())
+    }
+}
+
 impl VectorIndex for EdgeIndex<'_> {
-    async fn upsert(&self, id: &str, vector: &[f32], memory_type: MemoryType) -> Result<()> {
+    async fn upsert(&self, id: &str, vector: &[f32], memory_type: MemoryType, scope: &str) -> Result<()> {
         match self {
             // Written with the row (`row_vector`).
             EdgeIndex::D1(_) => {}
             EdgeIndex::Vectorize(index) => {
-                let record =
-                    json!([{ "id": id, "values": vector, "metadata": { "memory_type": memory_type.as_str() } }]);
+                let metadata = json!({ "memory_type": memory_type.as_str(), "scope": scope });
+                let record = json!([{ "id": id, "values": vector, "metadata": metadata }]);
                 call(index, "upsert", &[to_js(&record)?]).await?;
             }
         }
@@ -142,6 +209,7 @@ impl VectorIndex for EdgeIndex<'_> {
         k: usize,
         min_score: f32,
         memory_type: Option<MemoryType>,
+        scopes: Option<&[String]>,
     ) -> Result<Vec<(String, f32)>> {
         match self {
             EdgeIndex::D1(db) => {
@@ -150,20 +218,30 @@ impl VectorIndex for EdgeIndex<'_> {
                     records: String,
                 }
                 let type_name = memory_type.map_or(JsValue::NULL, |kind| JsValue::from(kind.as_str()));
+                // Only the scopes asked for, through the index that starts with the scope.
+                let (in_scope, scope_list) = match scopes {
+                    None => ("?2 IS NULL", JsValue::NULL),
+                    Some(scopes) => {
+                        ("scope IN (SELECT value FROM json_each(?2))", serde_json::to_string(scopes)?.into())
+                    }
+                };
+                let bindings = [type_name, scope_list];
                 // Every sketch, and the vectors still without one (scored exactly).
                 let read = crate::edge::d1::batch(
                     db,
                     vec![
-                        db.prepare(
+                        db.prepare(format!(
                             "SELECT group_concat(seq || ':' || sketch) AS records FROM memories \
-                             WHERE sketch IS NOT NULL AND (?1 IS NULL OR memory_type = ?1) GROUP BY seq >> 11",
-                        )
-                        .bind(std::slice::from_ref(&type_name))?,
-                        db.prepare(
+                             WHERE sketch IS NOT NULL AND (?1 IS NULL OR memory_type = ?1) AND {in_scope} \
+                             GROUP BY seq >> 11"
+                        ))
+                        .bind(&bindings)?,
+                        db.prepare(format!(
                             "SELECT id, vector FROM memories \
-                             WHERE sketch IS NULL AND vector IS NOT NULL AND (?1 IS NULL OR memory_type = ?1)",
-                        )
-                        .bind(&[type_name])?,
+                             WHERE sketch IS NULL AND vector IS NOT NULL AND (?1 IS NULL OR memory_type = ?1) \
+                             AND {in_scope}"
+                        ))
+                        .bind(&bindings)?,
                     ],
                 )
                 .await?;
@@ -203,9 +281,16 @@ impl VectorIndex for EdgeIndex<'_> {
                     matches: Vec<Match>,
                 }
                 let mut options = json!({ "topK": k.min(100), "returnValues": false, "returnMetadata": "none" });
+                // Both need a metadata index (`make deploy` creates them; see the README).
+                let mut filter = serde_json::Map::new();
                 if let Some(kind) = memory_type {
-                    // Needs a metadata index on `memory_type` (see the README).
-                    options["filter"] = json!({ "memory_type": kind.as_str() });
+                    filter.insert("memory_type".into(), json!(kind.as_str()));
+                }
+                if let Some(scopes) = scopes {
+                    filter.insert("scope".into(), json!({ "$in": scopes }));
+                }
+                if !filter.is_empty() {
+                    options["filter"] = serde_json::Value::Object(filter);
                 }
                 let answer = call(index, "query", &[to_js(&vector)?, to_js(&options)?]).await?;
                 let found: Matches = from_js(&answer)?;
