@@ -531,6 +531,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // one cut, as a slice of cuts
     fn cuts_remove_visible_text_across_markup() {
         let tokens = parse("key sec**ret** end", Flavor::TelegramHtml);
         let seen = visible(&tokens);

@@ -150,7 +150,7 @@ mod tests {
         // Escaping makes the rendering longer than the Markdown: pieces still fit.
         let long = "a<b ".repeat(1500);
         for flavor in [Flavor::TelegramHtml, Flavor::SlackMrkdwn, Flavor::DiscordMarkdown, Flavor::Plain] {
-            let prepared = prepare(&[long.clone()], flavor, 2000, &redactor());
+            let prepared = prepare(std::slice::from_ref(&long), flavor, 2000, &redactor());
             assert!(prepared.pieces.len() >= 3, "{flavor:?}");
             assert!(prepared.pieces.iter().all(|piece| piece.chars().count() <= 2000), "{flavor:?}");
         }
