@@ -17,6 +17,7 @@ pub mod platforms;
 pub mod process;
 pub mod prompt;
 pub mod redact;
+pub mod reply;
 pub mod schedule;
 pub mod security;
 pub mod session;

@@ -1,12 +1,16 @@
 //! Keeps secrets in: every configured secret (tokens, API keys, signing
-//! secrets) is scrubbed by exact match wherever text leaves the Worker, and
-//! well-known key shapes ([`shapes`]) are redacted in replies, tool results and
-//! logs. Each secret also knows the one API origin it may be sent to, which
-//! the `http_fetch` guard enforces.
+//! secrets) is scrubbed wherever text leaves the Worker, however the text
+//! spells it ([`spelling`]: any ASCII case, percent-encoded, broken up by
+//! invisible or formatting characters), and well-known key shapes
+//! ([`shapes`]) are redacted in replies, tool results and logs. Each secret
+//! also knows the one API origin it may be sent to, which the `http_fetch`
+//! guard enforces.
 
 pub mod shapes;
+pub mod spelling;
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use serde_json::Value;
 use url::Url;
@@ -38,6 +42,9 @@ pub struct Secret {
     /// The variable that holds it (safe to show: never the value).
     pub name: &'static str,
     value: String,
+    /// The value in normal form ([`spelling::Folded`]); empty when that form
+    /// is too short to look for (then only the exact value is).
+    folded: Vec<u8>,
     /// `scheme://host:port` of the API it belongs to; None for secrets that
     /// are never sent anywhere (the admin token, webhook and signing secrets).
     home: Option<String>,
@@ -73,7 +80,9 @@ impl Redactor {
             let home = base.and_then(|base| Url::parse(base).ok()).as_ref().and_then(origin);
             // Kept longest first by insertion (a sort would add a few KB of wasm for nine entries).
             let at = kept.iter().position(|secret| secret.value.len() < value.len()).unwrap_or(kept.len());
-            kept.insert(at, Secret { name, value: value.to_string(), home });
+            let folded = spelling::Folded::new(value).bytes().to_vec();
+            let folded = if folded.len() < MIN_SECRET_CHARS { Vec::new() } else { folded };
+            kept.insert(at, Secret { name, value: value.to_string(), folded, home });
         }
         Redactor { secrets: kept }
     }
@@ -94,25 +103,56 @@ impl Redactor {
         ])
     }
 
+    /// Where each configured secret stands in `text` (byte ranges, with the
+    /// secret's variable), however it is spelt.
+    pub fn secret_ranges(&self, text: &str) -> Vec<(Range<usize>, &'static str)> {
+        let mut found = Vec::new();
+        if self.secrets.is_empty() || text.is_empty() {
+            return found;
+        }
+        let folded = spelling::Folded::new(text);
+        for secret in &self.secrets {
+            let exact = text.match_indices(secret.value.as_str()).map(|(at, _)| at..at + secret.value.len());
+            found.extend(exact.map(|range| (range, secret.name)));
+            found.extend(folded.find_all(&secret.folded).into_iter().map(|range| (range, secret.name)));
+        }
+        found
+    }
+
+    /// Where configured secrets and, `with_shapes`, key shapes stand: sorted, merged.
+    pub fn ranges(&self, text: &str, with_shapes: bool) -> Vec<Range<usize>> {
+        let mut ranges: Vec<Range<usize>> = self.secret_ranges(text).into_iter().map(|(range, _)| range).collect();
+        if with_shapes {
+            ranges.extend(shapes::shape_ranges(text));
+        }
+        spelling::merge(ranges)
+    }
+
     /// The text with every configured secret replaced by [`REDACTED`]
     /// (borrowed when it held none). For prompts and error bodies.
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut text = Cow::Borrowed(text);
-        for secret in &self.secrets {
-            if text.contains(secret.value.as_str()) {
-                text = Cow::Owned(text.replace(secret.value.as_str(), REDACTED));
-            }
-        }
-        text
+        cut(text, &self.ranges(text, false))
     }
 
     /// [`Self::scrub`], then the well-known key shapes. For replies, tool
     /// results and logs.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match self.scrub(text) {
-            Cow::Borrowed(text) => shapes::redact_shapes(text),
-            Cow::Owned(text) => Cow::Owned(shapes::redact_shapes(&text).into_owned()),
+        cut(text, &self.ranges(text, true))
+    }
+
+    /// What [`Self::redact`] would take out of `text`: the secrets' variables,
+    /// and "a key shape", for a log line that never carries the value.
+    pub fn found(&self, text: &str) -> Vec<&'static str> {
+        let mut found: Vec<&'static str> = Vec::new();
+        for (_, name) in self.secret_ranges(text) {
+            if !found.contains(&name) {
+                found.push(name);
+            }
         }
+        if !shapes::shape_ranges(text).is_empty() {
+            found.push("a key shape");
+        }
+        found
     }
 
     /// Scrubs configured secrets from every string value in `value`; says
@@ -147,57 +187,29 @@ impl Redactor {
         items.fold(false, |found, item| self.walk(item, with_shapes) | found)
     }
 
-    /// Redacts each text in place; returns the names of what was found
-    /// (secret variables, or "a key shape"), for a log line that never
-    /// carries the value.
-    pub fn redact_all(&self, texts: &mut [String]) -> Vec<&'static str> {
-        let mut found: Vec<&'static str> = Vec::new();
-        let mut shaped = false;
-        for text in texts.iter_mut() {
-            for secret in self.secrets.iter().filter(|secret| text.contains(secret.value.as_str())) {
-                if !found.contains(&secret.name) {
-                    found.push(secret.name);
-                }
-            }
-            let scrubbed = self.scrub(text).into_owned();
-            let redacted = shapes::redact_shapes(&scrubbed);
-            shaped |= matches!(redacted, Cow::Owned(_));
-            *text = redacted.into_owned();
-        }
-        if shaped {
-            found.push("a key shape");
-        }
-        found
-    }
-
-    /// Every configured secret `text` carries, as written, percent-decoded, or
-    /// in another ASCII letter case (a model may spell a URL any of these ways;
-    /// the URL parser lowercases host names).
+    /// Every configured secret `text` carries, as written, percent-decoded, in
+    /// another ASCII letter case or broken up by invisible characters (a model
+    /// may spell a URL any of these ways; the URL parser lowercases host names).
     pub fn found_in(&self, text: &str) -> Vec<&Secret> {
-        let decoded = percent_decode(text);
-        let folded = decoded.to_ascii_lowercase();
-        self.secrets
-            .iter()
-            .filter(|secret| {
-                text.contains(secret.value.as_str())
-                    || decoded.contains(secret.value.as_str())
-                    || folded.contains(secret.value.to_ascii_lowercase().as_str())
-            })
-            .collect()
+        let found = self.secret_ranges(text);
+        self.secrets.iter().filter(|secret| found.iter().any(|(_, name)| *name == secret.name)).collect()
     }
 }
 
-/// Decodes `%XX` escapes (repeatedly, so `%2541` is `A` too); other bytes stay.
-fn percent_decode(text: &str) -> String {
-    let mut current = text.to_string();
-    for _ in 0..3 {
-        let next = crate::security::percent_decode(&current);
-        if next == current {
-            break;
-        }
-        current = next;
+/// `text` with each range (sorted, apart) replaced by [`REDACTED`]; borrowed when there is none.
+pub fn cut<'a>(text: &'a str, ranges: &[Range<usize>]) -> Cow<'a, str> {
+    if ranges.is_empty() {
+        return Cow::Borrowed(text);
     }
-    current
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for range in ranges {
+        out.push_str(&text[copied..range.start]);
+        out.push_str(REDACTED);
+        copied = range.end;
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -277,16 +289,31 @@ mod tests {
     }
 
     #[test]
-    fn redacting_replies_names_what_was_found_never_its_value() {
+    fn redacting_names_what_was_found_never_its_value() {
         let redactor = redactor();
-        let mut texts =
-            vec![format!("token {TELEGRAM}"), "hello".to_string(), format!("{OPENAI} sk-abcdefghijklmnopqrstuvwxyz")];
-        let found = redactor.redact_all(&mut texts);
-        assert_eq!(found, vec!["TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "a key shape"]);
-        assert_eq!(texts, vec!["token [redacted]", "hello", "[redacted] [redacted]"]);
-        let mut shaped = vec!["xoxb-1234567890-abcdef".to_string()];
-        assert_eq!(redactor.redact_all(&mut shaped), vec!["a key shape"]);
-        assert!(redactor.redact_all(&mut ["plain".to_string()]).is_empty());
+        let text = format!("token {TELEGRAM}, {OPENAI} and sk-abcdefghijklmnopqrstuvwxyz");
+        assert_eq!(redactor.found(&text), vec!["TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY", "a key shape"]);
+        assert_eq!(redactor.found("xoxb-1234567890-abcdef"), vec!["a key shape"]);
+        assert!(redactor.found("plain").is_empty());
+    }
+
+    #[test]
+    fn a_secret_is_redacted_in_every_spelling_a_reader_would_still_recognise() {
+        let redactor = redactor();
+        let attacks = [
+            ("upper case", "TEST-OPENAI-KEY-1"),
+            ("mixed case", "Test-OpenAI-Key-1"),
+            ("percent-encoded", "test%2Dopenai%2Dkey%2D1"),
+            ("fully percent-encoded", "%74%65%73%74%2D%6F%70%65%6E%61%69%2D%6B%65%79%2D%31"),
+            ("a zero-width space", "test-open\u{200B}ai-key-1"),
+            ("markdown bold in the middle", "test-**openai**-key-1"),
+            ("backslash escapes", "test\\-openai\\-key\\-1"),
+        ];
+        for (what, spelling) in attacks {
+            let text = format!("here: {spelling} (done)");
+            assert_eq!(redactor.redact(&text), "here: [redacted] (done)", "{what}");
+            assert_eq!(redactor.scrub(&text), "here: [redacted] (done)", "{what}");
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::harness::{all_message_text, dm_update, wait_for, Scripted, TestEnv};
 
-const BRANCH: &str = "You are a branch";
+pub const BRANCH: &str = "You are a branch";
 const CORTEX: &str = "You are the cortex";
 
 fn branch_requests(env: &TestEnv) -> Vec<Value> {

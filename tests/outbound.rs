@@ -43,7 +43,8 @@ async fn rejected_html_falls_back_to_plain_text() {
     env.telegram_update(&dm_update(1, 42, "markup?")).await;
     let sent = env.wait_for_sent(2).await;
     assert_eq!(sent[0]["parse_mode"], "HTML");
-    assert_eq!(sent[1]["text"], "a <x> b");
+    assert_eq!(sent[0]["text"], "a &lt;x&gt; b", "the model's markup is escaped, never sent as HTML");
+    assert_eq!(sent[1]["text"], "a <x> b", "the retry is what a reader would have seen");
     assert!(sent[1].get("parse_mode").is_none(), "the retry is plain text");
     let working = env.telegram.calls("/sendChatAction");
     assert_eq!(working[0]["action"], "typing");

@@ -27,13 +27,14 @@ use crate::edge::schedule_tool::ChannelTools;
 use crate::edge::schedules;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
-use crate::platforms::split_message;
 use crate::process::branch::BranchJob;
 use crate::process::compaction::{estimate_tokens, plan, CompactionJob, CompactionPlan};
 use crate::process::envelope::{Envelope, MessageType};
 use crate::process::worker_run::{WorkerInput, WorkerJob};
 use crate::process::Job;
 use crate::prompt;
+use crate::reply::markup::{escape, shown};
+use crate::reply::pieces::prepare;
 use crate::time::format_utc;
 
 /// Turns one alarm runs before it hands over to a fresh alarm.
@@ -192,13 +193,14 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         let result = thought.result;
         schedules_changed = thought.schedules_changed;
         reactions = thought.reactions.clone();
-        // A reply never carries a secret out: redacted before it is stored or sent.
-        let found = redactor().redact_all(&mut thought.texts);
-        if !found.is_empty() {
-            log(LogLine::warn("reply_redacted")).field("found", found.join(", ")).emit();
+        // The replies, rendered for the platform and split to fit; a secret
+        // is cut from what a reader sees of the whole turn (even split across
+        // replies) before anything is stored or sent.
+        let prepared = prepare(&thought.texts, platform.flavor(), platform.message_limit(), &redactor());
+        if !prepared.found.is_empty() {
+            log(LogLine::warn("reply_redacted")).field("found", prepared.found.join(", ")).emit();
         }
-        let pieces: Vec<String> =
-            thought.texts.iter().flat_map(|text| split_message(text, platform.message_limit())).collect();
+        let pieces = prepared.pieces;
         // In a group, quote the message being answered; a DM needs no quote.
         let reply_to = (!last.is_dm && !last.is_command).then_some(last.message_id.as_str());
         outbox::enqueue(sql, turn.id as i64, &pieces, reply_to, now_ms())?;
@@ -214,7 +216,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     platform.clear_working(last).await;
     crate::edge::web_chat::changed(&object.state, "outbox");
     for emoji in &reactions {
-        platform.react(last, emoji).await;
+        platform.react_with(last, emoji).await;
     }
     history_store::record(sql, &sent)?;
     for run in scheduled_runs(turn) {
@@ -573,7 +575,8 @@ async fn deliver(
     turn: i64,
 ) -> Result<Delivery> {
     let mut sent = Vec::new();
-    let resend_note = format!("{}\n\n", prompt::text("resend_note").trim_end());
+    // The note is plain text, escaped for the platform like any text.
+    let resend_note = format!("{}\n\n", escape(platform.flavor(), prompt::text("resend_note").trim_end(), false));
     for entry in outbox::entries(sql, turn)? {
         let piece_id = format!("{}/{}", event.conversation_key, entry.id);
         let piece = Piece {
@@ -626,8 +629,9 @@ async fn deliver(
                 role: HistoryRole::Assistant,
                 author_id: "bot".into(),
                 author_name: config.bot_name.clone(),
-                // The model remembers what it wrote, not the resend's note.
-                content: entry.text.strip_prefix(&resend_note).unwrap_or(&entry.text).to_string(),
+                // The model remembers what the reader saw, not the resend's note
+                // nor the platform's escapes.
+                content: shown(platform.flavor(), entry.text.strip_prefix(&resend_note).unwrap_or(&entry.text)),
                 platform_message_id: Some(platform_message_id),
                 // When the reply was written, before its send began: a message
                 // that arrives while the send is in flight comes after it.

@@ -346,7 +346,11 @@ fn channel_tool(name: &str, arguments: &serde_json::Value, processes: &mut Proce
         "skip" => Ok(Action::Skip {
             reason: arguments.get("reason").and_then(|value| value.as_str()).unwrap_or("").to_string(),
         }),
-        "react" => Ok(Action::React { emoji: argument("emoji")? }),
+        "react" => {
+            let emoji = argument("emoji")?;
+            crate::reply::reaction::parse(&emoji).map_err(str::to_string)?;
+            Ok(Action::React { emoji })
+        }
         "channel_disengage" => Ok(Action::Disengage),
         "branch" => {
             let question = argument("question")?;

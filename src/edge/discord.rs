@@ -12,6 +12,7 @@ use crate::inbound::{InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::discord::message::{create_message_body, reaction_path};
 use crate::platforms::discord::{webhook_call, MESSAGE_LIMIT};
+use crate::reply::reaction::Reaction;
 
 const API_TIMEOUT_MS: u64 = 10_000;
 /// A guild answer larger than this is not read further.
@@ -112,7 +113,10 @@ impl Messenger for Discord<'_> {
     }
 
     /// Commands have no message of the user's to react to; channel messages do.
-    async fn react(&self, event: &InboundEvent, emoji: &str) {
+    async fn react(&self, event: &InboundEvent, reaction: &Reaction) {
+        let Some(emoji) = reaction.emoji() else {
+            return; // a name Discord would need an id for
+        };
         if let ReplyAddress::DiscordChannel { channel_id, .. } = &event.reply_address {
             let path = reaction_path(channel_id, &event.message_id, emoji);
             let _ = self.call(Method::Put, &path, &Value::Null, true).await;

@@ -49,6 +49,18 @@ pub async fn send_json(
     body: &serde_json::Value,
     timeout_ms: u64,
 ) -> Result<HttpAnswer, HttpFailure> {
+    // Every JSON body leaves redacted (secrets, key shapes), whoever built it:
+    // platform messages, embeddings. A model request is scrubbed by the model
+    // client itself (configured secrets only, and it says so in the log).
+    let mut redacted;
+    let body = match kind {
+        Op::ModelCall => body,
+        _ => {
+            redacted = body.clone();
+            crate::edge::config::redactor().redact_json(&mut redacted);
+            &redacted
+        }
+    };
     let request = build_request(method, url, headers, body).map_err(|error| HttpFailure::Network(error.to_string()))?;
     exchange(kind, request, timeout_ms, None).await
 }

@@ -1,11 +1,17 @@
 //! Outbound calls to the platforms, behind one trait: a fourth platform is one
 //! more implementation and one more arm in [`for_address`]. Every text sent is
 //! redacted here (configured secrets and key shapes), whichever path made it,
-//! and so is every failure's message (it reaches logs and the admin API).
+//! over exactly the text that leaves (already rendered for the platform), and
+//! so is every failure's message (it reaches logs and the admin API). A
+//! reaction leaves only if it is an emoji or a short name that holds no secret.
 
+use super::log::Emit;
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::log_line::LogLine;
+use crate::reply::markup::Flavor;
+use crate::reply::reaction::{self, Reaction};
 
 use super::config::redactor;
 use super::web_chat::WebChat;
@@ -91,7 +97,7 @@ pub trait Messenger {
     /// peer bots it knows when it uses the count).
     async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount>;
     /// Reacts to the message with an emoji (the `react` tool); best effort.
-    async fn react(&self, event: &InboundEvent, emoji: &str);
+    async fn react(&self, event: &InboundEvent, reaction: &Reaction);
 }
 
 /// The platform a reply address belongs to.
@@ -121,6 +127,31 @@ impl Platform<'_> {
             Platform::Slack(_) => "Slack",
             Platform::Discord(_) => "Discord",
             Platform::Web(_) => "the web chat",
+        }
+    }
+
+    /// The format the platform reads replies in.
+    pub fn flavor(&self) -> Flavor {
+        match self {
+            Platform::Telegram(_) => Flavor::TelegramHtml,
+            Platform::Slack(_) => Flavor::SlackMrkdwn,
+            Platform::Discord(_) => Flavor::DiscordMarkdown,
+            Platform::Web(_) => Flavor::Plain,
+        }
+    }
+
+    /// Reacts with what the model chose, if it is an emoji or short name that
+    /// carries no secret (checked again here, where it leaves).
+    pub async fn react_with(&self, event: &InboundEvent, emoji: &str) {
+        let refused =
+            |why: &str| LogLine::warn("reaction_refused").conversation(&event.conversation_key).reason(&why).emit();
+        let found = redactor().found(emoji);
+        if !found.is_empty() {
+            return refused(&format!("it holds {}", found.join(", ")));
+        }
+        match reaction::parse(emoji) {
+            Ok(reaction) => self.react(event, &reaction).await,
+            Err(why) => refused(why),
         }
     }
 }
@@ -191,12 +222,12 @@ impl Messenger for Platform<'_> {
         }
     }
 
-    async fn react(&self, event: &InboundEvent, emoji: &str) {
+    async fn react(&self, event: &InboundEvent, reaction: &Reaction) {
         match self {
-            Platform::Telegram(platform) => platform.react(event, emoji).await,
-            Platform::Slack(platform) => platform.react(event, emoji).await,
-            Platform::Discord(platform) => platform.react(event, emoji).await,
-            Platform::Web(platform) => platform.react(event, emoji).await,
+            Platform::Telegram(platform) => platform.react(event, reaction).await,
+            Platform::Slack(platform) => platform.react(event, reaction).await,
+            Platform::Discord(platform) => platform.react(event, reaction).await,
+            Platform::Web(platform) => platform.react(event, reaction).await,
         }
     }
 }

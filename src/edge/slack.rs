@@ -8,9 +8,8 @@ use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
 use crate::ops::Op;
-use crate::platforms::slack::{
-    emoji_name, find_piece, piece_lookup, post_message_body, MESSAGE_LIMIT, WORKING_REACTION,
-};
+use crate::platforms::slack::{find_piece, piece_lookup, post_message_body, MESSAGE_LIMIT, WORKING_REACTION};
+use crate::reply::reaction::Reaction;
 
 const API_TIMEOUT_MS: u64 = 10_000;
 /// Members read per page; a channel with more is a truncated read.
@@ -118,7 +117,7 @@ impl Messenger for Slack<'_> {
         Some(MembershipCount { others: members.saturating_sub(1), truncated, fetched_at_ms: now_ms })
     }
 
-    async fn react(&self, event: &InboundEvent, emoji: &str) {
-        self.reaction("reactions.add", event, &emoji_name(emoji)).await;
+    async fn react(&self, event: &InboundEvent, reaction: &Reaction) {
+        self.reaction("reactions.add", event, reaction.name()).await;
     }
 }

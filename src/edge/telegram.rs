@@ -9,6 +9,8 @@ use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::telegram::{send_message_body, sent_message_id, MESSAGE_LIMIT};
+use crate::reply::markup::{shown, Flavor};
+use crate::reply::reaction::Reaction;
 
 /// How long one Bot API call may take.
 const API_TIMEOUT_MS: u64 = 10_000;
@@ -53,15 +55,17 @@ impl Messenger for Telegram<'_> {
         MESSAGE_LIMIT
     }
 
-    /// Sends with HTML formatting; if Telegram rejects the markup, sends the
-    /// same text as plain text.
+    /// Sends the piece, rendered as Telegram HTML by us (never the model's
+    /// own markup); if Telegram rejects it, sends what a reader would have
+    /// seen as plain text.
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
-        let plain = send_message_body(address, piece.text, piece.reply_to);
-        let mut formatted = plain.clone();
+        let mut formatted = send_message_body(address, piece.text, piece.reply_to);
         formatted["parse_mode"] = json!("HTML");
         let answer = match self.call("sendMessage", &formatted).await {
             Err(failure) if failure.message.contains("can't parse entities") => {
-                self.call("sendMessage", &plain).await?
+                let plain = shown(Flavor::TelegramHtml, piece.text);
+                let plain = super::config::redactor().redact(&plain).into_owned();
+                self.call("sendMessage", &send_message_body(address, &plain, piece.reply_to)).await?
             }
             other => other?,
         };
@@ -108,7 +112,10 @@ impl Messenger for Telegram<'_> {
     }
 
     /// Telegram keeps one reaction per bot: this replaces the working one.
-    async fn react(&self, event: &InboundEvent, emoji: &str) {
+    async fn react(&self, event: &InboundEvent, reaction: &Reaction) {
+        let Some(emoji) = reaction.emoji() else {
+            return; // Telegram reacts by emoji only
+        };
         self.set_reaction(event, json!([{ "type": "emoji", "emoji": emoji }])).await;
     }
 }

@@ -97,7 +97,10 @@ impl Messenger for WebChat<'_> {
         None
     }
 
-    async fn react(&self, event: &InboundEvent, emoji: &str) {
+    async fn react(&self, event: &InboundEvent, reaction: &crate::reply::reaction::Reaction) {
+        let Some(emoji) = reaction.emoji() else {
+            return;
+        };
         let message =
             serde_json::json!({ "type": "reaction", "id": format!("in:{}", event.delivery_id), "emoji": emoji });
         push(self.state, CHAT, &message);

@@ -308,12 +308,17 @@ fn form_decode(text: &str) -> String {
 /// interrupted by a crash can be looked up before it is sent again.
 pub const PIECE_EVENT_TYPE: &str = "edgebot_reply_piece";
 
-/// The `chat.postMessage` body for one piece of a reply, tagged with its id.
+/// The `chat.postMessage` body for one piece of a reply (already rendered as
+/// mrkdwn, with `<`, `>` and `&` escaped), tagged with its id. `link_names`
+/// off and `parse: none` keep Slack from turning names in the text into
+/// mentions.
 pub fn post_message_body(address: &ReplyAddress, text: &str, piece_id: &str) -> Value {
     match address {
         ReplyAddress::Slack { channel, thread_ts } => {
             let metadata = json!({ "event_type": PIECE_EVENT_TYPE, "event_payload": { "piece": piece_id } });
-            let mut body = json!({ "channel": channel, "text": text, "metadata": metadata });
+            let mut body = json!({
+                "channel": channel, "text": text, "metadata": metadata, "link_names": false, "parse": "none"
+            });
             if let Some(thread) = thread_ts {
                 body["thread_ts"] = json!(thread);
             }
@@ -344,30 +349,6 @@ pub fn find_piece(answer: &Value, piece_id: &str) -> Option<String> {
         let is_piece = metadata["event_type"] == PIECE_EVENT_TYPE && metadata["event_payload"]["piece"] == piece_id;
         is_piece.then(|| message["ts"].as_str().map(str::to_string)).flatten()
     })
-}
-
-/// Slack reacts by emoji name: common emoji are mapped to their names, and a
-/// `:name:` (or bare name) from the model is used as it is.
-pub fn emoji_name(emoji: &str) -> String {
-    const NAMES: &[(&str, &str)] = &[
-        ("👍", "+1"),
-        ("👎", "-1"),
-        ("👀", "eyes"),
-        ("✅", "white_check_mark"),
-        ("❤️", "heart"),
-        ("❤", "heart"),
-        ("🎉", "tada"),
-        ("😂", "joy"),
-        ("🙏", "pray"),
-        ("🔥", "fire"),
-        ("🤔", "thinking_face"),
-        ("👋", "wave"),
-    ];
-    let emoji = emoji.trim();
-    NAMES
-        .iter()
-        .find(|(glyph, _)| *glyph == emoji)
-        .map_or_else(|| emoji.trim_matches(':').to_string(), |(_, name)| name.to_string())
 }
 
 #[cfg(test)]
@@ -469,6 +450,7 @@ mod tests {
         let thread = ReplyAddress::Slack { channel: "C1".into(), thread_ts: Some("1700000000.000100".into()) };
         let body = post_message_body(&thread, "hello", "slack:T:C1/7:0");
         assert_eq!(body["metadata"]["event_payload"]["piece"], "slack:T:C1/7:0");
+        assert_eq!((&body["link_names"], &body["parse"]), (&json!(false), &json!("none")), "no names become mentions");
         let (method, query) = piece_lookup(&thread, 1_700_000_000).unwrap();
         assert_eq!(method, "conversations.replies");
         assert!(query.contains("ts=1700000000.000100") && query.contains("include_all_metadata=true"), "{query}");
@@ -561,12 +543,5 @@ mod tests {
         assert_eq!(event.conversation_key, "slack:T1:C9");
         assert_eq!(event.author.name, "ada");
         assert!(parse_command(b"text=hi").is_err());
-    }
-
-    #[test]
-    fn reactions_use_slack_emoji_names() {
-        assert_eq!(emoji_name("👍"), "+1");
-        assert_eq!(emoji_name(" :rocket: "), "rocket");
-        assert_eq!(emoji_name("tada"), "tada");
     }
 }

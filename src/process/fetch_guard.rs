@@ -2,8 +2,10 @@
 //! public addresses. The URL is parsed once, by the WHATWG URL rules (the
 //! `url` crate, as the runtime's own parser reads it), and the *parsed* host
 //! is judged: loopback, private, link-local (cloud metadata), carrier-grade
-//! NAT, documentation, benchmarking, multicast and reserved addresses are
-//! refused, IPv6 forms that embed an IPv4 address are judged by that address,
+//! NAT, documentation, benchmarking, multicast and reserved addresses (the
+//! IANA IPv4 and IPv6 Special-Purpose Address Registries) are refused, IPv6
+//! outside global unicast is refused, IPv6 forms that embed an IPv4 address
+//! (mapped, translated, compatible, NAT64, 6to4) are judged by that address,
 //! and names that mean this machine or a local network are refused, unless a
 //! test-only allow-list names the host. The caller fetches the canonical
 //! serialisation the guard returns, never the original string, so no second
@@ -25,40 +27,56 @@ pub const TOOL_OUTPUT_CAP_BYTES: usize = 50_000;
 /// The schemes that may be fetched.
 const ALLOWED_SCHEMES: [&str; 2] = ["http", "https"];
 
-/// IPv4 networks that are not the public internet, as (network, prefix length).
-const REFUSED_V4: [(Ipv4Addr, u8); 14] = [
+/// IPv4 networks that are not the public internet, as (network, prefix
+/// length): every block of the IANA IPv4 Special-Purpose Address Registry
+/// (RFC 6890 and its updates; iana.org/assignments/iana-ipv4-special-registry)
+/// that is not globally reachable, and multicast. The registry's few globally
+/// reachable blocks inside 192.0.0.0/24 (PCP and TURN anycast) are refused
+/// with the rest of it; its other globally reachable ones (AS112, AMT) stay
+/// allowed.
+const REFUSED_V4: [(Ipv4Addr, u8); 15] = [
     (Ipv4Addr::new(0, 0, 0, 0), 8),       // "this network", 0.0.0.0
     (Ipv4Addr::new(10, 0, 0, 0), 8),      // private
-    (Ipv4Addr::new(100, 64, 0, 0), 10),   // carrier-grade NAT
+    (Ipv4Addr::new(100, 64, 0, 0), 10),   // shared address space (carrier-grade NAT)
     (Ipv4Addr::new(127, 0, 0, 0), 8),     // loopback
     (Ipv4Addr::new(169, 254, 0, 0), 16),  // link-local, cloud metadata
     (Ipv4Addr::new(172, 16, 0, 0), 12),   // private
-    (Ipv4Addr::new(192, 0, 0, 0), 24),    // IETF protocol assignments
-    (Ipv4Addr::new(192, 0, 2, 0), 24),    // documentation
+    (Ipv4Addr::new(192, 0, 0, 0), 24),    // IETF protocol assignments (DS-Lite, NAT64 discovery…)
+    (Ipv4Addr::new(192, 0, 2, 0), 24),    // documentation (TEST-NET-1)
+    (Ipv4Addr::new(192, 88, 99, 0), 24),  // deprecated 6to4 relay anycast (RFC 7526)
     (Ipv4Addr::new(192, 168, 0, 0), 16),  // private
     (Ipv4Addr::new(198, 18, 0, 0), 15),   // benchmarking
-    (Ipv4Addr::new(198, 51, 100, 0), 24), // documentation
-    (Ipv4Addr::new(203, 0, 113, 0), 24),  // documentation
+    (Ipv4Addr::new(198, 51, 100, 0), 24), // documentation (TEST-NET-2)
+    (Ipv4Addr::new(203, 0, 113, 0), 24),  // documentation (TEST-NET-3)
     (Ipv4Addr::new(224, 0, 0, 0), 4),     // multicast
-    (Ipv4Addr::new(240, 0, 0, 0), 4),     // reserved, and 255.255.255.255 broadcast
+    (Ipv4Addr::new(240, 0, 0, 0), 4),     // reserved, and 255.255.255.255 limited broadcast
 ];
 
-/// IPv6 networks that are not the public internet, as (network, prefix length).
-/// Forms that embed an IPv4 address (mapped, compatible, NAT64, 6to4) are not
-/// here: they are judged by the embedded address.
-const REFUSED_V6: [(Ipv6Addr, u8); 7] = [
-    (Ipv6Addr::new(0x0064, 0xff9b, 1, 0, 0, 0, 0, 0), 48), // local-use NAT64
-    (Ipv6Addr::new(0x0100, 0, 0, 0, 0, 0, 0, 0), 64),      // discard
+/// Global unicast, 2000::/3: the only IPv6 space the internet routes. Every
+/// other address is refused (loopback, unspecified, discard-only 100::/64,
+/// the dummy prefix 100:0:0:1::/64, local-use NAT64 64:ff9b:1::/48, SRv6 SIDs
+/// 5f00::/16, unique local fc00::/7, link-local fe80::/10, site-local
+/// fec0::/10, multicast ff00::/8, the rest of ::/8), unless it is a form that
+/// embeds an IPv4 address, which is judged by that address.
+const GLOBAL_UNICAST_V6: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2000, 0, 0, 0, 0, 0, 0, 0), 3);
+
+/// Blocks of global unicast that the IANA IPv6 Special-Purpose Address
+/// Registry (RFC 6890 and its updates; iana.org/assignments/iana-ipv6-special-registry)
+/// lists as not globally reachable, as (network, prefix length). 2001::/23 is
+/// refused whole: it holds Teredo 2001::/32 (which embeds IPv4 addresses,
+/// the client's obfuscated), benchmarking 2001:2::/48 and ORCHID, and its few
+/// globally reachable anycast blocks serve no web pages.
+const REFUSED_V6: [(Ipv6Addr, u8); 3] = [
+    (Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0), 23), // IETF protocol assignments, Teredo
     (Ipv6Addr::new(0x2001, 0x0db8, 0, 0, 0, 0, 0, 0), 32), // documentation
-    (Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7),       // unique local
-    (Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10),      // link-local
-    (Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0), 10),      // site-local (deprecated)
-    (Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8),       // multicast
+    (Ipv6Addr::new(0x3fff, 0, 0, 0, 0, 0, 0, 0), 20), // documentation (RFC 9637)
 ];
 
-/// NAT64 well-known prefix 64:ff9b::/96: the last 32 bits are an IPv4 address.
+/// IPv4-translated ::ffff:0:a.b.c.d (::ffff:0:0:0/96, RFC 2765): the last 32 bits are an IPv4 address.
+const TRANSLATED_PREFIX: (Ipv6Addr, u8) = (Ipv6Addr::new(0, 0, 0, 0, 0xffff, 0, 0, 0), 96);
+/// NAT64 well-known prefix 64:ff9b::/96 (RFC 6052): the last 32 bits are an IPv4 address.
 const NAT64_PREFIX: (Ipv6Addr, u8) = (Ipv6Addr::new(0x0064, 0xff9b, 0, 0, 0, 0, 0, 0), 96);
-/// 6to4 prefix 2002::/16: bits 16..48 are an IPv4 address.
+/// 6to4 prefix 2002::/16 (RFC 3056): bits 16..48 are an IPv4 address.
 const SIX_TO_FOUR_PREFIX: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2002, 0, 0, 0, 0, 0, 0, 0), 16);
 
 /// Names that mean this machine.
@@ -139,17 +157,20 @@ fn is_refused_v6(ip: Ipv6Addr) -> bool {
     if let Some(embedded) = embedded_v4(ip) {
         return is_refused_v4(embedded);
     }
-    REFUSED_V6.iter().any(|&(network, length)| in_v6(ip, network, length))
+    !in_v6(ip, GLOBAL_UNICAST_V6.0, GLOBAL_UNICAST_V6.1)
+        || REFUSED_V6.iter().any(|&(network, length)| in_v6(ip, network, length))
 }
 
 /// The IPv4 address inside an IPv6 form that carries one: mapped
 /// (::ffff:a.b.c.d), compatible (::a.b.c.d, which covers :: and ::1 as
-/// 0.0.0.0 and 0.0.0.1), NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:AABB:CCDD::).
+/// 0.0.0.0 and 0.0.0.1), translated (::ffff:0:a.b.c.d), NAT64
+/// (64:ff9b::a.b.c.d) and 6to4 (2002:AABB:CCDD::). Teredo is refused whole
+/// (see [`REFUSED_V6`]).
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let bits = u128::from(ip);
     if let Some(v4) = ip.to_ipv4() {
         Some(v4)
-    } else if in_v6(ip, NAT64_PREFIX.0, NAT64_PREFIX.1) {
+    } else if in_v6(ip, TRANSLATED_PREFIX.0, TRANSLATED_PREFIX.1) || in_v6(ip, NAT64_PREFIX.0, NAT64_PREFIX.1) {
         Some(Ipv4Addr::from(bits as u32))
     } else if in_v6(ip, SIX_TO_FOUR_PREFIX.0, SIX_TO_FOUR_PREFIX.1) {
         Some(Ipv4Addr::from((bits >> 80) as u32))
@@ -269,6 +290,27 @@ mod tests {
                 ("ipv6: local-use NAT64", "http://[64:ff9b:1::5db8:d822]/", Private("[64:ff9b:1::5db8:d822]")),
                 ("ipv6: 6to4 of 127.0.0.1", "http://[2002:7f00:1::]/", Private("[2002:7f00:1::]")),
                 ("ipv6: 6to4 of 192.168.1.1", "http://[2002:c0a8:101::1]/", Private("[2002:c0a8:101::1]")),
+                // Every IPv6 form that embeds an IPv4 address, carrying private ones.
+                ("ipv6: translated (RFC 2765), hex", "http://[::ffff:0:7f00:1]/", Private("[::ffff:0:7f00:1]")),
+                ("ipv6: translated, dotted", "http://[::ffff:0:127.0.0.1]/", Private("[::ffff:0:7f00:1]")),
+                ("ipv6: translated metadata", "http://[::ffff:0:169.254.169.254]/", Private("[::ffff:0:a9fe:a9fe]")),
+                ("ipv6: translated 10/8", "http://[0:0:0:0:ffff:0:a00:1]/", Private("[::ffff:0:a00:1]")),
+                ("ipv6: mapped 192.168/16", "http://[::ffff:192.168.0.1]/", Private("[::ffff:c0a8:1]")),
+                ("ipv6: compatible 10/8", "http://[::10.1.2.3]/", Private("[::a01:203]")),
+                ("ipv6: NAT64 of 127.0.0.1", "http://[64:ff9b::127.0.0.1]/", Private("[64:ff9b::7f00:1]")),
+                ("ipv6: NAT64 of metadata", "http://[64:ff9b::a9fe:a9fe]/", Private("[64:ff9b::a9fe:a9fe]")),
+                ("ipv6: local-use NAT64 of 10.0.0.1", "http://[64:ff9b:1::a00:1]/", Private("[64:ff9b:1::a00:1]")),
+                ("ipv6: 6to4 of 169.254.169.254", "http://[2002:a9fe:a9fe::]/", Private("[2002:a9fe:a9fe::]")),
+                (
+                    "ipv6: Teredo, client 127.0.0.1",
+                    "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
+                    Private("[2001:0:4136:e378:8000:63bf:80ff:fffe]"),
+                ),
+                ("ipv6: Teredo, server 10.0.0.1", "http://[2001:0:a00:1::1]/", Private("[2001:0:a00:1::1]")),
+                ("ipv6: SRv6 SIDs 5f00::/16", "http://[5f00::1]/", Private("[5f00::1]")),
+                ("ipv6: documentation 3fff::/20", "http://[3fff::1]/", Private("[3fff::1]")),
+                ("ipv6: benchmarking 2001:2::/48", "http://[2001:2::1]/", Private("[2001:2::1]")),
+                ("ipv6: reserved ::/8", "http://[::1:0:0:1]/", Private("[::1:0:0:1]")),
                 ("ipv6: no zone ids", "http://[fe80::1%25eth0]/", Unparseable(InvalidIpv6Address)),
                 ("ipv6: unique local fc00::/7", "http://[fc00::1]/", Private("[fc00::1]")),
                 ("ipv6: unique local fd", "http://[fd12:3456::1]/", Private("[fd12:3456::1]")),
@@ -351,9 +393,19 @@ mod tests {
                 ("ipv6: mapped public", "http://[::ffff:93.184.216.34]/", Allowed("http://[::ffff:5db8:d822]/")),
                 ("ipv6: NAT64, public", "http://[64:ff9b::5db8:d822]/", Allowed("http://[64:ff9b::5db8:d822]/")),
                 ("ipv6: 6to4, public", "http://[2002:5db8:d822::1]/", Allowed("http://[2002:5db8:d822::1]/")),
-                ("ipv6: above fc00::/7", "http://[fe00::1]/", Allowed("http://[fe00::1]/")),
+                ("ipv6: fe00::/9, reserved", "http://[fe00::1]/", Private("[fe00::1]")),
                 ("ipv6: beside 2001:db8::/32", "http://[2001:db9::1]/", Allowed("http://[2001:db9::1]/")),
-                ("ipv6: beside 100::/64", "http://[100:0:0:1::1]/", Allowed("http://[100:0:0:1::1]/")),
+                ("ipv6: dummy prefix 100:0:0:1::/64", "http://[100:0:0:1::1]/", Private("[100:0:0:1::1]")),
+                ("192.88.99.0/24 6to4 relay", "http://192.88.99.1/", Private("192.88.99.1")),
+                ("AS112 is globally reachable", "http://192.31.196.1/", Allowed("http://192.31.196.1/")),
+                (
+                    "ipv6: AS112 is globally reachable",
+                    "http://[2620:4f:8000::1]/",
+                    Allowed("http://[2620:4f:8000::1]/"),
+                ),
+                ("ipv6: beside 2001::/23", "http://[2001:200::1]/", Allowed("http://[2001:200::1]/")),
+                ("ipv6: below 3fff::/20", "http://[3ffe:ffff::1]/", Allowed("http://[3ffe:ffff::1]/")),
+                ("ipv6: above 2000::/3", "http://[4000::1]/", Private("[4000::1]")),
             ],
             &[],
         );

@@ -123,36 +123,34 @@ const MATCHERS: [(Matcher, NotBefore); 5] = [
     (bearer, |byte| byte.is_ascii_alphanumeric()),
 ];
 
-/// The text with every well-known key shape replaced by [`REDACTED`];
-/// borrowed when nothing was found.
-pub fn redact_shapes(text: &str) -> Cow<'_, str> {
+/// Where well-known key shapes stand in `text` (byte ranges, in order, apart).
+pub fn shape_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     let bytes = text.as_bytes();
-    let mut out = String::new();
-    let mut copied = 0;
+    let mut found = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
-        let found = MATCHERS.iter().find_map(|(matcher, not_before)| {
+        let matched = MATCHERS.iter().find_map(|(matcher, not_before)| {
             if at > 0 && not_before(bytes[at - 1]) {
                 return None;
             }
             matcher(bytes, at)
         });
-        match found {
+        match matched {
+            // Every shape is ASCII, so both ends are character boundaries.
             Some((start, end)) => {
-                // Every shape is ASCII, so both ends are character boundaries.
-                out.push_str(&text[copied..start]);
-                out.push_str(REDACTED);
-                copied = end;
+                found.push(start..end);
                 at = end;
             }
             None => at += 1,
         }
     }
-    if copied == 0 {
-        return Cow::Borrowed(text);
-    }
-    out.push_str(&text[copied..]);
-    Cow::Owned(out)
+    found
+}
+
+/// The text with every well-known key shape replaced by [`REDACTED`];
+/// borrowed when nothing was found.
+pub fn redact_shapes(text: &str) -> Cow<'_, str> {
+    super::cut(text, &shape_ranges(text))
 }
 
 #[cfg(test)]

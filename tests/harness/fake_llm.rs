@@ -46,6 +46,8 @@ struct Script {
     /// before the general script (for processes that run concurrently).
     routed: Vec<(String, VecDeque<Scripted>)>,
     requests: Vec<Value>,
+    /// Bodies sent to `/v1/embeddings`, in order.
+    embeddings: Vec<Value>,
     in_flight: usize,
     /// The answer once the script is used up (None: a 500), for load that
     /// runs turns without counting them (the bench).
@@ -61,7 +63,10 @@ pub struct FakeLlm {
 impl FakeLlm {
     pub async fn start() -> Self {
         let script = Arc::new(Mutex::new(Script::default()));
-        let router = Router::new().route("/v1/chat/completions", post(complete)).with_state(script.clone());
+        let router = Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .route("/v1/embeddings", post(embed))
+            .with_state(script.clone());
         let server = ServerHandle::serve(router).await;
         FakeLlm { base_url: server.base_url.clone(), script, _server: server }
     }
@@ -92,6 +97,11 @@ impl FakeLlm {
     /// Requests received but not yet answered.
     pub fn in_flight(&self) -> usize {
         self.script.lock().unwrap().in_flight
+    }
+
+    /// Every embeddings request received so far, in order.
+    pub fn embedding_requests(&self) -> Vec<Value> {
+        self.script.lock().unwrap().embeddings.clone()
     }
 
     /// Every request received so far, in order.
@@ -128,6 +138,15 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
     let response = answer_with(answer).await;
     script.lock().unwrap().in_flight -= 1;
     response
+}
+
+/// An OpenAI-compatible embeddings answer: one constant 384-wide vector per input.
+async fn embed(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<Value>) -> Response {
+    let inputs = request["input"].as_array().map_or(1, Vec::len);
+    script.lock().unwrap().embeddings.push(request);
+    let data: Vec<Value> =
+        (0..inputs).map(|index| json!({"object": "embedding", "index": index, "embedding": vec![0.05; 384]})).collect();
+    Json(json!({"object": "list", "data": data})).into_response()
 }
 
 async fn answer_with(answer: Option<Scripted>) -> Response {

@@ -1,5 +1,6 @@
 //! The configured embedder: the deterministic local one (offline default), an
 //! OpenAI-compatible embeddings endpoint, or Workers AI through its binding.
+//! Texts for the remote two are redacted first (secrets and key shapes).
 
 use serde_json::Value;
 use worker::Env;
@@ -33,6 +34,13 @@ pub fn embedder<'a>(config: &'a Config, env: &'a Env) -> EdgeEmbedder<'a> {
 
 impl Embedder for EdgeEmbedder<'_> {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if let EdgeEmbedder::Local(local) = self {
+            return local.embed(texts).await;
+        }
+        // Text sent to an embeddings API leaves the Worker: no secret goes with it.
+        let redactor = crate::edge::config::redactor();
+        let texts: Vec<String> = texts.iter().map(|text| redactor.redact(text).into_owned()).collect();
+        let texts = texts.as_slice();
         match self {
             EdgeEmbedder::Local(local) => local.embed(texts).await,
             EdgeEmbedder::OpenAi { config, model } => {

@@ -1,0 +1,8 @@
+//! What a reply can carry out of the Worker: the model's Markdown rendered
+//! for the platform with every link's target visible and no mass mention
+//! ([`markup`]), secrets cut from what a reader sees over the whole turn
+//! ([`pieces`]), and reactions that are emoji and nothing else ([`reaction`]).
+
+pub mod markup;
+pub mod pieces;
+pub mod reaction;
