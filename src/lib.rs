@@ -20,6 +20,7 @@ pub mod redact;
 pub mod schedule;
 pub mod security;
 pub mod session;
+pub mod sign_in_limit;
 pub mod sorting;
 pub mod status;
 pub mod tasks;
@@ -35,3 +36,7 @@ mod channel_object;
 #[cfg(target_arch = "wasm32")]
 #[path = "../durable_objects/gateway_object.rs"]
 mod gateway_object;
+
+#[cfg(target_arch = "wasm32")]
+#[path = "../durable_objects/sign_in_object.rs"]
+mod sign_in_object;
