@@ -157,43 +157,46 @@ async fn start_chat(env: &TestEnv, token: &str) -> (String, Value) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_guests_cookie_is_never_an_operators() {
-    let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE)]).await;
-    let (guest, answer) = start_chat(&env, INVITE).await;
-    assert_eq!(answer["role"], "guest");
-    let (name, value) = guest.split_once('=').unwrap();
-    assert_eq!(name, "__Host-edgebot_chat");
+    for admin_token in [None, Some(ADMIN_TOKEN)] {
+        let mut vars = vec![("WEB_CHAT_TOKEN", INVITE)];
+        if admin_token.is_none() {
+            vars.push(("ADMIN_TOKEN", ""));
+        }
+        let env = TestEnv::start_with(&vars).await;
+        let (guest, answer) = start_chat(&env, INVITE).await;
+        assert_eq!(answer["role"], "guest");
+        let (chat_cookie_name, value) = guest.split_once('=').unwrap();
 
-    // The guest's own value, under the operator's cookie name, and with its kind rewritten.
-    let (_, tag) = value.rsplit_once('.').unwrap();
-    let (_, rest) = value.split_once('.').unwrap();
-    let mut cookies = vec![format!("__Host-edgebot_admin={value}")];
-    for kind in ["admin", "chat-operator"] {
-        cookies.push(format!("__Host-edgebot_admin={kind}.{rest}"));
-        cookies.push(format!("__Host-edgebot_admin={kind}.operator.{}.{tag}", far_future_ms()));
+        // The guest's own value as an operator's; with its kind rewritten; and its
+        // contents signed again as an operator's with every key the invitation gives.
+        let (_, tag) = value.rsplit_once('.').unwrap();
+        let (_, rest) = value.split_once('.').unwrap();
+        let (subject, _) = rest.split_once('.').unwrap();
+        let mut values = vec![value.to_string()];
+        for kind in ["admin", "chat-operator"] {
+            values.push(format!("{kind}.{rest}"));
+            values.push(format!("{kind}.operator.{}.{tag}", far_future_ms()));
+            for (_, key) in keys_an_invitation_holder_can_build() {
+                values.push(issue(&key, kind, subject, far_future_ms()).unwrap());
+            }
+        }
+        for value in &values {
+            for name in ["edgebot_admin", "__Host-edgebot_admin"] {
+                let cookie = format!("{name}={value}");
+                let opened = admin_routes_opened_by(&env, &cookie).await;
+                assert!(opened.is_empty(), "admin token {admin_token:?}: {cookie} opened {opened:?}");
+            }
+        }
+        // Nor does a guest's chat cookie rewritten to an operator's chat make the guest an operator there.
+        let chat_session = |cookie: String| {
+            env.client.get(format!("{}/api/chat/session", env.worker.base_url)).header("cookie", cookie).send()
+        };
+        let rewritten = chat_session(format!("{chat_cookie_name}=chat-operator.{rest}")).await.unwrap();
+        assert_eq!(rewritten.status(), 401, "an edited chat cookie is nobody's");
+        // The genuine guest cookie stays a guest's.
+        let genuine = chat_session(guest.clone()).await.unwrap();
+        assert_eq!(genuine.json::<Value>().await.unwrap()["role"], "guest");
     }
-    for cookie in &cookies {
-        let opened = admin_routes_opened_by(&env, cookie).await;
-        assert!(opened.is_empty(), "{cookie} opened {opened:?}");
-    }
-    // Nor does a guest's chat cookie rewritten to an operator's chat make the guest an operator there.
-    let rewritten = format!("__Host-edgebot_chat=chat-operator.{rest}");
-    let response = env
-        .client
-        .get(format!("{}/api/chat/session", env.worker.base_url))
-        .header("cookie", &rewritten)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 401, "an edited chat cookie is nobody's");
-    // The genuine guest cookie stays a guest's.
-    let response = env
-        .client
-        .get(format!("{}/api/chat/session", env.worker.base_url))
-        .header("cookie", &guest)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.json::<Value>().await.unwrap()["role"], "guest");
 }
 
 /// POSTs a sign-in from `address` (as Cloudflare's CF-Connecting-IP); returns the status and Retry-After.
