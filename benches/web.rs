@@ -29,7 +29,7 @@ fn gzipped(bytes: &[u8]) -> usize {
 
 #[tokio::main]
 async fn main() {
-    let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", "bench-invite")]).await;
+    let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", "bench-invitation-1")]).await;
     let client = reqwest::Client::new();
 
     // Everything the dashboard's sign-in page loads, fetched from the Worker.
@@ -45,7 +45,7 @@ async fn main() {
     let browser = Browser::start(390, 800).await;
     browser.goto(&format!("{}/chat/", env.worker.base_url)).await;
     browser.wait_for_text("body", "Invitation", Duration::from_secs(10)).await;
-    browser.type_into("#invite", "bench-invite").await;
+    browser.type_into("#invite", "bench-invitation-1").await;
     browser.click("button[type=submit]").await;
     browser.wait_for_text("#connection", "connected", Duration::from_secs(10)).await;
 

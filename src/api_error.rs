@@ -22,6 +22,12 @@ pub enum ApiError {
     /// A request body over the route's cap (refused before it is read whole).
     #[error("request body over {0} bytes")]
     TooLarge(usize),
+    /// Too many failed token checks: try again after `retry_after_secs`.
+    #[error("{message}")]
+    TooManyRequests { message: &'static str, retry_after_secs: u64 },
+    /// The configuration is refused (a token too short): nothing is served.
+    #[error("{0}")]
+    Misconfigured(String),
     #[error("internal error")]
     Internal,
 }
@@ -36,7 +42,17 @@ impl ApiError {
             ApiError::MethodNotAllowed => 405,
             ApiError::Unavailable(_) => 503,
             ApiError::TooLarge(_) => 413,
+            ApiError::TooManyRequests { .. } => 429,
+            ApiError::Misconfigured(_) => 503,
             ApiError::Internal => 500,
+        }
+    }
+
+    /// The `Retry-After` header's seconds, for the errors that have one.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            ApiError::TooManyRequests { retry_after_secs, .. } => Some(*retry_after_secs),
+            _ => None,
         }
     }
 
@@ -58,6 +74,8 @@ mod tests {
             (ApiError::NotFound, 404, "not found"),
             (ApiError::Forbidden("cross-site request refused"), 403, "cross-site request refused"),
             (ApiError::TooLarge(1024), 413, "request body over 1024 bytes"),
+            (ApiError::TooManyRequests { message: "slow down", retry_after_secs: 7 }, 429, "slow down"),
+            (ApiError::Misconfigured("ADMIN_TOKEN is short".into()), 503, "ADMIN_TOKEN is short"),
             (ApiError::Internal, 500, "internal error"),
         ];
         for (error, status, message) in cases {

@@ -26,6 +26,16 @@ pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
 pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 
+/// The shortest `ADMIN_TOKEN` or `WEB_CHAT_TOKEN` the Worker starts with: a
+/// session signing key is derived from each, so a shorter one is refused.
+pub const MIN_SECRET_CHARS: usize = 16;
+/// Failed token checks one client may make per window before it gets 429s.
+pub const DEFAULT_SIGN_IN_CLIENT_LIMIT: u32 = 10;
+/// Failed token checks all clients together may make per window.
+pub const DEFAULT_SIGN_IN_LIMIT: u32 = 100;
+/// The window the failures are counted over.
+pub const DEFAULT_SIGN_IN_WINDOW_SECS: u64 = 15 * 60;
+
 /// The settings, read once per request from the environment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -86,6 +96,8 @@ pub struct Config {
     pub llm_retry: RetryPolicy,
     pub send_max_attempts: u32,
     pub channel: ChannelSettings,
+    /// The limits on failed sign-ins and token checks.
+    pub sign_in: crate::sign_in_limit::Limits,
 }
 
 impl Config {
@@ -167,8 +179,32 @@ impl Config {
                     worker_ms: number("WORKER_TIMEOUT_MS", DEFAULT_WORKER_TIMEOUT_MS as u64).max(1_000) as i64,
                 },
             },
+            sign_in: crate::sign_in_limit::Limits {
+                per_client: number("SIGN_IN_CLIENT_LIMIT", DEFAULT_SIGN_IN_CLIENT_LIMIT.into()).max(1) as u32,
+                overall: number("SIGN_IN_LIMIT", DEFAULT_SIGN_IN_LIMIT.into()).max(1) as u32,
+                window_ms: number("SIGN_IN_WINDOW_SECS", DEFAULT_SIGN_IN_WINDOW_SECS).max(1) as i64 * 1000,
+            },
             bot_name,
         }
+    }
+
+    /// Why the Worker refuses to serve with this configuration, if it does:
+    /// a token too short to derive a signing key from, or an invitation that
+    /// is the admin token (every guest would be an operator). The message
+    /// names the variable, never its value.
+    pub fn refusal(&self) -> Option<String> {
+        for (name, value) in [("ADMIN_TOKEN", &self.admin_token), ("WEB_CHAT_TOKEN", &self.web_chat_token)] {
+            if !value.is_empty() && value.chars().count() < MIN_SECRET_CHARS {
+                return Some(format!(
+                    "{name} is shorter than {MIN_SECRET_CHARS} characters: the Worker refuses to start until it is \
+                     longer (or unset)"
+                ));
+            }
+        }
+        if !self.admin_token.is_empty() && self.admin_token == self.web_chat_token {
+            return Some("WEB_CHAT_TOKEN equals ADMIN_TOKEN: the Worker refuses to start until they differ".into());
+        }
+        None
     }
 }
 
@@ -254,6 +290,37 @@ mod tests {
         assert!(config.channel.stickiness);
         assert_eq!(config.channel.debounce_ms, 1_500);
         assert_eq!(config.channel.max_wait_ms, 5_000);
+    }
+
+    fn with(vars: &[(&str, &str)]) -> Config {
+        let vars: HashMap<&str, &str> = vars.iter().copied().collect();
+        Config::from_lookup(|name| vars.get(name).map(|value| value.to_string()))
+    }
+
+    #[test]
+    fn a_token_under_sixteen_characters_is_refused_by_name_and_never_shown() {
+        assert_eq!(with(&[]).refusal(), None, "unset tokens are no refusal");
+        assert_eq!(
+            with(&[("ADMIN_TOKEN", "0123456789abcdef"), ("WEB_CHAT_TOKEN", "invitation-12345")]).refusal(),
+            None
+        );
+        for (name, value) in [("ADMIN_TOKEN", "0123456789abcde"), ("WEB_CHAT_TOKEN", "short-invite")] {
+            let refusal = with(&[(name, value)]).refusal().expect("refused");
+            assert!(refusal.starts_with(name) && refusal.contains("16 characters"), "{refusal}");
+            assert!(!refusal.contains(value), "{refusal}");
+        }
+        // Characters, not bytes: 15 two-byte letters are still too short.
+        assert!(with(&[("ADMIN_TOKEN", &"é".repeat(15))]).refusal().is_some());
+        let same = with(&[("ADMIN_TOKEN", "the-same-token-16"), ("WEB_CHAT_TOKEN", "the-same-token-16")]);
+        assert!(same.refusal().unwrap().contains("equals ADMIN_TOKEN"));
+    }
+
+    #[test]
+    fn sign_in_limits_have_defaults_and_settings() {
+        let defaults = with(&[]).sign_in;
+        assert_eq!((defaults.per_client, defaults.overall, defaults.window_ms), (10, 100, 900_000));
+        let set = with(&[("SIGN_IN_CLIENT_LIMIT", "3"), ("SIGN_IN_LIMIT", "0"), ("SIGN_IN_WINDOW_SECS", "60")]).sign_in;
+        assert_eq!((set.per_client, set.overall, set.window_ms), (3, 1, 60_000), "a zero limit is one");
     }
 
     #[test]

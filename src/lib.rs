@@ -21,6 +21,7 @@ pub mod reply;
 pub mod schedule;
 pub mod security;
 pub mod session;
+pub mod sign_in_limit;
 pub mod sorting;
 pub mod status;
 pub mod tasks;
@@ -36,3 +37,7 @@ mod channel_object;
 #[cfg(target_arch = "wasm32")]
 #[path = "../durable_objects/gateway_object.rs"]
 mod gateway_object;
+
+#[cfg(target_arch = "wasm32")]
+#[path = "../durable_objects/sign_in_object.rs"]
+mod sign_in_object;

@@ -1,17 +1,73 @@
 //! Browser sessions: signed, expiring cookie values and the checks around
 //! them. A value reads `{kind}.{subject}.{expires_ms}.{mac}`, where the MAC is
-//! HMAC-SHA256 over the first three parts, keyed by the deployment's tokens,
-//! so nothing is stored per session and rotating a token signs everyone out.
+//! HMAC-SHA256 over the first three parts, keyed by the signing key of the
+//! session's [`SessionKind`], so nothing is stored per session and rotating a
+//! token signs that token's sessions out.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::config::{Config, MIN_SECRET_CHARS};
 use crate::security::{constant_time_eq, decode_hex};
 
-/// The operator's dashboard session.
-pub const ADMIN_COOKIE: &str = "edgebot_admin";
+/// The operator's dashboard session. `__Host-`: the browser keeps it only
+/// when it is `Secure`, for `Path=/` and without a `Domain`, so no sibling
+/// subdomain can set or shadow it.
+pub const ADMIN_COOKIE: &str = "__Host-edgebot_admin";
 /// A web-chat session: its subject is the conversation's id.
-pub const CHAT_COOKIE: &str = "edgebot_chat";
+pub const CHAT_COOKIE: &str = "__Host-edgebot_chat";
+
+/// Who a session belongs to. Each kind has its own signing key, derived from
+/// its own secret alone, so holding one kind's secret (a guest's invitation)
+/// derives nothing that signs another kind (an operator's session).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionKind {
+    /// The dashboard and admin API: derived from `ADMIN_TOKEN`.
+    Operator,
+    /// An operator's web chat: derived from `ADMIN_TOKEN`.
+    OperatorChat,
+    /// An invitation holder's web chat: derived from `WEB_CHAT_TOKEN`.
+    GuestChat,
+}
+
+impl SessionKind {
+    /// The kind as the cookie value names it (it is signed too).
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionKind::Operator => "admin",
+            SessionKind::OperatorChat => "chat-operator",
+            SessionKind::GuestChat => "chat-guest",
+        }
+    }
+
+    /// Domain separation: the same secret gives each kind a different key.
+    fn label(self) -> &'static [u8] {
+        match self {
+            SessionKind::Operator => b"edgebot session signing key v2: operator dashboard",
+            SessionKind::OperatorChat => b"edgebot session signing key v2: operator web chat",
+            SessionKind::GuestChat => b"edgebot session signing key v2: guest web chat",
+        }
+    }
+
+    /// The secret this kind's key is derived from.
+    fn secret(self, config: &Config) -> &str {
+        match self {
+            SessionKind::Operator | SessionKind::OperatorChat => &config.admin_token,
+            SessionKind::GuestChat => &config.web_chat_token,
+        }
+    }
+
+    /// The kind's signing key: HMAC-SHA256 keyed by the kind's own secret over
+    /// its label. None (no sessions of this kind exist) when that secret is
+    /// unset or too short to be a key; nothing else is ever mixed in.
+    pub fn signing_key(self, config: &Config) -> Option<[u8; 32]> {
+        let secret = self.secret(config);
+        if secret.chars().count() < MIN_SECRET_CHARS {
+            return None;
+        }
+        Some(mac(secret.as_bytes(), self.label()).finalize().into_bytes().into())
+    }
+}
 /// How long a dashboard session lasts.
 pub const ADMIN_SESSION_MS: i64 = 12 * 60 * 60 * 1000;
 /// How long a web-chat session lasts (the conversation outlives it in storage).
@@ -24,9 +80,9 @@ pub struct Session {
     pub expires_ms: i64,
 }
 
-fn mac(key: &[u8], signed: &str) -> Hmac<Sha256> {
+fn mac(key: &[u8], signed: &[u8]) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
-    mac.update(signed.as_bytes());
+    mac.update(signed);
     mac
 }
 
@@ -42,7 +98,8 @@ pub fn issue(key: &[u8], kind: &str, subject: &str, expires_ms: i64) -> Option<S
         return None;
     }
     let signed = format!("{kind}.{subject}.{expires_ms}");
-    let tag: String = mac(key, &signed).finalize().into_bytes().iter().map(|byte| format!("{byte:02x}")).collect();
+    let tag: String =
+        mac(key, signed.as_bytes()).finalize().into_bytes().iter().map(|byte| format!("{byte:02x}")).collect();
     Some(format!("{signed}.{tag}"))
 }
 
@@ -53,7 +110,7 @@ pub fn verify(key: &[u8], kind: &str, value: &str, now_ms: i64) -> Option<Sessio
         return None;
     }
     let (signed, tag) = value.rsplit_once('.')?;
-    let expected = mac(key, signed).finalize().into_bytes();
+    let expected = mac(key, signed.as_bytes()).finalize().into_bytes();
     if !constant_time_eq(&decode_hex(tag)?, &expected) {
         return None;
     }
@@ -136,11 +193,66 @@ mod tests {
 
     #[test]
     fn cookies_are_read_by_exact_name() {
-        let header = Some("a=1; edgebot_admin=v.a.l; edgebot_admin_x=2");
+        let header = Some("a=1; edgebot_admin=old; __Host-edgebot_admin=v.a.l; __Host-edgebot_admin_x=2");
         assert_eq!(cookie(header, ADMIN_COOKIE), Some("v.a.l"));
         assert_eq!(cookie(header, "edgebot"), None);
         assert_eq!(cookie(None, ADMIN_COOKIE), None);
-        assert!(set_cookie(ADMIN_COOKIE, "v", 60).contains("HttpOnly; Secure; SameSite=Strict"));
+    }
+
+    #[test]
+    fn cookies_keep_the_host_prefix_rules() {
+        for name in [ADMIN_COOKIE, CHAT_COOKIE] {
+            assert!(name.starts_with("__Host-"), "{name}");
+            let set = set_cookie(name, "v", 60);
+            assert!(set.contains("; Path=/;") && set.contains("; Secure;"), "{set}");
+            assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+            assert!(!set.to_ascii_lowercase().contains("domain"), "{set}");
+        }
+    }
+
+    fn config(admin_token: &str, web_chat_token: &str) -> Config {
+        Config::from_lookup(|name| match name {
+            "ADMIN_TOKEN" => Some(admin_token.to_string()),
+            "WEB_CHAT_TOKEN" => Some(web_chat_token.to_string()),
+            _ => None,
+        })
+    }
+
+    const ADMIN: &str = "operator-secret-0123456789";
+    const INVITE: &str = "invitation-0123456789";
+
+    #[test]
+    fn operator_sessions_do_not_exist_without_the_admin_token() {
+        let config = config("", INVITE);
+        assert_eq!(SessionKind::Operator.signing_key(&config), None);
+        assert_eq!(SessionKind::OperatorChat.signing_key(&config), None);
+        assert!(SessionKind::GuestChat.signing_key(&config).is_some());
+        assert_eq!(SessionKind::GuestChat.signing_key(&self::config(ADMIN, "")), None);
+        assert_eq!(SessionKind::Operator.signing_key(&self::config("short-token", INVITE)), None, "under 16");
+    }
+
+    #[test]
+    fn each_kind_has_its_own_key_that_no_other_secret_gives() {
+        let both = config(ADMIN, INVITE);
+        let keys: Vec<_> = [SessionKind::Operator, SessionKind::OperatorChat, SessionKind::GuestChat]
+            .map(|kind| kind.signing_key(&both))
+            .into();
+        assert!(keys.iter().all(Option::is_some));
+        assert!(keys[0] != keys[1] && keys[1] != keys[2] && keys[0] != keys[2], "domain-separated");
+        // The invitation alone gives the guest key, and the same guest key with any admin token.
+        assert_eq!(SessionKind::GuestChat.signing_key(&config("", INVITE)), keys[2]);
+        assert_eq!(SessionKind::GuestChat.signing_key(&config("another-admin-token-42", INVITE)), keys[2]);
+        // The operator key moves with the admin token only.
+        assert_eq!(SessionKind::Operator.signing_key(&config(ADMIN, "")), keys[0]);
+        assert_ne!(SessionKind::Operator.signing_key(&config("another-admin-token-42", INVITE)), keys[0]);
+        // A value signed with the guest key (or the old scheme's key) is no operator session.
+        let guest_key = keys[2].unwrap();
+        let operator_key = keys[0].unwrap();
+        let forged = issue(&guest_key, "admin", "operator", i64::MAX).unwrap();
+        assert_eq!(verify(&operator_key, "admin", &forged, 0), None);
+        let old_scheme = format!("edgebot-session\n\n{INVITE}");
+        let forged = issue(old_scheme.as_bytes(), "admin", "operator", i64::MAX).unwrap();
+        assert_eq!(verify(&operator_key, "admin", &forged, 0), None);
     }
 
     #[test]

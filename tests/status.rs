@@ -18,7 +18,7 @@ async fn status_reports_bindings_migrations_platforms_and_the_last_cron_tick() {
     assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(
         status["bindings"],
-        json!({"DB": true, "CHANNEL": true, "GATEWAY": true, "JOBS": true, "AI": false, "VECTORS": false})
+        json!({"DB": true, "CHANNEL": true, "GATEWAY": true, "SIGN_IN": true, "JOBS": true, "AI": false, "VECTORS": false})
     );
     let migrations: Vec<&str> = status["migrations"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert_eq!(migrations.first(), Some(&"0001_history.sql"));
@@ -111,7 +111,8 @@ async fn operation_counts_follow_a_turn_and_a_retried_webhook_writes_nothing() {
     let settled = env.admin("/api/ops").await;
     assert_eq!(env.telegram_update(&update).await.status(), 200);
     let retried = env.admin("/api/ops").await;
-    assert_eq!(ops_delta(&settled, &retried, "do_requests"), 1);
+    // The duplicate's inbox lookup, and the sign-in object's check of the bearer token of `/api/ops`.
+    assert_eq!(ops_delta(&settled, &retried, "do_requests"), 2);
     assert!(ops_delta(&settled, &retried, "do_rows_read") >= 1, "the inbox lookup");
     assert_eq!(ops_delta(&settled, &retried, "do_rows_written"), 0, "a duplicate writes nothing");
     assert_eq!(ops_delta(&settled, &retried, "model_calls"), 0);

@@ -12,7 +12,7 @@ use crate::harness::browser::Browser;
 use crate::harness::{group_update, wait_for, Scripted, TestEnv, ADMIN_TOKEN, GROUP_CHAT};
 
 const WORKER: &str = "You are a worker";
-const INVITE: &str = "test-invitation";
+const INVITE: &str = "test-invitation-1";
 
 fn status(kind: &str, text: &str) -> Scripted {
     Scripted::ToolCalls(vec![("set_status".into(), json!({ "kind": kind, "text": text }))])
@@ -341,7 +341,7 @@ async fn sessions_are_signed_slow_to_guess_same_site_only_and_end_on_sign_out() 
     let cleared =
         out.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap().to_string()).collect::<Vec<_>>();
     assert!(
-        cleared.iter().any(|value| value.starts_with("edgebot_admin=;") && value.contains("Max-Age=0")),
+        cleared.iter().any(|value| value.starts_with("__Host-edgebot_admin=;") && value.contains("Max-Age=0")),
         "{cleared:?}"
     );
 

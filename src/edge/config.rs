@@ -11,6 +11,8 @@ use crate::redact::Redactor;
 pub const CHANNEL_BINDING: &str = "CHANNEL";
 /// Name of the Durable Object binding for the Discord Gateway connection.
 pub const GATEWAY_BINDING: &str = "GATEWAY";
+/// Name of the Durable Object binding that counts failed sign-ins.
+pub const SIGN_IN_BINDING: &str = "SIGN_IN";
 /// Name of the Queue binding for process jobs.
 pub const JOBS_BINDING: &str = "JOBS";
 /// Queue names ending in this are dead-letter queues.

@@ -51,6 +51,11 @@ const CORTEX_USAGE_KEY: &str = "cortex";
 async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) {
     crate::ops::count(crate::ops::Op::WorkerInvocation);
     let config = config::load(&env);
+    if let Some(refusal) = config.refusal() {
+        // Refused at start: the cron does nothing either (every request says why).
+        LogLine::error("config_refused").field("error", refusal).emit();
+        return;
+    }
     let started = now_ms();
     let gateway = match config.discord_gateway {
         true => outcome(super::gateway::call(&env, worker::Method::Post, "/ensure").await.map(|_| None)),

@@ -1,7 +1,7 @@
 //! The Worker's routes: one table from (method, path) to a handler, and the
 //! one place where an [`ApiError`] becomes a status and a JSON body.
 
-use worker::{Env, Method, Request, Response, Result};
+use worker::{Env, Headers, Method, Request, Response, Result};
 
 use crate::api_error::ApiError;
 use crate::log_line::LogLine;
@@ -11,7 +11,40 @@ use super::{admin, config, schedules, sessions, webhooks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     // Loaded first, so every log line and error body knows the secrets to scrub.
-    config::load(env);
+    let refusal = config::load(env).refusal();
+    let outcome = match refusal {
+        // A configuration the Worker refuses: every request (health included)
+        // says why, and nothing else runs.
+        Some(refusal) => Err(ApiError::Misconfigured(refusal)),
+        None => route(request, env).await,
+    };
+    let response = outcome.or_else(|error| {
+        let mut body = error.body();
+        config::redactor().redact_json(&mut body);
+        let mut response = Response::from_json(&body)?.with_status(error.status());
+        if let Some(seconds) = error.retry_after_secs() {
+            response.headers_mut().set("retry-after", &seconds.to_string())?;
+        }
+        Ok::<_, worker::Error>(response)
+    })?;
+    with_browser_headers(response)
+}
+
+/// The same response with [`crate::security::BROWSER_HEADERS`] added. The
+/// headers are copied into a new set: a response from a Durable Object has
+/// immutable ones.
+fn with_browser_headers(response: Response) -> Result<Response> {
+    let headers = Headers::new();
+    for (name, value) in response.headers().entries() {
+        headers.append(&name, &value)?;
+    }
+    for (name, value) in crate::security::BROWSER_HEADERS {
+        headers.set(name, value)?;
+    }
+    Ok(response.with_headers(headers))
+}
+
+async fn route(request: Request, env: &Env) -> std::result::Result<Response, ApiError> {
     let path = request.path();
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let outcome = match (request.method(), segments.as_slice()) {
@@ -79,11 +112,7 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         ) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound),
     };
-    outcome.or_else(|error| {
-        let mut body = error.body();
-        config::redactor().redact_json(&mut body);
-        Ok(Response::from_json(&body)?.with_status(error.status()))
-    })
+    outcome
 }
 
 /// Logs a runtime failure and hides its detail from the caller.

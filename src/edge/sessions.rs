@@ -1,7 +1,12 @@
 //! Browser sign-in. The admin token is exchanged for a signed, expiring
 //! session cookie that the admin API accepts like the bearer token; a
-//! web-chat session is a cookie too. Nothing is stored per session.
-//! Wrong tokens are answered after a pause, so guessing is pointless.
+//! web-chat session is a cookie too. Nothing is stored per session: each
+//! kind of session is signed with its own key (src/session.rs).
+//!
+//! Every token check (sign-in, the chat invitation, a bearer token) first
+//! asks the sign-in object whether its client may try (src/sign_in_limit.rs):
+//! over a limit it gets 429 without the token being judged. A wrong token is
+//! answered after a pause.
 
 use serde::Deserialize;
 use worker::{Env, Headers, Method, Request, RequestInit, Response};
@@ -9,36 +14,74 @@ use worker::{Env, Headers, Method, Request, RequestInit, Response};
 use crate::api_error::ApiError;
 use crate::config::Config;
 use crate::security::{bearer_matches, constant_time_eq};
-use crate::session::{self, Session, ADMIN_COOKIE, ADMIN_SESSION_MS, CHAT_COOKIE, CHAT_SESSION_MS};
+use crate::session::{self, Session, SessionKind, ADMIN_COOKIE, ADMIN_SESSION_MS, CHAT_COOKIE, CHAT_SESSION_MS};
+use crate::sign_in_limit::{client_key, Outcome};
 
-use super::config::{self, CHANNEL_BINDING};
+use super::config::{self, CHANNEL_BINDING, SIGN_IN_BINDING};
 use super::http::{now_ms, read_body, sleep_ms};
 use super::router::internal;
 
 /// How long a wrong token waits for its refusal.
 const REFUSAL_DELAY_MS: u64 = 1_000;
 const MAX_SIGN_IN_BODY_BYTES: usize = 4 << 10;
-/// Who a web-chat session belongs to (the cookie's subject is `{role}_{id}`).
+/// Who a web-chat session belongs to (the page and the channel see it).
 const OPERATOR: &str = "operator";
 const GUEST: &str = "guest";
-
-/// Sessions are signed with the deployment's tokens: rotating one signs
-/// everyone out. No token set, no sessions.
-fn signing_key(config: &Config) -> Vec<u8> {
-    if config.admin_token.is_empty() && config.web_chat_token.is_empty() {
-        return Vec::new();
-    }
-    format!("edgebot-session\n{}\n{}", config.admin_token, config.web_chat_token).into_bytes()
-}
+/// The one sign-in object of the deployment.
+const SIGN_IN_OBJECT: &str = "sign-in";
 
 fn header(request: &Request, name: &str) -> Result<Option<String>, ApiError> {
     request.headers().get(name).map_err(internal)
 }
 
-fn cookie_session(request: &Request, config: &Config, name: &str, kind: &str) -> Result<Option<Session>, ApiError> {
+/// The session of `kind` the named cookie proves, verified with that kind's
+/// own key (none when its secret is unset: no such sessions exist).
+fn cookie_session(
+    request: &Request,
+    config: &Config,
+    name: &str,
+    kind: SessionKind,
+) -> Result<Option<Session>, ApiError> {
     let cookies = header(request, "cookie")?;
     let value = session::cookie(cookies.as_deref(), name);
-    Ok(value.and_then(|value| session::verify(&signing_key(config), kind, value, now_ms())))
+    Ok(value.and_then(|value| session::verify(&kind.signing_key(config)?, kind.name(), value, now_ms())))
+}
+
+/// Asks the sign-in object whether this client may have a token judged, and
+/// tells it how the check went (it is recorded only when allowed). 429 with
+/// Retry-After when a limit holds; a storage failure refuses (fails closed).
+async fn limited(request: &Request, env: &Env, outcome: Outcome) -> Result<(), ApiError> {
+    let client = client_key(header(request, "cf-connecting-ip")?.as_deref());
+    let body = serde_json::json!({ "client": client, "outcome": outcome.name() }).to_string();
+    let attempt = || {
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post).with_body(Some(body.clone().into()));
+        Request::new_with_init("https://sign-in/attempt", &init)
+    };
+    let stub = env
+        .durable_object(SIGN_IN_BINDING)
+        .and_then(|namespace| namespace.get_by_name(SIGN_IN_OBJECT))
+        .map_err(internal)?;
+    let mut answer = stub.fetch_with_request(attempt().map_err(internal)?).await.map_err(internal)?;
+    let verdict: serde_json::Value = answer.json().await.map_err(internal)?;
+    if verdict["verdict"] == "check" {
+        return Ok(());
+    }
+    let retry_after_secs = verdict["retry_after_secs"].as_u64().ok_or(ApiError::Internal)?;
+    let message = match verdict["held"].as_str() {
+        Some("client") => "too many failed sign-ins from this address: try again after Retry-After seconds",
+        _ => "too many failed sign-ins: try again after Retry-After seconds",
+    };
+    Err(ApiError::TooManyRequests { message, retry_after_secs })
+}
+
+/// A token check: the limits first, then a failure is refused slowly.
+async fn judged(request: &Request, env: &Env, outcome: Outcome) -> Result<Outcome, ApiError> {
+    limited(request, env, outcome).await?;
+    match outcome {
+        Outcome::Failed => Err(refuse_slowly().await),
+        other => Ok(other),
+    }
 }
 
 /// A request that changes something, or opens a socket, with a cookie must
@@ -74,12 +117,13 @@ async fn refuse_slowly() -> ApiError {
 pub async fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
     let config = config::load(env);
     if let Some(bearer) = header(request, "authorization")? {
-        return match bearer_matches(Some(&bearer), &config.admin_token) {
-            true => Ok(()),
-            false => Err(refuse_slowly().await),
+        let outcome = match bearer_matches(Some(&bearer), &config.admin_token) {
+            true => Outcome::Operator,
+            false => Outcome::Failed,
         };
+        return judged(request, env, outcome).await.map(|_| ());
     }
-    match cookie_session(request, &config, ADMIN_COOKIE, "admin")? {
+    match cookie_session(request, &config, ADMIN_COOKIE, SessionKind::Operator)? {
         Some(_) => check_origin(request),
         None => Err(ApiError::Unauthorized("sign in, or send Authorization: Bearer <ADMIN_TOKEN>")),
     }
@@ -112,18 +156,17 @@ pub async fn sign_in(mut request: Request, env: &Env) -> Result<Response, ApiErr
     let presented = sign_in_body(&mut request).await?.token;
     let matches =
         !config.admin_token.is_empty() && constant_time_eq(presented.trim().as_bytes(), config.admin_token.as_bytes());
-    if !matches {
-        return Err(refuse_slowly().await);
-    }
+    judged(&request, env, if matches { Outcome::Operator } else { Outcome::Failed }).await?;
     let expires = now_ms() + ADMIN_SESSION_MS;
-    let value = session::issue(&signing_key(&config), "admin", OPERATOR, expires).ok_or(ApiError::Internal)?;
+    let key = SessionKind::Operator.signing_key(&config).ok_or(ApiError::Internal)?;
+    let value = session::issue(&key, SessionKind::Operator.name(), OPERATOR, expires).ok_or(ApiError::Internal)?;
     let cookie = session::set_cookie(ADMIN_COOKIE, &value, ADMIN_SESSION_MS / 1000);
     with_cookie(serde_json::json!({ "signed_in": true, "expires_at": expires }), &cookie)
 }
 
 /// `GET /api/session`: whether this browser is signed in.
 pub async fn current(request: &Request, env: &Env) -> Result<Response, ApiError> {
-    match cookie_session(request, &config::load(env), ADMIN_COOKIE, "admin")? {
+    match cookie_session(request, &config::load(env), ADMIN_COOKIE, SessionKind::Operator)? {
         Some(session) => {
             Response::from_json(&serde_json::json!({ "signed_in": true, "expires_at": session.expires_ms }))
                 .map_err(internal)
@@ -148,11 +191,16 @@ struct Chat {
     role: String,
 }
 
+/// The web chat this browser's cookie proves: a guest's (signed with the
+/// invitation's key) or an operator's (signed with the admin token's).
 fn chat_of(request: &Request, config: &Config) -> Result<Option<Chat>, ApiError> {
-    Ok(cookie_session(request, config, CHAT_COOKIE, "chat")?.and_then(|session| {
-        let (role, id) = session.subject.split_once('_')?;
-        Some(Chat { conversation_key: format!("web:{id}"), role: role.to_string() })
-    }))
+    for (kind, role) in [(SessionKind::GuestChat, GUEST), (SessionKind::OperatorChat, OPERATOR)] {
+        if let Some(session) = cookie_session(request, config, CHAT_COOKIE, kind)? {
+            let conversation_key = format!("web:{}", session.subject);
+            return Ok(Some(Chat { conversation_key, role: role.to_string() }));
+        }
+    }
+    Ok(None)
 }
 
 fn chat_answer(chat: &Chat) -> serde_json::Value {
@@ -168,20 +216,28 @@ pub async fn start_chat(mut request: Request, env: &Env) -> Result<Response, Api
     if let Some(chat) = chat_of(&request, &config)? {
         return Response::from_json(&chat_answer(&chat)).map_err(internal);
     }
-    let operator =
-        cookie_session(&request, &config, ADMIN_COOKIE, "admin")?.is_some() && check_origin(&request).is_ok();
+    let operator = cookie_session(&request, &config, ADMIN_COOKIE, SessionKind::Operator)?.is_some()
+        && check_origin(&request).is_ok();
     let token = sign_in_body(&mut request).await?.token;
     let token_is =
         |expected: &str| !expected.is_empty() && constant_time_eq(token.trim().as_bytes(), expected.as_bytes());
-    let role = match (operator || token_is(&config.admin_token), token_is(&config.web_chat_token)) {
-        (true, _) => OPERATOR,
-        (false, true) => GUEST,
-        (false, false) => return Err(refuse_slowly().await),
+    let (kind, role) = if operator {
+        (SessionKind::OperatorChat, OPERATOR)
+    } else {
+        let outcome = match (token_is(&config.admin_token), token_is(&config.web_chat_token)) {
+            (true, _) => Outcome::Operator,
+            (false, true) => Outcome::Guest,
+            (false, false) => Outcome::Failed,
+        };
+        match judged(&request, env, outcome).await? {
+            Outcome::Operator => (SessionKind::OperatorChat, OPERATOR),
+            _ => (SessionKind::GuestChat, GUEST),
+        }
     };
     let id = random_id()?;
     let expires = now_ms() + CHAT_SESSION_MS;
-    let value =
-        session::issue(&signing_key(&config), "chat", &format!("{role}_{id}"), expires).ok_or(ApiError::Internal)?;
+    let key = kind.signing_key(&config).ok_or(ApiError::Internal)?;
+    let value = session::issue(&key, kind.name(), &id, expires).ok_or(ApiError::Internal)?;
     let chat = Chat { conversation_key: format!("web:{id}"), role: role.to_string() };
     with_cookie(chat_answer(&chat), &session::set_cookie(CHAT_COOKIE, &value, CHAT_SESSION_MS / 1000))
 }

@@ -193,13 +193,18 @@ impl Worker {
         Worker { base_url: format!("http://127.0.0.1:{port}"), inspector_port, child: Some(child), log_path }
     }
 
-    /// Waits for `/health`; on failure says whether wrangler exited.
+    /// Waits for `/health` to answer 200 (or 503 naming a refused
+    /// configuration); on failure says whether wrangler exited.
     async fn wait_until_ready(&mut self) -> Result<(), bool> {
         let client = reqwest::Client::new();
         let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
         loop {
             if let Ok(response) = client.get(format!("{}/health", self.base_url)).send().await {
-                if response.status().is_success() {
+                let status = response.status();
+                // Up, or up and refusing its configuration (tests of that refusal look at why).
+                let refusing =
+                    status == 503 && response.text().await.is_ok_and(|body| body.contains("refuses to start"));
+                if status.is_success() || refusing {
                     return Ok(());
                 }
             }

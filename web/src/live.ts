@@ -13,8 +13,35 @@ export function connect(
   let socket: WebSocket | null = null;
   let closed = false;
   let pause = 250;
+  const retry = () => {
+    on.state?.(false);
+    if (!closed) {
+      setTimeout(open, pause);
+      pause = Math.min(pause * 2, 5000);
+    }
+  };
   const open = () => {
-    socket = new WebSocket(url);
+    let current: WebSocket;
+    try {
+      current = new WebSocket(url);
+    } catch {
+      // Refused before any connection (the page's Content-Security-Policy, a
+      // bad URL): try again like after a drop, instead of stopping for good.
+      socket = null;
+      retry();
+      return;
+    }
+    socket = current;
+    // A socket refused by the Content-Security-Policy may say only `error`:
+    // either event ends it, once.
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      retry();
+    };
+    socket.onerror = end;
+    socket.onclose = end;
     socket.onopen = () => {
       pause = 250;
       on.state?.(true);
@@ -25,13 +52,6 @@ export function connect(
         on.message(JSON.parse(String(event.data)));
       } catch {
         // a line that is not JSON is not for us
-      }
-    };
-    socket.onclose = () => {
-      on.state?.(false);
-      if (!closed) {
-        setTimeout(open, pause);
-        pause = Math.min(pause * 2, 5000);
       }
     };
   };
