@@ -4,6 +4,7 @@
 //!
 //! Run through `make test`, which builds the Worker and puts Node 22 on PATH.
 
+mod attacks_bill;
 mod discord;
 mod exactly_once;
 mod gateway;

@@ -328,6 +328,12 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
             conversation_key,
             reply_address: &answering.reply_address,
             now_ms: now_ms(),
+            author: &answering.author,
+            is_dm: answering.is_dm,
+            // A run's message, or work a run started, is never a person asking.
+            is_scheduled_run: scheduled_runs(turn).next().is_some()
+                || schedules::parse_run_delivery_id(&answering.delivery_id).is_some(),
+            created: std::cell::Cell::new(0),
             changed: &schedules_changed,
         };
         run_turn(&model, model.model_name(), messages, &turn.processes, &tools).await.map_err(|error| error.to_string())

@@ -137,9 +137,15 @@ pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response
     let now = super::http::now_ms();
     let plan = super::schedule_tool::plan_from_arguments(&config, &arguments, now).map_err(ApiError::BadRequest)?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let job = super::schedules::create(&database, &conversation, &address, &prompt, &plan, now)
+    // An operator's job is theirs: no cap, and only an operator cancels it.
+    let operator = crate::inbound::Author { id: "operator".into(), name: "an operator".into(), is_bot: false };
+    let creation = super::schedules::Creation { creator: &operator, max_jobs: None };
+    let job = super::schedules::create(&database, &conversation, &address, &prompt, &plan, creation, now)
         .await
-        .map_err(|error| ApiError::BadRequest(error.to_string()))?;
+        .map_err(|refused| match refused {
+            super::schedules::Refused::ConversationCap(cap) => ApiError::BadRequest(format!("over the cap of {cap}")),
+            super::schedules::Refused::Failed(error) => ApiError::BadRequest(error.to_string()),
+        })?;
     super::schedules::wake(env, &conversation).await.map_err(internal)?;
     Response::from_json(&job.view()).map_err(internal)
 }
