@@ -22,6 +22,9 @@ pub enum ApiError {
     /// A request body over the route's cap (refused before it is read whole).
     #[error("request body over {0} bytes")]
     TooLarge(usize),
+    /// Over a rate or count limit: try again after this many seconds.
+    #[error("{message}")]
+    TooManyRequests { message: &'static str, retry_after_s: u64 },
     #[error("internal error")]
     Internal,
 }
@@ -36,7 +39,16 @@ impl ApiError {
             ApiError::MethodNotAllowed => 405,
             ApiError::Unavailable(_) => 503,
             ApiError::TooLarge(_) => 413,
+            ApiError::TooManyRequests { .. } => 429,
             ApiError::Internal => 500,
+        }
+    }
+
+    /// The `Retry-After` header's seconds, for refusals that end.
+    pub fn retry_after_s(&self) -> Option<u64> {
+        match self {
+            ApiError::TooManyRequests { retry_after_s, .. } => Some(*retry_after_s),
+            _ => None,
         }
     }
 

@@ -164,6 +164,11 @@ pub fn until_next_day_ms(epoch_ms: i64) -> i64 {
     DAY_MS - epoch_ms.rem_euclid(DAY_MS)
 }
 
+/// [`until_next_day_ms`] in whole seconds, rounded up (a `Retry-After`).
+pub fn seconds_until_next_day(epoch_ms: i64) -> u64 {
+    (until_next_day_ms(epoch_ms) as u64).div_ceil(1000)
+}
+
 pub fn usd_to_micro(usd: f64) -> u64 {
     (usd.max(0.0) * 1_000_000.0).round() as u64
 }
@@ -191,6 +196,20 @@ pub fn parse_usd(setting: Option<&str>, default: f64) -> Option<u64> {
 
 fn is_unlimited(value: &str) -> bool {
     value.eq_ignore_ascii_case("unlimited") || value.eq_ignore_ascii_case("off")
+}
+
+/// A person as the budgets know them: `{platform}:{user id}` and a display name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Person {
+    pub key: String,
+    pub name: String,
+}
+
+impl Person {
+    /// The author of a message in `conversation_key`; None for synthetic authors.
+    pub fn of(conversation_key: &str, author: &crate::inbound::Author) -> Option<Person> {
+        person_key(conversation_key, &author.id).map(|key| Person { key, name: author.name.clone() })
+    }
 }
 
 /// Who a turn's spend is charged to besides its conversation: the author of
@@ -281,9 +300,12 @@ mod tests {
             (-1, "1969-12-31", 1),
             (951_868_799_999, "2000-02-29", 1),
         ];
+        assert_eq!(seconds_until_next_day(midnight - 1), 1, "a last millisecond still waits a second");
+        assert_eq!(seconds_until_next_day(midnight - 86_399_000), 86_399);
         for (instant, day, until_next) in cases {
             assert_eq!(day_of(instant), day, "{instant}");
             assert_eq!(until_next_day_ms(instant), until_next, "{instant}");
+            assert_eq!(seconds_until_next_day(instant), (until_next as u64).div_ceil(1000), "{instant}");
         }
     }
 

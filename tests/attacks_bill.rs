@@ -3,11 +3,9 @@
 //! member cancelling someone else's job, a person (or the whole deployment)
 //! past its daily token budget, and a client opening guest web chats in bulk.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 
-use crate::harness::{all_message_text, dm_update, group_update, wait_for, Scripted, TestEnv, GROUP_CHAT};
+use crate::harness::{dm_update, group_update, Scripted, TestEnv, GROUP_CHAT};
 
 const ADA: (i64, &str, bool) = (11, "Ada", false);
 const BO: (i64, &str, bool) = (12, "Bo", false);
@@ -136,4 +134,136 @@ async fn only_the_creator_or_an_operator_cancels_a_job() {
     let (status, _) = env.admin_send(reqwest::Method::DELETE, &format!("/api/schedules/{second}"), None).await;
     assert_eq!(status, 200);
     assert!(jobs(&env, &key).await.is_empty());
+}
+
+/// The texts Telegram received in one chat.
+fn sent_to(env: &TestEnv, chat: i64) -> Vec<String> {
+    env.telegram
+        .calls("sendMessage")
+        .iter()
+        .filter(|call| call["chat_id"] == chat)
+        .map(|call| call["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Sends a DM and waits for the Worker to settle (answered or not).
+async fn dm(env: &TestEnv, update: i64, chat: i64, text: &str) {
+    let response = env.telegram_update(&dm_update(update, chat, text)).await;
+    assert_eq!(response.status(), 200);
+    env.settle().await;
+}
+
+const PERSON_NOTICE: &str = "You have used today's share of my budget";
+const DEPLOYMENT_NOTICE: &str = "I have used my whole budget for today";
+
+/// The fake model reports 15 tokens a call; a budget of 20 lets two calls
+/// through (the second passes it) and stops the third turn before its call.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_over_their_daily_budget_is_told_once_and_the_model_is_not_called() {
+    let env = TestEnv::start_with(&[("BUDGET_PERSON_TOKENS_PER_DAY", "20")]).await;
+    env.llm.reply("one");
+    env.llm.reply("two");
+    env.llm.reply("must never be sent");
+    dm(&env, 1, 311, "first").await;
+    env.wait_for_sent(1).await;
+    dm(&env, 2, 311, "second").await;
+    env.wait_for_sent(2).await;
+    for (update, text) in [(3, "third"), (4, "fourth"), (5, "fifth")] {
+        dm(&env, update, 311, text).await;
+    }
+    env.settle().await;
+    assert_eq!(env.llm.requests().len(), 2, "no model call once the budget is spent");
+    let sent = sent_to(&env, 311);
+    assert_eq!(sent.len(), 3, "two answers and one notice: {sent:?}");
+    assert!(sent[2].starts_with(PERSON_NOTICE), "{sent:?}");
+
+    // The dashboard's view: spend per person and per conversation.
+    let report = env.admin("/api/spend").await;
+    let person = report["people"].as_array().unwrap().iter().find(|row| row["subject"] == "telegram:311").cloned();
+    let person = person.unwrap_or_else(|| panic!("the person's spend: {report}"));
+    assert_eq!((person["tokens"].as_i64(), person["name"].as_str()), (Some(30), Some("Ada")), "{report}");
+    assert_eq!(person["limit"]["tokens"], 20);
+    let conversation =
+        report["conversations"].as_array().unwrap().iter().find(|row| row["subject"] == "telegram:311").cloned();
+    assert_eq!(conversation.unwrap()["tokens"], 30, "{report}");
+    assert!(report["deployment"]["usd"].as_f64().unwrap() > 0.0, "priced from the model table: {report}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_raising_a_limit_lets_the_person_continue() {
+    let env = TestEnv::start_with(&[("BUDGET_PERSON_TOKENS_PER_DAY", "10")]).await;
+    env.llm.reply("one");
+    dm(&env, 1, 312, "first").await;
+    env.wait_for_sent(1).await;
+    dm(&env, 2, 312, "second").await;
+    assert!(env.wait_for_sent(2).await[1]["text"].as_str().unwrap().starts_with(PERSON_NOTICE));
+    assert_eq!(env.llm.requests().len(), 1);
+
+    let (status, answer) = env
+        .admin_send(reqwest::Method::PUT, "/api/spend/limits/person/telegram:312", Some(json!({"tokens": 1000})))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    env.llm.reply("back again");
+    dm(&env, 3, 312, "third").await;
+    let sent = env.wait_for_sent(3).await;
+    assert_eq!(sent[2]["text"], "back again");
+    assert_eq!(env.llm.requests().len(), 2);
+    let report = env.admin("/api/spend").await;
+    let person = report["people"].as_array().unwrap().iter().find(|row| row["subject"] == "telegram:312").unwrap();
+    assert_eq!((person["limit"]["tokens"].as_i64(), person["overridden"].as_bool()), (Some(1000), Some(true)));
+
+    // Another person keeps the configured limit.
+    env.llm.reply("hello Bo");
+    dm(&env, 4, 313, "hi").await;
+    env.wait_for_sent(4).await;
+    dm(&env, 5, 313, "again").await;
+    assert!(sent_to(&env, 313)[1].starts_with(PERSON_NOTICE));
+    assert_eq!(env.llm.requests().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_deployment_budget_stops_everyone_and_each_person_is_told_once() {
+    let env = TestEnv::start_with(&[("BUDGET_DEPLOYMENT_TOKENS_PER_DAY", "20")]).await;
+    env.llm.reply("hello 321");
+    env.llm.reply("hello 322");
+    env.llm.reply("must never be sent");
+    dm(&env, 1, 321, "hi").await;
+    env.wait_for_sent(1).await;
+    dm(&env, 2, 322, "hi").await;
+    env.wait_for_sent(2).await;
+    for (update, chat) in [(3, 321), (4, 322), (5, 321), (6, 322)] {
+        dm(&env, update, chat, "more").await;
+    }
+    env.settle().await;
+    assert_eq!(env.llm.requests().len(), 2, "nobody's turn calls the model past the deployment's budget");
+    for chat in [321, 322] {
+        let sent = sent_to(&env, chat);
+        assert_eq!(sent.len(), 2, "{chat}: {sent:?}");
+        assert!(sent[1].starts_with(DEPLOYMENT_NOTICE), "{chat}: {sent:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_client_opening_guest_web_chats_in_bulk_gets_429_past_the_cap() {
+    const INVITE: &str = "bill-test-invitation";
+    let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE), ("WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY", "3")]).await;
+    // A fresh client each time (no cookie): every request asks for a new session.
+    let url = format!("{}/api/chat/session", env.worker.base_url);
+    let start = |token: &'static str| {
+        let request = reqwest::Client::new().post(&url).json(&json!({ "token": token }));
+        async move { request.send().await.unwrap() }
+    };
+    for attempt in 1..=3 {
+        assert_eq!(start(INVITE).await.status(), 200, "session {attempt} is within the cap");
+    }
+    for _ in 0..3 {
+        let refused = start(INVITE).await;
+        assert_eq!(refused.status(), 429);
+        let retry_after: u64 = refused.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((1..=86_400).contains(&retry_after), "until the next UTC day: {retry_after}");
+        let body: Value = refused.json().await.unwrap();
+        assert!(body["error"].as_str().unwrap().contains("too many new web chats"), "{body}");
+    }
+    // An operator is not a guest: never capped.
+    assert_eq!(start(crate::harness::ADMIN_TOKEN).await.status(), 200);
 }

@@ -53,6 +53,13 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         }
         (Method::Delete, ["api", "schedules", id]) => admin::delete_schedule(&request, env, id).await,
         (Method::Get, ["api", "schedules", id, "runs"]) => admin::schedule_runs(&request, env, id).await,
+        (Method::Get, ["api", "spend"]) => admin::spend(&request, env).await,
+        (Method::Put, ["api", "spend", "limits", scope, subject]) => {
+            admin::set_spend_limit(request, env, scope, subject).await
+        }
+        (Method::Delete, ["api", "spend", "limits", scope, subject]) => {
+            admin::remove_spend_limit(&request, env, scope, subject).await
+        }
         (Method::Get, ["api", "tasks"]) => admin::tasks(&request, env).await,
         (Method::Post, ["api", "tasks"]) => admin::create_task(request, env).await,
         (Method::Post, ["api", "tasks", id, "approve"]) => admin::move_task(request, env, id, Some("ready")).await,
@@ -73,6 +80,7 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
             | ["api", "memories", ..]
             | ["api", "discord", "gateway"]
             | ["api", "schedules", ..]
+            | ["api", "spend", ..]
             | ["api", "tasks", ..],
         ) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound),
@@ -80,7 +88,11 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     outcome.or_else(|error| {
         let mut body = error.body();
         config::redactor().redact_json(&mut body);
-        Ok(Response::from_json(&body)?.with_status(error.status()))
+        let mut response = Response::from_json(&body)?.with_status(error.status());
+        if let Some(seconds) = error.retry_after_s() {
+            response.headers_mut().set("retry-after", &seconds.to_string())?;
+        }
+        Ok(response)
     })
 }
 

@@ -42,7 +42,8 @@ async fn think(config: &Config, env: &Env, database: &D1Database, branch: &Branc
     let (conclusion, spent) = run_branch(&model, model.model_name(), &tools, messages).await?;
     let line = LogLine::info("branch_finished").conversation(&branch.conversation_key).id(&branch.id);
     line.duration_ms(now_ms() - started).tokens(spent).emit();
-    if let Err(error) = usage::record(database, &branch.conversation_key, "branch", spent).await {
+    let spender = usage::Spender::of(&branch.origin);
+    if let Err(error) = usage::record(database, &spender, "branch", model.spent(), now_ms()).await {
         let line = LogLine::warn("usage_not_recorded").conversation(&branch.conversation_key);
         line.field("process", "branch").reason(&error).emit();
     }
