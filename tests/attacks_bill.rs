@@ -3,9 +3,11 @@
 //! member cancelling someone else's job, a person (or the whole deployment)
 //! past its daily token budget, and a client opening guest web chats in bulk.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
-use crate::harness::{dm_update, group_update, Scripted, TestEnv, GROUP_CHAT};
+use crate::harness::{dm_update, group_update, wait_for, Scripted, TestEnv, GROUP_CHAT};
 
 const ADA: (i64, &str, bool) = (11, "Ada", false);
 const BO: (i64, &str, bool) = (12, "Bo", false);
@@ -266,4 +268,33 @@ async fn one_client_opening_guest_web_chats_in_bulk_gets_429_past_the_cap() {
     }
     // An operator is not a guest: never capped.
     assert_eq!(start(crate::harness::ADMIN_TOKEN).await.status(), 200);
+}
+
+/// A worker outlives the turn that started it: once its person's budget is
+/// spent, its next segment makes no model call and the worker fails.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_stops_at_its_next_segment_once_its_persons_budget_is_spent() {
+    use crate::workers::{spawn, status, worker_requests, WORKER};
+    let env = TestEnv::start_with(&[("BUDGET_PERSON_TOKENS_PER_DAY", "100"), ("LLM_TIMEOUT_MS", "10000")]).await;
+    env.llm.push(spawn("count the stars in the catalogue", false, "I've set a worker on it."));
+    // The first segment's 15 calls (15 tokens each) spend far past 100 tokens.
+    for page in 1..=15 {
+        env.llm.push_for(WORKER, status("progress", &format!("page {page} of 40")));
+    }
+    env.llm.push_for(WORKER, status("outcome", "must never be reached"));
+    env.telegram_update(&dm_update(1, 331, "how many stars are in the catalogue?")).await;
+    env.wait_for_sent(1).await;
+    let workers = wait_for("the worker to fail", Duration::from_secs(60), || async {
+        let workers = env.admin("/api/channels/telegram:331/workers").await;
+        (workers[0]["state"] == "failed").then_some(workers)
+    })
+    .await;
+    env.settle().await;
+    assert_eq!(worker_requests(&env).len(), 15, "no call in the second segment: {workers}");
+    let sent = sent_to(&env, 331);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert!(sent[1].starts_with(PERSON_NOTICE), "the report's turn is over budget too: {sent:?}");
+    let report = env.admin("/api/spend").await;
+    let person = report["people"].as_array().unwrap().iter().find(|row| row["subject"] == "telegram:331").unwrap();
+    assert_eq!(person["tokens"], 15 * 16, "the channel turn and the worker's calls count against the person");
 }

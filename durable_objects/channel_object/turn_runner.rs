@@ -10,7 +10,7 @@ use futures_util::future::{select, Either};
 use worker::{D1Database, Result};
 
 use super::{envelopes, history as history_store, inbox, outbox, pending, ChannelObject};
-use crate::budget::{Scope, Spend, Verdict};
+use crate::budget::{Scope, Spend};
 use crate::channel::history_mirror::kept_rows;
 use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::ScheduleDue;
@@ -170,7 +170,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     if turn.result.is_none() {
         // Over a budget: no model call; the person hears why once a day.
         let spender = Spender::of(last);
-        let mut thought = match over_budget(object, database, &spender).await {
+        let mut thought = match spend::over_budget(database, &config.budgets, &spender).await {
             Some(scope) => over_budget_thought(database, scope, &spender).await,
             None => {
                 platform.show_working(last).await;
@@ -246,19 +246,6 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     let line = log(LogLine::info("turn_finished")).duration_ms(now_ms() - started).tokens(result.usage);
     line.field("messages", turn.messages.len()).field("sent", sent.len()).emit();
     Ok(None)
-}
-
-/// The budget the turn's spender has used up today, if any. A failed read
-/// lets the turn run (logged): a D1 hiccup must not silence the bot.
-async fn over_budget(object: &ChannelObject, database: &D1Database, spender: &Spender) -> Option<Scope> {
-    match spend::verdict(database, &object.config.budgets, spender, now_ms()).await {
-        Ok(Verdict::Run) => None,
-        Ok(Verdict::Over(scope)) => Some(scope),
-        Err(error) => {
-            LogLine::warn("budget_unread").conversation(&spender.conversation_key).reason(&error).emit();
-            None
-        }
-    }
 }
 
 /// A turn not run for its budget: the notice the first time today, then silence.

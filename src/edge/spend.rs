@@ -56,6 +56,21 @@ pub async fn verdict(db: &D1Database, budgets: &Budgets, spender: &Spender, now_
     Ok(decide(&standings))
 }
 
+/// The budget `spender` has used up today, if any. A failed read lets the
+/// step run (logged): a D1 hiccup must not silence the bot.
+pub async fn over_budget(db: &D1Database, budgets: &Budgets, spender: &Spender) -> Option<Scope> {
+    match verdict(db, budgets, spender, super::http::now_ms()).await {
+        Ok(Verdict::Run) => None,
+        Ok(Verdict::Over(scope)) => Some(scope),
+        Err(error) => {
+            use super::log::Emit;
+            let line = crate::log_line::LogLine::warn("budget_unread").conversation(&spender.conversation_key);
+            line.reason(&error).emit();
+            None
+        }
+    }
+}
+
 /// An override's fields replace the configured limit's; a field left empty
 /// keeps the configured one.
 fn limit_in_force(configured: Limit, overridden: Option<Limit>) -> Limit {

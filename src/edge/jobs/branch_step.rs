@@ -24,6 +24,8 @@ pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: b
     let envelope = if dead_letters {
         // Out of retries: the user is told instead of waiting forever.
         report(branch, MessageType::Error, "the branch failed after several attempts".into())
+    } else if let Some(scope) = over_budget(config, &database, branch).await {
+        report(branch, MessageType::Error, format!("the branch was not run: today's {} budget is spent", scope.name()))
     } else {
         match think(config, env, &database, branch).await {
             Ok(conclusion) => report(branch, MessageType::Done, conclusion),
@@ -32,6 +34,10 @@ pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: b
         }
     };
     deliver(env, &branch.conversation_key, &envelope).await.map_err(|error| error.to_string())
+}
+
+async fn over_budget(config: &Config, database: &D1Database, branch: &BranchJob) -> Option<crate::budget::Scope> {
+    crate::edge::spend::over_budget(database, &config.budgets, &usage::Spender::of(&branch.origin)).await
 }
 
 async fn think(config: &Config, env: &Env, database: &D1Database, branch: &BranchJob) -> Result<String, LlmError> {

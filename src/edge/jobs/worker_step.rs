@@ -74,14 +74,23 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         EdgeTools { config, env, db: &db, job, progress_reports: Cell::new(0), last_heartbeat_ms: Cell::new(0) };
     let usage_before = run.usage;
     let started = now_ms();
-    let end = match run_segment(&model, model.model_name(), &tools, &mut run).await {
-        Ok(end) => end,
-        // The queue retries the step from the stored run.
-        Err(error) if error.is_retryable() => return Err(error.to_string()),
-        Err(error) => {
+    let spender = usage::Spender { conversation_key: job.conversation_key.clone(), person: job.person.clone() };
+    let over = crate::edge::spend::over_budget(&db, &config.budgets, &spender).await;
+    // A worker outlives the turn that started it: each segment asks again.
+    let end = match over {
+        Some(scope) => {
             run.give_up();
-            SegmentEnd::Failed(format!("the worker could not reach its model: {error}"))
+            SegmentEnd::Failed(format!("the worker stopped: today's {} budget is spent", scope.name()))
         }
+        None => match run_segment(&model, model.model_name(), &tools, &mut run).await {
+            Ok(end) => end,
+            // The queue retries the step from the stored run.
+            Err(error) if error.is_retryable() => return Err(error.to_string()),
+            Err(error) => {
+                run.give_up();
+                SegmentEnd::Failed(format!("the worker could not reach its model: {error}"))
+            }
+        },
     };
     run.steps.push(job.step.clone());
     let pending = decide(job, &run, end);
