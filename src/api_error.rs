@@ -22,7 +22,8 @@ pub enum ApiError {
     /// A request body over the route's cap (refused before it is read whole).
     #[error("request body over {0} bytes")]
     TooLarge(usize),
-    /// Too many failed token checks: try again after `retry_after_secs`.
+    /// Over a rate or count limit (failed sign-ins, new guest chats): try
+    /// again after `retry_after_secs`.
     #[error("{message}")]
     TooManyRequests { message: &'static str, retry_after_secs: u64 },
     /// The configuration is refused (a token too short): nothing is served.

@@ -1,11 +1,13 @@
 //! Configuration: every setting the Worker reads from its vars and secrets,
 //! with the defaults a user gets when a setting is absent.
 
+use crate::budget::{self, parse_tokens, parse_usd, Budgets, Limit};
 use crate::channel::engagement::Triggers;
 use crate::channel::processes::{Timeouts, DEFAULT_BRANCH_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS};
 use crate::channel::state::ChannelSettings;
 use crate::channel::sticky::DEFAULT_STICKY_WINDOW_MS;
 use crate::llm::RetryPolicy;
+use crate::schedule::limits::{DEFAULT_MAX_CREATIONS_PER_TURN, DEFAULT_MAX_JOBS_PER_CONVERSATION};
 
 pub const DEFAULT_TELEGRAM_API_BASE: &str = "https://api.telegram.org";
 pub const DEFAULT_SLACK_API_BASE: &str = "https://slack.com/api";
@@ -25,6 +27,8 @@ pub const DEFAULT_SEND_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
 pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
+/// Guest web-chat sessions per client address per UTC day.
+pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
 /// The shortest `ADMIN_TOKEN` or `WEB_CHAT_TOKEN` the Worker starts with: a
 /// session signing key is derived from each, so a shorter one is refused.
@@ -61,6 +65,14 @@ pub struct Config {
     pub timezone: String,
     /// The shortest interval a recurring job may have.
     pub schedule_min_interval_ms: i64,
+    /// Active and paused jobs a conversation may hold at once.
+    pub schedule_max_jobs_per_conversation: u32,
+    /// Jobs one channel turn may create.
+    pub schedule_max_creations_per_turn: u32,
+    /// Daily spending limits per person, per conversation, per deployment.
+    pub budgets: Budgets,
+    /// Guest web-chat sessions one client address may start per UTC day.
+    pub web_chat_sessions_per_client_per_day: u32,
     /// Whether the Gateway object holds a connection (DISCORD_GATEWAY=on).
     pub discord_gateway: bool,
     /// The Gateway URL; empty means ask Discord (`GET /gateway/bot`).
@@ -108,6 +120,10 @@ impl Config {
             lookup(name).filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_string())
         };
         let number = |name: &str, default: u64| text(name, "").trim().parse().unwrap_or(default);
+        // A cap of 0 would be read as "none" by some and "nothing" by others: it takes the default.
+        let positive = |name: &str, default: u32| {
+            u32::try_from(number(name, default.into())).ok().filter(|&cap| cap > 0).unwrap_or(default)
+        };
         let bot_name = text("BOT_NAME", DEFAULT_BOT_NAME);
         // BOT_NAME is an implicit alias; BOT_ALIASES adds more (comma-separated).
         let aliases = std::iter::once(bot_name.clone())
@@ -132,6 +148,50 @@ impl Config {
             discord_api_base: text("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).trim_end_matches('/').to_string(),
             timezone: text("TIMEZONE", "UTC"),
             schedule_min_interval_ms: number("SCHEDULE_MIN_INTERVAL_MS", 60_000) as i64,
+            schedule_max_jobs_per_conversation: positive(
+                "SCHEDULE_MAX_JOBS_PER_CONVERSATION",
+                DEFAULT_MAX_JOBS_PER_CONVERSATION,
+            ),
+            schedule_max_creations_per_turn: positive(
+                "SCHEDULE_MAX_CREATIONS_PER_TURN",
+                DEFAULT_MAX_CREATIONS_PER_TURN,
+            ),
+            budgets: Budgets {
+                person: Limit {
+                    tokens: parse_tokens(
+                        lookup("BUDGET_PERSON_TOKENS_PER_DAY").as_deref(),
+                        budget::DEFAULT_PERSON_TOKENS_PER_DAY,
+                    ),
+                    micro_usd: parse_usd(
+                        lookup("BUDGET_PERSON_USD_PER_DAY").as_deref(),
+                        budget::DEFAULT_PERSON_USD_PER_DAY,
+                    ),
+                },
+                conversation: Limit {
+                    tokens: parse_tokens(
+                        lookup("BUDGET_CONVERSATION_TOKENS_PER_DAY").as_deref(),
+                        budget::DEFAULT_CONVERSATION_TOKENS_PER_DAY,
+                    ),
+                    micro_usd: parse_usd(
+                        lookup("BUDGET_CONVERSATION_USD_PER_DAY").as_deref(),
+                        budget::DEFAULT_CONVERSATION_USD_PER_DAY,
+                    ),
+                },
+                deployment: Limit {
+                    tokens: parse_tokens(
+                        lookup("BUDGET_DEPLOYMENT_TOKENS_PER_DAY").as_deref(),
+                        budget::DEFAULT_DEPLOYMENT_TOKENS_PER_DAY,
+                    ),
+                    micro_usd: parse_usd(
+                        lookup("BUDGET_DEPLOYMENT_USD_PER_DAY").as_deref(),
+                        budget::DEFAULT_DEPLOYMENT_USD_PER_DAY,
+                    ),
+                },
+            },
+            web_chat_sessions_per_client_per_day: positive(
+                "WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY",
+                DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY,
+            ),
             discord_gateway: text("DISCORD_GATEWAY", "off").eq_ignore_ascii_case("on"),
             discord_gateway_url: text("DISCORD_GATEWAY_URL", ""),
             openai_base_url: text("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
@@ -243,6 +303,16 @@ impl Config {
                 "discord": self.discord_api_base,
             },
             "discord_gateway": self.discord_gateway,
+            "limits": {
+                "schedule_max_jobs_per_conversation": self.schedule_max_jobs_per_conversation,
+                "schedule_max_creations_per_turn": self.schedule_max_creations_per_turn,
+                "budgets": {
+                    "person": self.budgets.person,
+                    "conversation": self.budgets.conversation,
+                    "deployment": self.budgets.deployment,
+                },
+                "web_chat_sessions_per_client_per_day": self.web_chat_sessions_per_client_per_day,
+            },
             "secrets_set": {
                 "ADMIN_TOKEN": set(&self.admin_token),
                 "WEB_CHAT_TOKEN": set(&self.web_chat_token),
@@ -290,6 +360,31 @@ mod tests {
         assert!(config.channel.stickiness);
         assert_eq!(config.channel.debounce_ms, 1_500);
         assert_eq!(config.channel.max_wait_ms, 5_000);
+        assert_eq!(config.schedule_max_jobs_per_conversation, DEFAULT_MAX_JOBS_PER_CONVERSATION);
+        assert_eq!(config.schedule_max_creations_per_turn, DEFAULT_MAX_CREATIONS_PER_TURN);
+        assert_eq!(config.budgets, Budgets::default());
+        assert_eq!(config.web_chat_sessions_per_client_per_day, DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY);
+    }
+
+    #[test]
+    fn limits_of_zero_take_defaults_and_only_unlimited_lifts_a_budget() {
+        let vars: HashMap<&str, &str> = [
+            ("SCHEDULE_MAX_JOBS_PER_CONVERSATION", "0"),
+            ("SCHEDULE_MAX_CREATIONS_PER_TURN", "5"),
+            ("BUDGET_PERSON_TOKENS_PER_DAY", "0"),
+            ("BUDGET_PERSON_USD_PER_DAY", "2.5"),
+            ("BUDGET_DEPLOYMENT_TOKENS_PER_DAY", "unlimited"),
+            ("WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY", "-1"),
+        ]
+        .into();
+        let config = Config::from_lookup(|name| vars.get(name).map(|value| value.to_string()));
+        assert_eq!(config.schedule_max_jobs_per_conversation, DEFAULT_MAX_JOBS_PER_CONVERSATION);
+        assert_eq!(config.schedule_max_creations_per_turn, 5);
+        assert_eq!(config.budgets.person.tokens, Some(budget::DEFAULT_PERSON_TOKENS_PER_DAY));
+        assert_eq!(config.budgets.person.micro_usd, Some(2_500_000));
+        assert_eq!(config.budgets.deployment.tokens, None);
+        assert_eq!(config.budgets.deployment.micro_usd, Budgets::default().deployment.micro_usd);
+        assert_eq!(config.web_chat_sessions_per_client_per_day, DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY);
     }
 
     fn with(vars: &[(&str, &str)]) -> Config {

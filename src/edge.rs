@@ -22,6 +22,7 @@ pub mod schedule_tool;
 pub mod schedules;
 mod sessions;
 pub mod slack;
+pub mod spend;
 
 pub mod status;
 pub mod tasks;

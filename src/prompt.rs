@@ -13,6 +13,7 @@ pub use template::Error;
 
 /// Every template, by name. Adding a template is one line here.
 const TEMPLATES: &[(&str, &str)] = &[
+    ("budget_exhausted", include_str!("../prompts/budget_exhausted.md.j2")),
     ("branch_question", include_str!("../prompts/branch_question.md.j2")),
     ("branch_system", include_str!("../prompts/branch_system.md.j2")),
     ("channel_system", include_str!("../prompts/channel_system.md.j2")),

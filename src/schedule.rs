@@ -13,6 +13,7 @@
 
 pub mod civil;
 pub mod cron;
+pub mod limits;
 pub mod plan;
 pub mod runs;
 pub mod zone;

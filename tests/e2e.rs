@@ -5,6 +5,7 @@
 //! Run through `make test`, which builds the Worker and puts Node 22 on PATH.
 
 mod attacks_access;
+mod attacks_bill;
 mod attacks_memory;
 mod attacks_reply;
 mod discord;

@@ -10,6 +10,7 @@ use futures_util::future::{select, Either};
 use worker::{D1Database, Result};
 
 use super::{envelopes, history as history_store, inbox, outbox, pending, ChannelObject};
+use crate::budget::{Scope, Spend};
 use crate::channel::history_mirror::kept_rows;
 use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::ScheduleDue;
@@ -25,6 +26,8 @@ use crate::edge::model::HttpModel;
 use crate::edge::outbound::{self, Interrupted, Messenger, Piece, Platform};
 use crate::edge::schedule_tool::ChannelTools;
 use crate::edge::schedules;
+use crate::edge::spend;
+use crate::edge::usage::{self, Spender};
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::process::branch::BranchJob;
@@ -166,9 +169,20 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     // The turn created or cancelled jobs: the channel's due time moves.
     let mut schedules_changed = false;
     if turn.result.is_none() {
-        platform.show_working(last).await;
-        refresh_membership(object, &platform, last).await?;
-        let mut thought = while_working(&platform, last, think(object, database, turn, platform.name())).await?;
+        // Over a budget: no model call; the person hears why once a day.
+        let spender = Spender::of(last);
+        let mut thought = match spend::over_budget(database, &config.budgets, &spender).await {
+            Some(scope) => over_budget_thought(database, scope, &spender).await,
+            None => {
+                platform.show_working(last).await;
+                refresh_membership(object, &platform, last).await?;
+                let thought = while_working(&platform, last, think(object, database, turn, platform.name())).await?;
+                if let Err(error) = usage::record(database, &spender, usage::CHANNEL, thought.spend, now_ms()).await {
+                    log(LogLine::warn("usage_not_recorded")).field("process", "channel").reason(&error).emit();
+                }
+                thought
+            }
+        };
         if thought.model_failed {
             // A scheduled run the model failed counts against its job; the
             // third failure in a row disables it, and the person hears so here
@@ -236,6 +250,26 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     Ok(None)
 }
 
+/// A turn not run for its budget: the notice the first time today, then silence.
+async fn over_budget_thought(database: &D1Database, scope: Scope, spender: &Spender) -> Thought {
+    let recipient = spend::recipient(scope, spender);
+    let first = spend::tell_once(database, scope, &recipient, now_ms()).await.unwrap_or_else(|error| {
+        LogLine::warn("budget_notice_unrecorded").reason(&error).emit();
+        false
+    });
+    LogLine::warn("over_budget")
+        .conversation(&spender.conversation_key)
+        .field("scope", scope.name())
+        .field("told", first)
+        .emit();
+    let mut thought = Thought::default();
+    if first {
+        let notice = prompt::render("budget_exhausted", serde_json::json!({ "scope": scope.name() }));
+        thought.texts.push(notice.unwrap_or_default());
+    }
+    thought
+}
+
 /// The delivery ids of the scheduled runs a turn answers.
 fn scheduled_runs(turn: &TurnSnapshot) -> impl Iterator<Item = &str> {
     turn.messages
@@ -264,6 +298,8 @@ struct Thought {
     history_ids: Vec<String>,
     /// The prompt's estimated size.
     estimated_tokens: u64,
+    /// What the model calls cost.
+    spend: Spend,
 }
 
 /// Asks the model. A model that keeps failing yields the friendly failure
@@ -320,19 +356,26 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
     };
     let mut estimated_tokens = 0;
     let schedules_changed = std::cell::Cell::new(false);
+    let model = HttpModel::new(config, &object.env, &config.channel_model);
     let outcome = async {
         let messages = compose_messages(&context).map_err(|error| error.to_string())?;
         estimated_tokens = estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
-        let model = HttpModel::new(config, &object.env, &config.channel_model).map_err(|error| error.to_string())?;
+        let model = model.as_ref().map_err(|error| error.to_string())?;
         let tools = ChannelTools {
             config,
             db: database,
             conversation_key,
             reply_address: &answering.reply_address,
             now_ms: now_ms(),
+            author: &answering.author,
+            is_dm: answering.is_dm,
+            // A run's message, or work a run started, is never a person asking.
+            is_scheduled_run: scheduled_runs(turn).next().is_some()
+                || schedules::parse_run_delivery_id(&answering.delivery_id).is_some(),
+            created: std::cell::Cell::new(0),
             changed: &schedules_changed,
         };
-        run_turn(&model, model.model_name(), messages, &turn.processes, &tools).await.map_err(|error| error.to_string())
+        run_turn(model, model.model_name(), messages, &turn.processes, &tools).await.map_err(|error| error.to_string())
     }
     .await;
     let mut fork = earlier.clone();
@@ -342,6 +385,7 @@ async fn think(object: &ChannelObject, database: &D1Database, turn: &TurnSnapsho
         history_ids,
         estimated_tokens,
         schedules_changed: schedules_changed.get(),
+        spend: model.as_ref().map(HttpModel::spent).unwrap_or_default(),
         ..Thought::default()
     };
     match outcome {
@@ -433,6 +477,7 @@ async fn delegate(
                     conversation_key: conversation_key.clone(),
                     step: id.clone(),
                     input,
+                    person: crate::budget::Person::of(conversation_key, &origin.author),
                 };
                 (task_envelope(&id, "worker", worker, message), Some(Job::Worker(job)))
             }
@@ -477,6 +522,7 @@ pub(super) async fn start_worker(
 ) -> Result<bool> {
     let now = now_ms();
     let conversation_key = origin.conversation_key.clone();
+    let status_author = origin.author.clone();
     let status = ProcessStatus {
         kind: ProcessKind::Worker,
         task: task.to_string(),
@@ -492,7 +538,8 @@ pub(super) async fn start_worker(
     }
     envelopes::log(&object.state.storage().counted_sql(), &task_envelope(id, "worker", id, task))?;
     let input = WorkerInput::Start { task: task.to_string(), interactive };
-    let job = WorkerJob { id: id.to_string(), conversation_key, step: "s1".into(), input };
+    let person = crate::budget::Person::of(&conversation_key, &status_author);
+    let job = WorkerJob { id: id.to_string(), conversation_key, step: "s1".into(), input, person };
     crate::edge::jobs::enqueue(&object.env, &Job::Worker(job)).await?;
     crate::edge::web_chat::changed(&object.state, "processes");
     Ok(true)

@@ -137,9 +137,15 @@ pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response
     let now = super::http::now_ms();
     let plan = super::schedule_tool::plan_from_arguments(&config, &arguments, now).map_err(ApiError::BadRequest)?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let job = super::schedules::create(&database, &conversation, &address, &prompt, &plan, now)
+    // An operator's job is theirs: no cap, and only an operator cancels it.
+    let operator = crate::inbound::Author { id: "operator".into(), name: "an operator".into(), is_bot: false };
+    let creation = super::schedules::Creation { creator: &operator, max_jobs: None };
+    let job = super::schedules::create(&database, &conversation, &address, &prompt, &plan, creation, now)
         .await
-        .map_err(|error| ApiError::BadRequest(error.to_string()))?;
+        .map_err(|refused| match refused {
+            super::schedules::Refused::ConversationCap(cap) => ApiError::BadRequest(format!("over the cap of {cap}")),
+            super::schedules::Refused::Failed(error) => ApiError::BadRequest(error.to_string()),
+        })?;
     super::schedules::wake(env, &conversation).await.map_err(internal)?;
     Response::from_json(&job.view()).map_err(internal)
 }
@@ -169,6 +175,74 @@ pub async fn schedule_runs(request: &Request, env: &Env, id: &str) -> Result<Res
     authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     Response::from_json(&super::schedules::runs(&database, id).await.map_err(internal)?).map_err(internal)
+}
+
+/// Today's spend (or `?day=YYYY-MM-DD`'s) per conversation, per person and
+/// for the deployment, each with the limit in force.
+pub async fn spend(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    let url = request.url().map_err(internal)?;
+    let asked = url.query_pairs().find(|(key, _)| key == "day").map(|(_, value)| value.into_owned());
+    let day = asked.unwrap_or_else(|| crate::budget::day_of(super::http::now_ms()));
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let report = super::spend::report(&database, &config::load(env).budgets, &day).await.map_err(internal)?;
+    Response::from_json(&report).map_err(internal)
+}
+
+/// Sets a daily limit for one person (`person/{platform}:{user id}`), one
+/// conversation (`conversation/{key}`) or the deployment (`deployment/*`):
+/// `{"tokens": N, "usd": X}`; a field left out keeps the configured limit.
+pub async fn set_spend_limit(
+    mut request: Request,
+    env: &Env,
+    scope: &str,
+    subject: &str,
+) -> Result<Response, ApiError> {
+    authorize(&request, env).await?;
+    let (scope, subject) = spend_subject(scope, subject)?;
+    let body = json_object(&mut request).await?;
+    let field = |key: &str| match body.get(key) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(value) => value
+            .as_f64()
+            .filter(|number| number.is_finite() && *number >= 0.0)
+            .map(Some)
+            .ok_or_else(|| ApiError::BadRequest(format!("`{key}` must be a number of at least 0"))),
+    };
+    let limit = crate::budget::Limit {
+        tokens: field("tokens")?.map(|tokens| tokens as u64),
+        micro_usd: field("usd")?.map(crate::budget::usd_to_micro),
+    };
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    super::spend::set_limit(&database, scope, &subject, limit, super::http::now_ms()).await.map_err(internal)?;
+    Response::from_json(&serde_json::json!({ "scope": scope.name(), "subject": subject, "limit": limit }))
+        .map_err(internal)
+}
+
+/// Removes an operator's limit: the configured one applies again.
+pub async fn remove_spend_limit(
+    request: &Request,
+    env: &Env,
+    scope: &str,
+    subject: &str,
+) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    let (scope, subject) = spend_subject(scope, subject)?;
+    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    match super::spend::remove_limit(&database, scope, &subject).await.map_err(internal)? {
+        true => Response::from_json(&serde_json::json!({ "deleted": subject })).map_err(internal),
+        false => Err(ApiError::NotFound),
+    }
+}
+
+fn spend_subject(scope: &str, subject: &str) -> Result<(crate::budget::Scope, String), ApiError> {
+    let scope = crate::budget::Scope::parse(scope)
+        .ok_or_else(|| ApiError::BadRequest("scope must be person, conversation or deployment".into()))?;
+    let subject = match scope {
+        crate::budget::Scope::Deployment => crate::budget::DEPLOYMENT.to_string(),
+        _ => percent_decode(subject),
+    };
+    Ok((scope, subject))
 }
 
 /// The task board: `?status=…&conversation=…` filter it.

@@ -178,7 +178,8 @@ async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Re
         .duration_ms(now_ms() - started)
         .tokens(completion.usage)
         .emit();
-    if let Err(error) = super::usage::record(&database, &job.conversation_key, "compactor", completion.usage).await {
+    let spender = super::usage::Spender::conversation(&job.conversation_key);
+    if let Err(error) = super::usage::record(&database, &spender, "compactor", model.spent(), now_ms()).await {
         LogLine::warn("usage_not_recorded")
             .conversation(&job.conversation_key)
             .field("process", "compactor")

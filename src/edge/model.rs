@@ -1,12 +1,13 @@
 //! The models, reached over HTTP: a chain of `provider/model` entries tried in
 //! order, each with bounded retries, rate-limited ones cooling down.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
 use worker::{Delay, Env};
 
+use crate::budget::Spend;
 use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::llm::routing::{falls_back, parse_chain, Cooldowns};
@@ -30,12 +31,19 @@ pub struct HttpModel<'a> {
     /// For the Workers AI binding.
     env: &'a Env,
     chain: Vec<ModelSpec>,
+    /// What the calls through this chain cost so far, each priced by the model that answered.
+    spent: Cell<Spend>,
 }
 
 impl<'a> HttpModel<'a> {
     /// `chain` is a process's model setting, e.g. `openai/gpt-4o,anthropic/claude-3-5-haiku-latest`.
     pub fn new(config: &'a Config, env: &'a Env, chain: &str) -> Result<Self, LlmError> {
-        Ok(HttpModel { config, env, chain: parse_chain(chain)? })
+        Ok(HttpModel { config, env, chain: parse_chain(chain)?, spent: Cell::new(Spend::default()) })
+    }
+
+    /// Tokens and price of every successful call made through this chain.
+    pub fn spent(&self) -> Spend {
+        self.spent.get()
     }
 
     /// Workers AI runs through the binding, not over HTTP.
@@ -107,6 +115,9 @@ impl ChatModel for HttpModel<'_> {
                 let started = now_ms();
                 let error = match self.complete_once(spec, request).await {
                     Ok(completion) => {
+                        let mut spent = self.spent.get();
+                        spent.add(Spend::of_call(&spec.key(), completion.usage));
+                        self.spent.set(spent);
                         LogLine::info("model_call")
                             .field("model", spec.key())
                             .field("attempt", attempt)

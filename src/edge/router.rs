@@ -88,6 +88,13 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         }
         (Method::Delete, ["api", "schedules", id]) => admin::delete_schedule(&request, env, id).await,
         (Method::Get, ["api", "schedules", id, "runs"]) => admin::schedule_runs(&request, env, id).await,
+        (Method::Get, ["api", "spend"]) => admin::spend(&request, env).await,
+        (Method::Put, ["api", "spend", "limits", scope, subject]) => {
+            admin::set_spend_limit(request, env, scope, subject).await
+        }
+        (Method::Delete, ["api", "spend", "limits", scope, subject]) => {
+            admin::remove_spend_limit(&request, env, scope, subject).await
+        }
         (Method::Get, ["api", "tasks"]) => admin::tasks(&request, env).await,
         (Method::Post, ["api", "tasks"]) => admin::create_task(request, env).await,
         (Method::Post, ["api", "tasks", id, "approve"]) => admin::move_task(request, env, id, Some("ready")).await,
@@ -108,6 +115,7 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
             | ["api", "memories", ..]
             | ["api", "discord", "gateway"]
             | ["api", "schedules", ..]
+            | ["api", "spend", ..]
             | ["api", "tasks", ..],
         ) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound),

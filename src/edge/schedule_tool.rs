@@ -4,11 +4,12 @@
 use serde_json::Value;
 use worker::D1Database;
 
-use super::schedules::{self, Job};
+use super::schedules::{self, Creation, Job, Refused};
 use super::zones::IntlZones;
 use crate::channel::turn::ToolHost;
 use crate::config::Config;
-use crate::inbound::ReplyAddress;
+use crate::inbound::{Author, ReplyAddress};
+use crate::schedule::limits::{may_cancel, may_create, Creator, Refusal};
 use crate::schedule::plan::{once_at, validate, ActiveHours, Plan, Recurrence};
 use crate::schedule::zone::is_known_zone;
 
@@ -19,6 +20,15 @@ pub struct ChannelTools<'a> {
     pub conversation_key: &'a str,
     pub reply_address: &'a ReplyAddress,
     pub now_ms: i64,
+    /// The author of the message the turn answers: a job's creator, and the
+    /// only one (besides an operator) who may cancel it.
+    pub author: &'a Author,
+    /// The message answered is in a direct message (one person).
+    pub is_dm: bool,
+    /// The turn answers a scheduled run: it may not create jobs.
+    pub is_scheduled_run: bool,
+    /// Jobs this turn created so far (capped per turn).
+    pub created: std::cell::Cell<u32>,
     /// Set when a job was created or cancelled (the channel re-arms).
     pub changed: &'a std::cell::Cell<bool>,
 }
@@ -42,12 +52,28 @@ impl ChannelTools<'_> {
         let failed = |error: worker::Error| error.to_string();
         match text("action").unwrap_or_default() {
             "create" => {
+                let refused = |refusal: Refusal| refusal.to_string();
+                may_create(self.is_scheduled_run, self.created.get(), self.config.schedule_max_creations_per_turn)
+                    .map_err(refused)?;
                 let prompt = text("prompt").ok_or("`prompt` must say what to do when it runs")?;
                 let plan = plan_from_arguments(self.config, arguments, self.now_ms)?;
-                let job =
-                    schedules::create(self.db, self.conversation_key, self.reply_address, prompt, &plan, self.now_ms)
-                        .await
-                        .map_err(failed)?;
+                let creation =
+                    Creation { creator: self.author, max_jobs: Some(self.config.schedule_max_jobs_per_conversation) };
+                let job = schedules::create(
+                    self.db,
+                    self.conversation_key,
+                    self.reply_address,
+                    prompt,
+                    &plan,
+                    creation,
+                    self.now_ms,
+                )
+                .await
+                .map_err(|refusal| match refusal {
+                    Refused::ConversationCap(cap) => refused(Refusal::ConversationCap { cap }),
+                    Refused::Failed(error) => failed(error),
+                })?;
+                self.created.set(self.created.get() + 1);
                 self.changed.set(true);
                 Ok(format!("created {}", describe(&job)))
             }
@@ -60,6 +86,12 @@ impl ChannelTools<'_> {
             }
             "cancel" => {
                 let id = text("id").ok_or("`id` names the job to cancel")?;
+                let job = schedules::one(self.db, id).await.map_err(failed)?;
+                let job = job
+                    .filter(|job| job.conversation_key == self.conversation_key)
+                    .ok_or_else(|| format!("no job {id} in this conversation"))?;
+                let creator = Creator { id: job.created_by_id.as_deref(), name: job.created_by_name.as_deref() };
+                may_cancel(id, creator, &self.author.id, self.is_dm).map_err(|refusal| refusal.to_string())?;
                 match schedules::cancel(self.db, Some(self.conversation_key), id).await.map_err(failed)? {
                     true => {
                         self.changed.set(true);
@@ -101,5 +133,6 @@ pub fn plan_from_arguments(config: &Config, arguments: &Value, now_ms: i64) -> R
 fn describe(job: &Job) -> String {
     let view = job.view();
     let next = view["next_run"].as_str().unwrap_or("no further run");
-    format!("{} ({}): \"{}\", next run {next}", job.id, job.status, job.prompt)
+    let creator = job.created_by_name.as_deref().unwrap_or("unknown");
+    format!("{} ({}): \"{}\", next run {next}, created by {creator}", job.id, job.status, job.prompt)
 }

@@ -39,6 +39,11 @@ pub struct Job {
     pub consecutive_failures: i64,
     pub created_at: i64,
     pub last_run_at: Option<i64>,
+    /// Who created it: the platform user id ('operator' through the admin API).
+    #[serde(default)]
+    pub created_by_id: Option<String>,
+    #[serde(default)]
+    pub created_by_name: Option<String>,
 }
 
 impl Job {
@@ -60,22 +65,51 @@ impl Job {
             "next_run_at": self.next_run_at,
             "runs_done": self.runs_done,
             "consecutive_failures": self.consecutive_failures,
+            "created_by": { "id": self.created_by_id, "name": self.created_by_name },
         })
     }
 }
 
-/// Creates a job; its first run is computed now. Returns the job.
+/// Who creates a job, and the cap on the conversation's live jobs that
+/// applies to them (None: an operator, uncapped).
+pub struct Creation<'a> {
+    pub creator: &'a Author,
+    pub max_jobs: Option<u32>,
+}
+
+/// Why a job was not created.
+pub enum Refused {
+    /// The conversation holds its cap of active and paused jobs.
+    ConversationCap(u32),
+    Failed(worker::Error),
+}
+
+impl From<worker::Error> for Refused {
+    fn from(error: worker::Error) -> Self {
+        Refused::Failed(error)
+    }
+}
+
+impl From<serde_json::Error> for Refused {
+    fn from(error: serde_json::Error) -> Self {
+        Refused::Failed(error.into())
+    }
+}
+
+/// Creates a job; its first run is computed now. Returns the job. The cap is
+/// checked by the insert itself, so parallel creations cannot pass it.
 pub async fn create(
     db: &D1Database,
     conversation_key: &str,
     reply_address: &ReplyAddress,
     prompt: &str,
     plan: &Plan,
+    creation: Creation<'_>,
     now_ms: i64,
-) -> Result<Job> {
-    let first = next_run(plan, now_ms, 0, &IntlZones).map_err(|error| error.to_string())?;
+) -> std::result::Result<Job, Refused> {
+    let first = next_run(plan, now_ms, 0, &IntlZones).map_err(|error| Refused::Failed(error.to_string().into()))?;
     let Some(first) = first else {
-        return Err("that plan never runs (check its time, end and run count)".into());
+        return Err(Refused::Failed("that plan never runs (check its time, end and run count)".into()));
     };
     let job = Job {
         id: short_id(),
@@ -89,23 +123,36 @@ pub async fn create(
         consecutive_failures: 0,
         created_at: now_ms,
         last_run_at: None,
+        created_by_id: Some(creation.creator.id.clone()),
+        created_by_name: Some(creation.creator.name.clone()),
     };
-    db.prepare(
-        "INSERT INTO schedules (id, conversation_key, reply_address, prompt, plan, status, next_run_at, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7)",
-    )
-    .bind(&[
-        job.id.as_str().into(),
-        job.conversation_key.as_str().into(),
-        job.reply_address.as_str().into(),
-        job.prompt.as_str().into(),
-        job.plan.as_str().into(),
-        number(first),
-        number(now_ms),
-    ])?
-    .run_counted()
-    .await?;
-    Ok(job)
+    let cap = creation.max_jobs.map_or(JsValue::NULL, |cap| number(cap.into()));
+    let result = db
+        .prepare(
+            "INSERT INTO schedules (id, conversation_key, reply_address, prompt, plan, status, next_run_at, created_at, \
+             created_by_id, created_by_name) SELECT ?1, ?2, ?3, ?4, ?5, 'active', ?6, ?7, ?8, ?9 \
+             WHERE ?10 IS NULL OR (SELECT COUNT(*) FROM schedules WHERE conversation_key = ?2 \
+             AND status IN ('active', 'paused')) < ?10",
+        )
+        .bind(&[
+            job.id.as_str().into(),
+            job.conversation_key.as_str().into(),
+            job.reply_address.as_str().into(),
+            job.prompt.as_str().into(),
+            job.plan.as_str().into(),
+            number(first),
+            number(now_ms),
+            creation.creator.id.as_str().into(),
+            creation.creator.name.as_str().into(),
+            cap,
+        ])?
+        .run_counted()
+        .await?;
+    match (changes(&result), creation.max_jobs) {
+        (0, Some(cap)) => Err(Refused::ConversationCap(cap)),
+        (0, None) => Err(Refused::Failed("the job was not stored".into())),
+        _ => Ok(job),
+    }
 }
 
 /// A command's reply address (an interaction token) expires in minutes: a
@@ -121,7 +168,7 @@ fn durable_address(address: &ReplyAddress, conversation_key: &str) -> ReplyAddre
 }
 
 const COLUMNS: &str = "id, conversation_key, reply_address, prompt, plan, status, next_run_at, runs_done, \
-                       consecutive_failures, created_at, last_run_at";
+                       consecutive_failures, created_at, last_run_at, created_by_id, created_by_name";
 
 /// Jobs of one conversation (or all), oldest first.
 pub async fn list(db: &D1Database, conversation_key: Option<&str>) -> Result<Vec<Job>> {

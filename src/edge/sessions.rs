@@ -234,12 +234,31 @@ pub async fn start_chat(mut request: Request, env: &Env) -> Result<Response, Api
             _ => (SessionKind::GuestChat, GUEST),
         }
     };
+    if role == GUEST {
+        count_guest_session(&request, env, &config).await?;
+    }
     let id = random_id()?;
     let expires = now_ms() + CHAT_SESSION_MS;
     let key = kind.signing_key(&config).ok_or(ApiError::Internal)?;
     let value = session::issue(&key, kind.name(), &id, expires).ok_or(ApiError::Internal)?;
     let chat = Chat { conversation_key: format!("web:{id}"), role: role.to_string() };
     with_cookie(chat_answer(&chat), &session::set_cookie(CHAT_COOKIE, &value, CHAT_SESSION_MS / 1000))
+}
+
+/// Each guest session brings its own conversation (and branches and
+/// workers): a client address starts at most so many a UTC day.
+async fn count_guest_session(request: &Request, env: &Env, config: &Config) -> Result<(), ApiError> {
+    let client = header(request, "cf-connecting-ip")?.unwrap_or_else(|| "unknown".into());
+    let database = env.d1(config::DATABASE_BINDING).map_err(internal)?;
+    let now = now_ms();
+    let cap = config.web_chat_sessions_per_client_per_day;
+    match super::spend::count_guest_session(&database, &client, cap, now).await.map_err(internal)? {
+        true => Ok(()),
+        false => Err(ApiError::TooManyRequests {
+            message: "too many new web chats from this address today; try again tomorrow (UTC)",
+            retry_after_secs: crate::budget::seconds_until_next_day(now),
+        }),
+    }
 }
 
 /// `GET /api/chat/session`: this browser's web chat, if it has one.

@@ -22,6 +22,9 @@ pub struct WorkerJob {
     /// Unique per step; a step the run already finished is not run again.
     pub step: String,
     pub input: WorkerInput,
+    /// Whose message started the worker: its spend counts against their budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<crate::budget::Person>,
 }
 
 /// What a step brings to the worker.

@@ -29,6 +29,8 @@ export const post = <T>(path: string, body: unknown = {}) =>
 
 export const remove = <T>(path: string) => api<T>(path, { method: "DELETE" });
 
+export const put = <T>(path: string, body: unknown) => api<T>(path, { method: "PUT", body: JSON.stringify(body) });
+
 /// The socket URL for a path of this site (ws: or wss: as the page).
 export function socketUrl(path: string): string {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
@@ -122,6 +124,32 @@ export interface ScheduledJob {
   prompt: string;
   status: string;
   next_run: string | null;
+  created_by: { id: string | null; name: string | null };
+}
+
+/// A daily limit: null means no limit of that kind.
+export interface SpendLimit {
+  tokens: number | null;
+  usd: number | null;
+}
+
+/// One person's, conversation's or the deployment's spend on a day.
+export interface SpendRow {
+  subject: string;
+  name: string;
+  tokens: number;
+  usd: number;
+  calls: number;
+  limit: SpendLimit;
+  overridden: boolean;
+}
+
+export interface SpendReport {
+  day: string;
+  people: SpendRow[];
+  conversations: SpendRow[];
+  deployment: SpendRow | null;
+  configured: Record<"person" | "conversation" | "deployment", SpendLimit>;
 }
 
 export interface Memory {

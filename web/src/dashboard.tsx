@@ -13,11 +13,15 @@ import {
   MEMORY_TYPES,
   OutboxEntry,
   post,
+  put,
   RunningProcess,
   remove,
   ScheduledJob,
   SEARCH_MODES,
   socketUrl,
+  SpendLimit,
+  SpendReport,
+  SpendRow,
   Task,
   Usage,
   when,
@@ -27,12 +31,15 @@ import { connect } from "./live";
 
 const LIST_REFRESH_MS = 3000;
 
-type Route = { page: "conversations" } | { page: "conversation"; key: string } | { page: "memory" | "tasks" | "settings" };
+type Route =
+  | { page: "conversations" }
+  | { page: "conversation"; key: string }
+  | { page: "memory" | "tasks" | "spend" | "settings" };
 
 function route(hash: string): Route {
   const [, page = "", ...rest] = hash.replace(/^#/, "").split("/");
   if (page === "c" && rest.length) return { page: "conversation", key: decodeURIComponent(rest.join("/")) };
-  if (page === "memory" || page === "tasks" || page === "settings") return { page };
+  if (page === "memory" || page === "tasks" || page === "spend" || page === "settings") return { page };
   return { page: "conversations" };
 }
 
@@ -114,6 +121,7 @@ function Nav({ current, onSignOut }: { current: string; onSignOut: () => void })
       {link("#/", "Conversations", "conversations")}
       {link("#/memory", "Memory", "memory")}
       {link("#/tasks", "Tasks & schedules", "tasks")}
+      {link("#/spend", "Spend", "spend")}
       {link("#/settings", "Settings", "settings")}
       <a href="/chat/">Web chat</a>
       <button type="button" onClick={onSignOut}>Sign out</button>
@@ -471,18 +479,88 @@ function TasksPage() {
       {jobs && jobs.length > 0 && (
         <div class="scroll">
           <table id="schedules">
-            <thead><tr><th>Job</th><th>Prompt</th><th>Status</th><th>Next run</th><th>Conversation</th></tr></thead>
+            <thead>
+              <tr><th>Job</th><th>Prompt</th><th>Status</th><th>Next run</th><th>Conversation</th><th>Created by</th></tr>
+            </thead>
             <tbody>
               {jobs.map((job) => (
                 <tr key={job.id}>
                   <td>{job.id}</td><td class="text">{job.prompt}</td><td><Badge value={job.status} /></td>
                   <td>{job.next_run ?? "—"}</td><td>{job.conversation}</td>
+                  <td>{job.created_by?.name ?? "—"}</td>
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
       )}
+    </main>
+  );
+}
+
+const limitText = (limit: SpendLimit) =>
+  [limit.tokens === null ? "" : `${limit.tokens} tokens`, limit.usd === null ? "" : `$${limit.usd.toFixed(2)}`]
+    .filter(Boolean)
+    .join(" / ") || "none";
+
+/// Raises (or lowers) one subject's daily limit.
+function LimitForm({ scope, row, onSaved }: { scope: string; row: SpendRow; onSaved: () => void }) {
+  const [tokens, setTokens] = useState(String(row.limit.tokens ?? ""));
+  const [usd, setUsd] = useState(String(row.limit.usd ?? ""));
+  const [error, setError] = useState("");
+  const save = (event: Event) => {
+    event.preventDefault();
+    const number = (text: string) => (text.trim() === "" ? null : Number(text));
+    put(`/api/spend/limits/${scope}/${encodeURIComponent(row.subject)}`, { tokens: number(tokens), usd: number(usd) })
+      .then(() => (setError(""), onSaved()), (failure: Error) => setError(failure.message));
+  };
+  return (
+    <form class="inline" onSubmit={save}>
+      <input aria-label="Tokens per day" size={9} value={tokens} onInput={(e) => setTokens(e.currentTarget.value)} />
+      <input aria-label="US dollars per day" size={5} value={usd} onInput={(e) => setUsd(e.currentTarget.value)} />
+      <button type="submit">Set limit</button>
+      {error && <span role="alert" class="error">{error}</span>}
+    </form>
+  );
+}
+
+function SpendTable({ id, scope, rows, onSaved }: { id: string; scope: string; rows: SpendRow[]; onSaved: () => void }) {
+  if (rows.length === 0) return <p class="muted">Nothing spent yet today.</p>;
+  return (
+    <div class="scroll">
+      <table id={id}>
+        <thead><tr><th>Who</th><th>Tokens</th><th>Price</th><th>Calls</th><th>Limit</th><th>Change</th></tr></thead>
+        <tbody>
+          {rows.map((row) => (
+            <tr key={row.subject}>
+              <td>{row.name ? `${row.name} (${row.subject})` : row.subject}</td>
+              <td>{row.tokens}</td><td>${row.usd.toFixed(4)}</td><td>{row.calls}</td>
+              <td>{limitText(row.limit)}{row.overridden ? " (set by an operator)" : ""}</td>
+              <td><LimitForm scope={scope} row={row} onSaved={onSaved} /></td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/// Today's spend per person and per conversation (UTC days), with the limits.
+function SpendPage() {
+  const [report, error, reload] = useLoad(() => api<SpendReport>("/api/spend"), []);
+  if (error) return <main class="page"><p role="alert" class="error">{error}</p></main>;
+  if (!report) return <main class="page"><p>Loading…</p></main>;
+  return (
+    <main class="page">
+      <h1>Spend on {report.day} (UTC)</h1>
+      <p class="muted" id="deployment-spend">
+        Whole deployment: {report.deployment ? `${report.deployment.tokens} tokens, $${report.deployment.usd.toFixed(4)}` : "nothing yet"};
+        limit {limitText(report.deployment?.limit ?? report.configured.deployment)}.
+      </p>
+      <h2>People</h2>
+      <SpendTable id="spend-people" scope="person" rows={report.people} onSaved={reload} />
+      <h2>Conversations</h2>
+      <SpendTable id="spend-conversations" scope="conversation" rows={report.conversations} onSaved={reload} />
     </main>
   );
 }
@@ -552,6 +630,7 @@ function App() {
       {current.page === "conversation" && <ConversationPage conversationKey={current.key} />}
       {current.page === "memory" && <MemoryPage />}
       {current.page === "tasks" && <TasksPage />}
+      {current.page === "spend" && <SpendPage />}
       {current.page === "settings" && <SettingsPage />}
     </>
   );

@@ -24,6 +24,8 @@ pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: b
     let envelope = if dead_letters {
         // Out of retries: the user is told instead of waiting forever.
         report(branch, MessageType::Error, "the branch failed after several attempts".into())
+    } else if let Some(scope) = over_budget(config, &database, branch).await {
+        report(branch, MessageType::Error, format!("the branch was not run: today's {} budget is spent", scope.name()))
     } else {
         match think(config, env, &database, branch).await {
             Ok(conclusion) => report(branch, MessageType::Done, conclusion),
@@ -34,6 +36,10 @@ pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: b
     deliver(env, &branch.conversation_key, &envelope).await.map_err(|error| error.to_string())
 }
 
+async fn over_budget(config: &Config, database: &D1Database, branch: &BranchJob) -> Option<crate::budget::Scope> {
+    crate::edge::spend::over_budget(database, &config.budgets, &usage::Spender::of(&branch.origin)).await
+}
+
 async fn think(config: &Config, env: &Env, database: &D1Database, branch: &BranchJob) -> Result<String, LlmError> {
     let model = HttpModel::new(config, env, &config.branch_model)?;
     let messages = compose_messages(branch, &config.bot_name).map_err(|error| LlmError::Config(error.to_string()))?;
@@ -42,7 +48,8 @@ async fn think(config: &Config, env: &Env, database: &D1Database, branch: &Branc
     let (conclusion, spent) = run_branch(&model, model.model_name(), &tools, messages).await?;
     let line = LogLine::info("branch_finished").conversation(&branch.conversation_key).id(&branch.id);
     line.duration_ms(now_ms() - started).tokens(spent).emit();
-    if let Err(error) = usage::record(database, &branch.conversation_key, "branch", spent).await {
+    let spender = usage::Spender::of(&branch.origin);
+    if let Err(error) = usage::record(database, &spender, "branch", model.spent(), now_ms()).await {
         let line = LogLine::warn("usage_not_recorded").conversation(&branch.conversation_key);
         line.field("process", "branch").reason(&error).emit();
     }

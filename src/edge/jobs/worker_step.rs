@@ -74,14 +74,23 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         EdgeTools { config, env, db: &db, job, progress_reports: Cell::new(0), last_heartbeat_ms: Cell::new(0) };
     let usage_before = run.usage;
     let started = now_ms();
-    let end = match run_segment(&model, model.model_name(), &tools, &mut run).await {
-        Ok(end) => end,
-        // The queue retries the step from the stored run.
-        Err(error) if error.is_retryable() => return Err(error.to_string()),
-        Err(error) => {
+    let spender = usage::Spender { conversation_key: job.conversation_key.clone(), person: job.person.clone() };
+    let over = crate::edge::spend::over_budget(&db, &config.budgets, &spender).await;
+    // A worker outlives the turn that started it: each segment asks again.
+    let end = match over {
+        Some(scope) => {
             run.give_up();
-            SegmentEnd::Failed(format!("the worker could not reach its model: {error}"))
+            SegmentEnd::Failed(format!("the worker stopped: today's {} budget is spent", scope.name()))
         }
+        None => match run_segment(&model, model.model_name(), &tools, &mut run).await {
+            Ok(end) => end,
+            // The queue retries the step from the stored run.
+            Err(error) if error.is_retryable() => return Err(error.to_string()),
+            Err(error) => {
+                run.give_up();
+                SegmentEnd::Failed(format!("the worker could not reach its model: {error}"))
+            }
+        },
     };
     run.steps.push(job.step.clone());
     let pending = decide(job, &run, end);
@@ -89,7 +98,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         input_tokens: run.usage.input_tokens - usage_before.input_tokens,
         output_tokens: run.usage.output_tokens - usage_before.output_tokens,
     };
-    save(&db, job, &run, &pending, spent).await.map_err(text)?;
+    save(&db, job, &run, &pending, model.spent()).await.map_err(text)?;
     LogLine::info("worker_step_finished")
         .conversation(&job.conversation_key)
         .id(&job.id)
@@ -139,6 +148,7 @@ fn decide(job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) -> Pending {
                 conversation_key: job.conversation_key.clone(),
                 step: format!("s{}", run.segments + 1),
                 input: WorkerInput::Continue,
+                person: job.person.clone(),
             }),
         },
     }
@@ -268,7 +278,7 @@ async fn save(
     job: &WorkerJob,
     run: &WorkerRun,
     pending: &Pending,
-    spent: crate::llm::Usage,
+    spent: crate::budget::Spend,
 ) -> worker::Result<()> {
     let update =
         db.prepare("UPDATE workers SET state = ?1, run = ?2, pending = ?3, updated_at = ?4 WHERE id = ?5").bind(&[
@@ -278,7 +288,10 @@ async fn save(
             now(),
             job.id.as_str().into(),
         ])?;
-    crate::edge::d1::batch(db, vec![update, usage::add(db, &job.conversation_key, "worker", spent)?]).await?;
+    let spender = usage::Spender { conversation_key: job.conversation_key.clone(), person: job.person.clone() };
+    let mut statements = vec![update];
+    statements.extend(usage::add(db, &spender, "worker", spent, now_ms())?);
+    crate::edge::d1::batch(db, statements).await?;
     Ok(())
 }
 
