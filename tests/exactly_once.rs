@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::harness::fake_llm::current_section;
-use crate::harness::{dm_update, group_update, wait_for, Scripted, TestEnv, TELEGRAM_SECRET};
+use crate::harness::{
+    dm_update, group_update, now_secs, slack_callback, slack_headers, wait_for, Scripted, TestEnv, TELEGRAM_SECRET,
+};
 
 /// Concurrent connections, as a busy platform opens.
 const CONNECTIONS: usize = 16;
@@ -63,10 +65,42 @@ fn address(env: &TestEnv) -> Address {
     Arc::new(Mutex::new(env.worker.base_url.clone()))
 }
 
-/// Starts `connections` concurrent senders that post every update, each
-/// retrying until its webhook is acknowledged (as Telegram does); the handle
+/// A platform's webhook: Telegram's update or Slack's event callback, signed
+/// when it is sent.
+#[derive(Clone, Copy)]
+enum Platform {
+    Telegram,
+    Slack,
+}
+
+impl Platform {
+    fn request(self, client: &reqwest::Client, base: &str, body: &Value) -> reqwest::RequestBuilder {
+        let body = body.to_string().into_bytes();
+        let request = match self {
+            Platform::Telegram => client
+                .post(format!("{base}/webhooks/telegram"))
+                .header("content-type", "application/json")
+                .header("X-Telegram-Bot-Api-Secret-Token", TELEGRAM_SECRET),
+            Platform::Slack => {
+                let headers = slack_headers(&body, now_secs(), "application/json");
+                headers.into_iter().fold(client.post(format!("{base}/webhooks/slack")), |request, (name, value)| {
+                    request.header(name, value)
+                })
+            }
+        };
+        request.body(body)
+    }
+}
+
+/// Starts `connections` concurrent senders that post every webhook, each
+/// retrying until it is acknowledged (as the platforms do); the handle
 /// yields the number of attempts that were not acknowledged.
-fn post_all(address: &Address, updates: Vec<Value>, connections: usize) -> tokio::task::JoinHandle<usize> {
+fn post_all(
+    address: &Address,
+    platform: Platform,
+    updates: Vec<Value>,
+    connections: usize,
+) -> tokio::task::JoinHandle<usize> {
     let queue = Arc::new(Mutex::new(updates.into_iter()));
     let mut senders = Vec::new();
     for _ in 0..connections {
@@ -77,15 +111,8 @@ fn post_all(address: &Address, updates: Vec<Value>, connections: usize) -> tokio
                 let Some(update) = queue.lock().unwrap().next() else { return refused };
                 for attempt in 0.. {
                     assert!(attempt < 600, "a webhook was never acknowledged");
-                    let url = format!("{}/webhooks/telegram", address.lock().unwrap());
-                    let sent = client
-                        .post(url)
-                        .header("content-type", "application/json")
-                        .header("X-Telegram-Bot-Api-Secret-Token", TELEGRAM_SECRET)
-                        .body(update.to_string())
-                        .timeout(Duration::from_secs(10))
-                        .send()
-                        .await;
+                    let base = address.lock().unwrap().clone();
+                    let sent = platform.request(&client, &base, &update).timeout(Duration::from_secs(10)).send().await;
                     if sent.is_ok_and(|response| response.status() == 200) {
                         break;
                     }
@@ -104,6 +131,12 @@ fn post_all(address: &Address, updates: Vec<Value>, connections: usize) -> tokio
     })
 }
 
+/// The messages Slack holds (a resend after a crash that found its piece
+/// adds none).
+fn slack_texts(env: &TestEnv) -> Vec<String> {
+    env.slack.posted().iter().map(|message| message["text"].as_str().unwrap_or_default().to_string()).collect()
+}
+
 /// The texts the fake Telegram was asked to send.
 fn sent_texts(env: &TestEnv) -> Vec<String> {
     env.telegram
@@ -114,11 +147,17 @@ fn sent_texts(env: &TestEnv) -> Vec<String> {
 }
 
 /// Waits until every token in `expected` was sent at least once (or the time
-/// is up), then for stragglers that would double one; returns the counts.
-async fn answered(env: &TestEnv, expected: &[String], timeout: Duration) -> BTreeMap<String, usize> {
+/// is up), then for stragglers that would double one; returns the counts of
+/// what `texts` reads (what the platform shows).
+async fn answered(
+    env: &TestEnv,
+    texts: fn(&TestEnv) -> Vec<String>,
+    expected: &[String],
+    timeout: Duration,
+) -> BTreeMap<String, usize> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let texts = sent_texts(env);
+        let texts = texts(env);
         let counts = count_tokens(texts.iter().map(String::as_str));
         if expected.iter().all(|token| counts.contains_key(token)) || tokio::time::Instant::now() > deadline {
             break;
@@ -127,7 +166,7 @@ async fn answered(env: &TestEnv, expected: &[String], timeout: Duration) -> BTre
     }
     env.settle().await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let texts = sent_texts(env);
+    let texts = texts(env);
     count_tokens(texts.iter().map(String::as_str))
 }
 
@@ -163,10 +202,10 @@ async fn under_load_every_acknowledged_message_is_answered_exactly_once() {
             }
         }
     }
-    let refused = post_all(&address(&env), updates, CONNECTIONS).await.expect("senders");
+    let refused = post_all(&address(&env), Platform::Telegram, updates, CONNECTIONS).await.expect("senders");
     assert_eq!(refused, 0, "every webhook was acknowledged at the first attempt");
 
-    let counts = answered(&env, &expected, Duration::from_secs(240)).await;
+    let counts = answered(&env, sent_texts, &expected, Duration::from_secs(240)).await;
     let missing: Vec<&String> = expected.iter().filter(|token| !counts.contains_key(*token)).collect();
     let doubled: Vec<(&String, &usize)> = counts.iter().filter(|(_, count)| **count > 1).collect();
     // Each inbound in the current messages of exactly one model call, too.
@@ -189,7 +228,7 @@ async fn under_load_every_acknowledged_message_is_answered_exactly_once() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_crash_while_replies_are_in_flight_leaves_nobody_in_silence() {
+async fn a_crash_while_telegram_replies_are_in_flight_leaves_nobody_in_silence() {
     let mut env = TestEnv::start().await;
     // As in production: the model takes 0.4 s, Telegram's send 0.3 s.
     env.llm.answer_always(Scripted::Delayed(Duration::from_millis(400), Box::new(Scripted::Echo)));
@@ -205,7 +244,7 @@ async fn a_crash_while_replies_are_in_flight_leaves_nobody_in_silence() {
         }
     }
     let address = address(&env);
-    let senders = post_all(&address, updates, CONNECTIONS);
+    let senders = post_all(&address, Platform::Telegram, updates, CONNECTIONS);
     // Kill the runtime while the chats talk, replies in flight; start it again.
     wait_for("replies in flight", Duration::from_secs(60), || async {
         (env.telegram.calls("/sendMessage").len() >= 40).then_some(())
@@ -215,7 +254,7 @@ async fn a_crash_while_replies_are_in_flight_leaves_nobody_in_silence() {
     *address.lock().unwrap() = env.worker.base_url.clone();
     senders.await.expect("senders");
 
-    let counts = answered(&env, &expected, Duration::from_secs(240)).await;
+    let counts = answered(&env, sent_texts, &expected, Duration::from_secs(240)).await;
     let texts = sent_texts(&env);
     let lost: Vec<&String> = expected.iter().filter(|token| !counts.contains_key(*token)).collect();
     let doubled: Vec<&String> = counts.iter().filter(|(_, count)| **count > 1).map(|(token, _)| token).collect();
@@ -237,3 +276,44 @@ async fn a_crash_while_replies_are_in_flight_leaves_nobody_in_silence() {
 
 /// The opening of the note a possibly repeated copy carries (prompts/resend_note.md).
 const RESEND_NOTE: &str = "↻ Sent again after an interruption";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_while_slack_replies_are_in_flight_loses_and_doubles_nothing() {
+    let mut env = TestEnv::start().await;
+    env.llm.answer_always(Scripted::Delayed(Duration::from_millis(400), Box::new(Scripted::Echo)));
+    env.slack.set_latency("/chat.postMessage", Duration::from_millis(300));
+    let (chats, per_chat) = (20, 6);
+    let mut events = Vec::new();
+    let mut expected = Vec::new();
+    for n in 0..per_chat {
+        for chat in 0..chats {
+            let (channel, ts) = (format!("D{chat}"), format!("1795000{n:03}.{chat:06}"));
+            let text = format!("hi {}", token(chat, n));
+            let event = json!({"type": "message", "channel": channel, "channel_type": "im", "user": format!("U{chat}"), "text": text, "ts": ts});
+            events.push(slack_callback(&format!("Ev{n}x{chat}"), event));
+            expected.push(token(chat, n));
+        }
+    }
+    let address = address(&env);
+    let senders = post_all(&address, Platform::Slack, events, CONNECTIONS);
+    wait_for("replies in flight", Duration::from_secs(60), || async {
+        (env.slack.calls("/chat.postMessage").len() >= 20).then_some(())
+    })
+    .await;
+    env.crash_and_restart().await;
+    *address.lock().unwrap() = env.worker.base_url.clone();
+    senders.await.expect("senders");
+
+    let counts = answered(&env, slack_texts, &expected, Duration::from_secs(240)).await;
+    let lost: Vec<&String> = expected.iter().filter(|token| !counts.contains_key(*token)).collect();
+    let doubled: Vec<&String> = counts.iter().filter(|(_, count)| **count > 1).map(|(token, _)| token).collect();
+    let looked_up = env.slack.calls("/conversations.history").len();
+    println!(
+        "slack crash test: {} acknowledged messages in {chats} DMs, {} lost, {} doubled, {looked_up} interrupted pieces looked up",
+        expected.len(),
+        lost.len(),
+        doubled.len()
+    );
+    assert!(lost.is_empty(), "acknowledged but never answered: {lost:?}");
+    assert!(doubled.is_empty(), "Slack holds a second copy of: {doubled:?}");
+}

@@ -218,3 +218,34 @@ async fn the_gateway_survives_a_dev_server_restart_and_resumes_without_identifyi
     );
     assert_eq!(posts(&env, "C4", 2).await[1]["content"], "after");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_while_discord_holds_a_reply_sends_it_again_and_discord_keeps_one() {
+    let gateway = FakeGateway::start(HEARTBEAT_MS).await;
+    let mut env = start(&gateway).await;
+    env.llm.reply("only one copy");
+    // Discord takes the message, but its answer never reaches the Worker.
+    env.discord.hang_next("/channels/C5/messages", true);
+    gateway.dispatch(
+        "MESSAGE_CREATE",
+        message("1300000000000000041", "C5", Some("G1"), "U1", "<@900000000000000001> hi", &[BOT_USER_ID]),
+    );
+    wait_for("the first post", Duration::from_secs(20), || async {
+        (!env.discord.calls("/channels/C5/messages").is_empty()).then_some(())
+    })
+    .await;
+    env.crash_and_restart().await;
+
+    // Sent again after the restart with the same nonce: Discord returns the
+    // first copy, so the channel shows one message.
+    wait_for("the resend", Duration::from_secs(30), || async {
+        (env.discord.calls("/channels/C5/messages").len() >= 2).then_some(())
+    })
+    .await;
+    env.settle().await;
+    let calls = env.discord.calls("/channels/C5/messages");
+    assert_eq!(calls.len(), 2, "the interrupted call and one resend");
+    assert_eq!(calls[0]["nonce"], calls[1]["nonce"], "the resend carries the same nonce");
+    assert_eq!(posts(&env, "C5", 1).await.len(), 1, "one message in the channel");
+    assert_eq!(env.llm.requests().len(), 1, "the model was not asked again");
+}
