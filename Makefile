@@ -70,8 +70,12 @@ lint:
 clean:
 	rm -rf build target/wasm32-unknown-unknown .wrangler
 
+# First startup: V8 compiling and instantiating the wasm (the figures recorded
+# before minijinja came back, then now) and the first requests on fresh isolates.
 # Last: the wasm per crate and its largest functions, then the gzipped total.
 bench: build
+	@node scripts/startup.mjs
+	cargo bench --bench startup
 	cargo bench --bench webhook
 	cargo bench --bench cost
 	cargo bench --bench cpu

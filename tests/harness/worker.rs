@@ -26,6 +26,10 @@ pub struct Worker {
     /// wrangler's DevTools inspector for the Worker (`make bench` profiles through it).
     #[allow(dead_code)] // used by `make bench`
     pub inspector_port: u16,
+    /// How long the `GET /health` that found the Worker ready took: the first
+    /// request a fresh isolate serves (`make bench` reports it as startup).
+    #[allow(dead_code)] // used by `make bench`
+    pub first_health: Duration,
     child: Option<Child>,
     log_path: PathBuf,
 }
@@ -190,7 +194,13 @@ impl Worker {
             .process_group(0)
             .spawn()
             .expect("spawn wrangler dev");
-        Worker { base_url: format!("http://127.0.0.1:{port}"), inspector_port, child: Some(child), log_path }
+        Worker {
+            base_url: format!("http://127.0.0.1:{port}"),
+            inspector_port,
+            first_health: Duration::ZERO,
+            child: Some(child),
+            log_path,
+        }
     }
 
     /// Waits for `/health` to answer 200 (or 503 naming a refused
@@ -199,7 +209,9 @@ impl Worker {
         let client = reqwest::Client::new();
         let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
         loop {
+            let sent = std::time::Instant::now();
             if let Ok(response) = client.get(format!("{}/health", self.base_url)).send().await {
+                self.first_health = sent.elapsed();
                 let status = response.status();
                 // Up, or up and refusing its configuration (tests of that refusal look at why).
                 let refusing =
