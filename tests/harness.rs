@@ -310,9 +310,7 @@ fn discord_keys() -> ed25519_dalek::SigningKey {
     ed25519_dalek::SigningKey::from_bytes(&[42; 32])
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
+use edgebot::security::encode_hex as hex;
 
 pub fn discord_public_key() -> String {
     hex(discord_keys().verifying_key().as_bytes())
@@ -325,7 +323,7 @@ pub fn discord_headers(body: &[u8], timestamp: i64) -> Vec<(&'static str, String
     vec![
         ("content-type", "application/json".to_string()),
         ("X-Signature-Timestamp", timestamp),
-        ("X-Signature-Ed25519", hex(&ed25519_dalek::Signer::sign(&discord_keys(), &signed).to_bytes())),
+        ("X-Signature-Ed25519", hex(ed25519_dalek::Signer::sign(&discord_keys(), &signed).to_bytes())),
     ]
 }
 

@@ -241,16 +241,14 @@ mod tests {
         SigningKey::from_bytes(&[7; 32])
     }
 
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-    }
+    use crate::security::encode_hex as hex;
 
     #[test]
     fn signatures_verify_and_forgeries_do_not() {
         let keys = keys();
         let public = hex(keys.verifying_key().as_bytes());
         let body = br#"{"type":1}"#;
-        let signature = hex(&keys.sign(&[b"1700000000".as_slice(), body].concat()).to_bytes());
+        let signature = hex(keys.sign(&[b"1700000000".as_slice(), body].concat()).to_bytes());
         assert_eq!(verify_signature(Some(&signature), Some("1700000000"), body, &public, 1_700_000_010), Ok(()));
         assert_eq!(
             verify_signature(Some(&signature), Some("1700000000"), br#"{"type":2}"#, &public, 1_700_000_010),
