@@ -154,8 +154,10 @@ pub fn decide(standings: &[Standing]) -> Verdict {
 
 /// The UTC day an instant counts against, as `YYYY-MM-DD`.
 pub fn day_of(epoch_ms: i64) -> String {
-    let (year, month, day) = crate::schedule::civil::civil_from_days(epoch_ms.div_euclid(DAY_MS));
-    format!("{year:04}-{month:02}-{day:02}")
+    match chrono::DateTime::from_timestamp_millis(epoch_ms) {
+        Some(instant) => instant.format("%Y-%m-%d").to_string(),
+        None => epoch_ms.div_euclid(DAY_MS).to_string(),
+    }
 }
 
 /// Milliseconds from `epoch_ms` until the next UTC midnight (when the day's

@@ -29,6 +29,22 @@ pub use plan::{catch_up, next_run, once_at, validate, ActiveHours, CatchUp, Plan
 pub use runs::{claim, Claim, JobRuns};
 pub use zone::{describe_local, is_known_zone, resolve_local, to_local, Resolved, Utc, ZoneRules};
 
+/// Characters in a job id: short enough to type, 36^6 (about 2 billion) of them.
+pub const JOB_ID_CHARS: usize = 6;
+
+/// A job id of [`JOB_ID_CHARS`] base-36 characters from random bits.
+pub fn job_id(random: u128) -> String {
+    let mut value = random;
+    (0..JOB_ID_CHARS)
+        .map(|_| {
+            // value % 36 < 36, always a base-36 digit.
+            let digit = char::from_digit((value % 36) as u32, 36).unwrap_or('0');
+            value /= 36;
+            digit
+        })
+        .collect()
+}
+
 /// Why a schedule cannot be read or computed. The messages are written for the
 /// model and the admin API, which show them as they are.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -45,4 +61,20 @@ pub enum ScheduleError {
     BadLocalTime(String),
     #[error("max_runs must be at least 1")]
     NoRunsAllowed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::job_id;
+
+    #[test]
+    fn job_ids_are_six_lowercase_base36_characters_of_the_random_bits() {
+        assert_eq!(job_id(0), "000000");
+        assert_eq!(job_id(35), "z00000");
+        assert_eq!(job_id(36), "010000");
+        assert_eq!(job_id(u128::MAX).len(), 6);
+        let id = job_id(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+        assert!(id.chars().all(|c| c.is_ascii_digit() || c.is_ascii_lowercase()), "{id}");
+        assert_ne!(job_id(1), job_id(2));
+    }
 }

@@ -1,18 +1,13 @@
-//! Comparisons of secrets that take the same time whatever the input.
+//! What guards the edges: constant-time comparison of secrets, the browser
+//! headers every answer carries, replay windows, and the small codecs
+//! (hex, percent escapes) signed and addressed requests need.
 
-use std::hint::black_box;
+use subtle::ConstantTimeEq;
 
 /// Compares two byte strings in time that depends only on their lengths, so a
-/// forger learns nothing from how long a rejection took.
+/// forger learns nothing from how long a rejection took (`subtle`).
 pub fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
-    let longest = left.len().max(right.len());
-    let mut difference = left.len() ^ right.len();
-    for index in 0..longest {
-        let a = left.get(index).copied().unwrap_or(0);
-        let b = right.get(index).copied().unwrap_or(0);
-        difference |= black_box(usize::from(a ^ b));
-    }
-    difference == 0
+    left.ct_eq(right).into()
 }
 
 /// The Content-Security-Policy of every page, asset and answer: scripts,
@@ -44,35 +39,18 @@ pub fn is_fresh(timestamp: &str, now_secs: i64) -> bool {
 
 /// Decodes lowercase or uppercase hex; None on any other character or odd length.
 pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len()).step_by(2).map(|index| u8::from_str_radix(text.get(index..index + 2)?, 16).ok()).collect()
+    hex::decode(text).ok()
+}
+
+/// Lowercase hex of `bytes`, the one spelling of digests and tags.
+pub fn encode_hex(bytes: impl AsRef<[u8]>) -> String {
+    hex::encode(bytes)
 }
 
 /// Decodes `%XX` escapes once (a path segment: conversation keys hold `:`);
 /// other bytes, and a `%` not followed by two hex digits, stay as they are.
 pub fn percent_decode(segment: &str) -> String {
-    let bytes = segment.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let escaped = (bytes[index] == b'%')
-            .then(|| segment.get(index + 1..index + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) => {
-                decoded.push(byte);
-                index += 3;
-            }
-            None => {
-                decoded.push(bytes[index]);
-                index += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&decoded).into_owned()
+    percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned()
 }
 
 /// Checks an `Authorization: Bearer <token>` header against the configured token.
@@ -113,6 +91,9 @@ mod tests {
         assert_eq!(decode_hex("00ff7A"), Some(vec![0, 255, 122]));
         assert_eq!(decode_hex("abc"), None);
         assert_eq!(decode_hex("zz"), None);
+        assert_eq!(decode_hex(""), Some(vec![]));
+        assert_eq!(encode_hex([0u8, 255, 122]), "00ff7a");
+        assert_eq!(decode_hex(&encode_hex(b"\x01\xab")), Some(vec![1, 0xab]));
     }
 
     #[test]
@@ -121,6 +102,8 @@ mod tests {
         assert_eq!(percent_decode("%2541"), "%41", "once");
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(percent_decode("a+b%20c"), "a+b c", "a path keeps `+`");
+        assert_eq!(percent_decode("%E2%9C%93%ff"), "\u{2713}\u{fffd}", "invalid UTF-8 is replaced");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::config::{Config, MIN_SECRET_CHARS};
-use crate::security::{constant_time_eq, decode_hex};
+use crate::security::{constant_time_eq, decode_hex, encode_hex};
 
 /// The operator's dashboard session. `__Host-`: the browser keeps it only
 /// when it is `Secure`, for `Path=/` and without a `Domain`, so no sibling
@@ -98,8 +98,7 @@ pub fn issue(key: &[u8], kind: &str, subject: &str, expires_ms: i64) -> Option<S
         return None;
     }
     let signed = format!("{kind}.{subject}.{expires_ms}");
-    let tag: String =
-        mac(key, signed.as_bytes()).finalize().into_bytes().iter().map(|byte| format!("{byte:02x}")).collect();
+    let tag = encode_hex(mac(key, signed.as_bytes()).finalize().into_bytes());
     Some(format!("{signed}.{tag}"))
 }
 
@@ -110,10 +109,8 @@ pub fn verify(key: &[u8], kind: &str, value: &str, now_ms: i64) -> Option<Sessio
         return None;
     }
     let (signed, tag) = value.rsplit_once('.')?;
-    let expected = mac(key, signed.as_bytes()).finalize().into_bytes();
-    if !constant_time_eq(&decode_hex(tag)?, &expected) {
-        return None;
-    }
+    // `verify_slice` compares in constant time.
+    mac(key, signed.as_bytes()).verify_slice(&decode_hex(tag)?).ok()?;
     let mut parts = signed.splitn(3, '.');
     let (found_kind, subject, expires) = (parts.next()?, parts.next()?, parts.next()?);
     let expires_ms: i64 = expires.parse().ok()?;

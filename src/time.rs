@@ -1,11 +1,14 @@
-//! Wall-clock formatting without a date library (the Worker only has the JS clock).
+//! Wall-clock formatting with chrono (the Worker reads the clock from the JS runtime).
 
-/// Formats milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM UTC`.
+use chrono::DateTime;
+
+/// Formats milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM UTC`
+/// (the bare number for an instant past chrono's ±262,000 years).
 pub fn format_utc(epoch_ms: i64) -> String {
-    let seconds = epoch_ms.div_euclid(1000);
-    let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    let (year, month, day) = crate::schedule::civil::civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", second_of_day / 3600, second_of_day % 3600 / 60)
+    match DateTime::from_timestamp_millis(epoch_ms) {
+        Some(instant) => instant.format("%Y-%m-%d %H:%M UTC").to_string(),
+        None => epoch_ms.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -18,5 +21,6 @@ mod tests {
         assert_eq!(format_utc(951_782_400_000), "2000-02-29 00:00 UTC");
         assert_eq!(format_utc(1_795_298_400_000), "2026-11-21 22:00 UTC");
         assert_eq!(format_utc(-1000), "1969-12-31 23:59 UTC");
+        assert_eq!(format_utc(i64::MAX), i64::MAX.to_string());
     }
 }

@@ -306,16 +306,14 @@ pub fn slack_headers(body: &[u8], timestamp: i64, content_type: &str) -> Vec<(&'
     ]
 }
 
-fn discord_keys() -> ed25519_compact::KeyPair {
-    ed25519_compact::KeyPair::from_seed(ed25519_compact::Seed::new([42; 32]))
+fn discord_keys() -> ed25519_dalek::SigningKey {
+    ed25519_dalek::SigningKey::from_bytes(&[42; 32])
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
+use edgebot::security::encode_hex as hex;
 
 pub fn discord_public_key() -> String {
-    hex(discord_keys().pk.as_ref())
+    hex(discord_keys().verifying_key().as_bytes())
 }
 
 /// Headers of a Discord interaction signed with the test key at `timestamp`.
@@ -325,7 +323,7 @@ pub fn discord_headers(body: &[u8], timestamp: i64) -> Vec<(&'static str, String
     vec![
         ("content-type", "application/json".to_string()),
         ("X-Signature-Timestamp", timestamp),
-        ("X-Signature-Ed25519", hex(discord_keys().sk.sign(signed, None).as_ref())),
+        ("X-Signature-Ed25519", hex(ed25519_dalek::Signer::sign(&discord_keys(), &signed).to_bytes())),
     ]
 }
 

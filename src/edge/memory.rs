@@ -113,8 +113,7 @@ pub struct Saved {
 fn memory_id(scope: &str, content: &str) -> String {
     let normalised = content.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
     let digest = Sha256::digest(format!("{scope}\n{normalised}").as_bytes());
-    let hex: String = digest.iter().take(8).map(|byte| format!("{byte:02x}")).collect();
-    format!("mem-{hex}")
+    format!("mem-{}", crate::security::encode_hex(&digest[..8]))
 }
 
 /// Saves a memory learned in the conversation `source`, private to that

@@ -463,14 +463,10 @@ pub async fn finish_run(
     Ok(after.is_some_and(|after| after.status == DISABLED && after.consecutive_failures == MAX_CONSECUTIVE_FAILURES))
 }
 
-/// A short job id people can type: six base-36 characters.
+/// A short job id people can type, from a v4 UUID's random bits (the
+/// runtime's CSPRNG, where `Math.random` was before). Not a v7: six
+/// characters someone types cannot carry a timestamp, and jobs are listed by
+/// their next run, not their id.
 fn short_id() -> String {
-    let mut value = (js_sys::Math::random() * 36f64.powi(6)) as u64;
-    (0..6)
-        .map(|_| {
-            let digit = (value % 36) as u32;
-            value /= 36;
-            char::from_digit(digit, 36).unwrap_or('0')
-        })
-        .collect()
+    crate::schedule::job_id(uuid::Uuid::new_v4().as_u128())
 }

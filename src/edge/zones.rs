@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
+use crate::schedule::civil::{LocalDateTime, MS_PER_MINUTE};
 use crate::schedule::zone::ZoneRules;
 
 #[wasm_bindgen]
@@ -71,7 +72,8 @@ fn local_as_utc_ms(parts: &js_sys::Array) -> Option<i64> {
         }
     }
     let [year, month, day, hour, minute] = fields;
-    let date = js_sys::Date::utc(year as f64, (month - 1) as f64);
-    let midnight_of_month = date as i64;
-    Some(midnight_of_month + (day - 1) * 86_400_000 + hour * 3_600_000 + minute * 60_000)
+    let narrow = |value: i64| u8::try_from(value).ok();
+    let year = i32::try_from(year).ok()?;
+    let local = LocalDateTime::new(year, narrow(month)?, narrow(day)?, narrow(hour)?, narrow(minute)?)?;
+    Some(local.to_minutes_since_epoch() * MS_PER_MINUTE)
 }

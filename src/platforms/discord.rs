@@ -4,7 +4,7 @@
 pub mod gateway;
 pub mod message;
 
-use ed25519_compact::{PublicKey, Signature};
+use ed25519_dalek::{Signature, VerifyingKey};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use thiserror::Error;
@@ -55,7 +55,8 @@ pub fn verify_signature(
         return Err(DiscordError::Stale);
     }
     let key = decode_hex(public_key_hex)
-        .and_then(|bytes| PublicKey::from_slice(&bytes).ok())
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+        .and_then(|bytes| VerifyingKey::from_bytes(&bytes).ok())
         .ok_or(DiscordError::WrongSignature)?;
     let signature = decode_hex(signature)
         .and_then(|bytes| Signature::from_slice(&bytes).ok())
@@ -63,7 +64,8 @@ pub fn verify_signature(
     let mut message = Vec::with_capacity(timestamp.len() + body.len());
     message.extend_from_slice(timestamp.as_bytes());
     message.extend_from_slice(body);
-    key.verify(&message, &signature).map_err(|_| DiscordError::WrongSignature)
+    // Strict: refuses small-order keys and non-canonical signatures, as ed25519-compact did.
+    key.verify_strict(&message, &signature).map_err(|_| DiscordError::WrongSignature)
 }
 
 /// What an interaction asks of the Worker.
@@ -233,22 +235,20 @@ pub fn command_definitions() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ed25519_compact::{KeyPair, Seed};
+    use ed25519_dalek::{Signer, SigningKey};
 
-    fn keys() -> KeyPair {
-        KeyPair::from_seed(Seed::new([7; 32]))
+    fn keys() -> SigningKey {
+        SigningKey::from_bytes(&[7; 32])
     }
 
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-    }
+    use crate::security::encode_hex as hex;
 
     #[test]
     fn signatures_verify_and_forgeries_do_not() {
         let keys = keys();
-        let public = hex(keys.pk.as_ref());
+        let public = hex(keys.verifying_key().as_bytes());
         let body = br#"{"type":1}"#;
-        let signature = hex(keys.sk.sign([b"1700000000".as_slice(), body].concat(), None).as_ref());
+        let signature = hex(keys.sign(&[b"1700000000".as_slice(), body].concat()).to_bytes());
         assert_eq!(verify_signature(Some(&signature), Some("1700000000"), body, &public, 1_700_000_010), Ok(()));
         assert_eq!(
             verify_signature(Some(&signature), Some("1700000000"), br#"{"type":2}"#, &public, 1_700_000_010),

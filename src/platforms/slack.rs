@@ -64,7 +64,7 @@ pub fn sign(body: &[u8], timestamp: &str, signing_secret: &str) -> String {
     mac.update(format!("v0:{timestamp}:").as_bytes());
     mac.update(body);
     let digest = mac.finalize().into_bytes();
-    format!("v0={}", digest.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
+    format!("v0={}", crate::security::encode_hex(digest))
 }
 
 /// What a Slack request turned into.
@@ -271,37 +271,14 @@ pub fn parse_command(body: &[u8]) -> Result<InboundEvent, SlackError> {
     Ok(InboundEvent { is_dm, is_command: true, ..event }.with_text_capped(INBOUND_TEXT_LIMIT))
 }
 
+/// An `application/x-www-form-urlencoded` body's fields, `+` and `%XX` decoded.
+/// A field without `=` is dropped, as before `form_urlencoded` did the decoding.
 fn form_fields(body: &[u8]) -> Vec<(String, String)> {
-    String::from_utf8_lossy(body)
-        .split('&')
-        .filter_map(|pair| {
-            let (key, value) = pair.split_once('=')?;
-            Some((form_decode(key), form_decode(value)))
-        })
+    body.split(|&byte| byte == b'&')
+        .filter(|pair| pair.contains(&b'='))
+        .flat_map(form_urlencoded::parse)
+        .map(|(key, value)| (key.into_owned(), value.into_owned()))
         .collect()
-}
-
-/// Decodes `+` and `%XX` escapes of a form field.
-fn form_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        match bytes[index] {
-            b'+' => decoded.push(b' '),
-            b'%' => {
-                if let Some(byte) = text.get(index + 1..index + 3).and_then(|hex| u8::from_str_radix(hex, 16).ok()) {
-                    decoded.push(byte);
-                    index += 3;
-                    continue;
-                }
-                decoded.push(b'%');
-            }
-            byte => decoded.push(byte),
-        }
-        index += 1;
-    }
-    String::from_utf8_lossy(&decoded).into_owned()
 }
 
 /// The message-metadata event type that carries a reply piece's id, so a send
@@ -354,6 +331,14 @@ pub fn find_piece(answer: &Value, piece_id: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn form_fields_decode_plus_and_escapes_and_drop_bare_keys() {
+        let fields = form_fields(b"text=a+b%20c%26d&bare&user_name=J%C3%B6rg&bad=100%25%zz&empty=");
+        let expected = [("text", "a b c&d"), ("user_name", "J\u{f6}rg"), ("bad", "100%%zz"), ("empty", "")];
+        let expected: Vec<(String, String)> = expected.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        assert_eq!(fields, expected);
+    }
 
     const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 

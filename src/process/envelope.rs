@@ -95,11 +95,7 @@ fn cap_body(mut body: String) -> String {
     if body.len() <= BODY_CAP_BYTES {
         return body;
     }
-    let mut end = BODY_CAP_BYTES - TRUNCATION_WARNING.len();
-    while !body.is_char_boundary(end) {
-        end -= 1;
-    }
-    body.truncate(end);
+    body.truncate(body.floor_char_boundary(BODY_CAP_BYTES - TRUNCATION_WARNING.len()));
     body.push_str(TRUNCATION_WARNING);
     body
 }

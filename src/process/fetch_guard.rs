@@ -202,13 +202,7 @@ fn looks_numeric(name: &str) -> bool {
 
 /// Cuts a tool's output to the cap, at a character boundary.
 pub fn cap_output(mut text: String) -> String {
-    if text.len() > TOOL_OUTPUT_CAP_BYTES {
-        let mut end = TOOL_OUTPUT_CAP_BYTES;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-    }
+    text.truncate(text.floor_char_boundary(TOOL_OUTPUT_CAP_BYTES));
     text
 }
 

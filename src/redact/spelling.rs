@@ -119,7 +119,9 @@ impl Folded {
         self.spans.truncate(kept);
     }
 
-    /// Decodes each `%XX`; says whether there was any.
+    /// Decodes each `%XX`; says whether there was any. Hand-written rather than
+    /// `percent-encoding`, which cannot say which original bytes each decoded
+    /// byte came from (the spans a redaction needs).
     fn percent_decode(&mut self) -> bool {
         let hex = |byte: u8| (byte as char).to_digit(16).map(|digit| digit as u8);
         let mut bytes = Vec::with_capacity(self.bytes.len());

@@ -1,9 +1,12 @@
-//! Calendar arithmetic on wall-clock minutes, without a date crate (the Worker
-//! has only the JS clock, and a date crate would weigh on the bundle).
+//! Wall-clock minutes, with chrono doing the calendar arithmetic (no tz
+//! database: the zone module maps a wall clock to instants through the
+//! runtime's `Intl` data).
 //!
-//! A [`LocalDateTime`] names a minute on a wall clock, in no zone; the zone
-//! module maps it to instants. Counting minutes "as if UTC" gives every wall
-//! clock minute a number, which is what cron search and offsets need.
+//! A [`LocalDateTime`] names a minute on a wall clock, in no zone. Counting
+//! minutes "as if UTC" gives every wall-clock minute a number, which is what
+//! cron search and offsets need.
+
+use chrono::{Datelike, NaiveDate};
 
 use super::ScheduleError;
 
@@ -24,34 +27,44 @@ impl LocalDateTime {
     /// A checked wall-clock minute: None for a day the month does not have, an
     /// hour past 23 or a minute past 59.
     pub fn new(year: i32, month: u8, day: u8, hour: u8, minute: u8) -> Option<LocalDateTime> {
-        let is_valid =
-            (1..=12).contains(&month) && day >= 1 && day <= days_in_month(year, month) && hour < 24 && minute < 60;
-        is_valid.then_some(LocalDateTime { year, month, day, hour, minute })
+        let date = NaiveDate::from_ymd_opt(year, month.into(), day.into())?;
+        (hour < 24 && minute < 60).then(|| LocalDateTime::on(date, hour, minute))
+    }
+
+    /// `hour:minute` on `date` (hour < 24 and minute < 60 are the caller's to keep).
+    pub fn on(date: NaiveDate, hour: u8, minute: u8) -> LocalDateTime {
+        // chrono's month is 1..=12 and day 1..=31: both fit a u8.
+        LocalDateTime { year: date.year(), month: date.month() as u8, day: date.day() as u8, hour, minute }
+    }
+
+    /// The calendar date. Every constructor checks it; a struct literal that
+    /// skipped the check reads as 1970-01-01 rather than panicking.
+    pub fn date(&self) -> NaiveDate {
+        NaiveDate::from_ymd_opt(self.year, self.month.into(), self.day.into()).unwrap_or_default()
     }
 
     /// Minutes since 1970-01-01 00:00 on the same wall clock, as if it were UTC.
     pub fn to_minutes_since_epoch(&self) -> i64 {
-        days_from_civil(self.year, self.month, self.day) * MINUTES_PER_DAY
-            + i64::from(self.hour) * 60
-            + i64::from(self.minute)
+        self.days_since_epoch() * MINUTES_PER_DAY + i64::from(self.minute_of_day())
     }
 
-    /// The inverse of [`LocalDateTime::to_minutes_since_epoch`].
+    /// The inverse of [`LocalDateTime::to_minutes_since_epoch`] (within
+    /// chrono's ±262,000 years; beyond, the epoch's date).
     pub fn from_minutes_since_epoch(minutes: i64) -> LocalDateTime {
         let (days, minute_of_day) = (minutes.div_euclid(MINUTES_PER_DAY), minutes.rem_euclid(MINUTES_PER_DAY));
-        let (year, month, day) = civil_from_days(days);
+        let date = i32::try_from(days).ok().and_then(NaiveDate::from_epoch_days).unwrap_or_default();
         // minute_of_day < 1440, so both parts fit a u8.
-        LocalDateTime { year, month, day, hour: (minute_of_day / 60) as u8, minute: (minute_of_day % 60) as u8 }
+        LocalDateTime::on(date, (minute_of_day / 60) as u8, (minute_of_day % 60) as u8)
     }
 
     /// Days since 1970-01-01 of this date.
     pub fn days_since_epoch(&self) -> i64 {
-        days_from_civil(self.year, self.month, self.day)
+        i64::from(self.date().to_epoch_days())
     }
 
     /// 0 = Sunday … 6 = Saturday, as cron counts.
     pub fn weekday(&self) -> u8 {
-        weekday_of_days(self.days_since_epoch())
+        weekday_of(self.date())
     }
 
     /// The minute of the day, 0..1440.
@@ -71,49 +84,15 @@ impl std::fmt::Display for LocalDateTime {
     }
 }
 
-pub fn is_leap_year(year: i32) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-}
-
 /// Days in `month` (1..=12) of `year`; 0 for a month that does not exist.
 pub fn days_in_month(year: i32, month: u8) -> u8 {
-    match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if is_leap_year(year) => 29,
-        2 => 28,
-        _ => 0,
-    }
+    NaiveDate::from_ymd_opt(year, month.into(), 1).map_or(0, |first| first.num_days_in_month())
 }
 
-/// Howard Hinnant's days-from-civil: (y, m, d) to days since 1970-01-01.
-pub fn days_from_civil(year: i32, month: u8, day: u8) -> i64 {
-    let year = i64::from(year) - i64::from(month <= 2);
-    let era = year.div_euclid(400);
-    let year_of_era = year.rem_euclid(400);
-    let month_index = (i64::from(month) + 9) % 12; // March = 0
-    let day_of_year = (153 * month_index + 2) / 5 + i64::from(day) - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-/// Howard Hinnant's civil-from-days: days since 1970-01-01 to (y, m, d).
-pub fn civil_from_days(days: i64) -> (i32, u8, u8) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u8;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u8;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year as i32, month, day)
-}
-
-/// 0 = Sunday for a count of days since 1970-01-01 (a Thursday).
-pub fn weekday_of_days(days: i64) -> u8 {
-    (days + 4).rem_euclid(7) as u8
+/// 0 = Sunday … 6 = Saturday, as cron counts.
+pub fn weekday_of(date: NaiveDate) -> u8 {
+    // num_days_from_sunday is 0..7.
+    date.weekday().num_days_from_sunday() as u8
 }
 
 /// Reads `YYYY-MM-DD HH:MM`, with `T` instead of the space and optional `:SS`.
@@ -166,16 +145,17 @@ mod tests {
             ((2100, 3, 1), 47_541, 1),
         ];
         for ((year, month, day), days, weekday) in cases {
-            assert_eq!(days_from_civil(year, month, day), days, "{year}-{month}-{day}");
-            assert_eq!(civil_from_days(days), (year, month, day), "{days}");
-            assert_eq!(weekday_of_days(days), weekday, "{year}-{month}-{day} weekday");
+            let local = at(year, month, day, 0, 0);
+            assert_eq!(local.days_since_epoch(), days, "{year}-{month}-{day}");
+            assert_eq!(LocalDateTime::from_minutes_since_epoch(days * MINUTES_PER_DAY), local, "{days}");
+            assert_eq!(local.weekday(), weekday, "{year}-{month}-{day} weekday");
         }
         // Every day for 500 years round-trips and follows the one before.
-        let start = days_from_civil(1900, 1, 1);
+        let start = at(1900, 1, 1, 0, 0).days_since_epoch();
         for days in start..start + 500 * 366 {
-            let (year, month, day) = civil_from_days(days);
-            assert_eq!(days_from_civil(year, month, day), days);
-            assert!(day >= 1 && day <= days_in_month(year, month));
+            let local = LocalDateTime::from_minutes_since_epoch(days * MINUTES_PER_DAY);
+            assert_eq!(local.days_since_epoch(), days);
+            assert!(local.day >= 1 && local.day <= days_in_month(local.year, local.month));
         }
     }
 
@@ -186,6 +166,15 @@ mod tests {
         for (year, month, days) in cases {
             assert_eq!(days_in_month(year, month), days, "{year}-{month}");
         }
+        assert_eq!(days_in_month(2026, 0), 0);
+    }
+
+    #[test]
+    fn impossible_dates_are_refused() {
+        assert_eq!(LocalDateTime::new(2026, 2, 29, 9, 0), None);
+        assert_eq!(LocalDateTime::new(2026, 4, 31, 9, 0), None);
+        assert_eq!(LocalDateTime::new(2026, 13, 1, 9, 0), None);
+        assert_eq!(LocalDateTime::new(2024, 2, 29, 23, 59), Some(at(2024, 2, 29, 23, 59)));
     }
 
     #[test]

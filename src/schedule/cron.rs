@@ -7,7 +7,19 @@
 //! 1st of the month and every Monday). A field counts as unrestricted when it
 //! starts with `*`, so `*/2` in day-of-month is still combined with AND.
 
-use super::civil::{civil_from_days, days_in_month, weekday_of_days, LocalDateTime};
+//! Why this parser is ours (checked November 2026): `cron` (zslayton) wants a
+//! seconds field and ANDs the two day fields (its search walks days of month,
+//! then requires the weekday); `saffron` is Quartz-like, had one release
+//! (0.1.0, 2021) and iterates in UTC; `croner` ORs the day fields but counts
+//! only a literal `*` as unrestricted, so `0 9 */2 * mon` would run every
+//! Monday where Vixie cron runs on odd days that are Mondays. All three search
+//! through a chrono `TimeZone`, where ours needs the runtime's `Intl` offsets
+//! and Vixie's rule for repeated hours. Calendar arithmetic is chrono's
+//! (through [`LocalDateTime`]).
+
+use chrono::{Datelike, Days};
+
+use super::civil::{days_in_month, weekday_of, LocalDateTime};
 use super::ScheduleError;
 
 /// How far [`CronExpr::next_after`] looks before it gives up. Eight years, not
@@ -119,24 +131,26 @@ impl CronExpr {
     /// none comes within [`MAX_SEARCH_YEARS`].
     pub fn next_after(&self, local: &LocalDateTime) -> Option<LocalDateTime> {
         let start = local.plus_minutes(1);
-        let mut days = start.days_since_epoch();
-        let last_day = days + MAX_SEARCH_YEARS * 366;
+        let mut date = start.date();
+        let last_day = date.checked_add_days(Days::new(MAX_SEARCH_YEARS as u64 * 366))?;
         // Only the first day searched starts mid-day.
         let (mut from_hour, mut from_minute) = (u32::from(start.hour), u32::from(start.minute));
-        while days <= last_day {
-            let (year, month, day) = civil_from_days(days);
+        while date <= last_day {
+            // chrono's month is 1..=12 and day 1..=31: both fit a u8.
+            let (month, day) = (date.month() as u8, date.day() as u8);
             if !has_bit(self.months, month.into()) {
                 // Skip the rest of this month.
-                days += i64::from(days_in_month(year, month) - day) + 1;
+                let rest = days_in_month(date.year(), month) - day;
+                date = date.checked_add_days(Days::new(u64::from(rest) + 1))?;
                 (from_hour, from_minute) = (0, 0);
                 continue;
             }
-            if self.matches_day(day, weekday_of_days(days)) {
+            if self.matches_day(day, weekday_of(date)) {
                 if let Some((hour, minute)) = self.first_time_from(from_hour, from_minute) {
-                    return Some(LocalDateTime { year, month, day, hour, minute });
+                    return Some(LocalDateTime::on(date, hour, minute));
                 }
             }
-            days += 1;
+            date = date.succ_opt()?;
             (from_hour, from_minute) = (0, 0);
         }
         None

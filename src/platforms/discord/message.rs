@@ -104,7 +104,7 @@ pub fn create_message_body(text: &str, reply_to: Option<&str>, piece_id: &str) -
 
 /// A piece's nonce: Discord takes at most 25 characters.
 pub fn nonce(piece_id: &str) -> String {
-    Sha256::digest(piece_id.as_bytes()).iter().take(12).map(|byte| format!("{byte:02x}")).collect()
+    crate::security::encode_hex(&Sha256::digest(piece_id.as_bytes())[..12])
 }
 
 /// The path that adds the bot's reaction to a message.
