@@ -1,4 +1,4 @@
-//! edgebot: a serverless AI agent for Slack, Discord and Telegram on Cloudflare Workers.
+//! edgebot: a serverless AI agent for Slack, Discord, Telegram and the web on Cloudflare Workers.
 //!
 //! The crate is split along one seam: a pure core (everything declared first
 //! below) that knows nothing of the Workers runtime and is tested natively with

@@ -1,4 +1,5 @@
-//! Versioned channels: typed state slots that say whether the world changed.
+//! Versioned slots (the seed calls them "versioned channels"): typed pieces
+//! of a conversation's state that say whether the world changed.
 //!
 //! Each slot has update semantics, a version that moves only on a real
 //! change, and a checkpoint form (its serde representation). Actors remember

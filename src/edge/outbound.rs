@@ -1,5 +1,7 @@
-//! Outbound calls to the platforms, behind one trait: a fourth platform is one
-//! more implementation and one more arm in [`for_address`]. Every text sent is
+//! Outbound calls to the platforms, behind one trait ([`Messenger`]). A new
+//! platform is one more implementation, one more [`Platform`] variant and an
+//! arm in [`for_address`] and in each delegating method of `impl Messenger for
+//! Platform` (the compiler lists every match to extend). Every text sent is
 //! redacted here (configured secrets and key shapes), whichever path made it,
 //! over exactly the text that leaves (already rendered for the platform), and
 //! so is every failure's message (it reaches logs and the admin API). A
