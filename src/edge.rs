@@ -9,6 +9,7 @@ mod cortex;
 pub mod d1;
 pub mod discord;
 pub mod durable;
+mod failure;
 pub mod gateway;
 pub mod history;
 pub mod http;

@@ -13,6 +13,8 @@ async fn status_reports_bindings_migrations_platforms_and_the_last_cron_tick() {
     let env = TestEnv::start().await;
     let anonymous = env.client.get(format!("{}/api/status", env.worker.base_url)).send().await.unwrap();
     assert_eq!(anonymous.status(), 401, "admin only");
+    let posted = env.client.post(format!("{}/api/ops", env.worker.base_url)).send().await.unwrap();
+    assert_eq!(posted.status(), 405, "a route that exists answers another method with 405, not 404");
 
     let status = env.admin("/api/status").await;
     assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));

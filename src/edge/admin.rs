@@ -5,9 +5,9 @@ use worker::{Env, Method, Request, Response};
 use crate::api_error::ApiError;
 
 use super::config::{self, CHANNEL_BINDING, DATABASE_BINDING};
+use super::failure::internal;
 use super::http::read_body;
 use super::log::Emit;
-use super::router::internal;
 use super::sessions::authorize;
 use super::{conversations, history, jobs, memory, usage};
 use crate::log_line::LogLine;

@@ -4,9 +4,8 @@
 use worker::{Env, Headers, Method, Request, Response, Result};
 
 use crate::api_error::ApiError;
-use crate::log_line::LogLine;
 
-use super::log::Emit;
+use super::failure::internal;
 use super::{admin, config, schedules, sessions, webhooks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
@@ -106,7 +105,7 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         (
             _,
             ["health"]
-            | ["api", "status"]
+            | ["api", "status" | "ops"]
             | ["webhooks", _]
             | ["api", "channels", _, _]
             | ["api", "session" | "conversations" | "settings"]
@@ -121,10 +120,4 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         _ => Err(ApiError::NotFound),
     };
     outcome
-}
-
-/// Logs a runtime failure and hides its detail from the caller.
-pub fn internal(error: impl std::fmt::Display) -> ApiError {
-    LogLine::error("internal_error").reason(&error).emit();
-    ApiError::Internal
 }

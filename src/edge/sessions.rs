@@ -18,8 +18,8 @@ use crate::session::{self, Session, SessionKind, ADMIN_COOKIE, ADMIN_SESSION_MS,
 use crate::sign_in_limit::{client_key, Outcome};
 
 use super::config::{self, CHANNEL_BINDING, SIGN_IN_BINDING};
+use super::failure::internal;
 use super::http::{now_ms, read_body, sleep_ms};
-use super::router::internal;
 
 /// How long a wrong token waits for its refusal.
 const REFUSAL_DELAY_MS: u64 = 1_000;

@@ -11,8 +11,8 @@ use crate::platforms::telegram::{self, BotIdentity, ParsedUpdate, TelegramError}
 use crate::prompt;
 
 use super::config::{self, CHANNEL_BINDING};
+use super::failure::internal;
 use super::http::{now_ms, read_body};
-use super::router::internal;
 
 /// The largest webhook body taken (1 MiB). Real updates, events and
 /// interactions stay far below it: Telegram caps a text at 4,096 characters,
