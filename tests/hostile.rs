@@ -144,6 +144,25 @@ async fn a_crash_while_slack_holds_a_reply_looks_it_up_before_sending_again() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_slack_post_that_times_out_after_landing_is_looked_up_not_posted_twice() {
+    let env = TestEnv::start().await;
+    env.llm.reply("exactly one copy");
+    // Slack takes the post but its answer never comes: the Worker's call
+    // times out (10 s) without a crash. No answer is not a no.
+    env.slack.hang_next("/chat.postMessage", true);
+    let event = slack_callback("Ev1", slack_dm("hello", "1795000000.000100"));
+    assert_eq!(env.slack_event(&event).await.status(), 200);
+
+    let piece = piece_with_status(&env, "slack:T1:D9", "sent").await;
+    env.settle().await;
+    let posted = env.slack.posted();
+    assert_eq!(posted.len(), 1, "exactly one copy in the channel");
+    assert_eq!(piece["platform_message_id"], posted[0]["ts"]);
+    assert!(!env.slack.calls("/conversations.history").is_empty(), "the piece was looked up");
+    assert_eq!(env.slack.calls("/chat.postMessage").len(), 1, "not posted again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_new_groups_first_unaddressed_line_waits_for_the_member_count() {
     for (members, expected, reason) in [(6, "observe", "not addressed"), (2, "engage", "solo human")] {
         let env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "100")]).await;
