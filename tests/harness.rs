@@ -209,6 +209,20 @@ impl TestEnv {
         .await
     }
 
+    /// Waits until the conversation's outbox records `count` pieces as sent:
+    /// the platform has them AND the Worker knows it (a crash before that
+    /// point finds the piece mid-send, which is another test).
+    pub async fn wait_for_delivered(&self, conversation_key: &str, count: usize) {
+        let path = format!("/api/channels/{conversation_key}/outbox");
+        wait_for(&format!("{count} piece(s) recorded as sent"), Duration::from_secs(20), || async {
+            let outbox = self.admin(&path).await;
+            let sent =
+                outbox.as_array().map_or(0, |pieces| pieces.iter().filter(|piece| piece["status"] == "sent").count());
+            (sent >= count).then_some(())
+        })
+        .await;
+    }
+
     /// Gives a wrongly queued extra turn time to show itself before asserting on counts.
     pub async fn settle(&self) {
         tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -36,6 +36,7 @@ fn position(prompt: &str, needle: &str) -> usize {
 async fn history_survives_a_restart_and_the_admin_api_lists_all_of_it() {
     let mut env = TestEnv::start().await;
     two_turns(&env, 71, 7101).await;
+    env.wait_for_delivered("telegram:71", 2).await;
     env.crash_and_restart().await;
 
     env.llm.reply("You have a dog, Rex, and live in Oslo.");

@@ -115,7 +115,7 @@ async fn a_restart_before_the_due_time_loses_nothing_and_duplicates_nothing() {
     env.llm.reply("Noted.");
     env.llm.reply("Stand-up now!");
     env.telegram_update(&dm_update(1, 94, "remind me about the stand-up")).await;
-    env.wait_for_sent(1).await;
+    env.wait_for_delivered("telegram:94", 1).await;
     env.crash_and_restart().await;
     // The object's alarm fires the run; the cron tick (every 15 minutes in
     // production) wakes any object with an overdue job as a backstop.
@@ -136,7 +136,7 @@ async fn a_recurring_job_that_missed_runs_during_downtime_runs_once_and_says_so(
     env.llm.reply("caught up");
     env.llm.reply("on time again");
     env.telegram_update(&dm_update(1, 95, "check the queue every 3 seconds")).await;
-    env.wait_for_sent(1).await;
+    env.wait_for_delivered("telegram:95", 1).await;
     env.crash_for(Duration::from_secs(10)).await;
     let restarted_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     env.cron().await;

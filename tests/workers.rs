@@ -317,6 +317,7 @@ async fn a_worker_lost_in_a_crash_is_given_up_and_the_person_is_told() {
     env.llm.push_for(WORKER, Scripted::Delayed(Duration::from_secs(8), Box::new(status("outcome", "too late"))));
     env.telegram_update(&dm_update(1, 67, "compile the report")).await;
     env.wait_for_sent(1).await;
+    env.wait_for_delivered("telegram:67", 1).await;
     wait_for("the worker mid-segment", Duration::from_secs(20), || async {
         (env.llm.in_flight() == 1 && worker_requests(&env).len() == 2).then_some(())
     })
