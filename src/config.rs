@@ -120,6 +120,11 @@ impl Config {
             lookup(name).filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_string())
         };
         let number = |name: &str, default: u64| text(name, "").trim().parse().unwrap_or(default);
+        // A scope's daily budget: BUDGET_{SCOPE}_TOKENS_PER_DAY and BUDGET_{SCOPE}_USD_PER_DAY.
+        let daily_limit = |scope: &str, tokens: u64, usd: f64| Limit {
+            tokens: parse_tokens(lookup(&format!("BUDGET_{scope}_TOKENS_PER_DAY")).as_deref(), tokens),
+            micro_usd: parse_usd(lookup(&format!("BUDGET_{scope}_USD_PER_DAY")).as_deref(), usd),
+        };
         // A cap of 0 would be read as "none" by some and "nothing" by others: it takes the default.
         let positive = |name: &str, default: u32| {
             u32::try_from(number(name, default.into())).ok().filter(|&cap| cap > 0).unwrap_or(default)
@@ -157,36 +162,21 @@ impl Config {
                 DEFAULT_MAX_CREATIONS_PER_TURN,
             ),
             budgets: Budgets {
-                person: Limit {
-                    tokens: parse_tokens(
-                        lookup("BUDGET_PERSON_TOKENS_PER_DAY").as_deref(),
-                        budget::DEFAULT_PERSON_TOKENS_PER_DAY,
-                    ),
-                    micro_usd: parse_usd(
-                        lookup("BUDGET_PERSON_USD_PER_DAY").as_deref(),
-                        budget::DEFAULT_PERSON_USD_PER_DAY,
-                    ),
-                },
-                conversation: Limit {
-                    tokens: parse_tokens(
-                        lookup("BUDGET_CONVERSATION_TOKENS_PER_DAY").as_deref(),
-                        budget::DEFAULT_CONVERSATION_TOKENS_PER_DAY,
-                    ),
-                    micro_usd: parse_usd(
-                        lookup("BUDGET_CONVERSATION_USD_PER_DAY").as_deref(),
-                        budget::DEFAULT_CONVERSATION_USD_PER_DAY,
-                    ),
-                },
-                deployment: Limit {
-                    tokens: parse_tokens(
-                        lookup("BUDGET_DEPLOYMENT_TOKENS_PER_DAY").as_deref(),
-                        budget::DEFAULT_DEPLOYMENT_TOKENS_PER_DAY,
-                    ),
-                    micro_usd: parse_usd(
-                        lookup("BUDGET_DEPLOYMENT_USD_PER_DAY").as_deref(),
-                        budget::DEFAULT_DEPLOYMENT_USD_PER_DAY,
-                    ),
-                },
+                person: daily_limit(
+                    "PERSON",
+                    budget::DEFAULT_PERSON_TOKENS_PER_DAY,
+                    budget::DEFAULT_PERSON_USD_PER_DAY,
+                ),
+                conversation: daily_limit(
+                    "CONVERSATION",
+                    budget::DEFAULT_CONVERSATION_TOKENS_PER_DAY,
+                    budget::DEFAULT_CONVERSATION_USD_PER_DAY,
+                ),
+                deployment: daily_limit(
+                    "DEPLOYMENT",
+                    budget::DEFAULT_DEPLOYMENT_TOKENS_PER_DAY,
+                    budget::DEFAULT_DEPLOYMENT_USD_PER_DAY,
+                ),
             },
             web_chat_sessions_per_client_per_day: positive(
                 "WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY",

@@ -22,15 +22,7 @@ async fn jobs(env: &TestEnv, conversation: &str) -> Vec<Value> {
 
 /// The tool results the model was shown in its last request.
 fn tool_results(env: &TestEnv) -> Vec<String> {
-    let requests = env.llm.requests();
-    let last = requests.last().expect("a model request");
-    last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|message| message["role"] == "tool")
-        .map(|message| message["content"].as_str().unwrap_or_default().to_string())
-        .collect()
+    crate::workers::tool_results(env.llm.requests().last().expect("a model request"))
 }
 
 #[tokio::test(flavor = "multi_thread")]
