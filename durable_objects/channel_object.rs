@@ -27,18 +27,20 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use worker::{
-    durable_object, DurableObject, Env, Method, Request, Response, Result, State, WebSocket, WebSocketIncomingMessage,
+    durable_object, DurableObject, Env, Request, Response, Result, State, WebSocket, WebSocketIncomingMessage,
 };
 
 use crate::channel::engagement::Decision;
 use crate::channel::participants::MembershipCount;
+use crate::channel::routes::ChannelRoute;
 use crate::channel::state::{ChannelState, ScheduleDue};
 use crate::config::Config;
 use crate::edge::config::{self, DATABASE_BINDING};
 use crate::edge::durable::{self, MeteredStorage};
 use crate::edge::http::{now_ms, sleep_ms, within};
 use crate::edge::log::Emit;
-use crate::edge::outbound::{self, Messenger};
+use crate::edge::messenger::Messenger;
+use crate::edge::outbound;
 use crate::edge::web_chat::{self, CHAT, WATCH};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::log_line::LogLine;
@@ -156,8 +158,14 @@ enum ChatIn {
 impl ChannelObject {
     /// The object's routes: the inbound path, process reports, the admin views.
     async fn serve(&self, mut request: Request) -> Result<Response> {
-        match (request.method(), request.path().as_str()) {
-            (Method::Get, "/envelopes") => {
+        let Some(route) = ChannelRoute::at(&request.path()) else {
+            return Response::error("not found", 404);
+        };
+        if request.method() != crate::edge::http::method(route.verb()) {
+            return Response::error("method not allowed", 405);
+        }
+        match route {
+            ChannelRoute::Envelopes => {
                 let url = request.url()?;
                 let query =
                     |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
@@ -167,22 +175,22 @@ impl ChannelObject {
                 response.headers_mut().set("content-type", "application/x-ndjson")?;
                 Ok(response)
             }
-            (Method::Post, "/inbound") => self.receive(request).await,
-            (Method::Get, "/live") => web_chat::accept(&self.state, &[WATCH]),
-            (Method::Get, "/chat/socket") => {
+            ChannelRoute::Inbound => self.receive(request).await,
+            ChannelRoute::Live => web_chat::accept(&self.state, &[WATCH]),
+            ChannelRoute::ChatSocket => {
                 let role = request.headers().get("x-edgebot-role")?.unwrap_or_default();
                 let key = request.headers().get("x-edgebot-conversation")?.unwrap_or_default();
                 web_chat::accept(&self.state, &[CHAT, &format!("role:{role}"), &format!("key:{key}")])
             }
-            (Method::Post, "/process-event") => self.receive_process_event(request).await,
+            ChannelRoute::ProcessEvent => self.receive_process_event(request).await,
             // The admin API lists D1's copy: bring it up to date first.
-            (Method::Post, "/history/flush") => {
+            ChannelRoute::HistoryFlush => {
                 let keep = crate::channel::history_mirror::kept_rows(self.config.history_limit);
                 let database = self.env.d1(DATABASE_BINDING)?;
                 history::mirror(&self.state.storage().counted_sql(), &database, keep).await?;
                 Response::ok("")
             }
-            (Method::Post, "/history/compacted") => {
+            ChannelRoute::HistoryCompacted => {
                 let Ok(done) = json_body::<crate::process::compaction::Compacted>(&mut request).await else {
                     return Response::error("malformed compaction report", 400);
                 };
@@ -196,8 +204,8 @@ impl ChannelObject {
                 .await?;
                 Response::ok("")
             }
-            (Method::Post, "/tasks/start") => self.start_task_worker(request).await,
-            (Method::Post, "/schedules/wake") => {
+            ChannelRoute::TaskStart => self.start_task_worker(request).await,
+            ChannelRoute::ScheduleWake => {
                 // The cron found a job of this conversation overdue: claim it now.
                 let conversation_key = request.text().await?;
                 let due = ScheduleDue { at_ms: now_ms(), conversation_key };
@@ -205,8 +213,8 @@ impl ChannelObject {
                 self.state.storage().set_alarm_counted(0).await?;
                 Response::ok("")
             }
-            (Method::Get, "/events") => Response::from_json(&inbox::events(&self.state.storage().counted_sql())?),
-            (Method::Get, "/processes") => {
+            ChannelRoute::Events => Response::from_json(&inbox::events(&self.state.storage().counted_sql())?),
+            ChannelRoute::Processes => {
                 let channel = self.channel.borrow();
                 let running: Vec<serde_json::Value> = channel
                     .processes
@@ -226,11 +234,10 @@ impl ChannelObject {
                     .collect();
                 Response::from_json(&running)
             }
-            (Method::Get, "/outbox") => Response::from_json(&outbox::recent(&self.state.storage().counted_sql(), 200)?),
-            (Method::Get, "/usage") => {
+            ChannelRoute::Outbox => Response::from_json(&outbox::recent(&self.state.storage().counted_sql(), 200)?),
+            ChannelRoute::Usage => {
                 Response::from_json(&serde_json::json!({ "channel": self.channel.borrow().token_usage.get() }))
             }
-            _ => Response::error("not found", 404),
         }
     }
 }

@@ -242,7 +242,7 @@ impl Shared {
             Ok(frame) => frame,
             Err(error) => return LogLine::warn("gateway_frame_unreadable").platform("Discord").reason(&error).emit(),
         };
-        let token = self.config.discord_bot_token.clone();
+        let token = self.config.discord_bot_token.expose().to_string();
         let moves = self.live.borrow_mut().gateway.on_frame(frame, &token, js_sys::Math::random());
         for next in moves {
             self.carry_out(next, generation);

@@ -6,6 +6,7 @@ pub mod history_mirror;
 pub mod loop_guard;
 pub mod participants;
 pub mod processes;
+pub mod routes;
 pub mod state;
 pub mod sticky;
 pub mod turn;

@@ -7,7 +7,9 @@ use crate::channel::processes::{Timeouts, DEFAULT_BRANCH_TIMEOUT_MS, DEFAULT_WOR
 use crate::channel::state::ChannelSettings;
 use crate::channel::sticky::DEFAULT_STICKY_WINDOW_MS;
 use crate::llm::RetryPolicy;
+use crate::redact::Redactor;
 use crate::schedule::limits::{DEFAULT_MAX_CREATIONS_PER_TURN, DEFAULT_MAX_JOBS_PER_CONVERSATION};
+use crate::secret::Secret;
 
 pub const DEFAULT_TELEGRAM_API_BASE: &str = "https://api.telegram.org";
 pub const DEFAULT_SLACK_API_BASE: &str = "https://slack.com/api";
@@ -30,6 +32,20 @@ pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
+/// The variables that hold secrets (README: "Configuration").
+pub const SECRET_VARIABLES: [&str; 10] = [
+    "ADMIN_TOKEN",
+    "WEB_CHAT_TOKEN",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "SEARCH_API_KEY",
+    "TELEGRAM_BOT_TOKEN",
+    "TELEGRAM_WEBHOOK_SECRET",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_BOT_TOKEN",
+    "DISCORD_BOT_TOKEN",
+];
+
 /// The shortest `ADMIN_TOKEN` or `WEB_CHAT_TOKEN` the Worker starts with: a
 /// session signing key is derived from each, so a shorter one is refused.
 pub const MIN_SECRET_CHARS: usize = 16;
@@ -44,22 +60,22 @@ pub const DEFAULT_SIGN_IN_WINDOW_SECS: u64 = 15 * 60;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub bot_name: String,
-    pub admin_token: String,
+    pub admin_token: Secret,
     /// The web chat's invitation: whoever holds it may talk to the agent
     /// (signed-in operators always may). Empty: operators only.
-    pub web_chat_token: String,
-    pub telegram_bot_token: String,
+    pub web_chat_token: Secret,
+    pub telegram_bot_token: Secret,
     pub telegram_bot_username: String,
-    pub telegram_webhook_secret: String,
+    pub telegram_webhook_secret: Secret,
     pub telegram_api_base: String,
-    pub slack_signing_secret: String,
-    pub slack_bot_token: String,
+    pub slack_signing_secret: Secret,
+    pub slack_bot_token: Secret,
     /// The bot's own user id (`U…`); event payloads usually carry it too.
     pub slack_bot_user_id: String,
     pub slack_api_base: String,
     pub discord_public_key: String,
     pub discord_application_id: String,
-    pub discord_bot_token: String,
+    pub discord_bot_token: Secret,
     pub discord_api_base: String,
     /// The default time zone of scheduled jobs (an IANA name).
     pub timezone: String,
@@ -78,9 +94,9 @@ pub struct Config {
     /// The Gateway URL; empty means ask Discord (`GET /gateway/bot`).
     pub discord_gateway_url: String,
     pub openai_base_url: String,
-    pub openai_api_key: String,
+    pub openai_api_key: Secret,
     pub anthropic_base_url: String,
-    pub anthropic_api_key: String,
+    pub anthropic_api_key: Secret,
     pub channel_model: String,
     /// The model branches think with (defaults to the channel's).
     pub branch_model: String,
@@ -93,7 +109,7 @@ pub struct Config {
     /// Hosts `http_fetch` may reach even though they are private (tests only).
     pub fetch_allowed_hosts: Vec<String>,
     /// The Brave Search API key; `web_search` is offered only when it is set.
-    pub search_api_key: String,
+    pub search_api_key: Secret,
     pub search_base_url: String,
     /// `local` (the offline default), `openai/<model>` or `workers-ai/<model>`.
     pub embedding_model: String,
@@ -119,6 +135,7 @@ impl Config {
         let text = |name: &str, default: &str| {
             lookup(name).filter(|value| !value.trim().is_empty()).unwrap_or_else(|| default.to_string())
         };
+        let secret = |name: &str| Secret::new(text(name, ""));
         let number = |name: &str, default: u64| text(name, "").trim().parse().unwrap_or(default);
         // A scope's daily budget: BUDGET_{SCOPE}_TOKENS_PER_DAY and BUDGET_{SCOPE}_USD_PER_DAY.
         let daily_limit = |scope: &str, tokens: u64, usd: f64| Limit {
@@ -137,19 +154,19 @@ impl Config {
             .collect();
         let debounce_ms = number("COALESCE_DEBOUNCE_MS", DEFAULT_COALESCE_DEBOUNCE_MS) as i64;
         Config {
-            admin_token: text("ADMIN_TOKEN", ""),
-            web_chat_token: text("WEB_CHAT_TOKEN", ""),
-            telegram_bot_token: text("TELEGRAM_BOT_TOKEN", ""),
+            admin_token: secret("ADMIN_TOKEN"),
+            web_chat_token: secret("WEB_CHAT_TOKEN"),
+            telegram_bot_token: secret("TELEGRAM_BOT_TOKEN"),
             telegram_bot_username: text("TELEGRAM_BOT_USERNAME", &bot_name),
-            telegram_webhook_secret: text("TELEGRAM_WEBHOOK_SECRET", ""),
+            telegram_webhook_secret: secret("TELEGRAM_WEBHOOK_SECRET"),
             telegram_api_base: text("TELEGRAM_API_BASE", DEFAULT_TELEGRAM_API_BASE).trim_end_matches('/').to_string(),
-            slack_signing_secret: text("SLACK_SIGNING_SECRET", ""),
-            slack_bot_token: text("SLACK_BOT_TOKEN", ""),
+            slack_signing_secret: secret("SLACK_SIGNING_SECRET"),
+            slack_bot_token: secret("SLACK_BOT_TOKEN"),
             slack_bot_user_id: text("SLACK_BOT_USER_ID", ""),
             slack_api_base: text("SLACK_API_BASE", DEFAULT_SLACK_API_BASE).trim_end_matches('/').to_string(),
             discord_public_key: text("DISCORD_PUBLIC_KEY", ""),
             discord_application_id: text("DISCORD_APPLICATION_ID", ""),
-            discord_bot_token: text("DISCORD_BOT_TOKEN", ""),
+            discord_bot_token: secret("DISCORD_BOT_TOKEN"),
             discord_api_base: text("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).trim_end_matches('/').to_string(),
             timezone: text("TIMEZONE", "UTC"),
             schedule_min_interval_ms: number("SCHEDULE_MIN_INTERVAL_MS", 60_000) as i64,
@@ -185,9 +202,9 @@ impl Config {
             discord_gateway: text("DISCORD_GATEWAY", "off").eq_ignore_ascii_case("on"),
             discord_gateway_url: text("DISCORD_GATEWAY_URL", ""),
             openai_base_url: text("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
-            openai_api_key: text("OPENAI_API_KEY", ""),
+            openai_api_key: secret("OPENAI_API_KEY"),
             anthropic_base_url: text("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL),
-            anthropic_api_key: text("ANTHROPIC_API_KEY", ""),
+            anthropic_api_key: secret("ANTHROPIC_API_KEY"),
             channel_model: text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL),
             branch_model: text("BRANCH_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
             compactor_model: text("COMPACTOR_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
@@ -198,7 +215,7 @@ impl Config {
                 .map(|host| host.trim().to_ascii_lowercase())
                 .filter(|host| !host.is_empty())
                 .collect(),
-            search_api_key: text("SEARCH_API_KEY", ""),
+            search_api_key: secret("SEARCH_API_KEY"),
             search_base_url: text("SEARCH_BASE_URL", DEFAULT_SEARCH_BASE_URL).trim_end_matches('/').to_string(),
             embedding_model: text("EMBEDDING_MODEL", "local"),
             vector_backend: text("VECTOR_BACKEND", "d1").to_ascii_lowercase(),
@@ -244,14 +261,14 @@ impl Config {
     /// names the variable, never its value.
     pub fn refusal(&self) -> Option<String> {
         for (name, value) in [("ADMIN_TOKEN", &self.admin_token), ("WEB_CHAT_TOKEN", &self.web_chat_token)] {
-            if !value.is_empty() && value.chars().count() < MIN_SECRET_CHARS {
+            if value.is_set() && value.expose().chars().count() < MIN_SECRET_CHARS {
                 return Some(format!(
                     "{name} is shorter than {MIN_SECRET_CHARS} characters: the Worker refuses to start until it is \
                      longer (or unset)"
                 ));
             }
         }
-        if !self.admin_token.is_empty() && self.admin_token == self.web_chat_token {
+        if self.admin_token.is_set() && self.admin_token == self.web_chat_token {
             return Some("WEB_CHAT_TOKEN equals ADMIN_TOKEN: the Worker refuses to start until they differ".into());
         }
         None
@@ -259,11 +276,35 @@ impl Config {
 }
 
 impl Config {
+    /// Every secret setting: its variable, its value and the base URL of the one
+    /// API it may be sent to (None: it is never sent anywhere).
+    pub fn secrets(&self) -> [(&'static str, &Secret, Option<&str>); SECRET_VARIABLES.len()] {
+        [
+            ("ADMIN_TOKEN", &self.admin_token, None),
+            ("WEB_CHAT_TOKEN", &self.web_chat_token, None),
+            ("OPENAI_API_KEY", &self.openai_api_key, Some(&self.openai_base_url)),
+            ("ANTHROPIC_API_KEY", &self.anthropic_api_key, Some(&self.anthropic_base_url)),
+            ("SEARCH_API_KEY", &self.search_api_key, Some(&self.search_base_url)),
+            ("TELEGRAM_BOT_TOKEN", &self.telegram_bot_token, Some(&self.telegram_api_base)),
+            ("TELEGRAM_WEBHOOK_SECRET", &self.telegram_webhook_secret, None),
+            ("SLACK_SIGNING_SECRET", &self.slack_signing_secret, None),
+            ("SLACK_BOT_TOKEN", &self.slack_bot_token, Some(&self.slack_api_base)),
+            ("DISCORD_BOT_TOKEN", &self.discord_bot_token, Some(&self.discord_api_base)),
+        ]
+    }
+
+    /// The redactor that keeps these secrets in.
+    pub fn redactor(&self) -> Redactor {
+        Redactor::new(self.secrets().map(|(name, value, home)| (name, value.expose(), home)))
+    }
+
     /// What the dashboard's settings page shows: the effective non-secret
     /// settings and which secrets are set (never their values). Bindings and
     /// platform states are in `/api/status`.
     pub fn public_view(&self) -> serde_json::Value {
-        let set = |value: &str| !value.is_empty();
+        let mut secrets_set: serde_json::Map<String, serde_json::Value> =
+            self.secrets().iter().map(|(name, value, _)| (name.to_string(), value.is_set().into())).collect();
+        secrets_set.insert("DISCORD_PUBLIC_KEY".into(), (!self.discord_public_key.is_empty()).into());
         serde_json::json!({
             "bot_name": self.bot_name,
             "aliases": self.channel.aliases,
@@ -303,19 +344,7 @@ impl Config {
                 },
                 "web_chat_sessions_per_client_per_day": self.web_chat_sessions_per_client_per_day,
             },
-            "secrets_set": {
-                "ADMIN_TOKEN": set(&self.admin_token),
-                "WEB_CHAT_TOKEN": set(&self.web_chat_token),
-                "TELEGRAM_BOT_TOKEN": set(&self.telegram_bot_token),
-                "TELEGRAM_WEBHOOK_SECRET": set(&self.telegram_webhook_secret),
-                "SLACK_SIGNING_SECRET": set(&self.slack_signing_secret),
-                "SLACK_BOT_TOKEN": set(&self.slack_bot_token),
-                "DISCORD_PUBLIC_KEY": set(&self.discord_public_key),
-                "DISCORD_BOT_TOKEN": set(&self.discord_bot_token),
-                "OPENAI_API_KEY": set(&self.openai_api_key),
-                "ANTHROPIC_API_KEY": set(&self.anthropic_api_key),
-                "SEARCH_API_KEY": set(&self.search_api_key),
-            },
+            "secrets_set": secrets_set,
         })
     }
 }
@@ -324,6 +353,27 @@ impl Config {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn every_secret_setting_is_redacted_under_its_own_name_and_plain_settings_are_not() {
+        let config = Config::from_lookup(|name| match SECRET_VARIABLES.contains(&name) {
+            true => Some(format!("value-of-{name}")),
+            false => Some(format!("plain-{name}")),
+        });
+        let mut names: Vec<&str> = config.secrets().iter().map(|(name, _, _)| *name).collect();
+        names.sort_unstable();
+        let mut expected = SECRET_VARIABLES.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected);
+        let redactor = config.redactor();
+        for name in SECRET_VARIABLES {
+            let found: Vec<&str> = redactor.found_in(&format!("x value-of-{name} y")).iter().map(|s| s.name).collect();
+            assert_eq!(found, [name], "each secret under its own name");
+        }
+        assert_eq!(redactor.scrub("value-of-SLACK_SIGNING_SECRET plain-BOT_NAME"), "[redacted] plain-BOT_NAME");
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("value-of-"), "Debug shows no secret: {shown}");
+    }
 
     #[test]
     fn the_public_view_says_which_secrets_are_set_and_never_shows_one() {
@@ -342,7 +392,7 @@ mod tests {
         assert_eq!(config.bot_name, DEFAULT_BOT_NAME);
         assert_eq!(config.telegram_bot_username, DEFAULT_BOT_NAME);
         assert_eq!(config.channel_model, DEFAULT_CHANNEL_MODEL);
-        assert_eq!(config.openai_api_key, "");
+        assert!(!config.openai_api_key.is_set());
         assert_eq!(config.history_limit, DEFAULT_HISTORY_LIMIT);
         assert_eq!(config.llm_retry.max_attempts, DEFAULT_LLM_MAX_ATTEMPTS);
         assert_eq!(config.channel.aliases, vec![DEFAULT_BOT_NAME.to_string()]);

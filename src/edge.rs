@@ -1,11 +1,13 @@
-//! The Workers-facing edges: entry points, bindings and outbound HTTP. Each
+//! The Workers-facing edges: routes, bindings and outbound HTTP. Each
 //! piece gathers inputs from the runtime, calls the pure core and carries out
 //! what it returns.
 
 mod admin;
+pub mod channel_stub;
 pub mod config;
 pub mod conversations;
-mod cortex;
+pub mod cortex;
+pub mod cron;
 pub mod d1;
 pub mod discord;
 pub mod durable;
@@ -16,9 +18,10 @@ pub mod http;
 pub mod jobs;
 pub mod log;
 pub mod memory;
+pub mod messenger;
 pub mod model;
 pub mod outbound;
-mod router;
+pub mod router;
 pub mod schedule_tool;
 pub mod schedules;
 mod sessions;
@@ -33,11 +36,3 @@ pub mod web;
 pub mod web_chat;
 pub mod webhooks;
 pub mod zones;
-
-use worker::{event, Context, Env, Request, Response, Result};
-
-#[event(fetch)]
-async fn fetch(request: Request, env: Env, _context: Context) -> Result<Response> {
-    crate::ops::count(crate::ops::Op::WorkerInvocation);
-    router::handle(request, &env).await
-}

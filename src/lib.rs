@@ -19,7 +19,9 @@ pub mod process;
 pub mod prompt;
 pub mod redact;
 pub mod reply;
+pub mod routes;
 pub mod schedule;
+pub mod secret;
 pub mod security;
 pub mod session;
 pub mod sign_in_limit;
@@ -32,13 +34,8 @@ pub mod time;
 mod edge;
 
 #[cfg(target_arch = "wasm32")]
-#[path = "../durable_objects/channel_object.rs"]
-mod channel_object;
+#[path = "../durable_objects/mod.rs"]
+mod durable_objects;
 
 #[cfg(target_arch = "wasm32")]
-#[path = "../durable_objects/gateway_object.rs"]
-mod gateway_object;
-
-#[cfg(target_arch = "wasm32")]
-#[path = "../durable_objects/sign_in_object.rs"]
-mod sign_in_object;
+mod entry;

@@ -174,6 +174,32 @@ impl RetryPolicy {
     }
 }
 
+/// Anything that completes a chat request: the real provider or a test script.
+#[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
+pub trait ChatModel {
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
+}
+
+/// One stored message of the conversation, oldest first when in a list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub role: HistoryRole,
+    pub author_name: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryRole {
+    User,
+    Assistant,
+}
+
+/// A JSON-schema object with these properties.
+pub fn object(properties: serde_json::Value, required: &[&str]) -> serde_json::Value {
+    serde_json::json!({ "type": "object", "properties": properties, "required": required })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,8 +52,8 @@ impl SessionKind {
     /// The secret this kind's key is derived from.
     fn secret(self, config: &Config) -> &str {
         match self {
-            SessionKind::Operator | SessionKind::OperatorChat => &config.admin_token,
-            SessionKind::GuestChat => &config.web_chat_token,
+            SessionKind::Operator | SessionKind::OperatorChat => config.admin_token.expose(),
+            SessionKind::GuestChat => config.web_chat_token.expose(),
         }
     }
 

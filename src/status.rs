@@ -17,23 +17,23 @@ pub fn platforms(config: &Config) -> Value {
     let set = |value: &str| !value.is_empty();
     json!({
         "telegram": {
-            "ready": set(&config.telegram_bot_token) && set(&config.telegram_webhook_secret),
-            "bot_token": set(&config.telegram_bot_token),
-            "webhook_secret": set(&config.telegram_webhook_secret),
+            "ready": config.telegram_bot_token.is_set() && config.telegram_webhook_secret.is_set(),
+            "bot_token": config.telegram_bot_token.is_set(),
+            "webhook_secret": config.telegram_webhook_secret.is_set(),
         },
         "slack": {
-            "ready": set(&config.slack_signing_secret) && set(&config.slack_bot_token),
-            "signing_secret": set(&config.slack_signing_secret),
-            "bot_token": set(&config.slack_bot_token),
+            "ready": config.slack_signing_secret.is_set() && config.slack_bot_token.is_set(),
+            "signing_secret": config.slack_signing_secret.is_set(),
+            "bot_token": config.slack_bot_token.is_set(),
             "bot_user_id": set(&config.slack_bot_user_id),
         },
         "discord": {
             // Interactions need the key and id; the Gateway also needs the bot token.
             "ready": set(&config.discord_public_key) && set(&config.discord_application_id)
-                && (!config.discord_gateway || set(&config.discord_bot_token)),
+                && (!config.discord_gateway || config.discord_bot_token.is_set()),
             "public_key": set(&config.discord_public_key),
             "application_id": set(&config.discord_application_id),
-            "bot_token": set(&config.discord_bot_token),
+            "bot_token": config.discord_bot_token.is_set(),
             "gateway": config.discord_gateway,
         },
     })
@@ -41,12 +41,11 @@ pub fn platforms(config: &Config) -> Value {
 
 /// The models and other keys: which are set, and the model settings.
 pub fn models(config: &Config) -> Value {
-    let set = |value: &str| !value.is_empty();
     json!({
             "channel_model": config.channel_model,
-            "openai_api_key": set(&config.openai_api_key),
-            "anthropic_api_key": set(&config.anthropic_api_key),
-            "search_api_key": set(&config.search_api_key),
+            "openai_api_key": config.openai_api_key.is_set(),
+            "anthropic_api_key": config.anthropic_api_key.is_set(),
+            "search_api_key": config.search_api_key.is_set(),
             "embedding_model": config.embedding_model,
             "vector_backend": config.vector_backend,
     })

@@ -2,7 +2,7 @@
 //! it is sent. A piece is `pending`, then `sending` (recorded before each
 //! platform call), then `sent`, `failed` or `unknown`. A piece found still
 //! `sending` was interrupted mid-call; the platform decides whether it landed
-//! (see [`crate::edge::outbound::Interrupted`]), so a resumed turn never sends
+//! (see [`crate::edge::messenger::Interrupted`]), so a resumed turn never sends
 //! what it knows was sent.
 
 use crate::edge::durable::Sql;

@@ -4,13 +4,14 @@
 //! The loop is generic over [`ChatModel`], so it runs natively in tests with a
 //! scripted model and in the Worker with the real provider.
 
-use serde::Serialize;
 use serde_json::json;
 
 use super::processes::{ProcessKind, ProcessReport, Processes};
 use super::state::{Notice, ObservedMessage};
 use crate::inbound::InboundEvent;
-use crate::llm::{ChatMessage, ChatRequest, Completion, LlmError, Role, ToolSpec, Usage};
+use crate::llm::{
+    object, ChatMessage, ChatModel, ChatRequest, HistoryEntry, HistoryRole, LlmError, Role, ToolSpec, Usage,
+};
 use crate::process::envelope::MessageType;
 use crate::prompt;
 
@@ -20,27 +21,6 @@ pub const MAX_MODEL_CALLS_PER_TURN: u32 = 5;
 
 /// The word a model answers with to stay silent.
 pub const NO_REPLY: &str = "NO_REPLY";
-
-/// Anything that completes a chat request: the real provider or a test script.
-#[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
-pub trait ChatModel {
-    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
-}
-
-/// One stored message of the conversation, oldest first when in a list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct HistoryEntry {
-    pub role: HistoryRole,
-    pub author_name: String,
-    pub content: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HistoryRole {
-    User,
-    Assistant,
-}
 
 /// Everything a turn's prompt is made of.
 #[derive(Debug, Clone)]
@@ -167,11 +147,6 @@ impl ToolHost for NoTools {
     async fn call(&self, _name: &str, _arguments: &serde_json::Value) -> Option<String> {
         None
     }
-}
-
-/// A JSON-schema object with these properties.
-pub fn object(properties: serde_json::Value, required: &[&str]) -> serde_json::Value {
-    json!({ "type": "object", "properties": properties, "required": required })
 }
 
 /// The messages of a turn's first model call.
@@ -410,7 +385,7 @@ mod tests {
     use super::*;
     use crate::channel::processes::ProcessStatus;
     use crate::inbound::Author;
-    use crate::llm::ToolCall;
+    use crate::llm::{Completion, ToolCall};
 
     struct ScriptedModel {
         answers: RefCell<VecDeque<Result<Completion, LlmError>>>,

@@ -3,8 +3,10 @@
 use worker::{Env, Method, Request, Response};
 
 use crate::api_error::ApiError;
+use crate::channel::routes::ChannelRoute;
 
-use super::config::{self, CHANNEL_BINDING, DATABASE_BINDING};
+use super::channel_stub;
+use super::config::{self, DATABASE_BINDING};
 use super::failure::internal;
 use super::http::read_body;
 use super::log::Emit;
@@ -61,13 +63,13 @@ pub async fn ops(request: &Request, env: &Env) -> Result<Response, ApiError> {
 /// Every inbound the channel received, with its decision and why.
 pub async fn channel_events(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    from_channel(env, key, "events").await
+    from_channel(env, key, ChannelRoute::Events, "").await
 }
 
 /// The channel's recent outgoing pieces, with attempts and the last error.
 pub async fn channel_outbox(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    from_channel(env, key, "outbox").await
+    from_channel(env, key, ChannelRoute::Outbox, "").await
 }
 
 /// The envelopes between the channel and its processes, as JSON lines;
@@ -75,14 +77,14 @@ pub async fn channel_outbox(request: &Request, env: &Env, key: &str) -> Result<R
 pub async fn channel_envelopes(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let query = request.url().map_err(internal)?.query().map(|query| format!("?{query}")).unwrap_or_default();
-    from_channel(env, key, &format!("envelopes{query}")).await
+    from_channel(env, key, ChannelRoute::Envelopes, &query).await
 }
 
 /// Tokens used per process type (channel, branch, worker, compactor), summed.
 pub async fn channel_usage(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let mut usage: serde_json::Map<String, serde_json::Value> =
-        from_channel(env, key, "usage").await?.json().await.map_err(internal)?;
+        from_channel(env, key, ChannelRoute::Usage, "").await?.json().await.map_err(internal)?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
     for (process, spent) in usage::by_process(&database, &percent_decode(key)).await.map_err(internal)? {
         usage.insert(process, serde_json::to_value(spent).map_err(internal)?);
@@ -93,7 +95,7 @@ pub async fn channel_usage(request: &Request, env: &Env, key: &str) -> Result<Re
 /// The branches and workers the channel is waiting on now, with their latest status.
 pub async fn channel_processes(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    from_channel(env, key, "processes").await
+    from_channel(env, key, ChannelRoute::Processes, "").await
 }
 
 /// The conversation's workers: task, state, segments, status, outcome, usage.
@@ -104,11 +106,9 @@ pub async fn channel_workers(request: &Request, env: &Env, key: &str) -> Result<
     Response::from_json(&workers).map_err(internal)
 }
 
-async fn from_channel(env: &Env, key: &str, view: &str) -> Result<Response, ApiError> {
-    let key = percent_decode(key);
-    let stub =
-        env.durable_object(CHANNEL_BINDING).and_then(|namespace| namespace.get_by_name(&key)).map_err(internal)?;
-    stub.fetch_with_str(&format!("https://channel/{view}")).await.map_err(internal)
+async fn from_channel(env: &Env, key: &str, view: ChannelRoute, query: &str) -> Result<Response, ApiError> {
+    let request = channel_stub::request(view, query, None, &[]).map_err(internal)?;
+    channel_stub::send(env, &percent_decode(key), request).await.map_err(internal)
 }
 
 /// Scheduled jobs, all or of one conversation (`?conversation=KEY`).
@@ -329,7 +329,7 @@ pub async fn gateway(request: &Request, env: &Env, method: Method, path: &str) -
 pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let key = percent_decode(key);
-    if let Err(error) = super::jobs::call_channel(env, &key, "history/flush", String::new()).await {
+    if let Err(error) = channel_stub::post(env, &key, ChannelRoute::HistoryFlush, String::new()).await {
         LogLine::warn("history_not_flushed_before_listing").conversation(&key).reason(&error).emit();
     }
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;

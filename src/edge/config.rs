@@ -38,7 +38,7 @@ pub fn load(env: &Env) -> Rc<Config> {
                         .or_else(|_| env.var(name).map(|value| value.to_string()))
                         .ok()
                 });
-                REDACTOR.with(|redactor| redactor.set(Rc::new(Redactor::from_config(&config))).ok());
+                REDACTOR.with(|redactor| redactor.set(Rc::new(config.redactor())).ok());
                 Rc::new(config)
             })
             .clone()

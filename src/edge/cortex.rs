@@ -1,4 +1,4 @@
-//! The cortex, run by the cron trigger: memory maintenance (decay, prune,
+//! The cortex, run by each cron tick ([`super::cron`]): memory maintenance (decay, prune,
 //! merge) once a day, and the memory bulletin, rebuilt only when the store's
 //! version moved since the last one (no model spend while nothing changes).
 //! The bulletin reaches every conversation's prompt, so it is built from
@@ -12,26 +12,25 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::json;
 use wasm_bindgen::JsValue;
-use worker::{event, D1Database, Env, Result, ScheduleContext, ScheduledEvent};
+use worker::{D1Database, Env, Result};
 
-use super::config::{self, DATABASE_BINDING};
+use super::config::DATABASE_BINDING;
 use super::http::now_ms;
 use super::log::Emit;
 use super::memory::{bump_version, forget, vector_index, VectorIndex, COLUMNS, SCOPE_SYNC_PER_CALL};
 use super::model::HttpModel;
 use super::usage;
-use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::edge::d1::Metered;
+use crate::llm::ChatModel;
 use crate::llm::{ChatMessage, ChatRequest, Role};
-use crate::log_line::{Level, LogLine};
+use crate::log_line::LogLine;
 use crate::memory::bulletin::{cap_words, needs_rebuild, sections, BULLETIN_MAX_WORDS};
 use crate::memory::circuit::RoutineHealth;
 use crate::memory::maintenance::{plan_maintenance, MaintenancePlan, DAY_MS};
 use crate::memory::scope::SHARED;
 use crate::memory::types::Memory;
 use crate::prompt;
-use crate::status::{outcome, CronTick};
 
 /// The bulletin is checked on every cron tick (wrangler.toml: every 15 minutes).
 const BULLETIN_INTERVAL_MS: i64 = 15 * 60 * 1000;
@@ -46,40 +45,8 @@ const SKETCH_BACKFILL_PER_TICK: usize = 500;
 /// Usage of the cortex is recorded under this conversation key.
 const CORTEX_USAGE_KEY: &str = "cortex";
 
-/// Each part runs whatever the others did; the tick is logged and kept for `/api/status`.
-#[event(scheduled)]
-async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) {
-    crate::ops::count(crate::ops::Op::WorkerInvocation);
-    let config = config::load(&env);
-    if let Some(refusal) = config.refusal() {
-        // Refused at start: the cron does nothing either (every request says why).
-        LogLine::error("config_refused").field("error", refusal).emit();
-        return;
-    }
-    let started = now_ms();
-    let gateway = match config.discord_gateway {
-        true => outcome(super::gateway::call(&env, worker::Method::Post, "/ensure").await.map(|_| None)),
-        false => "off".to_string(),
-    };
-    let schedules = super::schedules::rearm_overdue(&env, started).await;
-    let schedules = outcome(schedules.map(|woken| Some(format!("woke {woken} conversation(s)"))));
-    let tasks = outcome(super::tasks::run_ready_loop(&env).await.map(|begun| Some(format!("started {begun} task(s)"))));
-    let cortex = outcome(run(&config, &env).await.map(|()| None));
-    let tick = CronTick { at_ms: started, duration_ms: now_ms() - started, gateway, schedules, tasks, cortex };
-    let level = if tick.is_ok() { Level::Info } else { Level::Error };
-    LogLine::new(level, "cron_tick")
-        .duration_ms(tick.duration_ms)
-        .field("gateway", tick.gateway.as_str())
-        .field("schedules", tick.schedules.as_str())
-        .field("tasks", tick.tasks.as_str())
-        .field("cortex", tick.cortex.as_str())
-        .emit();
-    if let Err(error) = super::status::record(&env, super::status::CRON_TICK, tick.to_json()).await {
-        LogLine::warn("status_not_recorded").field("kind", "cron_tick").reason(&error).emit();
-    }
-}
-
-async fn run(config: &Config, env: &Env) -> Result<()> {
+/// One cortex run: sketches and scopes caught up, maintenance when due, the bulletin when the store moved.
+pub async fn run(config: &Config, env: &Env) -> Result<()> {
     let db = env.d1(DATABASE_BINDING)?;
     // Search scores rows without a sketch exactly, so this only restores speed.
     if let Err(error) = vector_index(config, env, &db)?.backfill_sketches(SKETCH_BACKFILL_PER_TICK).await {

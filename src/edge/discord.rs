@@ -5,7 +5,7 @@ use serde_json::Value;
 use worker::Method;
 
 use super::http::{get_manual, send_json};
-use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
+use super::messenger::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
@@ -27,7 +27,7 @@ impl Discord<'_> {
     /// bot's own calls carry the bot token (never logged).
     async fn call(&self, method: Method, path: &str, body: &Value, as_bot: bool) -> Result<Value, SendFailure> {
         let url = format!("{}{path}", self.config.discord_api_base);
-        let authorization = format!("Bot {}", self.config.discord_bot_token);
+        let authorization = format!("Bot {}", self.config.discord_bot_token.expose());
         let headers: &[(&str, &str)] = if as_bot { &[("authorization", &authorization)] } else { &[] };
         let answer = send_json(Op::PlatformCall, method, &url, headers, body, API_TIMEOUT_MS)
             .await
@@ -46,7 +46,7 @@ impl Discord<'_> {
 /// A GET as the bot (`/gateway/bot`, a guild's counts); None unless it answered JSON.
 pub async fn bot_get(config: &Config, path: &str, body_limit: usize) -> Option<Value> {
     let url = format!("{}{path}", config.discord_api_base);
-    let authorization = format!("Bot {}", config.discord_bot_token);
+    let authorization = format!("Bot {}", config.discord_bot_token.expose());
     let answer = get_manual(Op::PlatformCall, &url, &[("authorization", &authorization)], API_TIMEOUT_MS, body_limit)
         .await
         .ok()?;

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Result};
 
-use crate::channel::turn::HistoryRole;
 use crate::edge::d1::Metered;
 use crate::inbound::InboundEvent;
+use crate::llm::HistoryRole;
 
 /// One row of the `messages` table.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -7,6 +7,7 @@ use futures_util::StreamExt;
 
 use crate::api_error::ApiError;
 use crate::ops::{self, Op};
+use crate::routes::Verb;
 use js_sys::Uint8Array;
 use wasm_bindgen_futures::JsFuture;
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect, Response};
@@ -206,5 +207,15 @@ pub async fn within<T>(timeout_ms: u64, work: impl std::future::Future<Output = 
 pub async fn sleep_ms(milliseconds: u64) {
     if milliseconds > 0 {
         Delay::from(Duration::from_millis(milliseconds)).await;
+    }
+}
+
+/// The request method of a verb.
+pub fn method(verb: Verb) -> Method {
+    match verb {
+        Verb::Get => Method::Get,
+        Verb::Post => Method::Post,
+        Verb::Put => Method::Put,
+        Verb::Delete => Method::Delete,
     }
 }

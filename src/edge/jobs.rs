@@ -13,14 +13,16 @@ mod worker_step;
 pub use worker_step::{cancel as cancel_worker, list as list_workers};
 
 use futures_util::stream::{self, StreamExt};
-use worker::{event, Context, Env, Message, MessageBatch, MessageExt, Method, Request, RequestInit};
+use worker::{Env, Message, MessageBatch, MessageExt};
 
-use super::config::{self, CHANNEL_BINDING, DEAD_LETTER_SUFFIX};
+use super::channel_stub;
+use super::config::{self, DEAD_LETTER_SUFFIX};
 use super::http::now_ms;
 use super::log::Emit;
 use super::model::HttpModel;
-use crate::channel::turn::ChatModel;
+use crate::channel::routes::ChannelRoute;
 use crate::config::Config;
+use crate::llm::ChatModel;
 use crate::llm::{ChatMessage, ChatRequest, Role};
 use crate::log_line::LogLine;
 use crate::process::compaction::{Compacted, CompactionJob};
@@ -41,10 +43,9 @@ pub async fn enqueue(env: &Env, job: &Job) -> worker::Result<()> {
     env.queue(config::JOBS_BINDING)?.send(job).await
 }
 
-#[event(queue)]
-async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Context) -> worker::Result<()> {
-    crate::ops::count(crate::ops::Op::WorkerInvocation);
-    let config = config::load(&env);
+/// Runs a batch of jobs (or of dead letters), each acked or retried on its own.
+pub async fn run_batch(batch: MessageBatch<serde_json::Value>, env: &Env) -> worker::Result<()> {
+    let config = config::load(env);
     let dead_letters = batch.queue().ends_with(DEAD_LETTER_SUFFIX);
     // An error here would abort the whole Worker: every failure is per message.
     let messages = match batch.messages() {
@@ -57,7 +58,7 @@ async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Conte
     };
     // Each job is still acked or retried on its own, inside `handle`.
     stream::iter(&messages)
-        .for_each_concurrent(JOBS_AT_ONCE, |message| handle(&config, &env, message, dead_letters))
+        .for_each_concurrent(JOBS_AT_ONCE, |message| handle(&config, env, message, dead_letters))
         .await;
     Ok(())
 }
@@ -152,7 +153,10 @@ async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<()
     store_compaction(config, env, job).await?;
     let report = Compacted { conversation_key: job.conversation_key.clone(), covered: job.message_ids.clone() };
     let body = serde_json::to_string(&report).map_err(|error| error.to_string())?;
-    call_channel(env, &job.conversation_key, "history/compacted", body).await.map_err(|error| error.to_string())
+    channel_stub::post(env, &job.conversation_key, ChannelRoute::HistoryCompacted, body)
+        .await
+        .map(|_| ())
+        .map_err(|error| error.to_string())
 }
 
 async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Result<(), String> {
@@ -195,19 +199,7 @@ async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Re
 
 /// Posts an envelope to the conversation's channel object.
 pub(super) async fn deliver(env: &Env, conversation_key: &str, envelope: &Envelope) -> worker::Result<()> {
-    call_channel(env, conversation_key, "process-event", serde_json::to_string(envelope)?).await
-}
-
-/// Posts `body` to one of the conversation's channel object's paths; an answer other than 200 is an error.
-pub(super) async fn call_channel(env: &Env, conversation_key: &str, path: &str, body: String) -> worker::Result<()> {
-    let stub = env.durable_object(CHANNEL_BINDING)?.get_by_name(conversation_key)?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(body.into()));
-    let url = format!("https://channel/{path}");
-    let response = stub.fetch_with_request(Request::new_with_init(&url, &init)?).await?;
-    if response.status_code() != 200 {
-        return Err(worker::Error::RustError(format!("channel answered {}", response.status_code())));
-    }
+    channel_stub::post(env, conversation_key, ChannelRoute::ProcessEvent, serde_json::to_string(envelope)?).await?;
     Ok(())
 }
 

@@ -8,9 +8,9 @@ use futures_util::future::{select, Either};
 use worker::{Delay, Env};
 
 use crate::budget::Spend;
-use crate::channel::turn::ChatModel;
 use crate::config::Config;
 use crate::llm::routing::{falls_back, parse_chain, Cooldowns};
+use crate::llm::ChatModel;
 use crate::llm::{anthropic, openai, workers_ai, ChatRequest, Completion, LlmError, ModelSpec, Provider};
 use crate::log_line::LogLine;
 
@@ -73,12 +73,12 @@ impl<'a> HttpModel<'a> {
             Provider::WorkersAi => return self.complete_on_workers_ai(&request).await,
             Provider::OpenAi => (
                 openai::endpoint(&self.config.openai_base_url),
-                ("authorization", format!("Bearer {}", self.config.openai_api_key)),
+                ("authorization", format!("Bearer {}", self.config.openai_api_key.expose())),
                 openai::request_body(&request),
             ),
             Provider::Anthropic => (
                 anthropic::endpoint(&self.config.anthropic_base_url),
-                ("x-api-key", self.config.anthropic_api_key.clone()),
+                ("x-api-key", self.config.anthropic_api_key.expose().to_string()),
                 anthropic::request_body(&request),
             ),
         };

@@ -1,9 +1,12 @@
-//! The Worker's routes: one table from (method, path) to a handler, and the
-//! one place where an [`ApiError`] becomes a status and a JSON body.
+//! The Worker's routes: each entry of the route table ([`crate::routes`]) to
+//! its handler, and the one place where an [`ApiError`] becomes a status and a
+//! JSON body.
 
 use worker::{Env, Headers, Method, Request, Response, Result};
 
 use crate::api_error::ApiError;
+use crate::routes::{self, Found, Route, Verb};
+use crate::security::percent_decode;
 
 use super::failure::internal;
 use super::{admin, config, schedules, sessions, webhooks};
@@ -45,79 +48,62 @@ fn with_browser_headers(response: Response) -> Result<Response> {
 
 async fn route(request: Request, env: &Env) -> std::result::Result<Response, ApiError> {
     let path = request.path();
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let outcome = match (request.method(), segments.as_slice()) {
-        (Method::Get, ["health"]) => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
-        (Method::Get, ["api", "status"]) => admin::status(&request, env).await,
-        (Method::Get, ["api", "ops"]) => admin::ops(&request, env).await,
-        (Method::Post, ["webhooks", "telegram"]) => webhooks::telegram(request, env).await,
-        (Method::Post, ["webhooks", "slack"]) => webhooks::slack(request, env).await,
-        (Method::Post, ["webhooks", "discord"]) => webhooks::discord(request, env).await,
-        (Method::Post, ["api", "session"]) => sessions::sign_in(request, env).await,
-        (Method::Get, ["api", "session"]) => sessions::current(&request, env).await,
-        (Method::Delete, ["api", "session"]) => sessions::sign_out(&request).await,
-        (Method::Post, ["api", "chat", "session"]) => sessions::start_chat(request, env).await,
-        (Method::Get, ["api", "chat", "session"]) => sessions::current_chat(&request, env).await,
-        (Method::Get, ["api", "chat", "socket"]) => sessions::chat_socket(&request, env).await,
-        (Method::Get, ["api", "conversations"]) => admin::conversations(&request, env).await,
-        (Method::Get, ["api", "settings"]) => admin::settings(&request, env).await,
-        (Method::Get, ["api", "memory", "bulletin"]) => admin::bulletin(&request, env).await,
-        (Method::Get, ["api", "channels", key, "live"]) => {
-            sessions::watch_socket(&request, env, &crate::security::percent_decode(key)).await
-        }
-        (Method::Get, ["api", "channels", key, "events"]) => admin::channel_events(&request, env, key).await,
-        (Method::Get, ["api", "channels", key, "messages"]) => admin::channel_messages(&request, env, key).await,
-        (Method::Get, ["api", "channels", key, "outbox"]) => admin::channel_outbox(&request, env, key).await,
-        (Method::Get, ["api", "channels", key, "envelopes"]) => admin::channel_envelopes(&request, env, key).await,
-        (Method::Get, ["api", "channels", key, "usage"]) => admin::channel_usage(&request, env, key).await,
-        (Method::Get, ["api", "channels", key, "processes"]) => admin::channel_processes(&request, env, key).await,
-        (Method::Get, ["api", "channels", key, "workers"]) => admin::channel_workers(&request, env, key).await,
-        (Method::Get, ["api", "memories"]) => admin::memories(&request, env).await,
-        (Method::Post, ["api", "memories"]) => admin::import_memories(request, env).await,
-        (Method::Delete, ["api", "memories", id]) => admin::delete_memory(&request, env, id).await,
-        (Method::Post, ["api", "memories", id, "share"]) => admin::share_memory(&request, env, id, true).await,
-        (Method::Post, ["api", "memories", id, "unshare"]) => admin::share_memory(&request, env, id, false).await,
-        (Method::Get, ["api", "schedules"]) => admin::schedules(&request, env).await,
-        (Method::Post, ["api", "schedules"]) => admin::create_schedule(request, env).await,
-        (Method::Post, ["api", "schedules", id, "pause"]) => {
-            admin::set_schedule_status(&request, env, id, schedules::PAUSED).await
-        }
-        (Method::Post, ["api", "schedules", id, "resume"]) => {
-            admin::set_schedule_status(&request, env, id, schedules::ACTIVE).await
-        }
-        (Method::Delete, ["api", "schedules", id]) => admin::delete_schedule(&request, env, id).await,
-        (Method::Get, ["api", "schedules", id, "runs"]) => admin::schedule_runs(&request, env, id).await,
-        (Method::Get, ["api", "spend"]) => admin::spend(&request, env).await,
-        (Method::Put, ["api", "spend", "limits", scope, subject]) => {
-            admin::set_spend_limit(request, env, scope, subject).await
-        }
-        (Method::Delete, ["api", "spend", "limits", scope, subject]) => {
-            admin::remove_spend_limit(&request, env, scope, subject).await
-        }
-        (Method::Get, ["api", "tasks"]) => admin::tasks(&request, env).await,
-        (Method::Post, ["api", "tasks"]) => admin::create_task(request, env).await,
-        (Method::Post, ["api", "tasks", id, "approve"]) => admin::move_task(request, env, id, Some("ready")).await,
-        (Method::Post, ["api", "tasks", id, "move"]) => admin::move_task(request, env, id, None).await,
-        (Method::Delete, ["api", "tasks", id]) => admin::delete_task(&request, env, id).await,
-        (Method::Post, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Post, "/start").await,
-        (Method::Delete, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Delete, "/stop").await,
-        (Method::Get, ["api", "discord", "gateway"]) => admin::gateway(&request, env, Method::Get, "/status").await,
-        (
-            _,
-            ["health"]
-            | ["api", "status" | "ops"]
-            | ["webhooks", _]
-            | ["api", "channels", _, _]
-            | ["api", "session" | "conversations" | "settings"]
-            | ["api", "chat", _]
-            | ["api", "memory", "bulletin"]
-            | ["api", "memories", ..]
-            | ["api", "discord", "gateway"]
-            | ["api", "schedules", ..]
-            | ["api", "spend", ..]
-            | ["api", "tasks", ..],
-        ) => Err(ApiError::MethodNotAllowed),
-        _ => Err(ApiError::NotFound),
+    let (route, params) = match routes::find(verb(&request.method()), &path) {
+        Found::Route(route, params) => (route, params),
+        Found::WrongMethod => return Err(ApiError::MethodNotAllowed),
+        Found::NotFound => return Err(ApiError::NotFound),
     };
-    outcome
+    let param = |name: &str| params.get(name).unwrap_or_default();
+    match route {
+        Route::Health => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
+        Route::Status => admin::status(&request, env).await,
+        Route::Ops => admin::ops(&request, env).await,
+        Route::TelegramWebhook => webhooks::telegram(request, env).await,
+        Route::SlackWebhook => webhooks::slack(request, env).await,
+        Route::DiscordWebhook => webhooks::discord(request, env).await,
+        Route::SignIn => sessions::sign_in(request, env).await,
+        Route::Session => sessions::current(&request, env).await,
+        Route::SignOut => sessions::sign_out(&request).await,
+        Route::StartChat => sessions::start_chat(request, env).await,
+        Route::CurrentChat => sessions::current_chat(&request, env).await,
+        Route::ChatSocket => sessions::chat_socket(&request, env).await,
+        Route::Conversations => admin::conversations(&request, env).await,
+        Route::Settings => admin::settings(&request, env).await,
+        Route::Bulletin => admin::bulletin(&request, env).await,
+        Route::ChannelLive => sessions::watch_socket(&request, env, &percent_decode(param("key"))).await,
+        Route::ChannelEvents => admin::channel_events(&request, env, param("key")).await,
+        Route::ChannelMessages => admin::channel_messages(&request, env, param("key")).await,
+        Route::ChannelOutbox => admin::channel_outbox(&request, env, param("key")).await,
+        Route::ChannelEnvelopes => admin::channel_envelopes(&request, env, param("key")).await,
+        Route::ChannelUsage => admin::channel_usage(&request, env, param("key")).await,
+        Route::ChannelProcesses => admin::channel_processes(&request, env, param("key")).await,
+        Route::ChannelWorkers => admin::channel_workers(&request, env, param("key")).await,
+        Route::Memories => admin::memories(&request, env).await,
+        Route::ImportMemories => admin::import_memories(request, env).await,
+        Route::DeleteMemory => admin::delete_memory(&request, env, param("id")).await,
+        Route::ShareMemory => admin::share_memory(&request, env, param("id"), true).await,
+        Route::UnshareMemory => admin::share_memory(&request, env, param("id"), false).await,
+        Route::Schedules => admin::schedules(&request, env).await,
+        Route::CreateSchedule => admin::create_schedule(request, env).await,
+        Route::PauseSchedule => admin::set_schedule_status(&request, env, param("id"), schedules::PAUSED).await,
+        Route::ResumeSchedule => admin::set_schedule_status(&request, env, param("id"), schedules::ACTIVE).await,
+        Route::DeleteSchedule => admin::delete_schedule(&request, env, param("id")).await,
+        Route::ScheduleRuns => admin::schedule_runs(&request, env, param("id")).await,
+        Route::Spend => admin::spend(&request, env).await,
+        Route::SetSpendLimit => admin::set_spend_limit(request, env, param("scope"), param("subject")).await,
+        Route::RemoveSpendLimit => admin::remove_spend_limit(&request, env, param("scope"), param("subject")).await,
+        Route::Tasks => admin::tasks(&request, env).await,
+        Route::CreateTask => admin::create_task(request, env).await,
+        Route::ApproveTask => admin::move_task(request, env, param("id"), Some("ready")).await,
+        Route::MoveTask => admin::move_task(request, env, param("id"), None).await,
+        Route::DeleteTask => admin::delete_task(&request, env, param("id")).await,
+        Route::StartGateway => admin::gateway(&request, env, Method::Post, "/start").await,
+        Route::StopGateway => admin::gateway(&request, env, Method::Delete, "/stop").await,
+        Route::GatewayStatus => admin::gateway(&request, env, Method::Get, "/status").await,
+    }
+}
+
+/// The route table's verb for a request method; None for one no route uses.
+fn verb(method: &Method) -> Option<Verb> {
+    [Verb::Get, Verb::Post, Verb::Put, Verb::Delete].into_iter().find(|&verb| super::http::method(verb) == *method)
 }

@@ -10,6 +10,7 @@ use worker::{D1Database, Result};
 
 use super::d1::{changes, number, text_or_null};
 use super::zones::IntlZones;
+use crate::channel::routes::ChannelRoute;
 use crate::edge::d1::Metered;
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::schedule::plan::{catch_up, next_run, Plan};
@@ -278,10 +279,7 @@ pub async fn rearm_overdue(env: &worker::Env, now_ms: i64) -> Result<usize> {
 /// Makes a conversation's channel object claim what is due and re-arm for
 /// its next run.
 pub async fn wake(env: &worker::Env, conversation_key: &str) -> Result<()> {
-    let stub = env.durable_object(super::config::CHANNEL_BINDING)?.get_by_name(conversation_key)?;
-    let mut init = worker::RequestInit::new();
-    init.with_method(worker::Method::Post).with_body(Some(conversation_key.into()));
-    stub.fetch_with_request(worker::Request::new_with_init("https://channel/schedules/wake", &init)?).await?;
+    super::channel_stub::post(env, conversation_key, ChannelRoute::ScheduleWake, conversation_key.to_string()).await?;
     Ok(())
 }
 

@@ -9,15 +9,17 @@
 //! answered after a pause.
 
 use serde::Deserialize;
-use worker::{Env, Headers, Method, Request, RequestInit, Response};
+use worker::{Env, Method, Request, RequestInit, Response};
 
 use crate::api_error::ApiError;
+use crate::channel::routes::ChannelRoute;
 use crate::config::Config;
 use crate::security::{bearer_matches, constant_time_eq};
 use crate::session::{self, Session, SessionKind, ADMIN_COOKIE, ADMIN_SESSION_MS, CHAT_COOKIE, CHAT_SESSION_MS};
 use crate::sign_in_limit::{client_key, Outcome};
 
-use super::config::{self, CHANNEL_BINDING, SIGN_IN_BINDING};
+use super::channel_stub;
+use super::config::{self, SIGN_IN_BINDING};
 use super::failure::internal;
 use super::http::{now_ms, read_body, sleep_ms};
 
@@ -117,7 +119,7 @@ async fn refuse_slowly() -> ApiError {
 pub async fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
     let config = config::load(env);
     if let Some(bearer) = header(request, "authorization")? {
-        let outcome = match bearer_matches(Some(&bearer), &config.admin_token) {
+        let outcome = match bearer_matches(Some(&bearer), config.admin_token.expose()) {
             true => Outcome::Operator,
             false => Outcome::Failed,
         };
@@ -154,8 +156,8 @@ pub async fn sign_in(mut request: Request, env: &Env) -> Result<Response, ApiErr
     check_origin_if_sent(&request)?;
     let config = config::load(env);
     let presented = sign_in_body(&mut request).await?.token;
-    let matches =
-        !config.admin_token.is_empty() && constant_time_eq(presented.trim().as_bytes(), config.admin_token.as_bytes());
+    let matches = config.admin_token.is_set()
+        && constant_time_eq(presented.trim().as_bytes(), config.admin_token.expose().as_bytes());
     judged(&request, env, if matches { Outcome::Operator } else { Outcome::Failed }).await?;
     let expires = now_ms() + ADMIN_SESSION_MS;
     let key = SessionKind::Operator.signing_key(&config).ok_or(ApiError::Internal)?;
@@ -224,7 +226,7 @@ pub async fn start_chat(mut request: Request, env: &Env) -> Result<Response, Api
     let (kind, role) = if operator {
         (SessionKind::OperatorChat, OPERATOR)
     } else {
-        let outcome = match (token_is(&config.admin_token), token_is(&config.web_chat_token)) {
+        let outcome = match (token_is(config.admin_token.expose()), token_is(config.web_chat_token.expose())) {
             (true, _) => Outcome::Operator,
             (false, true) => Outcome::Guest,
             (false, false) => Outcome::Failed,
@@ -275,41 +277,29 @@ pub async fn chat_socket(request: &Request, env: &Env) -> Result<Response, ApiEr
     let chat = chat_of(request, &config::load(env))?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
     check_origin(request)?;
     let headers = [("x-edgebot-role", chat.role.as_str())];
-    open_socket(request, env, &chat.conversation_key, "/chat/socket", &headers).await
+    open_socket(request, env, &chat.conversation_key, ChannelRoute::ChatSocket, &headers).await
 }
 
 /// `GET /api/channels/{key}/live`: a socket that says when the conversation changed.
 pub async fn watch_socket(request: &Request, env: &Env, conversation_key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    open_socket(request, env, conversation_key, "/live", &[]).await
+    open_socket(request, env, conversation_key, ChannelRoute::Live, &[]).await
 }
 
 async fn open_socket(
     request: &Request,
     env: &Env,
     conversation_key: &str,
-    path: &str,
+    route: ChannelRoute,
     extra: &[(&str, &str)],
 ) -> Result<Response, ApiError> {
     if !header(request, "upgrade")?.is_some_and(|value| value.eq_ignore_ascii_case("websocket")) {
         return Err(ApiError::BadRequest("expected a WebSocket upgrade".into()));
     }
-    let forward = || {
-        let headers = Headers::new();
-        headers.set("upgrade", "websocket")?;
-        headers.set("x-edgebot-conversation", conversation_key)?;
-        for (name, value) in extra {
-            headers.set(name, value)?;
-        }
-        let mut init = RequestInit::new();
-        init.with_method(Method::Get).with_headers(headers);
-        Request::new_with_init(&format!("https://channel{path}"), &init)
-    };
-    let stub = env
-        .durable_object(CHANNEL_BINDING)
-        .and_then(|namespace| namespace.get_by_name(conversation_key))
-        .map_err(internal)?;
-    stub.fetch_with_request(forward().map_err(internal)?).await.map_err(internal)
+    let mut headers = vec![("upgrade", "websocket"), ("x-edgebot-conversation", conversation_key)];
+    headers.extend_from_slice(extra);
+    let forward = channel_stub::request(route, "", None, &headers).map_err(internal)?;
+    channel_stub::send(env, conversation_key, forward).await.map_err(internal)
 }
 
 /// A random (v4) UUID from the runtime's CSPRNG: a session names nothing that

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::http::{get_manual, post_json};
-use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
+use super::messenger::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
@@ -26,7 +26,7 @@ pub struct Slack<'a> {
 impl Slack<'_> {
     async fn call(&self, method: &str, body: &Value) -> Result<Value, SendFailure> {
         let url = format!("{}/{method}", self.config.slack_api_base);
-        let authorization = format!("Bearer {}", self.config.slack_bot_token);
+        let authorization = format!("Bearer {}", self.config.slack_bot_token.expose());
         let answer = post_json(Op::PlatformCall, &url, &[("authorization", &authorization)], body, API_TIMEOUT_MS)
             .await
             .map_err(|failure| SendFailure::network("Slack", failure))?;
@@ -44,7 +44,7 @@ impl Slack<'_> {
     /// A read method (GET with a query string); None unless Slack answered ok.
     async fn read(&self, method: &str, query: &str) -> Option<Value> {
         let url = format!("{}/{method}?{query}", self.config.slack_api_base);
-        let authorization = format!("Bearer {}", self.config.slack_bot_token);
+        let authorization = format!("Bearer {}", self.config.slack_bot_token.expose());
         let answer =
             get_manual(Op::PlatformCall, &url, &[("authorization", &authorization)], API_TIMEOUT_MS, READ_BODY_LIMIT)
                 .await

@@ -7,9 +7,11 @@ use serde_json::Value;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env, Result};
 
-use super::config::{CHANNEL_BINDING, DATABASE_BINDING};
+use super::channel_stub;
+use super::config::DATABASE_BINDING;
 use super::d1::{changes, number, text_or_null};
 use super::http::now_ms;
+use crate::channel::routes::ChannelRoute;
 use crate::edge::d1::Metered;
 use crate::tasks::{after_failure, transition, Actor, Priority, TaskStatus};
 
@@ -185,12 +187,8 @@ pub async fn run_ready_loop(env: &Env) -> Result<usize> {
         let worker_id = task.worker_id.clone().unwrap_or_default();
         let brief = format!("Task {}: {}\n\n{}", task.id, task.title, task.description).trim().to_string();
         let body = serde_json::json!({ "id": worker_id, "task": brief, "conversation_key": task.conversation_key });
-        let stub = env.durable_object(CHANNEL_BINDING)?.get_by_name(&task.conversation_key)?;
-        let mut init = worker::RequestInit::new();
-        init.with_method(worker::Method::Post).with_body(Some(body.to_string().into()));
-        let request = worker::Request::new_with_init("https://channel/tasks/start", &init)?;
         let started =
-            stub.fetch_with_request(request).await.map(|response| response.status_code() == 200).unwrap_or(false);
+            channel_stub::post(env, &task.conversation_key, ChannelRoute::TaskStart, body.to_string()).await.is_ok();
         if !started {
             // The conversation has no room for another worker now: back to ready for a later tick.
             db.prepare("UPDATE tasks SET status = 'ready', worker_id = NULL WHERE id = ?1 AND worker_id = ?2")

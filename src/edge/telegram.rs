@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::http::post_json;
-use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
+use super::messenger::{Interrupted, Messenger, Piece, SendFailure};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
@@ -24,7 +24,7 @@ pub struct Telegram<'a> {
 impl Telegram<'_> {
     /// Calls a Bot API method. The token is part of the URL: never log it.
     async fn call(&self, method: &str, body: &Value) -> Result<Value, SendFailure> {
-        let url = format!("{}/bot{}/{method}", self.config.telegram_api_base, self.config.telegram_bot_token);
+        let url = format!("{}/bot{}/{method}", self.config.telegram_api_base, self.config.telegram_bot_token.expose());
         let answer = post_json(Op::PlatformCall, &url, &[], body, API_TIMEOUT_MS)
             .await
             .map_err(|failure| SendFailure::network("Telegram", failure))?;

@@ -96,7 +96,7 @@ fn runtime_agrees(url: Url) -> Result<Url, FetchRefusal> {
 /// Searches the web (Brave Search API).
 pub async fn web_search(config: &Config, query: &str) -> String {
     let url = search_url(&config.search_base_url, query);
-    let headers = [("accept", "application/json"), ("x-subscription-token", config.search_api_key.as_str())];
+    let headers = [("accept", "application/json"), ("x-subscription-token", config.search_api_key.expose())];
     match get_manual(Op::ToolFetch, &url, &headers, FETCH_TIMEOUT_MS, SEARCH_BODY_LIMIT).await {
         Ok(answer) if answer.status == 200 => {
             let response = serde_json::from_slice(&answer.body).unwrap_or_default();

@@ -9,7 +9,7 @@ use crate::channel::participants::MembershipCount;
 use crate::inbound::{InboundEvent, ReplyAddress};
 
 use super::http::now_ms;
-use super::outbound::{Interrupted, Messenger, Piece, SendFailure};
+use super::messenger::{Interrupted, Messenger, Piece, SendFailure};
 
 /// Sockets of web-chat pages.
 pub const CHAT: &str = "chat";

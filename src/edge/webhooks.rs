@@ -1,16 +1,18 @@
 //! Platform webhooks: verify, parse, hand the inbound to its channel object,
 //! and acknowledge only once the object has stored it.
 
-use worker::{Env, Method, Request, RequestInit, Response};
+use worker::{Env, Request, Response};
 
 use crate::api_error::ApiError;
+use crate::channel::routes::ChannelRoute;
 use crate::inbound::InboundEvent;
 use crate::platforms::discord::{self, DiscordError, Interaction};
 use crate::platforms::slack::{self, ParsedSlack, SlackError};
 use crate::platforms::telegram::{self, BotIdentity, ParsedUpdate, TelegramError};
 use crate::prompt;
 
-use super::config::{self, CHANNEL_BINDING};
+use super::channel_stub;
+use super::config::{self};
 use super::failure::internal;
 use super::http::{now_ms, read_body};
 
@@ -36,7 +38,7 @@ pub async fn slack(mut request: Request, env: &Env) -> Result<Response, ApiError
         signature.as_deref(),
         timestamp.as_deref(),
         &body,
-        &config.slack_signing_secret,
+        config.slack_signing_secret.expose(),
         now_ms() / 1000,
     )
     .map_err(|error| match error {
@@ -86,12 +88,14 @@ pub async fn discord(mut request: Request, env: &Env) -> Result<Response, ApiErr
 pub async fn telegram(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     let config = config::load(env);
     let secret = header(&request, telegram::SECRET_HEADER)?;
-    telegram::verify_secret(secret.as_deref(), &config.telegram_webhook_secret).map_err(|error| match error {
-        TelegramError::MissingSecret => ApiError::Unauthorized("missing Telegram secret token"),
-        _ => ApiError::Unauthorized("invalid Telegram secret token"),
-    })?;
+    telegram::verify_secret(secret.as_deref(), config.telegram_webhook_secret.expose()).map_err(
+        |error| match error {
+            TelegramError::MissingSecret => ApiError::Unauthorized("missing Telegram secret token"),
+            _ => ApiError::Unauthorized("invalid Telegram secret token"),
+        },
+    )?;
     let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
-    let bot = BotIdentity::from_token(&config.telegram_bot_token, &config.telegram_bot_username);
+    let bot = BotIdentity::from_token(config.telegram_bot_token.expose(), &config.telegram_bot_username);
     match telegram::parse_update(&body, &bot) {
         Err(error) => Err(ApiError::BadRequest(error.to_string())),
         Ok(ParsedUpdate::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
@@ -106,18 +110,9 @@ fn acknowledge(body: serde_json::Value) -> Result<Response, ApiError> {
 /// Hands the event to the conversation's channel object and returns its answer.
 /// Any failure is a 500, so the platform retries and nothing is lost.
 pub async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Value, ApiError> {
-    let stub = env
-        .durable_object(CHANNEL_BINDING)
-        .and_then(|namespace| namespace.get_by_name(&event.conversation_key))
-        .map_err(internal)?;
     let body = serde_json::to_string(event).map_err(internal)?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(body.into()));
-    let request = Request::new_with_init("https://channel/inbound", &init).map_err(internal)?;
-    let response = stub.fetch_with_request(request).await.map_err(internal)?;
-    if response.status_code() != 200 {
-        return Err(internal(format!("channel object answered {}", response.status_code())));
-    }
+    let response =
+        channel_stub::post(env, &event.conversation_key, ChannelRoute::Inbound, body).await.map_err(internal)?;
     let body = super::http::whole_body(response).await.map_err(internal)?;
     serde_json::from_slice(&body).map_err(internal)
 }

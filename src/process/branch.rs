@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::channel::turn::{object, ChatModel, HistoryEntry, HistoryRole};
 use crate::inbound::InboundEvent;
+use crate::llm::{object, ChatModel, HistoryEntry, HistoryRole};
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolSpec, Usage};
 use crate::memory::types::MemoryType;
 use crate::prompt;

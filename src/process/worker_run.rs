@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::branch::task_update_tool;
 use super::worker::TURNS_PER_SEGMENT;
 use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
-use crate::channel::turn::{object, ChatModel};
+use crate::llm::{object, ChatModel};
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolSpec, Usage};
 use crate::prompt;
 

@@ -165,7 +165,7 @@ impl Worker {
         let log = fs::File::create(&log_path).expect("log file");
         let (settings, vars): (Vec<_>, Vec<_>) = vars.iter().partition(|(name, _)| name == LOCAL_OBSERVABILITY);
         let (secrets, plain): (Vec<_>, Vec<_>) =
-            vars.into_iter().partition(|(name, _)| edgebot::redact::SECRET_VARIABLES.contains(&name.as_str()));
+            vars.into_iter().partition(|(name, _)| edgebot::config::SECRET_VARIABLES.contains(&name.as_str()));
         list_secrets(&secrets);
         // Quoted, so no character of a value starts a comment.
         let env_file = state_dir.join(format!("secrets-{port}.env"));

@@ -194,7 +194,7 @@ struct EdgeTools<'a> {
 
 impl WorkerTools for EdgeTools<'_> {
     fn has_search(&self) -> bool {
-        !self.config.search_api_key.is_empty()
+        self.config.search_api_key.is_set()
     }
 
     async fn call(&self, name: &str, arguments: &Value) -> String {

@@ -45,7 +45,7 @@ impl Embedder for EdgeEmbedder<'_> {
             EdgeEmbedder::Local(local) => local.embed(texts).await,
             EdgeEmbedder::OpenAi { config, model } => {
                 let url = format!("{}/embeddings", config.openai_base_url.trim_end_matches('/'));
-                let authorization = format!("Bearer {}", config.openai_api_key);
+                let authorization = format!("Bearer {}", config.openai_api_key.expose());
                 let body = openai_embeddings_body(model, texts);
                 let answer =
                     post_json(Op::EmbeddingCall, &url, &[("authorization", &authorization)], &body, EMBED_TIMEOUT_MS)

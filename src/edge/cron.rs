@@ -1,0 +1,43 @@
+//! One cron tick (wrangler.toml: every 15 minutes): the Discord Gateway kept
+//! connected, overdue schedules woken, ready tasks started, then the cortex.
+//! Each part runs whatever the others did; the tick is logged and kept for
+//! `/api/status`.
+
+use worker::Env;
+
+use super::http::now_ms;
+use super::log::Emit;
+use super::{config, cortex, gateway, schedules, status, tasks};
+use crate::log_line::{Level, LogLine};
+use crate::status::{outcome, CronTick};
+
+/// Runs the tick's parts in turn and records how each went.
+pub async fn tick(env: &Env) {
+    let config = config::load(env);
+    if let Some(refusal) = config.refusal() {
+        // Refused at start: the cron does nothing either (every request says why).
+        LogLine::error("config_refused").field("error", refusal).emit();
+        return;
+    }
+    let started = now_ms();
+    let gateway = match config.discord_gateway {
+        true => outcome(gateway::call(env, worker::Method::Post, "/ensure").await.map(|_| None)),
+        false => "off".to_string(),
+    };
+    let schedules = schedules::rearm_overdue(env, started).await;
+    let schedules = outcome(schedules.map(|woken| Some(format!("woke {woken} conversation(s)"))));
+    let tasks = outcome(tasks::run_ready_loop(env).await.map(|begun| Some(format!("started {begun} task(s)"))));
+    let cortex = outcome(cortex::run(&config, env).await.map(|()| None));
+    let tick = CronTick { at_ms: started, duration_ms: now_ms() - started, gateway, schedules, tasks, cortex };
+    let level = if tick.is_ok() { Level::Info } else { Level::Error };
+    LogLine::new(level, "cron_tick")
+        .duration_ms(tick.duration_ms)
+        .field("gateway", tick.gateway.as_str())
+        .field("schedules", tick.schedules.as_str())
+        .field("tasks", tick.tasks.as_str())
+        .field("cortex", tick.cortex.as_str())
+        .emit();
+    if let Err(error) = status::record(env, status::CRON_TICK, tick.to_json()).await {
+        LogLine::warn("status_not_recorded").field("kind", "cron_tick").reason(&error).emit();
+    }
+}

@@ -1,0 +1,217 @@
+//! The Worker's routes: one table of (method, path pattern, route). The router
+//! looks requests up here, and what it answers with a wrong method (405) or
+//! an unknown path (404) follows from the same table, so a new route cannot
+//! be forgotten in either list.
+//!
+//! Patterns are matched by `matchit` (axum's router): `{name}` is one path
+//! segment, still percent-encoded.
+
+use std::sync::OnceLock;
+
+use matchit::{Params, Router};
+
+/// The methods routes use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Get,
+    Post,
+    Put,
+    Delete,
+}
+
+/// What a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Health,
+    Status,
+    Ops,
+    TelegramWebhook,
+    SlackWebhook,
+    DiscordWebhook,
+    SignIn,
+    Session,
+    SignOut,
+    StartChat,
+    CurrentChat,
+    ChatSocket,
+    Conversations,
+    Settings,
+    Bulletin,
+    ChannelLive,
+    ChannelEvents,
+    ChannelMessages,
+    ChannelOutbox,
+    ChannelEnvelopes,
+    ChannelUsage,
+    ChannelProcesses,
+    ChannelWorkers,
+    Memories,
+    ImportMemories,
+    DeleteMemory,
+    ShareMemory,
+    UnshareMemory,
+    Schedules,
+    CreateSchedule,
+    PauseSchedule,
+    ResumeSchedule,
+    DeleteSchedule,
+    ScheduleRuns,
+    Spend,
+    SetSpendLimit,
+    RemoveSpendLimit,
+    Tasks,
+    CreateTask,
+    ApproveTask,
+    MoveTask,
+    DeleteTask,
+    StartGateway,
+    StopGateway,
+    GatewayStatus,
+}
+
+use Route::*;
+use Verb::*;
+
+/// Every route: method, path, what it is.
+pub const TABLE: &[(Verb, &str, Route)] = &[
+    (Get, "/health", Health),
+    (Get, "/api/status", Status),
+    (Get, "/api/ops", Ops),
+    (Post, "/webhooks/telegram", TelegramWebhook),
+    (Post, "/webhooks/slack", SlackWebhook),
+    (Post, "/webhooks/discord", DiscordWebhook),
+    (Post, "/api/session", SignIn),
+    (Get, "/api/session", Session),
+    (Delete, "/api/session", SignOut),
+    (Post, "/api/chat/session", StartChat),
+    (Get, "/api/chat/session", CurrentChat),
+    (Get, "/api/chat/socket", ChatSocket),
+    (Get, "/api/conversations", Conversations),
+    (Get, "/api/settings", Settings),
+    (Get, "/api/memory/bulletin", Bulletin),
+    (Get, "/api/channels/{key}/live", ChannelLive),
+    (Get, "/api/channels/{key}/events", ChannelEvents),
+    (Get, "/api/channels/{key}/messages", ChannelMessages),
+    (Get, "/api/channels/{key}/outbox", ChannelOutbox),
+    (Get, "/api/channels/{key}/envelopes", ChannelEnvelopes),
+    (Get, "/api/channels/{key}/usage", ChannelUsage),
+    (Get, "/api/channels/{key}/processes", ChannelProcesses),
+    (Get, "/api/channels/{key}/workers", ChannelWorkers),
+    (Get, "/api/memories", Memories),
+    (Post, "/api/memories", ImportMemories),
+    (Delete, "/api/memories/{id}", DeleteMemory),
+    (Post, "/api/memories/{id}/share", ShareMemory),
+    (Post, "/api/memories/{id}/unshare", UnshareMemory),
+    (Get, "/api/schedules", Schedules),
+    (Post, "/api/schedules", CreateSchedule),
+    (Post, "/api/schedules/{id}/pause", PauseSchedule),
+    (Post, "/api/schedules/{id}/resume", ResumeSchedule),
+    (Delete, "/api/schedules/{id}", DeleteSchedule),
+    (Get, "/api/schedules/{id}/runs", ScheduleRuns),
+    (Get, "/api/spend", Spend),
+    (Put, "/api/spend/limits/{scope}/{subject}", SetSpendLimit),
+    (Delete, "/api/spend/limits/{scope}/{subject}", RemoveSpendLimit),
+    (Get, "/api/tasks", Tasks),
+    (Post, "/api/tasks", CreateTask),
+    (Post, "/api/tasks/{id}/approve", ApproveTask),
+    (Post, "/api/tasks/{id}/move", MoveTask),
+    (Delete, "/api/tasks/{id}", DeleteTask),
+    (Post, "/api/discord/gateway", StartGateway),
+    (Delete, "/api/discord/gateway", StopGateway),
+    (Get, "/api/discord/gateway", GatewayStatus),
+];
+
+/// The routes at one path, by method.
+#[derive(Default)]
+struct AtPath(Vec<(Verb, Route)>);
+
+/// The answer for a request.
+#[derive(Debug)]
+pub enum Found<'p> {
+    Route(Route, Params<'static, 'p>),
+    /// The path exists, not with this method.
+    WrongMethod,
+    NotFound,
+}
+
+fn router() -> &'static Router<AtPath> {
+    static ROUTER: OnceLock<Router<AtPath>> = OnceLock::new();
+    ROUTER.get_or_init(|| {
+        let mut paths: Vec<(&str, AtPath)> = Vec::new();
+        for &(verb, path, route) in TABLE {
+            match paths.iter_mut().find(|(known, _)| *known == path) {
+                Some((_, at)) => at.0.push((verb, route)),
+                None => paths.push((path, AtPath(vec![(verb, route)]))),
+            }
+        }
+        let mut router = Router::new();
+        for (path, at) in paths {
+            router.insert(path, at).expect("the route table's patterns do not conflict");
+        }
+        router
+    })
+}
+
+/// The route for `verb` (None: a method no route uses) at `path`; a trailing
+/// slash is ignored.
+pub fn find(verb: Option<Verb>, path: &str) -> Found<'_> {
+    let trimmed = path.trim_end_matches('/');
+    let Ok(matched) = router().at(if trimmed.is_empty() { "/" } else { trimmed }) else {
+        return Found::NotFound;
+    };
+    match matched.value.0.iter().find(|(method, _)| Some(*method) == verb) {
+        Some(&(_, route)) => Found::Route(route, matched.params),
+        None => Found::WrongMethod,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VERBS: [Verb; 4] = [Get, Post, Put, Delete];
+
+    /// The pattern with each `{param}` filled in.
+    fn filled(pattern: &str) -> String {
+        pattern
+            .split('/')
+            .map(|segment| if segment.starts_with('{') { "telegram%3A42" } else { segment })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    #[test]
+    fn every_route_is_found_with_its_method_and_its_parameters() {
+        for &(verb, pattern, route) in TABLE {
+            let path = filled(pattern);
+            match find(Some(verb), &path) {
+                Found::Route(found, params) => {
+                    assert_eq!(found, route, "{pattern}");
+                    assert!(params.iter().all(|(_, value)| value == "telegram%3A42"), "{pattern}");
+                    assert_eq!(params.len(), pattern.matches('{').count(), "{pattern}");
+                }
+                other => panic!("{verb:?} {pattern}: {other:?}"),
+            }
+            assert!(matches!(find(Some(verb), &format!("{path}/")), Found::Route(found, _) if found == route));
+        }
+    }
+
+    #[test]
+    fn another_method_at_a_known_path_is_405_and_an_unknown_path_is_404() {
+        for &(_, pattern, _) in TABLE {
+            let path = filled(pattern);
+            let served: Vec<Verb> = TABLE.iter().filter(|row| row.1 == pattern).map(|row| row.0).collect();
+            for verb in VERBS.into_iter().filter(|verb| !served.contains(verb)) {
+                assert!(matches!(find(Some(verb), &path), Found::WrongMethod), "{verb:?} {pattern}");
+            }
+            assert!(matches!(find(None, &path), Found::WrongMethod), "PATCH {pattern}");
+        }
+        // The case the outside check found: POST /api/ops.
+        assert!(matches!(find(Some(Post), "/api/ops"), Found::WrongMethod));
+        for unknown in
+            ["/", "/api", "/api/nothing", "/api/channels/k", "/api/channels/k/secret", "/health/x", "/webhooks"]
+        {
+            assert!(matches!(find(Some(Get), unknown), Found::NotFound), "{unknown}");
+        }
+    }
+}
