@@ -371,7 +371,7 @@ const TURN_HISTORY_D1: Ops = Ops {
     ..Ops::ZERO
 };
 
-/// The extra work of a turn that starts a branch (turn_runner.rs delegate).
+/// The extra work of a turn that starts a branch (channel_object/delegation.rs delegate).
 const BRANCH_DELEGATION: Ops = Ops {
     // the branch tool call does not end the turn: a second call for the reply.
     llm_calls: 1.0,
@@ -382,7 +382,7 @@ const BRANCH_DELEGATION: Ops = Ops {
     ..Ops::ZERO
 };
 
-/// One memory_recall, hybrid (memory.rs recall -> hybrid).
+/// One memory_recall, hybrid (edge/memory/recall.rs recall -> hybrid).
 const MEMORY_RECALL: Ops = Ops {
     // embed_one: one embedding call of the query.
     llm_calls: 1.0,
@@ -444,7 +444,7 @@ const PROCESS_REPORT: Ops = Ops {
     ..Ops::ZERO
 };
 
-/// The extra work of a turn that spawns a worker (turn_runner.rs start_worker).
+/// The extra work of a turn that spawns a worker (channel_object/delegation.rs start_worker).
 const WORKER_SPAWN: Ops = Ops {
     llm_calls: 1.0,
     // processes slot 1; task envelope 3.

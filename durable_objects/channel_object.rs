@@ -5,20 +5,30 @@
 //! so no webhook ever waits for a model. The channel's state lives in memory as
 //! versioned slots and is checkpointed to the object's SQLite after every step.
 
+#[path = "channel_object/delegation.rs"]
+mod delegation;
+#[path = "channel_object/delivery.rs"]
+mod delivery;
 #[path = "channel_object/envelopes.rs"]
 mod envelopes;
 #[path = "channel_object/history.rs"]
 mod history;
+#[path = "channel_object/history_upkeep.rs"]
+mod history_upkeep;
 #[path = "channel_object/inbox.rs"]
 mod inbox;
 #[path = "channel_object/outbox.rs"]
 mod outbox;
 #[path = "channel_object/pending.rs"]
 mod pending;
+#[path = "channel_object/scheduled_runs.rs"]
+mod scheduled_runs;
 #[path = "channel_object/slots.rs"]
 mod slots;
 #[path = "channel_object/stats.rs"]
 mod stats;
+#[path = "channel_object/thinking.rs"]
+mod thinking;
 #[path = "channel_object/turn_runner.rs"]
 mod turn_runner;
 
@@ -477,7 +487,7 @@ impl ChannelObject {
             start.task.clone(),
             address,
         );
-        match turn_runner::start_worker(self, &start.id, &start.task, false, origin).await? {
+        match delegation::start_worker(self, &start.id, &start.task, false, origin).await? {
             true => Response::ok(""),
             false => Response::error("no room for another worker", 409),
         }

@@ -1,0 +1,183 @@
+//! Sends a turn's outbox, each piece at most once: bounded retries, rate
+//! limits that resume the turn later, and sends a crash interrupted.
+
+use worker::Result;
+
+use super::outbox;
+use crate::config::Config;
+use crate::edge::durable::Sql;
+use crate::edge::history::StoredMessage;
+use crate::edge::http::{now_ms, sleep_ms};
+use crate::edge::log::Emit;
+use crate::edge::messenger::{Interrupted, Messenger, Piece};
+use crate::edge::outbound::Platform;
+use crate::inbound::InboundEvent;
+use crate::llm::HistoryRole;
+use crate::log_line::LogLine;
+use crate::prompt;
+use crate::reply::markup::{escape, shown};
+
+/// Wait between attempts at one platform send.
+const SEND_BACKOFF_MS: u64 = 500;
+
+/// How a turn's delivery ended.
+pub(super) enum Delivery {
+    /// Every piece was sent or has failed for good: these were sent.
+    Done(Vec<StoredMessage>),
+    /// The platform asked to wait: resume the turn at this time.
+    RateLimited { resume_at: i64 },
+}
+
+/// Sends the turn's unsent pieces in order; returns every piece sent so far, as history.
+pub(super) async fn deliver(
+    config: &Config,
+    platform: &Platform<'_>,
+    sql: &Sql,
+    event: &InboundEvent,
+    turn: i64,
+) -> Result<Delivery> {
+    let mut sent = Vec::new();
+    // The note is plain text, escaped for the platform like any text.
+    let resend_note = format!("{}\n\n", escape(platform.flavor(), prompt::text("resend_note").trim_end(), false));
+    for entry in outbox::entries(sql, turn)? {
+        let piece_id = format!("{}/{}", event.conversation_key, entry.id);
+        let piece = Piece {
+            id: &piece_id,
+            index: entry.piece.max(0) as usize,
+            text: &entry.text,
+            reply_to: entry.reply_to.as_deref(),
+        };
+        // Found mid-send: the Worker stopped during the call. Ask the platform.
+        let interrupted = match entry.status.as_str() {
+            "sending" => Some(platform.interrupted(&event.reply_address, &piece, entry.created_at).await),
+            _ => None,
+        };
+        let mut attempts = entry.attempts.max(0) as u32;
+        let mut text = entry.text.clone();
+        if let Some(unsettled @ (Interrupted::Resend | Interrupted::Unsure)) = &interrupted {
+            // A copy that may be a repeat says so, in the outbox too, so a
+            // later retry (after a rate limit) still carries the note.
+            let unsure = *unsettled == Interrupted::Unsure;
+            if unsure && !text.starts_with(&resend_note) {
+                text = format!("{resend_note}{text}");
+            }
+            // The interrupted call counts as an attempt: a piece that keeps
+            // taking its sender down is given up on, like a failing one.
+            attempts = outbox::mark_interrupted(sql, &entry.id, &text)?.max(0) as u32;
+            let line = LogLine::warn("send_interrupted").conversation(&event.conversation_key).id(&entry.id);
+            line.field("resent", true).field("marked_as_possible_repeat", unsure).emit();
+        }
+        let platform_message_id = match (entry.status.as_str(), interrupted) {
+            ("sent", _) => entry.platform_message_id.clone(),
+            (_, Some(Interrupted::Landed(id))) => {
+                outbox::mark_sent(sql, &entry.id, &id)?;
+                Some(id)
+            }
+            ("pending", _) | (_, Some(Interrupted::Resend | Interrupted::Unsure)) => {
+                let piece = Piece { text: &text, ..piece };
+                let unsent = Unsent { id: &entry.id, created_at: entry.created_at, attempts, note: &resend_note };
+                match send_with_retries(config, platform, sql, event, unsent, &piece).await? {
+                    Sending::Sent(id) => Some(id),
+                    Sending::Failed => None,
+                    Sending::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
+                }
+            }
+            _ => None,
+        };
+        if let Some(platform_message_id) = platform_message_id {
+            sent.push(StoredMessage {
+                id: format!("{}:out:{}", event.conversation_key, entry.id),
+                conversation_key: event.conversation_key.clone(),
+                role: HistoryRole::Assistant,
+                author_id: "bot".into(),
+                author_name: config.bot_name.clone(),
+                // The model remembers what the reader saw, not the resend's note
+                // nor the platform's escapes.
+                content: shown(platform.flavor(), entry.text.strip_prefix(&resend_note).unwrap_or(&entry.text)),
+                platform_message_id: Some(platform_message_id),
+                // When the reply was written, before its send began: a message
+                // that arrives while the send is in flight comes after it.
+                created_at: entry.created_at,
+                compacted: 0,
+            });
+        }
+    }
+    Ok(Delivery::Done(sent))
+}
+
+enum Sending {
+    Sent(String),
+    /// Given up after bounded attempts; recorded in the outbox for the admin API.
+    Failed,
+    /// Rate limited: try again at this time (from the alarm, not by waiting here).
+    RetryAt(i64),
+}
+
+/// A piece about to be sent: its outbox row, the attempts it has had, and the
+/// note a copy that may be a repeat carries.
+struct Unsent<'a> {
+    id: &'a str,
+    created_at: i64,
+    attempts: u32,
+    note: &'a str,
+}
+
+async fn send_with_retries(
+    config: &Config,
+    platform: &Platform<'_>,
+    sql: &Sql,
+    event: &InboundEvent,
+    unsent: Unsent<'_>,
+    piece: &Piece<'_>,
+) -> Result<Sending> {
+    let Unsent { id, mut attempts, .. } = unsent;
+    if attempts >= config.send_max_attempts {
+        outbox::mark_attempt_failed(sql, id, "interrupted mid-send too often", true)?;
+        return Ok(Sending::Failed);
+    }
+    let mut text = piece.text.to_string();
+    loop {
+        let piece = Piece { text: &text, ..*piece };
+        outbox::mark_sending(sql, id)?;
+        let failure = match platform.send(&event.reply_address, &piece).await {
+            Ok(message_id) => {
+                outbox::mark_sent(sql, id, &message_id)?;
+                return Ok(Sending::Sent(message_id));
+            }
+            Err(failure) => failure,
+        };
+        attempts += 1;
+        let give_up = !failure.retryable || attempts >= config.send_max_attempts;
+        LogLine::warn("send_failed")
+            .conversation(&event.conversation_key)
+            .id(&id)
+            .field("attempt", attempts)
+            .field("gave_up", give_up)
+            .reason(&failure.message)
+            .emit();
+        outbox::mark_attempt_failed(sql, id, &failure.message, give_up)?;
+        if give_up {
+            return Ok(Sending::Failed);
+        }
+        if let Some(wait) = failure.retry_after_ms {
+            return Ok(Sending::RetryAt(now_ms() + wait as i64));
+        }
+        sleep_ms(SEND_BACKOFF_MS).await;
+        // No answer is not a no: the platform may have the message. Settle
+        // it as an interrupted send before trying again.
+        if failure.ambiguous {
+            match platform.interrupted(&event.reply_address, &piece, unsent.created_at).await {
+                Interrupted::Landed(message_id) => {
+                    outbox::mark_sent(sql, id, &message_id)?;
+                    return Ok(Sending::Sent(message_id));
+                }
+                Interrupted::Resend => {}
+                Interrupted::Unsure if piece.text.starts_with(unsent.note) => {}
+                Interrupted::Unsure => {
+                    text = format!("{}{text}", unsent.note);
+                    outbox::mark_text(sql, id, &text)?;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Asks the model for a turn's answer (or, over a budget, the notice instead),
+//! keeping the platform's working signal alive while it thinks.
+
+use std::future::Future;
+use std::pin::pin;
+
+use futures_util::future::{select, Either};
+use worker::{D1Database, Result};
+
+use super::scheduled_runs::scheduled_runs;
+use super::{history as history_store, ChannelObject};
+use crate::budget::{Scope, Spend};
+use crate::channel::history_mirror::kept_rows;
+use crate::channel::state::{TurnResult, TurnSnapshot};
+use crate::channel::turn::{compose_messages, run_turn, Action, TurnContext};
+use crate::edge::durable::MeteredStorage;
+use crate::edge::history::StoredMessage;
+use crate::edge::http::{now_ms, sleep_ms};
+use crate::edge::log::Emit;
+use crate::edge::messenger::Messenger;
+use crate::edge::model::HttpModel;
+use crate::edge::outbound::Platform;
+use crate::edge::schedule_tool::ChannelTools;
+use crate::edge::schedules;
+use crate::edge::spend;
+use crate::edge::usage::Spender;
+use crate::inbound::InboundEvent;
+use crate::llm::{HistoryEntry, HistoryRole};
+use crate::log_line::LogLine;
+use crate::process::compaction::estimate_tokens;
+use crate::prompt;
+use crate::time::format_utc;
+
+/// How often a typing indicator is renewed while the model works (Telegram
+/// shows one for about 5 s, Discord for about 10 s).
+const WORKING_RENEW_MS: u64 = 4_500;
+
+/// What the model made of a turn.
+#[derive(Default)]
+pub(super) struct Thought {
+    /// The model failed (the person gets the failure message).
+    pub(super) model_failed: bool,
+    /// The schedule tool created or cancelled a job.
+    pub(super) schedules_changed: bool,
+    /// The texts to send.
+    pub(super) texts: Vec<String>,
+    pub(super) result: TurnResult,
+    /// Branches and workers to start, follow-ups to route, processes to cancel.
+    pub(super) delegations: Vec<Action>,
+    /// Emoji to react with on the message answered.
+    pub(super) reactions: Vec<String>,
+    /// The conversation as the model saw it, for branches to fork.
+    pub(super) fork: Vec<HistoryEntry>,
+    /// The ids of the live history messages in the prompt, oldest first.
+    pub(super) history_ids: Vec<String>,
+    /// The prompt's estimated size.
+    pub(super) estimated_tokens: u64,
+    /// What the model calls cost.
+    pub(super) spend: Spend,
+}
+
+/// Asks the model. A model that keeps failing yields the friendly failure
+/// message, never silence.
+pub(super) async fn think(
+    object: &ChannelObject,
+    database: &D1Database,
+    turn: &TurnSnapshot,
+    platform: &str,
+) -> Result<Thought> {
+    let config = &object.config;
+    let Some(answering) = turn.answering() else {
+        return Ok(Thought::default());
+    };
+    let conversation_key = &answering.conversation_key;
+    let mut stored: Vec<StoredMessage> =
+        turn.messages.iter().map(|message| StoredMessage::inbound(&message.event, message.received_at_ms)).collect();
+    // Finished work enters the history too, so later turns remember it.
+    stored.extend(turn.process_events.iter().map(|event| StoredMessage {
+        id: format!("{conversation_key}:process:{}", event.envelope.id),
+        conversation_key: conversation_key.clone(),
+        role: HistoryRole::User,
+        author_id: event.envelope.from.clone(),
+        author_name: event.kind.label().to_lowercase(),
+        content: format!("[{} on \"{}\"] {}", event.kind.label().to_lowercase(), event.task, event.envelope.body),
+        platform_message_id: None,
+        created_at: event.envelope.ts,
+        compacted: 0,
+    }));
+    // The history comes from the object's own copy; D1 is read once per
+    // conversation (to take over what it held before) and for a stale bulletin.
+    let sql = object.state.storage().counted_sql();
+    let keep = kept_rows(config.history_limit);
+    history_store::take_over(&sql, database, conversation_key, keep, now_ms()).await?;
+    history_store::record(&sql, &stored)?;
+    let current_ids: Vec<&str> = stored.iter().map(|message| message.id.as_str()).collect();
+    let loaded = history_store::load(&sql, &current_ids, config.history_limit as usize)?;
+    let bulletin = history_store::bulletin(&sql, database, now_ms(), config.bulletin_cache_ms).await?;
+    let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
+    let entry = |row: &StoredMessage| HistoryEntry {
+        role: row.role,
+        author_name: row.author_name.clone(),
+        content: row.content.clone(),
+    };
+    let earlier: Vec<HistoryEntry> = loaded.earlier.iter().map(entry).collect();
+    let current: Vec<InboundEvent> = turn.messages.iter().map(|message| message.event.clone()).collect();
+    let context = TurnContext {
+        bot_name: &config.bot_name,
+        platform,
+        now_utc: format_utc(now_ms()),
+        bulletin: &bulletin,
+        summaries: &loaded.summaries,
+        history: &earlier,
+        context: &turn.context,
+        current: &current,
+        notice: turn.notice,
+        process_events: &turn.process_events,
+        processes: &turn.processes,
+    };
+    let mut estimated_tokens = 0;
+    let schedules_changed = std::cell::Cell::new(false);
+    let model = HttpModel::new(config, &object.env, &config.channel_model);
+    let outcome = async {
+        let messages = compose_messages(&context).map_err(|error| error.to_string())?;
+        estimated_tokens = estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
+        let model = model.as_ref().map_err(|error| error.to_string())?;
+        let tools = ChannelTools {
+            config,
+            db: database,
+            conversation_key,
+            reply_address: &answering.reply_address,
+            now_ms: now_ms(),
+            author: &answering.author,
+            is_dm: answering.is_dm,
+            // A run's message, or work a run started, is never a person asking.
+            is_scheduled_run: scheduled_runs(turn).next().is_some()
+                || schedules::parse_run_delivery_id(&answering.delivery_id).is_some(),
+            created: std::cell::Cell::new(0),
+            changed: &schedules_changed,
+        };
+        run_turn(model, model.model_name(), messages, &turn.processes, &tools).await.map_err(|error| error.to_string())
+    }
+    .await;
+    let mut fork = earlier.clone();
+    fork.extend(stored.iter().map(entry));
+    let mut thought = Thought {
+        fork,
+        history_ids,
+        estimated_tokens,
+        schedules_changed: schedules_changed.get(),
+        spend: model.as_ref().map(HttpModel::spent).unwrap_or_default(),
+        ..Thought::default()
+    };
+    match outcome {
+        Ok(outcome) => {
+            thought.result.usage = outcome.usage;
+            for action in outcome.actions {
+                match action {
+                    Action::Reply { text } => thought.texts.push(text),
+                    Action::Disengage => thought.result.disengaged = true,
+                    Action::React { emoji } => thought.reactions.push(emoji),
+                    Action::Skip { .. } => {}
+                    delegation => thought.delegations.push(delegation),
+                }
+            }
+        }
+        Err(error) => {
+            LogLine::error("turn_failed").conversation(conversation_key).id(&turn.id).reason(&error).emit();
+            thought.model_failed = true;
+            thought.texts.push(prompt::text("model_failure"));
+        }
+    }
+    Ok(thought)
+}
+
+/// A turn not run for its budget: the notice the first time today, then silence.
+pub(super) async fn over_budget_thought(database: &D1Database, scope: Scope, spender: &Spender) -> Thought {
+    let recipient = spend::recipient(scope, spender);
+    let first = spend::tell_once(database, scope, &recipient, now_ms()).await.unwrap_or_else(|error| {
+        LogLine::warn("budget_notice_unrecorded").reason(&error).emit();
+        false
+    });
+    LogLine::warn("over_budget")
+        .conversation(&spender.conversation_key)
+        .field("scope", scope.name())
+        .field("told", first)
+        .emit();
+    let mut thought = Thought::default();
+    if first {
+        let notice = prompt::render("budget_exhausted", serde_json::json!({ "scope": scope.name() }));
+        thought.texts.push(notice.unwrap_or_default());
+    }
+    thought
+}
+
+/// Runs `work` (the model's part of a turn), renewing the platform's fading
+/// working signal every [`WORKING_RENEW_MS`] until it is done.
+pub(super) async fn while_working<T>(
+    platform: &Platform<'_>,
+    event: &InboundEvent,
+    work: impl Future<Output = T>,
+) -> T {
+    let renew = async {
+        loop {
+            sleep_ms(WORKING_RENEW_MS).await;
+            platform.renew_working(event).await;
+        }
+    };
+    match select(pin!(work), pin!(renew)).await {
+        Either::Left((value, _)) => value,
+        Either::Right(((), work)) => work.await,
+    }
+}

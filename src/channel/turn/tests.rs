@@ -1,0 +1,343 @@
+//! The turn loop against a scripted model: the actions its tool calls become, the
+//! prompt it composes, and the process tools checked against what runs.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+
+use super::*;
+use crate::channel::processes::ProcessStatus;
+use crate::inbound::Author;
+use crate::llm::{Completion, ToolCall};
+
+struct ScriptedModel {
+    answers: RefCell<VecDeque<Result<Completion, LlmError>>>,
+    requests: RefCell<Vec<ChatRequest>>,
+}
+
+impl ScriptedModel {
+    fn new(answers: Vec<Result<Completion, LlmError>>) -> Self {
+        ScriptedModel { answers: RefCell::new(answers.into()), requests: RefCell::new(Vec::new()) }
+    }
+}
+
+impl ChatModel for ScriptedModel {
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        self.requests.borrow_mut().push(request.clone());
+        self.answers.borrow_mut().pop_front().unwrap_or(Err(LlmError::Status(500)))
+    }
+}
+
+fn call(name: &str, arguments: serde_json::Value) -> Completion {
+    Completion {
+        tool_calls: vec![ToolCall { id: format!("id-{name}"), name: name.into(), arguments }],
+        ..Completion::default()
+    }
+}
+
+/// Two branches already running: one slot is left.
+fn busy_processes() -> Processes {
+    let mut processes = Processes::default();
+    for id in ["b0", "b1"] {
+        processes.start(id, process(ProcessKind::Branch, false));
+    }
+    processes
+}
+
+fn process(kind: ProcessKind, interactive: bool) -> ProcessStatus {
+    ProcessStatus {
+        kind,
+        task: "is it raining?".into(),
+        started_at_ms: 0,
+        origin: event("x"),
+        status: None,
+        interactive,
+        waiting: false,
+        last_heard_ms: 0,
+    }
+}
+
+/// The tool results the model was shown in its `request`-th call.
+fn tool_results(model: &ScriptedModel, request: usize) -> Vec<String> {
+    let requests = model.requests.borrow();
+    requests[request]
+        .messages
+        .iter()
+        .filter(|message| message.role == Role::Tool)
+        .map(|message| message.content.clone())
+        .collect()
+}
+
+/// A host that answers `schedule` calls with a fixed text.
+struct EchoHost;
+
+impl ToolHost for EchoHost {
+    async fn call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
+        (name == "schedule").then(|| format!("scheduled: {}", arguments["prompt"]))
+    }
+}
+
+#[test]
+fn tools_the_turn_does_not_know_go_to_the_host_and_unknown_ones_are_refused() {
+    let calls = Completion {
+        tool_calls: vec![
+            ToolCall { id: "a".into(), name: "schedule".into(), arguments: json!({"prompt": "water plants"}) },
+            ToolCall { id: "b".into(), name: "fly".into(), arguments: json!({}) },
+        ],
+        ..Completion::default()
+    };
+    let model = ScriptedModel::new(vec![Ok(calls), Ok(call("reply", json!({"content": "done"})))]);
+    let messages = vec![ChatMessage::new(Role::User, "hi")];
+    futures_executor(run_turn(&model, "m", messages, &busy_processes(), &EchoHost)).unwrap();
+    assert_eq!(tool_results(&model, 1), ["scheduled: \"water plants\"", "error: there is no tool named `fly`"]);
+    let offered = model.requests.borrow()[0].tools.iter().any(|tool| tool.name == "schedule");
+    assert!(offered, "the schedule tool is offered to the channel");
+}
+
+fn run(model: &ScriptedModel) -> Result<TurnOutcome, LlmError> {
+    run_with(model, &busy_processes())
+}
+
+fn run_with(model: &ScriptedModel, processes: &Processes) -> Result<TurnOutcome, LlmError> {
+    let messages = vec![ChatMessage::new(Role::User, "hi")];
+    futures_executor(run_turn(model, "m", messages, processes, &NoTools))
+}
+
+/// The loop never actually waits, so polling once per step is enough.
+fn futures_executor<F: std::future::Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Waker};
+    let mut future = std::pin::pin!(future);
+    let mut context = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+    }
+}
+
+fn event(text: &str) -> InboundEvent {
+    let ada = Author { id: "7".into(), name: "Ada".into(), is_bot: false };
+    InboundEvent { is_dm: true, ..InboundEvent::plain_text(1, "1", ada, text) }
+}
+
+#[test]
+fn a_reply_tool_call_ends_the_turn_with_one_reply() {
+    let model = ScriptedModel::new(vec![Ok(call("reply", json!({"content": "Hello Ada"})))]);
+    let outcome = run(&model).unwrap();
+    assert_eq!(outcome.actions, vec![Action::Reply { text: "Hello Ada".into() }]);
+    assert_eq!(outcome.model_calls, 1);
+}
+
+#[test]
+fn a_bad_tool_call_is_reported_to_the_model_which_can_correct_itself() {
+    let model = ScriptedModel::new(vec![Ok(call("reply", json!({}))), Ok(call("reply", json!({"content": "fixed"})))]);
+    let outcome = run(&model).unwrap();
+    assert_eq!(outcome.actions, vec![Action::Reply { text: "fixed".into() }]);
+    let second = &model.requests.borrow()[1];
+    let last = second.messages.last().unwrap();
+    assert_eq!(last.role, Role::Tool);
+    assert!(last.content.starts_with("error:"));
+}
+
+#[test]
+fn no_reply_and_skip_send_nothing() {
+    for answer in [
+        call("skip", json!({"reason": "chatter"})),
+        call("reply", json!({"content": "NO_REPLY"})),
+        Completion { content: Some("NO_REPLY".into()), ..Completion::default() },
+    ] {
+        let outcome = run(&ScriptedModel::new(vec![Ok(answer)])).unwrap();
+        assert!(outcome.actions.iter().all(|action| matches!(action, Action::Skip { .. })));
+        assert_eq!(outcome.actions.len(), 1);
+    }
+}
+
+#[test]
+fn the_loop_stops_after_the_call_limit() {
+    let answers = (0..10).map(|_| Ok(call("unknown_tool", json!({})))).collect();
+    let model = ScriptedModel::new(answers);
+    let outcome = run(&model).unwrap();
+    assert_eq!(outcome.model_calls, MAX_MODEL_CALLS_PER_TURN);
+    assert!(outcome.actions.is_empty());
+}
+
+#[test]
+fn model_errors_end_the_turn_as_errors() {
+    let model = ScriptedModel::new(vec![Err(LlmError::Status(503))]);
+    assert_eq!(run(&model), Err(LlmError::Status(503)));
+}
+
+#[test]
+fn the_prompt_holds_system_history_and_current_messages_in_order() {
+    let history = vec![
+        HistoryEntry { role: HistoryRole::User, author_name: "Ada".into(), content: "my cat is Tom".into() },
+        HistoryEntry { role: HistoryRole::Assistant, author_name: "edgebot".into(), content: "Nice, Tom!".into() },
+    ];
+    let current = vec![event("what is my cat called?")];
+    let context = TurnContext {
+        bot_name: "edgebot",
+        platform: "telegram",
+        now_utc: "2026-01-01 00:00 UTC".into(),
+        bulletin: "",
+        summaries: &[],
+        history: &history,
+        context: &[],
+        current: &current,
+        notice: Notice::None,
+        process_events: &[],
+        processes: &Processes::default(),
+    };
+    let messages = compose_messages(&context).unwrap();
+    assert_eq!(messages.len(), 4);
+    assert_eq!(messages[0].role, Role::System);
+    assert!(messages[0].content.contains("edgebot") && messages[0].content.contains("direct message"));
+    assert_eq!(messages[1].content, "Ada: my cat is Tom");
+    assert_eq!(messages[2].role, Role::Assistant);
+    assert!(messages[3].content.contains("## Current message(s)"));
+    assert!(messages[3].content.contains("Ada: what is my cat called?"));
+    assert!(!messages[3].content.contains("Recent context"));
+    assert!(!messages[3].content.contains("SYSTEM MESSAGE"));
+}
+
+#[test]
+fn watched_messages_and_notices_go_into_the_turn_message() {
+    let current = vec![event("edgebot, thoughts?")];
+    let watched = vec![ObservedMessage {
+        delivery_id: "1".into(),
+        author_name: "Bo".into(),
+        author_is_bot: false,
+        text: "the deploy failed".into(),
+        received_at_ms: 0,
+    }];
+    for (notice, expected) in [(Notice::LoopGuard, "other bots"), (Notice::GroupNudge, "group chat")] {
+        let context = TurnContext {
+            bot_name: "edgebot",
+            platform: "telegram",
+            now_utc: String::new(),
+            bulletin: "",
+            summaries: &[],
+            history: &[],
+            context: &watched,
+            current: &current,
+            notice,
+            process_events: &[],
+            processes: &Processes::default(),
+        };
+        let turn = compose_messages(&context).unwrap().pop().unwrap().content;
+        let recent = turn.find("## Recent context (not addressed to you").expect("recent context section");
+        let watched_line = turn.find("Bo: the deploy failed").expect("watched message");
+        let addressed = turn.find("## Current message(s)").expect("current section");
+        assert!(recent < watched_line && watched_line < addressed);
+        assert!(turn.contains("[SYSTEM MESSAGE — not from a human]"));
+        assert!(turn.contains(expected), "{notice:?}");
+        assert_eq!(turn.matches("SYSTEM MESSAGE").count(), 1, "one notice per turn");
+    }
+}
+
+#[test]
+fn branches_are_actions_up_to_the_capacity() {
+    let model = ScriptedModel::new(vec![
+        Ok(Completion {
+            tool_calls: vec![
+                ToolCall { id: "a".into(), name: "branch".into(), arguments: json!({"question": "one"}) },
+                ToolCall { id: "b".into(), name: "branch".into(), arguments: json!({"question": "two"}) },
+            ],
+            ..Completion::default()
+        }),
+        Ok(call("reply", json!({"content": "thinking about it"}))),
+    ]);
+    let outcome = run(&model).unwrap();
+    assert_eq!(
+        outcome.actions,
+        vec![Action::Branch { question: "one".into() }, Action::Reply { text: "thinking about it".into() }]
+    );
+    let results = tool_results(&model, 1);
+    assert!(results[0].starts_with("branch started") && results[1].starts_with("error: too many"));
+}
+
+#[test]
+fn finished_work_and_running_branches_show_in_a_status_section() {
+    use crate::process::envelope::Envelope;
+    let done = ProcessReport {
+        envelope: Envelope::new("e", 0, "branch:b", "channel", MessageType::Done, Some("b".into()), "It is 42."),
+        kind: ProcessKind::Branch,
+        task: "what is the answer?".into(),
+        origin: event("x"),
+    };
+    let mut running = Processes::default();
+    running
+        .start("w7", ProcessStatus { status: Some("read 3 of 5 pages".into()), ..process(ProcessKind::Worker, false) });
+    let context = TurnContext {
+        bot_name: "edgebot",
+        platform: "telegram",
+        now_utc: String::new(),
+        bulletin: "Ada's cat is called Tom.",
+        summaries: &["Ada asked about cats.".to_string()],
+        history: &[],
+        context: &[],
+        current: &[],
+        notice: Notice::None,
+        process_events: std::slice::from_ref(&done),
+        processes: &running,
+    };
+    let messages = compose_messages(&context).unwrap();
+    assert!(
+        messages[0].content.contains("## What you remember\n\nAda's cat is called Tom."),
+        "{}",
+        messages[0].content
+    );
+    assert!(messages[1].content.contains("Ada asked about cats."), "summaries stack at the top");
+    let turn = messages.last().unwrap().content.clone();
+    assert!(turn.contains("## Status"));
+    assert!(turn.contains("Worker `w7` on \"is it raining?\": read 3 of 5 pages"), "{turn}");
+    assert!(turn.contains("Branch `b` finished on \"what is the answer?\": It is 42."), "{turn}");
+    assert!(turn.contains("No new messages"), "{turn}");
+    assert!(!turn.contains("## Current message(s)"));
+}
+
+#[test]
+fn disengage_is_an_action_and_does_not_end_the_turn() {
+    let model = ScriptedModel::new(vec![
+        Ok(call("channel_disengage", json!({}))),
+        Ok(call("reply", json!({"content": "ok, backing off"}))),
+    ]);
+    let outcome = run(&model).unwrap();
+    assert_eq!(outcome.actions, vec![Action::Disengage, Action::Reply { text: "ok, backing off".into() }]);
+}
+
+#[test]
+fn worker_tools_are_checked_against_the_running_processes() {
+    let mut processes = Processes::default();
+    processes.start("chat", ProcessStatus { waiting: true, ..process(ProcessKind::Worker, true) });
+    processes.start("busy", process(ProcessKind::Worker, true));
+    let model = ScriptedModel::new(vec![
+        Ok(Completion {
+            tool_calls: vec![
+                ToolCall { id: "1".into(), name: "route".into(), arguments: json!({"id": "busy", "message": "x"}) },
+                ToolCall { id: "2".into(), name: "route".into(), arguments: json!({"id": "chat", "message": "Oslo"}) },
+                ToolCall { id: "3".into(), name: "cancel".into(), arguments: json!({"id": "nope"}) },
+                ToolCall { id: "4".into(), name: "cancel".into(), arguments: json!({"id": "busy"}) },
+                ToolCall {
+                    id: "5".into(),
+                    name: "spawn_worker".into(),
+                    arguments: json!({"task": "find flights", "interactive": true}),
+                },
+                ToolCall { id: "6".into(), name: "react".into(), arguments: json!({"emoji": "👍"}) },
+            ],
+            ..Completion::default()
+        }),
+        Ok(call("skip", json!({}))),
+    ]);
+    let outcome = run_with(&model, &processes).unwrap();
+    assert_eq!(
+        outcome.actions[..4],
+        [
+            Action::Route { id: "chat".into(), message: "Oslo".into() },
+            Action::Cancel { id: "busy".into() },
+            Action::SpawnWorker { task: "find flights".into(), interactive: true },
+            Action::React { emoji: "👍".into() },
+        ]
+    );
+    let results = tool_results(&model, 1);
+    assert!(results[0].contains("still working"), "{results:?}");
+    assert!(results[2].contains("no running process"), "{results:?}");
+}
