@@ -49,6 +49,7 @@ test: build
 	@scripts/setup-browser.sh
 	cargo test --lib
 	cargo test --test pricing
+	cargo test --test layers
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
 	scripts/check-e2e-logs.sh
 	cargo test --test deploy

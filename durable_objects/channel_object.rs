@@ -5,31 +5,18 @@
 //! so no webhook ever waits for a model. The channel's state lives in memory as
 //! versioned slots and is checkpointed to the object's SQLite after every step.
 
-#[path = "channel_object/delegation.rs"]
 mod delegation;
-#[path = "channel_object/delivery.rs"]
 mod delivery;
-#[path = "channel_object/envelopes.rs"]
 mod envelopes;
-#[path = "channel_object/history.rs"]
 mod history;
-#[path = "channel_object/history_upkeep.rs"]
 mod history_upkeep;
-#[path = "channel_object/inbox.rs"]
 mod inbox;
-#[path = "channel_object/outbox.rs"]
 mod outbox;
-#[path = "channel_object/pending.rs"]
 mod pending;
-#[path = "channel_object/scheduled_runs.rs"]
 mod scheduled_runs;
-#[path = "channel_object/slots.rs"]
 mod slots;
-#[path = "channel_object/stats.rs"]
 mod stats;
-#[path = "channel_object/thinking.rs"]
 mod thinking;
-#[path = "channel_object/turn_runner.rs"]
 mod turn_runner;
 
 use std::cell::{Cell, RefCell};
@@ -74,7 +61,8 @@ pub struct ChannelObject {
     env: Env,
     /// Vars do not change while the object lives.
     config: Rc<Config>,
-    channel: RefCell<ChannelState>,
+    /// The channel's state machine, as the last checkpoint left it plus what moved since.
+    machine: RefCell<ChannelState>,
     /// Slot versions already in storage, so a checkpoint writes only what moved.
     saved_versions: RefCell<BTreeMap<String, u64>>,
     /// A write of the conversation index is already on its way.
@@ -95,7 +83,7 @@ impl DurableObject for ChannelObject {
         if sql.exec(inbox::PROBE, None).is_err() {
             let _ = sql.exec(inbox::UPGRADE, None);
         }
-        let (channel, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
+        let (machine, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
             LogLine::error("channel_state_unreadable").field("recovery", "starting empty").reason(&error).emit();
             Default::default()
         });
@@ -103,7 +91,7 @@ impl DurableObject for ChannelObject {
             config: config::load(&env),
             state,
             env,
-            channel: RefCell::new(channel),
+            machine: RefCell::new(machine),
             saved_versions: RefCell::new(saved_versions),
             index_flush_pending: Rc::default(),
             reported_unsent: Cell::new(None),
@@ -219,14 +207,14 @@ impl ChannelObject {
                 // The cron found a job of this conversation overdue: claim it now.
                 let conversation_key = request.text().await?;
                 let due = ScheduleDue { at_ms: now_ms(), conversation_key };
-                self.step(|channel| channel.set_schedule_due(Some(due)))?;
+                self.step(|machine| machine.set_schedule_due(Some(due)))?;
                 self.state.storage().set_alarm_counted(0).await?;
                 Response::ok("")
             }
             ChannelRoute::Events => Response::from_json(&inbox::events(&self.state.storage().counted_sql())?),
             ChannelRoute::Processes => {
-                let channel = self.channel.borrow();
-                let running: Vec<serde_json::Value> = channel
+                let machine = self.machine.borrow();
+                let running: Vec<serde_json::Value> = machine
                     .processes
                     .get()
                     .iter()
@@ -246,7 +234,7 @@ impl ChannelObject {
             }
             ChannelRoute::Outbox => Response::from_json(&outbox::recent(&self.state.storage().counted_sql(), 200)?),
             ChannelRoute::Usage => {
-                Response::from_json(&serde_json::json!({ "channel": self.channel.borrow().token_usage.get() }))
+                Response::from_json(&serde_json::json!({ "channel": self.machine.borrow().token_usage.get() }))
             }
         }
     }
@@ -261,12 +249,12 @@ impl ChannelObject {
     /// The caller's request fails (the platform retries); the conversation
     /// does not stay broken.
     fn step<T>(&self, change: impl FnOnce(&mut ChannelState) -> T) -> Result<T> {
-        let result = change(&mut self.channel.borrow_mut());
+        let result = change(&mut self.machine.borrow_mut());
         let sql = self.state.storage().counted_sql();
-        if let Err(error) = slots::save(&sql, &self.channel.borrow(), &mut self.saved_versions.borrow_mut()) {
+        if let Err(error) = slots::save(&sql, &self.machine.borrow(), &mut self.saved_versions.borrow_mut()) {
             LogLine::error("channel_checkpoint_failed").field("recovery", "back to the last one").reason(&error).emit();
-            let (channel, saved_versions) = slots::load(&sql)?;
-            *self.channel.borrow_mut() = channel;
+            let (machine, saved_versions) = slots::load(&sql)?;
+            *self.machine.borrow_mut() = machine;
             *self.saved_versions.borrow_mut() = saved_versions;
             return Err(error);
         }
@@ -283,10 +271,10 @@ impl ChannelObject {
         if !is_heartbeat {
             envelopes::log(&self.state.storage().counted_sql(), &envelope)?;
         }
-        let accepted = self.step(|channel| channel.receive_process_event(envelope))?;
+        let accepted = self.step(|machine| machine.receive_process_event(envelope))?;
         web_chat::changed(&self.state, "processes");
         let now = now_ms();
-        let wake_at = self.channel.borrow().wake_at(&self.config.channel, now);
+        let wake_at = self.machine.borrow().wake_at(&self.config.channel, now);
         if let Some(wake_at) = wake_at.filter(|_| accepted) {
             self.state.storage().set_alarm_counted((wake_at - now).max(0)).await?;
         }
@@ -316,18 +304,18 @@ impl ChannelObject {
             return Ok(None);
         }
         let now = now_ms();
-        if self.channel.borrow().must_hold(event, &self.config.channel, now) {
+        if self.machine.borrow().must_hold(event, &self.config.channel, now) {
             // Stored and acknowledged now; the alarm reads the member count
             // and decides (confirm_held). The checkpoint keeps it across a crash.
-            self.step(|channel| channel.hold(event, now))?;
+            self.step(|machine| machine.hold(event, now))?;
             inbox::store_held(&sql, event, HELD_DECISION, HELD_REASON, now)?;
             self.state.storage().set_alarm_counted(0).await?;
             web_chat::changed(&self.state, "events");
             return Ok(Some(Admission::Held));
         }
-        let receipt = self.step(|channel| {
-            channel.update_membership(None, event);
-            channel.receive(event, &self.config.channel, now)
+        let receipt = self.step(|machine| {
+            machine.update_membership(None, event);
+            machine.receive(event, &self.config.channel, now)
         })?;
         inbox::store(&sql, event, &receipt.decision, None, now)?;
         stats::count(&sql, event, receipt.decision.engages, now)?;
@@ -349,8 +337,8 @@ impl ChannelObject {
     /// leaves nothing held: each is decided once.
     pub(super) async fn confirm_held(&self) -> Result<()> {
         let (first, needs_count) = {
-            let channel = self.channel.borrow();
-            (channel.held.items().first().cloned(), channel.held_awaiting_count())
+            let machine = self.machine.borrow();
+            (machine.held.items().first().cloned(), machine.held_awaiting_count())
         };
         let Some(first) = first else {
             return Ok(());
@@ -360,8 +348,8 @@ impl ChannelObject {
             false => (None, None),
         };
         let sql = self.state.storage().counted_sql();
-        let decided = self.step(|channel| channel.confirm_held(read, &self.config.channel))?;
-        let humans = read.map(|read| read.humans(self.channel.borrow().participants.get()));
+        let decided = self.step(|machine| machine.confirm_held(read, &self.config.channel))?;
+        let humans = read.map(|read| read.humans(self.machine.borrow().participants.get()));
         for (message, receipt) in &decided {
             let note = note.as_ref().map(|note| note.describe(message.received_at_ms, humans));
             inbox::decide_held(&sql, &message.event.delivery_id, &receipt.decision, note.as_deref())?;
@@ -472,7 +460,7 @@ impl ChannelObject {
         let Ok(start) = json_body::<Start>(&mut request).await else {
             return Response::error("malformed task start", 400);
         };
-        if self.channel.borrow().processes.get().get(&start.id).is_some() {
+        if self.machine.borrow().processes.get().get(&start.id).is_some() {
             return Response::ok("");
         }
         let Some(address) = ReplyAddress::for_conversation(&start.conversation_key) else {

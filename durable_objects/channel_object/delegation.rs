@@ -44,7 +44,7 @@ pub(super) async fn delegate(
         };
         let (envelope, job) = match action {
             Action::Branch { question } => {
-                if !object.step(|channel| channel.start_process(&id, status(ProcessKind::Branch, question, false)))? {
+                if !object.step(|machine| machine.start_process(&id, status(ProcessKind::Branch, question, false)))? {
                     continue;
                 }
                 let job = Job::Branch(Box::new(BranchJob {
@@ -61,7 +61,7 @@ pub(super) async fn delegate(
                 continue;
             }
             Action::Route { id: worker, message } => {
-                if object.step(|channel| channel.route_to_process(worker, now_ms()))?.is_err() {
+                if object.step(|machine| machine.route_to_process(worker, now_ms()))?.is_err() {
                     continue;
                 }
                 let input = WorkerInput::FollowUp { message: message.clone() };
@@ -75,7 +75,7 @@ pub(super) async fn delegate(
                 (task_envelope(&id, "worker", worker, message), Some(Job::Worker(job)))
             }
             Action::Cancel { id: process } => {
-                let Ok(stopped) = object.step(|channel| channel.cancel_process(process))? else {
+                let Ok(stopped) = object.step(|machine| machine.cancel_process(process))? else {
                     continue;
                 };
                 if stopped.kind == ProcessKind::Worker {
@@ -126,7 +126,7 @@ pub(super) async fn start_worker(
         waiting: false,
         last_heard_ms: now,
     };
-    if !object.step(|channel| channel.start_process(id, status))? {
+    if !object.step(|machine| machine.start_process(id, status))? {
         return Ok(false);
     }
     envelopes::log(&object.state.storage().counted_sql(), &task_envelope(id, "worker", id, task))?;
@@ -155,7 +155,7 @@ fn task_envelope(id: &str, kind: &str, process: &str, body: &str) -> Envelope {
 /// hears it in the next turn); a worker given up on is also stopped, in case
 /// it still runs.
 pub(super) async fn give_up_on_silent_processes(object: &ChannelObject, database: &D1Database, now: i64) -> Result<()> {
-    let expired = object.step(|channel| channel.expire_processes(now, &object.config.channel))?;
+    let expired = object.step(|machine| machine.expire_processes(now, &object.config.channel))?;
     for (id, report) in expired {
         LogLine::warn("process_silent")
             .conversation(&report.origin.conversation_key)

@@ -16,7 +16,7 @@ pub(super) async fn take_scheduled_runs(
     now: i64,
 ) -> Result<()> {
     for run in schedules::claim_due(database, conversation_key, now).await? {
-        object.step(|channel| channel.enqueue_scheduled(run, now))?;
+        object.step(|machine| machine.enqueue_scheduled(run, now))?;
     }
     refresh_schedule_due(object, database, conversation_key).await
 }
@@ -25,7 +25,7 @@ pub(super) async fn take_scheduled_runs(
 async fn refresh_schedule_due(object: &ChannelObject, database: &D1Database, conversation_key: &str) -> Result<()> {
     let next = schedules::next_due(database, conversation_key).await?;
     let due = next.map(|at_ms| ScheduleDue { at_ms, conversation_key: conversation_key.to_string() });
-    object.step(|channel| channel.set_schedule_due(due))
+    object.step(|machine| machine.set_schedule_due(due))
 }
 
 /// The delivery ids of the scheduled runs a turn answers.

@@ -51,22 +51,22 @@ async fn run_turns(object: &ChannelObject) -> Result<()> {
     let config = &object.config;
     let now = now_ms();
     // A burst that is still arriving pushed the wake time; sleep until it settles.
-    let wake_at = object.channel.borrow().wake_at(&config.channel, now);
+    let wake_at = object.machine.borrow().wake_at(&config.channel, now);
     if let Some(wake_at) = wake_at.filter(|&at| at > now + WAKE_TOLERANCE_MS) {
         return object.state.storage().set_alarm_counted(wake_at - now).await;
     }
     let sql = object.state.storage().counted_sql();
     let database = object.env.d1(DATABASE_BINDING)?;
     give_up_on_silent_processes(object, &database, now).await?;
-    let due = object.channel.borrow().schedule_due.get().cloned();
+    let due = object.machine.borrow().schedule_due.get().cloned();
     if let Some(due) = due.filter(|due| due.at_ms <= now + WAKE_TOLERANCE_MS) {
         take_scheduled_runs(object, &database, &due.conversation_key, now).await?;
     }
     for _ in 0..MAX_TURNS_PER_ALARM {
-        let Some(turn) = object.step(|channel| channel.begin_turn())? else {
+        let Some(turn) = object.step(|machine| machine.begin_turn())? else {
             // Nothing to run now; wake for what comes next (a process's deadline).
             let now = now_ms();
-            let next = object.channel.borrow().wake_at(&config.channel, now);
+            let next = object.machine.borrow().wake_at(&config.channel, now);
             return match next.filter(|&at| at > now) {
                 Some(at) => object.state.storage().set_alarm_counted(at - now).await,
                 None => Ok(()),
@@ -74,7 +74,7 @@ async fn run_turns(object: &ChannelObject) -> Result<()> {
         };
         if let Some(resume_at) = run_one(object, &sql, &database, &turn).await? {
             // Rate limited: the same turn resumes then; later turns wait behind it.
-            object.step(|channel| channel.defer_turn(resume_at))?;
+            object.step(|machine| machine.defer_turn(resume_at))?;
             return object.state.storage().set_alarm_counted((resume_at - now_ms()).max(0)).await;
         }
     }
@@ -88,7 +88,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     let config = &object.config;
     let started = now_ms();
     let Some(last) = turn.answering() else {
-        object.step(|channel| channel.finish_turn(&TurnResult::default(), &config.channel, now_ms()))?;
+        object.step(|machine| machine.finish_turn(&TurnResult::default(), &config.channel, now_ms()))?;
         return Ok(None);
     };
     let platform = outbound::for_address(config, &object.state, &last.reply_address);
@@ -147,7 +147,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         // In a group, quote the message being answered; a DM needs no quote.
         let reply_to = (!last.is_dm && !last.is_command).then_some(last.message_id.as_str());
         outbox::enqueue(sql, turn.id as i64, &pieces, reply_to, now_ms())?;
-        object.step(|channel| channel.record_turn_result(result))?;
+        object.step(|machine| machine.record_turn_result(result))?;
     }
     let delivery = deliver(config, &platform, sql, last, turn.id as i64).await?;
     pending::report(object, sql, database, &last.conversation_key).await;
@@ -172,8 +172,8 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     }
     let handled: Vec<String> = turn.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
     inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
-    let result = TurnResult { sent_messages: sent.len() as u64, ..object.channel.borrow().current_result() };
-    object.step(|channel| channel.finish_turn(&result, &config.channel, now_ms()))?;
+    let result = TurnResult { sent_messages: sent.len() as u64, ..object.machine.borrow().current_result() };
+    object.step(|machine| machine.finish_turn(&result, &config.channel, now_ms()))?;
     let line = log(LogLine::info("turn_finished")).duration_ms(now_ms() - started).tokens(result.usage);
     line.field("messages", turn.messages.len()).field("sent", sent.len()).emit();
     Ok(None)
@@ -182,13 +182,13 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
 /// Re-reads the group's member count when the cached one is not fresh.
 async fn refresh_membership(object: &ChannelObject, platform: &Platform<'_>, event: &InboundEvent) -> Result<()> {
     let now = now_ms();
-    let fresh = object.channel.borrow().membership.get().is_some_and(|read| read.is_fresh_and_complete(now));
+    let fresh = object.machine.borrow().membership.get().is_some_and(|read| read.is_fresh_and_complete(now));
     if event.is_dm || fresh {
         return Ok(());
     }
     match platform.member_count(event, now).await {
-        Some(read) => object.step(|channel| {
-            channel.membership.update([read]);
+        Some(read) => object.step(|machine| {
+            machine.membership.update([read]);
         }),
         None => Ok(()),
     }
