@@ -1,0 +1,55 @@
+// The dashboard's frame: signing in with the admin token, and the navigation.
+
+import { useState } from "preact/hooks";
+import { ApiError, post } from "../api";
+
+export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
+  const [token, setToken] = useState("");
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError("");
+    try {
+      await post("/api/session", { token });
+      onSignedIn();
+    } catch (failure) {
+      setError(failure instanceof ApiError && failure.status === 401 ? "That token is not right." : String(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="page narrow">
+      <h1>edgebot dashboard</h1>
+      <form onSubmit={submit} class="row" aria-label="Sign in">
+        <label>
+          Admin token
+          <input id="token" type="password" autocomplete="current-password" required value={token}
+            onInput={(event) => setToken(event.currentTarget.value)} />
+        </label>
+        <button class="primary" type="submit" disabled={busy}>Sign in</button>
+      </form>
+      {error && <p role="alert" class="error">{error}</p>}
+    </main>
+  );
+}
+
+export function Nav({ current, onSignOut }: { current: string; onSignOut: () => void }) {
+  const link = (href: string, label: string, page: string) => (
+    <a href={href} aria-current={current === page ? "page" : undefined}>{label}</a>
+  );
+  return (
+    <nav class="top" aria-label="Sections">
+      <strong>edgebot</strong>
+      {link("#/", "Conversations", "conversations")}
+      {link("#/memory", "Memory", "memory")}
+      {link("#/tasks", "Tasks & schedules", "tasks")}
+      {link("#/spend", "Spend", "spend")}
+      {link("#/settings", "Settings", "settings")}
+      <a href="/chat/">Web chat</a>
+      <button type="button" onClick={onSignOut}>Sign out</button>
+    </nav>
+  );
+}
