@@ -2,6 +2,9 @@
 //! `wrangler dev` afresh (the test harness) and times the `GET /health` that finds
 //! it ready, the next `GET /health` (for scale: the same route, warm), then the
 //! first Telegram webhook (verify, parse, decide, store, ack).
+//! Beside it, the same first `GET /health` on a one-line JavaScript Worker
+//! started the same way: the local runtime's own floor (wrangler's proxy,
+//! workerd's start), so the difference is what edgebot's wasm adds.
 //! Medians over RUNS starts. V8's own share (compile and instantiate the wasm) is
 //! `scripts/startup.mjs`, printed beside this by `make bench`.
 //!
@@ -11,6 +14,9 @@
 #[path = "../tests/harness.rs"]
 mod harness;
 
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use harness::{dm_update, TestEnv};
@@ -22,8 +28,59 @@ fn median(mut values: Vec<Duration>) -> f64 {
     values[values.len() / 2].as_secs_f64() * 1e3
 }
 
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).expect("free port").port()
+}
+
+/// The first `GET /health` of a one-line JavaScript Worker on a fresh `wrangler
+/// dev`, polled as the test harness polls edgebot's (every 100 ms until it answers).
+async fn baseline_first_health(dir: &Path) -> Duration {
+    let port = free_port();
+    let mut child = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/.bin/wrangler"))
+        .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--inspector-port", &free_port().to_string(), "--show-interactive-dev-session=false"])
+        .current_dir(dir)
+        .env("CI", "true")
+        .env("WRANGLER_SEND_METRICS", "false")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn wrangler dev");
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let first = loop {
+        let sent = Instant::now();
+        if let Ok(response) = client.get(format!("http://127.0.0.1:{port}/health")).send().await {
+            if response.status().is_success() {
+                break sent.elapsed();
+            }
+        }
+        assert!(Instant::now() < deadline, "the baseline Worker did not come up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    first
+}
+
 #[tokio::main]
 async fn main() {
+    let baseline_dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        baseline_dir.path().join("wrangler.toml"),
+        "name = \"baseline\"\nmain = \"index.js\"\ncompatibility_date = \"2026-11-01\"\n",
+    )
+    .expect("write the baseline's wrangler.toml");
+    std::fs::write(
+        baseline_dir.path().join("index.js"),
+        "export default { fetch() { return Response.json({ ok: true }); } };\n",
+    )
+    .expect("write the baseline Worker");
+    let mut baseline = Vec::new();
+    for _ in 0..RUNS {
+        baseline.push(baseline_first_health(baseline_dir.path()).await);
+    }
     let mut health = Vec::new();
     let mut warm = Vec::new();
     let mut webhook = Vec::new();
@@ -39,11 +96,16 @@ async fn main() {
         webhook.push(sent.elapsed());
         assert!(response.status().is_success(), "the first webhook answered {}", response.status());
     }
+    let (health, baseline) = (median(health), median(baseline));
     println!(
-        "first requests on a fresh isolate (median of {RUNS} wrangler dev starts): GET /health {:.1} ms \
+        "first requests on a fresh isolate (median of {RUNS} wrangler dev starts): GET /health {health:.1} ms \
          (the next one {:.1} ms), first Telegram webhook {:.1} ms",
-        median(health),
         median(warm),
         median(webhook),
+    );
+    println!(
+        "the same first GET /health on a one-line JavaScript Worker: {baseline:.1} ms (the local runtime's \
+         floor); edgebot's own share of its first request: {:.1} ms",
+        health - baseline,
     );
 }

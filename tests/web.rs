@@ -48,7 +48,8 @@ async fn still_marked(browser: &Browser) -> bool {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_dashboard_signs_in_and_shows_a_telegram_conversation_its_rungs_and_a_worker_live() {
-    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "10000")]).await;
+    // Long enough for the gated worker step below to wait on the page.
+    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "60000")]).await;
     let browser = Browser::start(1280, 900).await;
 
     // Without a session the page asks for the token, and the API refuses.
@@ -69,8 +70,9 @@ async fn the_dashboard_signs_in_and_shows_a_telegram_conversation_its_rungs_and_
         ("spawn_worker".into(), json!({ "task": "tally the votes", "interactive": false })),
         ("reply".into(), json!({ "content": "I've set a worker on the tally." })),
     ]));
-    // The worker's first step is slow, so the page sees it running, then done.
-    env.llm.push_for(WORKER, Scripted::Delayed(Duration::from_secs(4), Box::new(status("progress", "halfway"))));
+    // The worker's first step waits until the page has seen it running, then it finishes.
+    let first_step = std::sync::Arc::new(tokio::sync::Notify::new());
+    env.llm.push_for(WORKER, Scripted::Gated(first_step.clone(), Box::new(status("progress", "halfway"))));
     env.llm.push_for(WORKER, status("outcome", "The tally is 7 to 3."));
     env.llm.reply("The tally is in: 7 to 3.");
     env.telegram_update(&group_update(1, (11, "ada", false), "lunch at noon?", false)).await;
@@ -97,6 +99,7 @@ async fn the_dashboard_signs_in_and_shows_a_telegram_conversation_its_rungs_and_
     assert!(running.contains("running"), "first seen running: {running}");
     let waiting_on = browser.wait_for_text("#processes", "tally the votes", Duration::from_secs(10)).await;
     assert!(waiting_on.contains("Worker"), "the channel waits on it: {waiting_on}");
+    first_step.notify_one();
     let done = browser.wait_for_text("#workers", "The tally is 7 to 3.", Duration::from_secs(30)).await;
     assert!(done.contains("done"), "{done}");
     browser.wait_for_text("main", "No branch or worker is running", Duration::from_secs(20)).await;

@@ -34,6 +34,8 @@ pub enum Scripted {
     SlowReply(Duration, String),
     /// Any other answer, given only after this long.
     Delayed(Duration, Box<Scripted>),
+    /// Any other answer, given only once the test opens the gate (`Notify::notify_one`).
+    Gated(std::sync::Arc<tokio::sync::Notify>, Box<Scripted>),
     /// A `reply` tool call that repeats the turn's "Current message(s)"
     /// section, so a test can tell which inbounds each answer covered.
     Echo,
@@ -129,6 +131,10 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
             tokio::time::sleep(duration).await;
             Some(*inner)
         }
+        Some(Scripted::Gated(gate, inner)) => {
+            gate.notified().await;
+            Some(*inner)
+        }
         other => other,
     };
     let answer = match answer {
@@ -178,7 +184,7 @@ async fn answer_with(answer: Option<Scripted>) -> Response {
             tokio::time::sleep(duration).await;
             (StatusCode::INTERNAL_SERVER_ERROR, "too late").into_response()
         }
-        Some(Scripted::Delayed(..) | Scripted::Echo) | None => {
+        Some(Scripted::Delayed(..) | Scripted::Gated(..) | Scripted::Echo) | None => {
             (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "script exhausted"}}))).into_response()
         }
     }
