@@ -21,12 +21,16 @@ ASSETS := build/assets/dashboard/app.js
 WEB_SOURCES := package-lock.json $(shell find web -type f 2>/dev/null)
 PORT ?= 8787
 
-.PHONY: setup build dev test lint bench simulate clean discord-commands deploy deploy-check slack-manifest login
+.PHONY: setup build artifacts dev test lint bench simulate clean discord-commands deploy deploy-check slack-manifest login
 
 setup:
 	@scripts/setup.sh
 
-build: setup $(WORKER) $(ASSETS)
+build: setup artifacts
+
+# The Worker and the web assets alone, rebuilt when stale: wrangler's [build] runs this
+# on every `wrangler dev` start, after `make dev` or `make test` has run setup.
+artifacts: $(WORKER) $(ASSETS)
 
 $(ASSETS): $(WEB_SOURCES)
 	scripts/build-web.sh

@@ -105,7 +105,7 @@ async fn main() {
     );
     println!(
         "the same first GET /health on a one-line JavaScript Worker: {baseline:.1} ms (the local runtime's \
-         floor); edgebot's own share of its first request: {:.1} ms",
+         floor); edgebot's own share of its first request: {:+.1} ms",
         health - baseline,
     );
 }
