@@ -164,7 +164,7 @@ async fn main() {
     print_table(&get, &webhook);
     print_top_functions(&webhook);
     println!(
-        "\nWorker's own CPU per acknowledged inbound: {:.3} ms ({:.3} ms above a GET; mark: under 1 ms)",
+        "\nWorker's own CPU per acknowledged inbound: {:.3} ms ({:.3} ms above a GET; mark: under 0.3 ms)",
         webhook.workers_own(),
         webhook.workers_own() - get.workers_own()
     );
