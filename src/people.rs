@@ -400,7 +400,8 @@ mod tests {
         let dana = profile("telegram:7", "Dana");
         let bob = Profile { seen_as: Some("bob.b".into()), ..profile("telegram:8", "Bob") };
         let both = [dana.clone(), bob.clone()];
-        let cases: Vec<(&[Profile], Option<&str>, Result<&str, &str>)> = vec![
+        type Case<'a> = (&'a [Profile], Option<&'a str>, Result<&'a str, &'a str>);
+        let cases: Vec<Case> = vec![
             (&both[..1], None, Ok("Dana")),
             (&both[..1], Some("dana"), Ok("Dana")),
             (&both[..1], Some("@Dana"), Ok("Dana")),
