@@ -21,6 +21,7 @@ pub mod memory;
 pub mod messenger;
 pub mod model;
 pub mod outbound;
+pub mod people;
 pub mod router;
 pub mod schedule_tool;
 pub mod schedules;

@@ -14,6 +14,7 @@ pub mod llm;
 pub mod log_line;
 pub mod memory;
 pub mod ops;
+pub mod people;
 pub mod platforms;
 pub mod process;
 pub mod prompt;

@@ -38,6 +38,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("tools/memory_delete", include_str!("../prompts/tools/memory_delete.md")),
     ("tools/memory_recall", include_str!("../prompts/tools/memory_recall.md")),
     ("tools/memory_save", include_str!("../prompts/tools/memory_save.md")),
+    ("tools/person_forget", include_str!("../prompts/tools/person_forget.md")),
+    ("tools/person_note", include_str!("../prompts/tools/person_note.md")),
     ("tools/react", include_str!("../prompts/tools/react.md")),
     ("tools/reply", include_str!("../prompts/tools/reply.md")),
     ("tools/route", include_str!("../prompts/tools/route.md")),
@@ -112,6 +114,9 @@ mod tests {
                 "summaries": ["first", "second"], "author": "Ann", "text": "hello", "question": "why?", "task": "do it",
                 "id": 7, "max_words": 300, "interactive": true,
                 "sections": [{"title": "Facts", "memories": ["a", "b"]}, {"title": "Empty", "memories": []}],
+                "people": [{"name": "Dana", "key": "telegram:7", "seen_as": "dana.w", "is_bot": false,
+                "time_zone": "Europe/Berlin", "language": "German", "notes": ["prefers short answers", "has a cat"]},
+                {"name": "helper", "key": "slack:B1", "is_bot": true, "notes": []}],
             })
         };
         let mut contexts = vec![
@@ -142,6 +147,7 @@ mod tests {
             "max_words",
             "interactive",
             "sections",
+            "people",
         ];
         for value in odd.as_array().unwrap() {
             let mut context = realistic("loop_guard", true);
@@ -150,10 +156,11 @@ mod tests {
             }
             contexts.push(context);
             let mut nested = realistic("group_nudge", false);
-            for list in ["running", "completed", "context", "current", "sections"] {
+            for list in ["running", "completed", "context", "current", "sections", "people"] {
                 nested[list] = json!([{ "label": value, "id": value, "task": value, "status": value, "waiting": value,
                     "failed": value, "body": value, "author": value, "text": value, "attachments": value,
-                    "title": value, "memories": value }]);
+                    "title": value, "memories": value, "name": value, "key": value, "seen_as": value,
+                    "is_bot": value, "time_zone": value, "language": value, "notes": value }]);
             }
             contexts.push(nested);
         }
@@ -165,11 +172,11 @@ mod tests {
     /// minijinja replaced, which a test had held equal to minijinja on these contexts:
     /// the switch changed no prompt. A template edit changes its line here on purpose.
     const RENDERED: &[(&str, &str)] = &[
-        ("branch_question", "a237d7f61d87f1a6e8a26d4c27125a2670083a655e5207605dc708c7a96c0a2c"),
+        ("branch_question", "daa566046a53ddb455bdc409f1d85bc9d6c84bff4822a10a4489e831beb3f5a3"),
         ("branch_system", "1f39fa9b5713e29665f7c8bc26bbd9155de215da227a2dedf4f6238c29ff52aa"),
         ("budget_exhausted", "4186e509a4e87a3e3898d0155b29fd891d4a83f93f1a0977dd42fde72dfd8b6e"),
         ("channel_system", "db8454d970f0830e8d085a5758b936114db7ca6e45625e0b9b76e50ddf7cb7bb"),
-        ("channel_turn", "af8c8edef5eae6bf067496eba679799be326325f1aac15ece6da11211458cb56"),
+        ("channel_turn", "f1aafb56b6b4938a51078f5dcabcb156a4dce06b0f5f354b038411b8548575a2"),
         ("command_ack", "033dcde9dd7c365bb338322a90d40c417e66f3d169f9f6a7d5edceaf2cebdc51"),
         ("compactor_system", "930ecf29dc7ff5f4a5b55337d178210e69f6371dc548fcb0c6accde65b202900"),
         ("cortex_bulletin", "f193728008206ec258d9a4197f56135cc3faca54167e22fe0acd247f5e4cbb52"),
@@ -188,6 +195,8 @@ mod tests {
         ("tools/memory_delete", "213d4bef39e450ff7e0618442ad3622c51909eb5e8ee1296b5a0ff1199eb8072"),
         ("tools/memory_recall", "f2f390fd5152c27db794c2a039a96e949146d024d98d986e19a19e3906e952f8"),
         ("tools/memory_save", "26fa6ba594368a1f9bcfa54c61399f01a755307b8f1230a98627d55410cced97"),
+        ("tools/person_forget", "99b3d36eca80d15d6e2b9e24e2e2952d3ef813fee79ee1e4d3848ee703cb89f9"),
+        ("tools/person_note", "5fe926e2e8be8030c183c35379d045b6fc0c3c8f7afda8f8801d1aeabc93f4c8"),
         ("tools/react", "5b5050ed428f9c7b6c11a16a7ac85ccfbe649bebb47545fe931df08e77badbe9"),
         ("tools/reply", "5eb9ed6a4e4dceb5b431b0dbd0eb9b6a35ef39dcb85d87a7a654691d5bc15784"),
         ("tools/route", "3fbd91c50182ff9fa47fcae206ccbbeffa352622dde8be028cafcf3d68fd79f4"),

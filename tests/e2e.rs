@@ -18,6 +18,7 @@ mod leaks;
 mod memory;
 mod models;
 mod outbound;
+mod people;
 mod processes;
 mod schedules;
 mod slack;

@@ -31,6 +31,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("parts", &["llm", "memory", "platforms", "schedule"]),
     ("rules", &["budget", "log_line", "reply"]),
+    ("people", &["people"]),
     ("processes", &["process"]),
     ("channel", &["channel"]),
     ("configuration", &["config"]),

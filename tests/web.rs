@@ -184,6 +184,61 @@ async fn a_memory_found_on_the_memory_page_and_deleted_there_is_gone_from_the_ap
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_people_page_lists_a_person_edits_a_note_links_an_id_and_fits_360_px() {
+    let env = TestEnv::start().await;
+    env.llm.reply("Hello Ada.");
+    env.telegram_update(&crate::harness::dm_update(1, 91, "hi")).await;
+    env.wait_for_sent(1).await;
+    let people = env.admin("/api/people").await;
+    let id = people[0]["id"].as_str().expect("Ada's record").to_string();
+    let browser = Browser::start(360, 780).await;
+    sign_in(&browser, &env).await;
+
+    browser.goto(&format!("{}/dashboard/#/people", env.worker.base_url)).await;
+    let listed = browser.wait_for_text("#people", "telegram:91", Duration::from_secs(10)).await;
+    assert!(listed.contains("Ada"), "{listed}");
+    browser.type_into(&format!("#notes-{id}"), "prefers tea over coffee").await;
+    browser.type_into(&format!("#zone-{id}"), "Europe/Berlin").await;
+    browser.click("button[aria-label='Save the profile of Ada']").await;
+    browser.wait_for_text("#people-notice", "Saved the profile of Ada", Duration::from_secs(10)).await;
+    let person = env.admin(&format!("/api/people/{id}")).await;
+    assert_eq!(person["notes"][0]["text"], "prefers tea over coffee", "{person}");
+    assert_eq!(
+        (person["notes"][0]["by"].as_str(), person["time_zone"].as_str()),
+        (Some("operator"), Some("Europe/Berlin"))
+    );
+
+    browser.type_into(&format!("#link-{id}"), "slack:U7").await;
+    browser.click("button[aria-label='Link the id to Ada']").await;
+    browser.wait_for_text("#people-notice", "Linked slack:U7 to Ada", Duration::from_secs(10)).await;
+    browser.wait_for_text("#people", "slack:U7", Duration::from_secs(10)).await;
+    let person = env.admin(&format!("/api/people/{id}")).await;
+    let keys: Vec<&str> = person["platform_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|known| known["platform_key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["slack:U7", "telegram:91"]);
+    // A wrong time zone is refused where it was typed, and nothing changes.
+    browser.type_into(&format!("#zone-{id}"), "/Nowhere").await;
+    browser.click("button[aria-label='Save the profile of Ada']").await;
+    browser.wait_for_text("#people [role=alert]", "unknown time zone", Duration::from_secs(10)).await;
+    assert_eq!(env.admin(&format!("/api/people/{id}")).await["time_zone"], "Europe/Berlin");
+
+    assert_eq!(browser.eval("return innerWidth;", json!([])).await, 360, "a phone's viewport");
+    let overflow = browser.eval("return document.documentElement.scrollWidth;", json!([])).await;
+    if overflow.as_u64().unwrap() > 360 {
+        let wide = "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 361).map(e => e.tagName + '.' + e.className + '#' + e.id).slice(0, 8).join(' ');";
+        panic!("wider than 360 px: {overflow}: {}", browser.eval(wide, json!([])).await);
+    }
+    // Every field has a label a screen reader reads.
+    let unlabelled = "return [...document.querySelectorAll('main input, main textarea')].filter(e => !e.labels || e.labels.length === 0).map(e => e.id);";
+    assert_eq!(browser.eval(unlabelled, json!([])).await, json!([]));
+    browser.screenshot("dashboard-people-360px").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_web_chat_answers_without_a_reload_and_keeps_the_conversation_across_one() {
     let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE)]).await;
     env.llm.reply("Hello from the model, over the socket.");

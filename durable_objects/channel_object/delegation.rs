@@ -53,6 +53,7 @@ pub(super) async fn delegate(
                     question: question.clone(),
                     history: thought.fork.clone(),
                     origin: origin.clone(),
+                    people: thought.people.clone(),
                 }));
                 (task_envelope(&id, "branch", &id, question), Some(job))
             }

@@ -27,6 +27,7 @@ use crate::edge::usage::Spender;
 use crate::inbound::InboundEvent;
 use crate::llm::{HistoryEntry, HistoryRole};
 use crate::log_line::LogLine;
+use crate::people::{self, Profile};
 use crate::process::compaction::estimate_tokens;
 use crate::prompt;
 use crate::time::format_utc;
@@ -57,6 +58,9 @@ pub(super) struct Thought {
     pub(super) estimated_tokens: u64,
     /// What the model calls cost.
     pub(super) spend: Spend,
+    /// The people writing in the turn, with their profiles (branches may
+    /// keep these, and only these, up to date).
+    pub(super) people: Vec<Profile>,
 }
 
 /// Asks the model. A model that keeps failing yields the friendly failure
@@ -103,6 +107,7 @@ pub(super) async fn think(
     };
     let earlier: Vec<HistoryEntry> = loaded.earlier.iter().map(entry).collect();
     let current: Vec<InboundEvent> = turn.messages.iter().map(|message| message.event.clone()).collect();
+    let people = turn_people(database, turn, conversation_key).await;
     let context = TurnContext {
         bot_name: &config.bot_name,
         platform,
@@ -112,6 +117,7 @@ pub(super) async fn think(
         history: &earlier,
         context: &turn.context,
         current: &current,
+        people: &people,
         notice: turn.notice,
         process_events: &turn.process_events,
         processes: &turn.processes,
@@ -136,6 +142,10 @@ pub(super) async fn think(
                 || schedules::parse_run_delivery_id(&answering.delivery_id).is_some(),
             created: std::cell::Cell::new(0),
             changed: &schedules_changed,
+            default_zone: crate::edge::people::default_zone(
+                &people,
+                crate::budget::person_key(conversation_key, &answering.author.id).as_deref(),
+            ),
         };
         run_turn(model, model.model_name(), messages, &turn.processes, &tools).await.map_err(|error| error.to_string())
     }
@@ -148,6 +158,7 @@ pub(super) async fn think(
         estimated_tokens,
         schedules_changed: schedules_changed.get(),
         spend: model.as_ref().map(HttpModel::spent).unwrap_or_default(),
+        people,
         ..Thought::default()
     };
     match outcome {
@@ -170,6 +181,25 @@ pub(super) async fn think(
         }
     }
     Ok(thought)
+}
+
+/// The people writing in the turn (the authors of its messages; for a turn
+/// run for finished work, of the messages that work was started for), each
+/// recorded and with their profile, read in one D1 batch. Nobody else's
+/// profile is read: a person's notes reach only the conversations they write
+/// in. When D1 fails, the turn goes on with what the messages say.
+async fn turn_people(database: &D1Database, turn: &TurnSnapshot, conversation_key: &str) -> Vec<Profile> {
+    let speakers = match turn.messages.is_empty() {
+        false => people::speakers(turn.messages.iter().map(|message| &message.event)),
+        true => people::speakers(turn.process_events.iter().map(|event| &event.origin)),
+    };
+    match crate::edge::people::for_turn(database, speakers.clone(), now_ms()).await {
+        Ok(profiles) => profiles,
+        Err(error) => {
+            LogLine::warn("people_unread").conversation(conversation_key).id(&turn.id).reason(&error).emit();
+            speakers
+        }
+    }
 }
 
 /// A turn not run for its budget: the notice the first time today, then silence.

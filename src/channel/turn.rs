@@ -12,6 +12,7 @@ use crate::inbound::InboundEvent;
 use crate::llm::{
     object, ChatMessage, ChatModel, ChatRequest, HistoryEntry, HistoryRole, LlmError, Role, ToolSpec, Usage,
 };
+use crate::people::Profile;
 use crate::process::envelope::MessageType;
 use crate::prompt;
 
@@ -36,6 +37,9 @@ pub struct TurnContext<'a> {
     /// What the bot watched silently since its last turn.
     pub context: &'a [ObservedMessage],
     pub current: &'a [InboundEvent],
+    /// The profiles of the people writing in this turn (the authors of
+    /// `current`), and of no one else: see [`crate::people`].
+    pub people: &'a [Profile],
     pub notice: Notice,
     /// Work that finished (or asks for input) since the last turn.
     pub process_events: &'a [ProcessReport],
@@ -119,7 +123,7 @@ pub fn channel_tools() -> Vec<ToolSpec> {
                     "in_seconds": { "type": "integer", "description": "create, one-shot: run this many seconds from now." },
                     "cron": text("create, recurring: a 5-field cron expression in `timezone`, e.g. `30 8 * * 1-5`."),
                     "every_seconds": { "type": "integer", "description": "create, recurring: a fixed interval." },
-                    "timezone": text("An IANA time zone, e.g. Europe/Berlin (default: the configured one)."),
+                    "timezone": text("An IANA time zone, e.g. Europe/Berlin (default: the time zone of the person asking, else the configured one)."),
                     "active_hours": text("create, optional: local window `HH:MM-HH:MM` (may wrap midnight)."),
                     "end_at": text("create, optional: local time `YYYY-MM-DD HH:MM` after which it stops."),
                     "max_runs": { "type": "integer", "description": "create, optional: stop after this many runs." },
@@ -220,9 +224,11 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, p
             })
         })
         .collect();
+    let people: Vec<_> = context.people.iter().map(crate::people::for_prompt).collect();
     let turn = prompt::render(
         "channel_turn",
         json!({
+            "people": people,
             "current": current,
             "context": context_lines,
             "notice": context.notice,

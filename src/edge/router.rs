@@ -9,7 +9,7 @@ use crate::routes::{self, Found, Route, Verb};
 use crate::security::percent_decode;
 
 use super::failure::internal;
-use super::{admin, config, schedules, sessions, webhooks};
+use super::{admin, config, people, schedules, sessions, webhooks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     // Loaded first, so every log line and error body knows the secrets to scrub.
@@ -92,6 +92,11 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::Spend => admin::spend(&request, env).await,
         Route::SetSpendLimit => admin::set_spend_limit(request, env, param("scope"), param("subject")).await,
         Route::RemoveSpendLimit => admin::remove_spend_limit(&request, env, param("scope"), param("subject")).await,
+        Route::People => people::list(&request, env).await,
+        Route::Person => people::show(&request, env, param("id")).await,
+        Route::UpdatePerson => people::update(request, env, param("id")).await,
+        Route::LinkPerson => people::link(request, env, param("id")).await,
+        Route::ForgetPersonNotes => people::clear_notes(&request, env, param("id")).await,
         Route::Tasks => admin::tasks(&request, env).await,
         Route::CreateTask => admin::create_task(request, env).await,
         Route::ApproveTask => admin::move_task(request, env, param("id"), Some("ready")).await,

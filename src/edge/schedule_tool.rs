@@ -31,6 +31,9 @@ pub struct ChannelTools<'a> {
     pub created: std::cell::Cell<u32>,
     /// Set when a job was created or cancelled (the channel re-arms).
     pub changed: &'a std::cell::Cell<bool>,
+    /// The author's own time zone (their profile's): a job they create
+    /// without one runs in it rather than in `TIMEZONE`.
+    pub default_zone: Option<String>,
 }
 
 impl ToolHost for ChannelTools<'_> {
@@ -56,7 +59,11 @@ impl ChannelTools<'_> {
                 may_create(self.is_scheduled_run, self.created.get(), self.config.schedule_max_creations_per_turn)
                     .map_err(refused)?;
                 let prompt = text("prompt").ok_or("`prompt` must say what to do when it runs")?;
-                let plan = plan_from_arguments(self.config, arguments, self.now_ms)?;
+                let mut arguments = arguments.clone();
+                if let (None, Some(zone)) = (text("timezone"), &self.default_zone) {
+                    arguments["timezone"] = Value::from(zone.as_str());
+                }
+                let plan = plan_from_arguments(self.config, &arguments, self.now_ms)?;
                 let creation =
                     Creation { creator: self.author, max_jobs: Some(self.config.schedule_max_jobs_per_conversation) };
                 let job = schedules::create(

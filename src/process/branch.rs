@@ -9,6 +9,7 @@ use crate::inbound::InboundEvent;
 use crate::llm::{object, ChatModel, HistoryEntry, HistoryRole};
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolSpec, Usage};
 use crate::memory::types::MemoryType;
+use crate::people::{Profile, MAX_NOTES_PER_PERSON, MAX_NOTE_CHARS};
 use crate::prompt;
 
 pub const MAX_BRANCH_MODEL_CALLS: u32 = 10;
@@ -24,6 +25,10 @@ pub struct BranchJob {
     pub history: Vec<HistoryEntry>,
     /// The message the branch was started for; its conclusion is answered there.
     pub origin: InboundEvent,
+    /// The people writing in the turn that started it, with their profiles:
+    /// the only people its `person_note` and `person_forget` may touch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub people: Vec<Profile>,
 }
 
 /// The branch's first messages: its own system prompt, the forked history, the question.
@@ -41,8 +46,9 @@ pub fn compose_messages(job: &BranchJob, bot_name: &str) -> Result<Vec<ChatMessa
         };
         messages.push(ChatMessage::new(role, content));
     }
-    messages
-        .push(ChatMessage::new(Role::User, prompt::render("branch_question", json!({ "question": job.question }))?));
+    let people: Vec<Value> = job.people.iter().map(crate::people::for_prompt).collect();
+    let question = prompt::render("branch_question", json!({ "question": job.question, "people": people }))?;
+    messages.push(ChatMessage::new(Role::User, question));
     Ok(messages)
 }
 
@@ -102,6 +108,26 @@ pub fn branch_tools() -> Vec<ToolSpec> {
         ToolSpec::new("task_list", object(json!({}), &[])),
         task_update_tool(),
         ToolSpec::new("worker_inspect", object(json!({ "id": text("A worker's id; leave out for all.") }), &[])),
+        ToolSpec::new(
+            "person_note",
+            object(
+                json!({
+                    "person": text("Who it is about: the name of someone writing now; leave out when only one person is."),
+                    "note": text(&format!("One short fact about them, at most {MAX_NOTE_CHARS} characters.")),
+                    "replaces": { "type": "integer", "description": format!("Correct note number N instead of adding one (a profile holds at most {MAX_NOTES_PER_PERSON}).") },
+                    "time_zone": text("Their IANA time zone, e.g. Europe/Berlin (the default for schedules they create)."),
+                    "language": text("The language they prefer, e.g. German.")
+                }),
+                &[],
+            ),
+        ),
+        ToolSpec::new(
+            "person_forget",
+            object(
+                json!({ "person": text("Who asked to be forgotten: the name of someone writing now; leave out when only one person is.") }),
+                &[],
+            ),
+        ),
     ]
 }
 
@@ -161,4 +187,52 @@ pub async fn run_branch(
         return Err(LlmError::Malformed("the branch reached no conclusion".into()));
     }
     Ok((last_words, usage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbound::Author;
+    use crate::people::Note;
+
+    #[test]
+    fn a_branch_sees_the_people_it_may_write_about_with_numbered_notes() {
+        let author = Author { id: "7".into(), name: "dana.w".into(), is_bot: false };
+        let dana = Profile {
+            key: "telegram:7".into(),
+            id: "p1".into(),
+            name: "Dana".into(),
+            seen_as: Some("dana.w".into()),
+            time_zone: Some("Europe/Berlin".into()),
+            language: None,
+            is_bot: false,
+            notes: vec![Note { text: "prefers short answers".into(), at_ms: 0, by: "bot".into() }],
+        };
+        let mut job = BranchJob {
+            id: "b".into(),
+            conversation_key: "telegram:7".into(),
+            question: "remember she likes tea".into(),
+            history: vec![],
+            origin: InboundEvent::plain_text(7, "1", author, "I like tea"),
+            people: vec![dana],
+        };
+        let question = compose_messages(&job, "edgebot").unwrap().pop().unwrap().content;
+        assert!(
+            question.ends_with(
+                "## People writing in the conversation now\nYou may keep their profiles with `person_note` and \
+                 `person_forget`, and nobody else's.\n- Dana (telegram:7, writing as dana.w), time zone \
+                 Europe/Berlin:\n  1. prefers short answers"
+            ),
+            "{question}"
+        );
+        job.people.clear();
+        let question = compose_messages(&job, "edgebot").unwrap().pop().unwrap().content;
+        assert!(!question.contains("People writing"), "{question}");
+        // A job queued before people were passed reads as one without them.
+        let mut old = serde_json::to_value(&job).unwrap();
+        old.as_object_mut().unwrap().remove("people");
+        assert_eq!(serde_json::from_value::<BranchJob>(old).unwrap(), job);
+        let tools: Vec<String> = branch_tools().into_iter().map(|tool| tool.name).collect();
+        assert!(tools.contains(&"person_note".to_string()) && tools.contains(&"person_forget".to_string()));
+    }
 }

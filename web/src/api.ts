@@ -166,3 +166,33 @@ export interface Memory {
 
 export const MEMORY_TYPES = ["fact", "preference", "decision", "identity", "event", "observation", "goal", "todo"];
 export const SEARCH_MODES = ["hybrid", "recent", "important", "typed"];
+
+/// One thing the bot knows about a person.
+export interface PersonNote {
+  text: string;
+  at_ms: number;
+  /** "bot" (a branch's person_note) or "operator". */
+  by: string;
+}
+
+/// A platform id a person is known by ("telegram:42", "slack:U1").
+export interface PlatformId {
+  platform_key: string;
+  display_name: string;
+  last_seen_at: number | null;
+}
+
+export interface Person {
+  id: string;
+  display_name: string;
+  time_zone: string | null;
+  language: string | null;
+  is_bot: boolean;
+  notes: PersonNote[];
+  platform_ids: PlatformId[];
+  created_at: number;
+  updated_at: number;
+}
+
+export const MAX_NOTES_PER_PERSON = 20;
+export const MAX_NOTE_CHARS = 200;

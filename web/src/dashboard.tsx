@@ -1,4 +1,4 @@
-// The operator's dashboard: conversations, one conversation live, memory,
+// The operator's dashboard: conversations, one conversation live, memory, people,
 // tasks and schedules, spend, settings. Hash routes keep it one static page;
 // each page lives in its own file under dashboard/.
 
@@ -11,17 +11,18 @@ import { ConversationPage } from "./dashboard/conversation";
 import { MemoryPage } from "./dashboard/memory";
 import { TasksPage } from "./dashboard/tasks";
 import { SpendPage } from "./dashboard/spend";
+import { PeoplePage } from "./dashboard/people";
 import { SettingsPage } from "./dashboard/settings";
 
 type Route =
   | { page: "conversations" }
   | { page: "conversation"; key: string }
-  | { page: "memory" | "tasks" | "spend" | "settings" };
+  | { page: "memory" | "people" | "tasks" | "spend" | "settings" };
 
 function route(hash: string): Route {
   const [, page = "", ...rest] = hash.replace(/^#/, "").split("/");
   if (page === "c" && rest.length) return { page: "conversation", key: decodeURIComponent(rest.join("/")) };
-  if (page === "memory" || page === "tasks" || page === "spend" || page === "settings") return { page };
+  if (page === "memory" || page === "people" || page === "tasks" || page === "spend" || page === "settings") return { page };
   return { page: "conversations" };
 }
 
@@ -54,6 +55,7 @@ function App() {
       {current.page === "conversations" && <Conversations />}
       {current.page === "conversation" && <ConversationPage conversationKey={current.key} />}
       {current.page === "memory" && <MemoryPage />}
+      {current.page === "people" && <PeoplePage />}
       {current.page === "tasks" && <TasksPage />}
       {current.page === "spend" && <SpendPage />}
       {current.page === "settings" && <SettingsPage />}

@@ -182,6 +182,7 @@ fn the_prompt_holds_system_history_and_current_messages_in_order() {
         history: &history,
         context: &[],
         current: &current,
+        people: &[],
         notice: Notice::None,
         process_events: &[],
         processes: &Processes::default(),
@@ -218,6 +219,7 @@ fn watched_messages_and_notices_go_into_the_turn_message() {
             history: &[],
             context: &watched,
             current: &current,
+            people: &[],
             notice,
             process_events: &[],
             processes: &Processes::default(),
@@ -275,6 +277,7 @@ fn finished_work_and_running_branches_show_in_a_status_section() {
         history: &[],
         context: &[],
         current: &[],
+        people: &[],
         notice: Notice::None,
         process_events: std::slice::from_ref(&done),
         processes: &running,
@@ -340,4 +343,67 @@ fn worker_tools_are_checked_against_the_running_processes() {
     let results = tool_results(&model, 1);
     assert!(results[0].contains("still working"), "{results:?}");
     assert!(results[2].contains("no running process"), "{results:?}");
+}
+
+#[test]
+fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
+    use crate::people::{Note, Profile};
+    let current = vec![event("hi again")];
+    let watched = vec![ObservedMessage {
+        delivery_id: "1".into(),
+        author_name: "Bo".into(),
+        author_is_bot: false,
+        text: "lunch?".into(),
+        received_at_ms: 0,
+    }];
+    let note = |text: &str| Note { text: text.into(), at_ms: 0, by: "bot".into() };
+    let people = vec![
+        Profile {
+            key: "telegram:1".into(),
+            id: "p1".into(),
+            name: "Dana".into(),
+            seen_as: Some("dana.w".into()),
+            time_zone: Some("Europe/Berlin".into()),
+            language: Some("German".into()),
+            is_bot: false,
+            notes: vec![note("prefers short answers"), note("has a cat called Tom")],
+        },
+        Profile {
+            key: "telegram:9".into(),
+            id: "p9".into(),
+            name: "helper".into(),
+            seen_as: None,
+            time_zone: None,
+            language: None,
+            is_bot: true,
+            notes: vec![],
+        },
+    ];
+    let with = |people: &[Profile]| {
+        let context = TurnContext {
+            bot_name: "edgebot",
+            platform: "telegram",
+            now_utc: String::new(),
+            bulletin: "",
+            summaries: &[],
+            history: &[],
+            context: &watched,
+            current: &current,
+            people,
+            notice: Notice::None,
+            process_events: &[],
+            processes: &Processes::default(),
+        };
+        compose_messages(&context).unwrap().pop().unwrap().content
+    };
+    let turn = with(&people);
+    let block = turn.find("## People in this turn").expect("a people section");
+    assert!(block < turn.find("## Current message(s)").unwrap(), "{turn}");
+    assert!(
+        turn.contains("- Dana (writing as dana.w) (time zone Europe/Berlin, language German):\n  1. prefers short answers\n  2. has a cat called Tom"),
+        "{turn}"
+    );
+    assert!(turn.contains("- helper (a bot): nothing noted yet"), "{turn}");
+    assert!(!turn[block..].contains("Bo"), "someone only watched has no profile here: {turn}");
+    assert!(!with(&[]).contains("## People in this turn"));
 }

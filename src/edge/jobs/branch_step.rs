@@ -11,7 +11,7 @@ use crate::edge::config::DATABASE_BINDING;
 use crate::edge::http::now_ms;
 use crate::edge::log::Emit;
 use crate::edge::model::HttpModel;
-use crate::edge::{history, memory, tasks, usage};
+use crate::edge::{history, memory, people, tasks, usage};
 use crate::llm::LlmError;
 use crate::log_line::LogLine;
 use crate::process::branch::{compose_messages, run_branch, BranchJob, BranchTools};
@@ -43,7 +43,8 @@ async fn over_budget(config: &Config, database: &D1Database, branch: &BranchJob)
 async fn think(config: &Config, env: &Env, database: &D1Database, branch: &BranchJob) -> Result<String, LlmError> {
     let model = HttpModel::new(config, env, &config.branch_model)?;
     let messages = compose_messages(branch, &config.bot_name).map_err(|error| LlmError::Config(error.to_string()))?;
-    let tools = EdgeTools { config, env, db: database, conversation_key: &branch.conversation_key };
+    let tools =
+        EdgeTools { config, env, db: database, conversation_key: &branch.conversation_key, people: &branch.people };
     let started = now_ms();
     let (conclusion, spent) = run_branch(&model, model.model_name(), &tools, messages).await?;
     let line = LogLine::info("branch_finished").conversation(&branch.conversation_key).id(&branch.id);
@@ -66,6 +67,9 @@ struct EdgeTools<'a> {
     env: &'a Env,
     db: &'a D1Database,
     conversation_key: &'a str,
+    /// The people writing in the turn that started the branch: the only
+    /// profiles its person tools may change.
+    people: &'a [crate::people::Profile],
 }
 
 impl BranchTools for EdgeTools<'_> {
@@ -73,6 +77,11 @@ impl BranchTools for EdgeTools<'_> {
         let result = match name {
             "memory_save" | "memory_recall" | "memory_delete" => {
                 memory::tool(self.config, self.env, self.db, self.conversation_key, name, arguments).await
+            }
+            "person_note" | "person_forget" => {
+                return people::tool(self.db, self.people, name, arguments)
+                    .await
+                    .unwrap_or_else(|error| format!("error: {error}"));
             }
             _ => self.conversation_tool(name, arguments).await,
         };

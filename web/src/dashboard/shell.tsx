@@ -45,6 +45,7 @@ export function Nav({ current, onSignOut }: { current: string; onSignOut: () => 
       <strong>edgebot</strong>
       {link("#/", "Conversations", "conversations")}
       {link("#/memory", "Memory", "memory")}
+      {link("#/people", "People", "people")}
       {link("#/tasks", "Tasks & schedules", "tasks")}
       {link("#/spend", "Spend", "spend")}
       {link("#/settings", "Settings", "settings")}
