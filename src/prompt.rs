@@ -26,6 +26,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("cortex_bulletin", include_str!("../prompts/cortex_bulletin.md.j2")),
     ("history_message", include_str!("../prompts/history_message.md.j2")),
     ("history_summaries", include_str!("../prompts/history_summaries.md.j2")),
+    ("identity_context", include_str!("../prompts/identity_context.md.j2")),
     ("model_failure", include_str!("../prompts/model_failure.md.j2")),
     ("schedule_disabled", include_str!("../prompts/schedule_disabled.md.j2")),
     ("notices/group_nudge", include_str!("../prompts/notices/group_nudge.md")),
@@ -110,7 +111,8 @@ mod tests {
                 "body": "b", "failed": true}, {"id": "p4", "waiting": true}], "context": [message],
                 "current": [message, {"author": "Bo", "text": "yo", "attachments": []}], "notice": notice,
                 "summaries": ["first", "second"], "author": "Ann", "text": "hello", "question": "why?", "task": "do it",
-                "id": 7, "max_words": 300, "interactive": true,
+                "id": 7, "max_words": 300, "interactive": true, "identity": "## Soul\n\nKind {{ x }}.",
+                "soul": "Warm.", "user": "Ada, in Berlin.", "conversation": "Be formal here.",
                 "sections": [{"title": "Facts", "memories": ["a", "b"]}, {"title": "Empty", "memories": []}],
             })
         };
@@ -142,6 +144,10 @@ mod tests {
             "max_words",
             "interactive",
             "sections",
+            "identity",
+            "soul",
+            "user",
+            "conversation",
         ];
         for value in odd.as_array().unwrap() {
             let mut context = realistic("loop_guard", true);
@@ -166,15 +172,16 @@ mod tests {
     /// the switch changed no prompt. A template edit changes its line here on purpose.
     const RENDERED: &[(&str, &str)] = &[
         ("branch_question", "a237d7f61d87f1a6e8a26d4c27125a2670083a655e5207605dc708c7a96c0a2c"),
-        ("branch_system", "1f39fa9b5713e29665f7c8bc26bbd9155de215da227a2dedf4f6238c29ff52aa"),
+        ("branch_system", "fea5fdb7df2f314c08bf2b9981a4f68b5cd6f95e1b6dae36d7ae13c7ff641ff5"),
         ("budget_exhausted", "4186e509a4e87a3e3898d0155b29fd891d4a83f93f1a0977dd42fde72dfd8b6e"),
-        ("channel_system", "db8454d970f0830e8d085a5758b936114db7ca6e45625e0b9b76e50ddf7cb7bb"),
+        ("channel_system", "47d5f65f731c87e44323dd3c3ad9b14bf6c65c8244e7151745387fa14aa75015"),
         ("channel_turn", "af8c8edef5eae6bf067496eba679799be326325f1aac15ece6da11211458cb56"),
         ("command_ack", "033dcde9dd7c365bb338322a90d40c417e66f3d169f9f6a7d5edceaf2cebdc51"),
         ("compactor_system", "930ecf29dc7ff5f4a5b55337d178210e69f6371dc548fcb0c6accde65b202900"),
         ("cortex_bulletin", "f193728008206ec258d9a4197f56135cc3faca54167e22fe0acd247f5e4cbb52"),
         ("history_message", "1903d1203e941ff6934fce1885686df040516a70e36031361bd7e9407b126864"),
         ("history_summaries", "676d7ea57c778a7af92c1b7226896577daf51d2e44c407e0cd18650879e8b350"),
+        ("identity_context", "42f6e306d3139f3a4729f3729dbc6c7cfe2d8866723c8904721e2eeba5cb12ee"),
         ("model_failure", "4a6fc5516ced0bc81681ba71e5dfb6ad3bc50219eccb8a5de5a276851d824449"),
         ("notices/group_nudge", "9d8a994c44c81c46d082569e93c1f9e1efc3abbb4215c91af8ae52ea31ee2b10"),
         ("notices/loop_guard", "5753a8ecdf3923ef602cb3ff0b8e5ba3cd4b79305996fa536864c706e0dd0e07"),

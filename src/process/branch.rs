@@ -26,10 +26,12 @@ pub struct BranchJob {
     pub origin: InboundEvent,
 }
 
-/// The branch's first messages: its own system prompt, the forked history, the question.
-pub fn compose_messages(job: &BranchJob, bot_name: &str) -> Result<Vec<ChatMessage>, prompt::Error> {
-    let mut messages =
-        vec![ChatMessage::new(Role::System, prompt::render("branch_system", json!({ "bot_name": bot_name }))?)];
+/// The branch's first messages: its own system prompt with the conversation's
+/// identity block (a branch forks the channel's context, so it thinks as the
+/// same character: [`crate::identity`]), the forked history, the question.
+pub fn compose_messages(job: &BranchJob, bot_name: &str, identity: &str) -> Result<Vec<ChatMessage>, prompt::Error> {
+    let system = prompt::render("branch_system", json!({ "bot_name": bot_name, "identity": identity }))?;
+    let mut messages = vec![ChatMessage::new(Role::System, system)];
     for entry in &job.history {
         let role = match entry.role {
             HistoryRole::User => Role::User,

@@ -1,5 +1,5 @@
 // The operator's dashboard: conversations, one conversation live, memory,
-// tasks and schedules, spend, settings. Hash routes keep it one static page;
+// tasks and schedules, spend, identity, settings. Hash routes keep it one static page;
 // each page lives in its own file under dashboard/.
 
 import { render } from "preact";
@@ -12,16 +12,19 @@ import { MemoryPage } from "./dashboard/memory";
 import { TasksPage } from "./dashboard/tasks";
 import { SpendPage } from "./dashboard/spend";
 import { SettingsPage } from "./dashboard/settings";
+import { IdentityPage } from "./dashboard/identity";
 
 type Route =
   | { page: "conversations" }
   | { page: "conversation"; key: string }
-  | { page: "memory" | "tasks" | "spend" | "settings" };
+  | { page: "memory" | "tasks" | "spend" | "identity" | "settings" };
 
 function route(hash: string): Route {
   const [, page = "", ...rest] = hash.replace(/^#/, "").split("/");
   if (page === "c" && rest.length) return { page: "conversation", key: decodeURIComponent(rest.join("/")) };
-  if (page === "memory" || page === "tasks" || page === "spend" || page === "settings") return { page };
+  if (page === "memory" || page === "tasks" || page === "spend" || page === "identity" || page === "settings") {
+    return { page };
+  }
   return { page: "conversations" };
 }
 
@@ -56,6 +59,7 @@ function App() {
       {current.page === "memory" && <MemoryPage />}
       {current.page === "tasks" && <TasksPage />}
       {current.page === "spend" && <SpendPage />}
+      {current.page === "identity" && <IdentityPage />}
       {current.page === "settings" && <SettingsPage />}
     </>
   );
