@@ -164,7 +164,7 @@ function DocumentEditor({
       {versions && (
         <div class="scroll">
           <table id={`versions-${name}`}>
-            <thead><tr><th>Version</th><th>Author</th><th>When</th><th>Begins</th><th><span class="visually-hidden">Action</span></th></tr></thead>
+            <thead><tr><th>Version</th><th>Author</th><th>When</th><th>Begins</th><th>Restore</th></tr></thead>
             <tbody>
               {versions.map((version) => (
                 <tr key={version.version} data-version={version.version}>
