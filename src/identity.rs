@@ -143,14 +143,10 @@ pub fn check_override(text: &str) -> Result<String, IdentityError> {
 
 /// A version number from a path: [`DEFAULT_VERSION`] (the shipped default) or a saved one.
 pub fn parse_version(text: &str) -> Result<i64, IdentityError> {
-    text.parse::<i64>().ok().filter(|version| *version >= DEFAULT_VERSION).ok_or_else(|| {
-        IdentityError::BadVersion(text.chars().take(20).collect())
-    })
-}
-
-/// The oldest version kept once `latest` is saved.
-pub fn oldest_kept(latest: i64) -> i64 {
-    (latest - MAX_VERSIONS_KEPT + 1).max(1)
+    text.parse::<i64>()
+        .ok()
+        .filter(|version| *version >= DEFAULT_VERSION)
+        .ok_or_else(|| IdentityError::BadVersion(text.chars().take(20).collect()))
 }
 
 /// What one conversation's prompts carry: the three documents as they are now
@@ -286,17 +282,12 @@ mod tests {
     }
 
     #[test]
-    fn versions_parse_and_the_newest_fifty_are_kept() {
+    fn versions_parse() {
         assert_eq!(parse_version("0"), Ok(DEFAULT_VERSION));
         assert_eq!(parse_version("12"), Ok(12));
         for bad in ["-1", "x", "", "1.5", "99999999999999999999999"] {
             assert!(matches!(parse_version(bad), Err(IdentityError::BadVersion(_))), "{bad}");
         }
-        assert_eq!(oldest_kept(1), 1);
-        assert_eq!(oldest_kept(50), 1);
-        assert_eq!(oldest_kept(51), 2);
-        assert_eq!(oldest_kept(120), 71);
-        assert_eq!(120 - oldest_kept(120) + 1, MAX_VERSIONS_KEPT);
     }
 
     #[test]
@@ -326,7 +317,8 @@ mod tests {
         let bare = IdentityTexts { user: String::new(), conversation: None, ..texts }.render().unwrap();
         assert!(!bare.contains("## User") && !bare.contains("## In this conversation"), "{bare}");
         assert!(bare.contains("SOUL-TEXT"));
-        let nothing = IdentityTexts { soul: " ".into(), identity: String::new(), user: String::new(), conversation: None };
+        let nothing =
+            IdentityTexts { soul: " ".into(), identity: String::new(), user: String::new(), conversation: None };
         assert_eq!(nothing.render().unwrap(), "");
     }
 }

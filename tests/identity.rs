@@ -131,7 +131,10 @@ async fn a_conversation_override_reaches_only_that_conversation() {
     let path = "/api/channels/telegram:63/identity";
     let (status, set) = env.admin_send(Method::PUT, path, Some(json!({"text": "OVERRIDE-63: be formal here."}))).await;
     assert_eq!(status, 200, "{set}");
-    assert_eq!((set["text"].as_str(), set["author"].as_str()), (Some("OVERRIDE-63: be formal here."), Some("admin token")));
+    assert_eq!(
+        (set["text"].as_str(), set["author"].as_str()),
+        (Some("OVERRIDE-63: be formal here."), Some("admin token"))
+    );
     assert_eq!(env.admin(path).await["text"], "OVERRIDE-63: be formal here.");
     assert_eq!(env.admin("/api/channels/telegram:64/identity").await["text"], Value::Null);
 
@@ -239,9 +242,8 @@ async fn branches_think_with_the_identity_and_workers_without_it() {
     let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "10000")]).await;
     assert_eq!(put_document(&env, "soul", "SOUL-FOR-BRANCHES").await.0, 200);
     assert_eq!(put_document(&env, "user", "USER-PRIVATE-DETAILS").await.0, 200);
-    let (status, _) = env
-        .admin_send(Method::PUT, "/api/channels/telegram:66/identity", Some(json!({"text": "OVERRIDE-66"})))
-        .await;
+    let (status, _) =
+        env.admin_send(Method::PUT, "/api/channels/telegram:66/identity", Some(json!({"text": "OVERRIDE-66"}))).await;
     assert_eq!(status, 200);
 
     env.llm.push(Scripted::ToolCalls(vec![
@@ -254,12 +256,13 @@ async fn branches_think_with_the_identity_and_workers_without_it() {
     env.llm.answer_always(Scripted::Reply("noted".into()));
     env.telegram_update(&dm_update(1, 66, "name our boat")).await;
 
-    let (branch, worker) = wait_for("the branch's and the worker's model requests", Duration::from_secs(30), || async {
-        let requests = env.llm.requests();
-        let find = |marker: &str| requests.iter().find(|request| system(request).contains(marker)).cloned();
-        Some((find("You are a branch")?, find("You are a worker")?))
-    })
-    .await;
+    let (branch, worker) =
+        wait_for("the branch's and the worker's model requests", Duration::from_secs(30), || async {
+            let requests = env.llm.requests();
+            let find = |marker: &str| requests.iter().find(|request| system(request).contains(marker)).cloned();
+            Some((find("You are a branch")?, find("You are a worker")?))
+        })
+        .await;
     let branch = system(&branch);
     assert!(position(&branch, "You are a branch") < position(&branch, "SOUL-FOR-BRANCHES"), "{branch}");
     assert!(branch.contains("USER-PRIVATE-DETAILS") && branch.contains("OVERRIDE-66"), "{branch}");

@@ -94,7 +94,11 @@ async fn a_branch_that_exhausts_its_retries_ends_with_a_message_to_the_user() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_small_context_window_compacts_and_the_conversation_carries_on_with_the_summary() {
-    let env = TestEnv::start_with(&[("CONTEXT_WINDOW_TOKENS", "700")]).await;
+    // 700 tokens for the instructions and history, plus what the identity
+    // documents take (the prompt's size estimate counts them too).
+    let identity = edgebot::identity::IdentityTexts::default().render().unwrap();
+    let window = 700 + identity.len().div_ceil(4);
+    let env = TestEnv::start_with(&[("CONTEXT_WINDOW_TOKENS", &window.to_string())]).await;
     for _ in 0..3 {
         env.llm.push_for("You summarise", Scripted::Text("SUMMARY: Ada's cat is called Tom.".into()));
     }

@@ -384,7 +384,8 @@ async fn the_identity_page_edits_soul_previews_it_lists_versions_and_restores_on
     browser.wait_for_text("main", "SOUL.md", Duration::from_secs(10)).await;
     browser.wait_for_text("#versions-soul", "shipped default", Duration::from_secs(10)).await;
     let editor = "#identity-soul";
-    let label = browser.eval("return document.querySelector(\"label[for='identity-soul']\").innerText;", json!([])).await;
+    let label =
+        browser.eval("return document.querySelector(\"label[for='identity-soul']\").innerText;", json!([])).await;
     assert!(label.as_str().unwrap().contains("SOUL.md"), "the editor is labelled: {label}");
 
     // Edit: the preview renders the Markdown, and shows raw HTML as text, never as markup.
@@ -427,7 +428,10 @@ async fn the_identity_page_edits_soul_previews_it_lists_versions_and_restores_on
     browser.click("form[aria-label='Identity override for this conversation'] button[type=submit]").await;
     browser.wait_for_text("#override-notice", "Saved", Duration::from_secs(10)).await;
     let set = env.admin("/api/channels/telegram:71/identity").await;
-    assert_eq!((set["text"].as_str(), set["author"].as_str()), (Some("Be formal in this chat."), Some("operator (dashboard)")));
+    assert_eq!(
+        (set["text"].as_str(), set["author"].as_str()),
+        (Some("Be formal in this chat."), Some("operator (dashboard)"))
+    );
     assert_fits(&browser, 360).await;
     browser.screenshot("dashboard-conversation-override-360px").await;
 }

@@ -15,7 +15,9 @@ use crate::api_error::ApiError;
 use crate::channel::routes::ChannelRoute;
 use crate::config::Config;
 use crate::security::{bearer_matches, constant_time_eq};
-use crate::session::{self, OperatorAccess, Session, SessionKind, ADMIN_COOKIE, ADMIN_SESSION_MS, CHAT_COOKIE, CHAT_SESSION_MS};
+use crate::session::{
+    self, OperatorAccess, Session, SessionKind, ADMIN_COOKIE, ADMIN_SESSION_MS, CHAT_COOKIE, CHAT_SESSION_MS,
+};
 use crate::sign_in_limit::{client_key, Outcome};
 
 use super::channel_stub;

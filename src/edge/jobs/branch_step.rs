@@ -45,7 +45,8 @@ async fn over_budget(config: &Config, database: &D1Database, branch: &BranchJob)
 /// The conversation's identity block as it is now: a branch forks the
 /// channel's context, so it thinks as the same character (override included).
 async fn identity(database: &D1Database, branch: &BranchJob) -> Result<String, String> {
-    let texts = crate::edge::identity::load(database, &branch.conversation_key).await.map_err(|error| error.to_string())?;
+    let texts =
+        crate::edge::identity::load(database, &branch.conversation_key).await.map_err(|error| error.to_string())?;
     texts.render().map_err(|error| error.to_string())
 }
 
