@@ -41,7 +41,8 @@ export function useMarkdown(): Render | null {
   const [render, setRender] = useState<Render | null>(null);
   useEffect(() => {
     renderer ??= import("./markdown").then((module) => module.renderMarkdown);
-    renderer.then((loaded) => setRender(() => loaded));
+    // Unloadable (offline): the preview stays plain text.
+    renderer.then((loaded) => setRender(() => loaded), () => undefined);
   }, []);
   return render;
 }
