@@ -22,6 +22,10 @@ pub enum ApiError {
     /// A request body over the route's cap (refused before it is read whole).
     #[error("request body over {0} bytes")]
     TooLarge(usize),
+    /// A text over its own limit (an identity document's characters): the
+    /// message says which limit.
+    #[error("{0}")]
+    ContentTooLarge(String),
     /// Over a rate or count limit (failed sign-ins, new guest chats): try
     /// again after `retry_after_secs`.
     #[error("{message}")]
@@ -42,7 +46,7 @@ impl ApiError {
             ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
             ApiError::Unavailable(_) => 503,
-            ApiError::TooLarge(_) => 413,
+            ApiError::TooLarge(_) | ApiError::ContentTooLarge(_) => 413,
             ApiError::TooManyRequests { .. } => 429,
             ApiError::Misconfigured(_) => 503,
             ApiError::Internal => 500,
@@ -75,6 +79,7 @@ mod tests {
             (ApiError::NotFound, 404, "not found"),
             (ApiError::Forbidden("cross-site request refused"), 403, "cross-site request refused"),
             (ApiError::TooLarge(1024), 413, "request body over 1024 bytes"),
+            (ApiError::ContentTooLarge("SOUL.md is too long".into()), 413, "SOUL.md is too long"),
             (ApiError::TooManyRequests { message: "slow down", retry_after_secs: 7 }, 429, "slow down"),
             (ApiError::Misconfigured("ADMIN_TOKEN is short".into()), 503, "ADMIN_TOKEN is short"),
             (ApiError::Internal, 500, "internal error"),

@@ -15,6 +15,7 @@ mod failure;
 pub mod gateway;
 pub mod history;
 pub mod http;
+pub mod identity;
 pub mod jobs;
 pub mod log;
 pub mod memory;

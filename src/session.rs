@@ -68,6 +68,27 @@ impl SessionKind {
         Some(mac(secret.as_bytes(), self.label()).finalize().into_bytes().into())
     }
 }
+/// How an operator got past the admin API's gate. A dashboard session names no
+/// person (it is the admin token exchanged for a cookie), so a change records
+/// the way in as its author.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperatorAccess {
+    /// `Authorization: Bearer $ADMIN_TOKEN`: a script, curl, a deploy.
+    AdminToken,
+    /// The dashboard's signed-in session cookie.
+    Dashboard,
+}
+
+impl OperatorAccess {
+    /// The author a change made this way records.
+    pub fn author(self) -> &'static str {
+        match self {
+            OperatorAccess::AdminToken => "admin token",
+            OperatorAccess::Dashboard => "operator (dashboard)",
+        }
+    }
+}
+
 /// How long a dashboard session lasts.
 pub const ADMIN_SESSION_MS: i64 = 12 * 60 * 60 * 1000;
 /// How long a web-chat session lasts (the conversation outlives it in storage).

@@ -14,6 +14,7 @@ mod gateway;
 mod harness;
 mod history;
 mod hostile;
+mod identity;
 mod leaks;
 mod memory;
 mod models;

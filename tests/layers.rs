@@ -29,7 +29,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "time",
         ],
     ),
-    ("parts", &["llm", "memory", "platforms", "schedule"]),
+    ("parts", &["identity", "llm", "memory", "platforms", "schedule"]),
     ("rules", &["budget", "log_line", "reply"]),
     ("people", &["people"]),
     ("processes", &["process"]),

@@ -94,9 +94,12 @@ async fn a_branch_that_exhausts_its_retries_ends_with_a_message_to_the_user() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_small_context_window_compacts_and_the_conversation_carries_on_with_the_summary() {
-    // Sized so the fifth round's prompt fills it past 80% (summarise) but not 95% (cut without a
-    // summary); every turn's prompt carries its "People in this turn" block (about 70 tokens).
-    let env = TestEnv::start_with(&[("CONTEXT_WINDOW_TOKENS", "780")]).await;
+    // Sized so the fifth round's prompt fills it past 80% (summarise) but not 95% (cut without
+    // a summary): 700 tokens for the instructions and history, 80 for the "People in this turn"
+    // block, plus what the identity documents take (the prompt's size estimate counts them too).
+    let identity = edgebot::identity::IdentityTexts::default().render().unwrap();
+    let window = 780 + identity.len().div_ceil(4);
+    let env = TestEnv::start_with(&[("CONTEXT_WINDOW_TOKENS", &window.to_string())]).await;
     for _ in 0..3 {
         env.llm.push_for("You summarise", Scripted::Text("SUMMARY: Ada's cat is called Tom.".into()));
     }

@@ -418,3 +418,78 @@ fn urlencode(text: &str) -> String {
         })
         .collect()
 }
+
+/// Fails with the widest elements named when the page is wider than `width`.
+async fn assert_fits(browser: &Browser, width: u64) {
+    let overflow = browser.eval("return document.documentElement.scrollWidth;", json!([])).await;
+    let viewport = browser.eval("return innerWidth;", json!([])).await;
+    if overflow.as_u64().unwrap() > width || viewport != width {
+        let wide = format!(
+            "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > {}).map(e => e.tagName + '.' + e.className + '#' + e.id).slice(0, 8).join(' ');",
+            width + 1
+        );
+        panic!("wider than {width} px: {overflow}: {}", browser.eval(&wide, json!([])).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_identity_page_edits_soul_previews_it_lists_versions_and_restores_one_at_360_px() {
+    let env = TestEnv::start().await;
+    let browser = Browser::start(360, 780).await;
+    sign_in(&browser, &env).await;
+
+    browser.goto(&format!("{}/dashboard/#/identity", env.worker.base_url)).await;
+    browser.wait_for_text("main", "SOUL.md", Duration::from_secs(10)).await;
+    browser.wait_for_text("#versions-soul", "shipped default", Duration::from_secs(10)).await;
+    let editor = "#identity-soul";
+    let label =
+        browser.eval("return document.querySelector(\"label[for='identity-soul']\").innerText;", json!([])).await;
+    assert!(label.as_str().unwrap().contains("SOUL.md"), "the editor is labelled: {label}");
+
+    // Edit: the preview renders the Markdown, and shows raw HTML as text, never as markup.
+    browser.eval(&format!("document.querySelector('{editor}').value = '';"), json!([])).await;
+    browser.type_into(editor, "# Lighthouse keeper\n\nSpeak **calmly**. <img src=x onerror=alert(1)>").await;
+    let preview = browser.wait_for_text("#preview-soul", "Lighthouse keeper", Duration::from_secs(10)).await;
+    assert!(preview.contains("Speak calmly."), "{preview}");
+    let markup = browser.eval("return document.querySelector('#preview-soul').innerHTML;", json!([])).await;
+    let markup = markup.as_str().unwrap();
+    assert!(markup.contains("<h1>Lighthouse keeper</h1>") && markup.contains("<strong>calmly</strong>"), "{markup}");
+    assert!(!markup.contains("<img"), "the HTML in the source stays text: {markup}");
+    assert!(markup.contains("&lt;img"), "{markup}");
+    browser.screenshot("dashboard-identity-preview-360px").await;
+
+    browser.click("form[aria-label='Edit SOUL.md'] button[type=submit]").await;
+    browser.wait_for_text("#notice-soul", "Saved SOUL.md as version 1", Duration::from_secs(10)).await;
+    let versions = browser.wait_for_text("#versions-soul", "operator (dashboard)", Duration::from_secs(10)).await;
+    assert!(versions.contains("Lighthouse keeper"), "{versions}");
+    let soul = &env.admin("/api/identity").await["documents"][0];
+    assert_eq!((soul["version"].as_i64(), soul["author"].as_str()), (Some(1), Some("operator (dashboard)")));
+    assert!(soul["text"].as_str().unwrap().starts_with("# Lighthouse keeper"));
+    assert_fits(&browser, 360).await;
+    browser.screenshot("dashboard-identity-360px").await;
+
+    // Restore the shipped default (version 0): it is version 2, and the editor shows it.
+    browser.click("button[aria-label='Restore SOUL.md version 0']").await;
+    browser.wait_for_text("#notice-soul", "Restored version 0 of SOUL.md as version 2", Duration::from_secs(10)).await;
+    browser.wait_for_text("#versions-soul", "(from 0)", Duration::from_secs(10)).await;
+    let restored = env.admin("/api/identity").await["documents"][0].clone();
+    assert_eq!((restored["version"].as_i64(), restored["restored_from"].as_i64()), (Some(2), Some(0)));
+    assert_eq!(restored["text"], restored["default_text"]);
+    let shown = browser.eval(&format!("return document.querySelector('{editor}').value;"), json!([])).await;
+    assert_eq!(shown, restored["text"], "the editor holds the restored text");
+    assert_fits(&browser, 360).await;
+
+    // A conversation's override, on its page.
+    browser.goto(&format!("{}/dashboard/#/c/telegram%3A71", env.worker.base_url)).await;
+    browser.wait_for_text("main", "Identity override", Duration::from_secs(10)).await;
+    browser.type_into("#identity-override", "Be formal in this chat.").await;
+    browser.click("form[aria-label='Identity override for this conversation'] button[type=submit]").await;
+    browser.wait_for_text("#override-notice", "Saved", Duration::from_secs(10)).await;
+    let set = env.admin("/api/channels/telegram:71/identity").await;
+    assert_eq!(
+        (set["text"].as_str(), set["author"].as_str()),
+        (Some("Be formal in this chat."), Some("operator (dashboard)"))
+    );
+    assert_fits(&browser, 360).await;
+    browser.screenshot("dashboard-conversation-override-360px").await;
+}

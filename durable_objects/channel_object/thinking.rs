@@ -99,6 +99,11 @@ pub(super) async fn think(
     let current_ids: Vec<&str> = stored.iter().map(|message| message.id.as_str()).collect();
     let loaded = history_store::load(&sql, &current_ids, config.history_limit as usize)?;
     let bulletin = history_store::bulletin(&sql, database, now_ms(), config.bulletin_cache_ms).await?;
+    // Read each turn (one query), never cached: an operator's edit reaches the
+    // next turn. Rendered into the system prompt, so the prompt's size
+    // estimate below, which decides compaction, counts it.
+    let identity = crate::edge::identity::load(database, conversation_key).await?;
+    let identity = identity.render().map_err(|error| worker::Error::RustError(error.to_string()))?;
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
     let entry = |row: &StoredMessage| HistoryEntry {
         role: row.role,
@@ -112,6 +117,7 @@ pub(super) async fn think(
         bot_name: &config.bot_name,
         platform,
         now_utc: format_utc(now_ms()),
+        identity: &identity,
         bulletin: &bulletin,
         summaries: &loaded.summaries,
         history: &earlier,

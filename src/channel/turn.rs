@@ -29,6 +29,9 @@ pub struct TurnContext<'a> {
     pub bot_name: &'a str,
     pub platform: &'a str,
     pub now_utc: String,
+    /// The identity block (SOUL, IDENTITY, USER and the conversation's
+    /// override: [`crate::identity::IdentityTexts::render`]); may be empty.
+    pub identity: &'a str,
     /// The cortex's memory bulletin (may be empty).
     pub bulletin: &'a str,
     /// Compaction summaries of earlier history, oldest first.
@@ -161,6 +164,7 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, p
             "bot_name": context.bot_name,
             "platform": context.platform,
             "now_utc": context.now_utc,
+            "identity": context.identity,
             "bulletin": context.bulletin,
             "is_dm": context.current.iter().all(|event| event.is_dm),
         }),

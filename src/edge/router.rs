@@ -9,7 +9,7 @@ use crate::routes::{self, Found, Route, Verb};
 use crate::security::percent_decode;
 
 use super::failure::internal;
-use super::{admin, config, people, schedules, sessions, webhooks};
+use super::{admin, config, identity, people, schedules, sessions, webhooks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     // Loaded first, so every log line and error body knows the secrets to scrub.
@@ -78,6 +78,13 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::ChannelUsage => admin::channel_usage(&request, env, param("key")).await,
         Route::ChannelProcesses => admin::channel_processes(&request, env, param("key")).await,
         Route::ChannelWorkers => admin::channel_workers(&request, env, param("key")).await,
+        Route::ChannelIdentity => identity::conversation_override(&request, env, param("key")).await,
+        Route::SetChannelIdentity => identity::set_conversation_override(request, env, param("key")).await,
+        Route::RemoveChannelIdentity => identity::remove_conversation_override(&request, env, param("key")).await,
+        Route::IdentityDocuments => identity::documents(&request, env).await,
+        Route::IdentityVersions => identity::versions(&request, env, param("name")).await,
+        Route::SaveIdentity => identity::save_document(request, env, param("name")).await,
+        Route::RestoreIdentity => identity::restore(&request, env, param("name"), param("version")).await,
         Route::Memories => admin::memories(&request, env).await,
         Route::ImportMemories => admin::import_memories(request, env).await,
         Route::DeleteMemory => admin::delete_memory(&request, env, param("id")).await,

@@ -15,7 +15,9 @@ use crate::api_error::ApiError;
 use crate::channel::routes::ChannelRoute;
 use crate::config::Config;
 use crate::security::{bearer_matches, constant_time_eq};
-use crate::session::{self, Session, SessionKind, ADMIN_COOKIE, ADMIN_SESSION_MS, CHAT_COOKIE, CHAT_SESSION_MS};
+use crate::session::{
+    self, OperatorAccess, Session, SessionKind, ADMIN_COOKIE, ADMIN_SESSION_MS, CHAT_COOKIE, CHAT_SESSION_MS,
+};
 use crate::sign_in_limit::{client_key, Outcome};
 
 use super::channel_stub;
@@ -117,16 +119,22 @@ async fn refuse_slowly() -> ApiError {
 /// The admin API's gate: the bearer token, or a signed-in session from this
 /// site. A wrong bearer token is refused slowly.
 pub async fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
+    authorize_operator(request, env).await.map(|_| ())
+}
+
+/// [`authorize`], saying which way the operator came in (a change records it
+/// as its author).
+pub async fn authorize_operator(request: &Request, env: &Env) -> Result<OperatorAccess, ApiError> {
     let config = config::load(env);
     if let Some(bearer) = header(request, "authorization")? {
         let outcome = match bearer_matches(Some(&bearer), config.admin_token.expose()) {
             true => Outcome::Operator,
             false => Outcome::Failed,
         };
-        return judged(request, env, outcome).await.map(|_| ());
+        return judged(request, env, outcome).await.map(|_| OperatorAccess::AdminToken);
     }
     match cookie_session(request, &config, ADMIN_COOKIE, SessionKind::Operator)? {
-        Some(_) => check_origin(request),
+        Some(_) => check_origin(request).map(|()| OperatorAccess::Dashboard),
         None => Err(ApiError::Unauthorized("sign in, or send Authorization: Bearer <ADMIN_TOKEN>")),
     }
 }

@@ -31,10 +31,12 @@ pub struct BranchJob {
     pub people: Vec<Profile>,
 }
 
-/// The branch's first messages: its own system prompt, the forked history, the question.
-pub fn compose_messages(job: &BranchJob, bot_name: &str) -> Result<Vec<ChatMessage>, prompt::Error> {
-    let mut messages =
-        vec![ChatMessage::new(Role::System, prompt::render("branch_system", json!({ "bot_name": bot_name }))?)];
+/// The branch's first messages: its own system prompt with the conversation's
+/// identity block (a branch forks the channel's context, so it thinks as the
+/// same character: [`crate::identity`]), the forked history, the question.
+pub fn compose_messages(job: &BranchJob, bot_name: &str, identity: &str) -> Result<Vec<ChatMessage>, prompt::Error> {
+    let system = prompt::render("branch_system", json!({ "bot_name": bot_name, "identity": identity }))?;
+    let mut messages = vec![ChatMessage::new(Role::System, system)];
     for entry in &job.history {
         let role = match entry.role {
             HistoryRole::User => Role::User,
@@ -216,7 +218,7 @@ mod tests {
             origin: InboundEvent::plain_text(7, "1", author, "I like tea"),
             people: vec![dana],
         };
-        let question = compose_messages(&job, "edgebot").unwrap().pop().unwrap().content;
+        let question = compose_messages(&job, "edgebot", "").unwrap().pop().unwrap().content;
         assert!(
             question.ends_with(
                 "## People writing in the conversation now\nYou may keep their profiles with `person_note` and \
@@ -226,7 +228,7 @@ mod tests {
             "{question}"
         );
         job.people.clear();
-        let question = compose_messages(&job, "edgebot").unwrap().pop().unwrap().content;
+        let question = compose_messages(&job, "edgebot", "").unwrap().pop().unwrap().content;
         assert!(!question.contains("People writing"), "{question}");
         // A job queued before people were passed reads as one without them.
         let mut old = serde_json::to_value(&job).unwrap();

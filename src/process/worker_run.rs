@@ -93,6 +93,15 @@ pub trait WorkerTools {
 
 impl WorkerRun {
     /// A fresh run: the worker sees only its task.
+    ///
+    /// No identity documents (SOUL, IDENTITY, USER, the conversation's
+    /// override: `crate::identity`), deliberately. A worker is a task process,
+    /// not a voice: the channel speaks its outcome in the conversation's
+    /// character, so personality would only spend tokens on every one of its
+    /// many calls. And a worker reads pages from the open web (`http_fetch`,
+    /// `web_search`) that may carry instructions to repeat what it knows to
+    /// some URL: keeping USER (personal details of the principal user) out of
+    /// that context means a hijacked worker has none to give away.
     pub fn start(task: &str, interactive: bool, bot_name: &str) -> Result<Self, prompt::Error> {
         let system = prompt::render("worker_system", json!({ "bot_name": bot_name, "interactive": interactive }))?;
         let task_message = prompt::render("worker_task", json!({ "task": task }))?;

@@ -1,5 +1,5 @@
 // The operator's dashboard: conversations, one conversation live, memory, people,
-// tasks and schedules, spend, settings. Hash routes keep it one static page;
+// tasks and schedules, spend, identity, settings. Hash routes keep it one static page;
 // each page lives in its own file under dashboard/.
 
 import { render } from "preact";
@@ -13,16 +13,19 @@ import { TasksPage } from "./dashboard/tasks";
 import { SpendPage } from "./dashboard/spend";
 import { PeoplePage } from "./dashboard/people";
 import { SettingsPage } from "./dashboard/settings";
+import { IdentityPage } from "./dashboard/identity";
 
 type Route =
   | { page: "conversations" }
   | { page: "conversation"; key: string }
-  | { page: "memory" | "people" | "tasks" | "spend" | "settings" };
+  | { page: "memory" | "people" | "tasks" | "spend" | "identity" | "settings" };
 
 function route(hash: string): Route {
   const [, page = "", ...rest] = hash.replace(/^#/, "").split("/");
   if (page === "c" && rest.length) return { page: "conversation", key: decodeURIComponent(rest.join("/")) };
-  if (page === "memory" || page === "people" || page === "tasks" || page === "spend" || page === "settings") return { page };
+  if (["memory", "people", "tasks", "spend", "identity", "settings"].includes(page)) {
+    return { page: page as "memory" | "people" | "tasks" | "spend" | "identity" | "settings" };
+  }
   return { page: "conversations" };
 }
 
@@ -58,6 +61,7 @@ function App() {
       {current.page === "people" && <PeoplePage />}
       {current.page === "tasks" && <TasksPage />}
       {current.page === "spend" && <SpendPage />}
+      {current.page === "identity" && <IdentityPage />}
       {current.page === "settings" && <SettingsPage />}
     </>
   );

@@ -177,6 +177,7 @@ fn the_prompt_holds_system_history_and_current_messages_in_order() {
         bot_name: "edgebot",
         platform: "telegram",
         now_utc: "2026-01-01 00:00 UTC".into(),
+        identity: "",
         bulletin: "",
         summaries: &[],
         history: &history,
@@ -214,6 +215,7 @@ fn watched_messages_and_notices_go_into_the_turn_message() {
             bot_name: "edgebot",
             platform: "telegram",
             now_utc: String::new(),
+            identity: "",
             bulletin: "",
             summaries: &[],
             history: &[],
@@ -272,6 +274,7 @@ fn finished_work_and_running_branches_show_in_a_status_section() {
         bot_name: "edgebot",
         platform: "telegram",
         now_utc: String::new(),
+        identity: "",
         bulletin: "Ada's cat is called Tom.",
         summaries: &["Ada asked about cats.".to_string()],
         history: &[],
@@ -384,6 +387,7 @@ fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
             bot_name: "edgebot",
             platform: "telegram",
             now_utc: String::new(),
+            identity: "",
             bulletin: "",
             summaries: &[],
             history: &[],
@@ -406,4 +410,51 @@ fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
     assert!(turn.contains("- helper (a bot): nothing noted yet"), "{turn}");
     assert!(!turn[block..].contains("Bo"), "someone only watched has no profile here: {turn}");
     assert!(!with(&[]).contains("## People in this turn"));
+}
+
+#[test]
+fn the_identity_comes_after_the_instructions_and_before_the_bulletin_and_counts_toward_compaction() {
+    use crate::identity::{IdentityTexts, MAX_DOCUMENT_CHARS};
+    use crate::process::compaction::{estimate_tokens, plan, CompactionPlan};
+
+    let texts = IdentityTexts {
+        soul: format!("SOUL-START {}", "s".repeat(MAX_DOCUMENT_CHARS - 11)),
+        identity: "IDENTITY-TEXT".into(),
+        user: "USER-TEXT".into(),
+        conversation: Some("OVERRIDE-TEXT".into()),
+    };
+    let identity = texts.render().unwrap();
+    let current = vec![event("hello")];
+    let processes = Processes::default();
+    let context = |identity| TurnContext {
+        bot_name: "edgebot",
+        platform: "slack",
+        now_utc: String::new(),
+        identity,
+        bulletin: "BULLETIN-TEXT",
+        summaries: &[],
+        history: &[],
+        context: &[],
+        current: &current,
+        people: &[],
+        notice: Notice::None,
+        process_events: &[],
+        processes: &processes,
+    };
+    let messages = compose_messages(&context(&identity)).unwrap();
+    let system = &messages[0].content;
+    let at = |needle: &str| system.find(needle).unwrap_or_else(|| panic!("{needle} in {system}"));
+    assert!(at("How you work") < at("SOUL-START"), "the system prompt's own words come first");
+    assert!(at("SOUL-START") < at("IDENTITY-TEXT") && at("IDENTITY-TEXT") < at("USER-TEXT"));
+    assert!(at("USER-TEXT") < at("OVERRIDE-TEXT") && at("OVERRIDE-TEXT") < at("BULLETIN-TEXT"));
+
+    // The prompt's size estimate (what the channel compacts by) counts the
+    // identity: a window the bare prompt fits in is crowded by the document.
+    let size = |messages: &[ChatMessage]| estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
+    let bare = size(&compose_messages(&context("")).unwrap());
+    let full = size(&messages);
+    assert!(full >= bare + (MAX_DOCUMENT_CHARS as u64) / 4, "{bare} → {full}");
+    let window = bare * 2;
+    assert_eq!(plan(bare, window, 10), CompactionPlan::Nothing);
+    assert!(matches!(plan(full, window, 10), CompactionPlan::Truncate { .. }), "{full} of {window}");
 }

@@ -27,7 +27,9 @@ pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: b
     } else if let Some(scope) = over_budget(config, &database, branch).await {
         report(branch, MessageType::Error, format!("the branch was not run: today's {} budget is spent", scope.name()))
     } else {
-        match think(config, env, &database, branch).await {
+        // A failed read is retried by the queue, like a failed model call.
+        let identity = identity(&database, branch).await?;
+        match think(config, env, &database, branch, &identity).await {
             Ok(conclusion) => report(branch, MessageType::Done, conclusion),
             Err(error) if error.is_retryable() => return Err(error.to_string()),
             Err(error) => report(branch, MessageType::Error, format!("the branch failed: {error}")),
@@ -40,9 +42,24 @@ async fn over_budget(config: &Config, database: &D1Database, branch: &BranchJob)
     crate::edge::spend::over_budget(database, &config.budgets, &usage::Spender::of(&branch.origin)).await
 }
 
-async fn think(config: &Config, env: &Env, database: &D1Database, branch: &BranchJob) -> Result<String, LlmError> {
+/// The conversation's identity block as it is now: a branch forks the
+/// channel's context, so it thinks as the same character (override included).
+async fn identity(database: &D1Database, branch: &BranchJob) -> Result<String, String> {
+    let texts =
+        crate::edge::identity::load(database, &branch.conversation_key).await.map_err(|error| error.to_string())?;
+    texts.render().map_err(|error| error.to_string())
+}
+
+async fn think(
+    config: &Config,
+    env: &Env,
+    database: &D1Database,
+    branch: &BranchJob,
+    identity: &str,
+) -> Result<String, LlmError> {
     let model = HttpModel::new(config, env, &config.branch_model)?;
-    let messages = compose_messages(branch, &config.bot_name).map_err(|error| LlmError::Config(error.to_string()))?;
+    let messages =
+        compose_messages(branch, &config.bot_name, identity).map_err(|error| LlmError::Config(error.to_string()))?;
     let tools =
         EdgeTools { config, env, db: database, conversation_key: &branch.conversation_key, people: &branch.people };
     let started = now_ms();

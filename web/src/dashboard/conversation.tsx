@@ -4,6 +4,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, Envelope, InboundRecord, OutboxEntry, RunningProcess, socketUrl, Usage, when, WorkerSummary } from "../api";
 import { connect } from "../live";
 import { useLoad, Badge } from "./common";
+import { OverrideEditor } from "./identity";
 
 export interface ConversationView {
   processes: RunningProcess[];
@@ -66,6 +67,7 @@ export function ConversationPage({ conversationKey }: { conversationKey: string 
       <h1>{conversationKey}</h1>
       <p class="muted" id="live-state" aria-live="polite">{live ? "Live: updates as the conversation goes on" : "Connecting…"}</p>
       {error && <p role="alert" class="error">{error}</p>}
+      <OverrideEditor conversationKey={conversationKey} />
       {view && (
         <>
           <h2>Timeline</h2>

@@ -48,6 +48,7 @@ export function Nav({ current, onSignOut }: { current: string; onSignOut: () => 
       {link("#/people", "People", "people")}
       {link("#/tasks", "Tasks & schedules", "tasks")}
       {link("#/spend", "Spend", "spend")}
+      {link("#/identity", "Identity", "identity")}
       {link("#/settings", "Settings", "settings")}
       <a href="/chat/">Web chat</a>
       <button type="button" onClick={onSignOut}>Sign out</button>
