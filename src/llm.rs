@@ -4,6 +4,7 @@
 pub mod anthropic;
 pub mod openai;
 pub mod routing;
+pub mod stream;
 pub mod workers_ai;
 
 use serde::{Deserialize, Serialize};
