@@ -3,6 +3,7 @@
 //! ([`markup`]), secrets cut from what a reader sees over the whole turn
 //! ([`pieces`]), and reactions that are emoji and nothing else ([`reaction`]).
 
+pub mod live;
 pub mod markup;
 pub mod pieces;
 pub mod reaction;

@@ -113,7 +113,8 @@ impl Assembler {
         let index = chunk["index"].as_u64().unwrap_or(0);
         match chunk["type"].as_str() {
             Some("message_start") => {
-                self.usage.input_tokens = chunk.pointer("/message/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0);
+                self.usage.input_tokens =
+                    chunk.pointer("/message/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0);
             }
             Some("content_block_start") if chunk.pointer("/content_block/type") == Some(&"tool_use".into()) => {
                 let block = &chunk["content_block"];
@@ -122,7 +123,9 @@ impl Assembler {
                 call.name = block["name"].as_str().unwrap_or_default().to_string();
             }
             Some("content_block_delta") => match chunk.pointer("/delta/type").and_then(Value::as_str) {
-                Some("text_delta") => self.text.push_str(chunk.pointer("/delta/text").and_then(Value::as_str).unwrap_or("")),
+                Some("text_delta") => {
+                    self.text.push_str(chunk.pointer("/delta/text").and_then(Value::as_str).unwrap_or(""))
+                }
                 Some("input_json_delta") => {
                     let json = chunk.pointer("/delta/partial_json").and_then(Value::as_str).unwrap_or("");
                     self.call(index).arguments.push_str(json);
@@ -150,7 +153,8 @@ impl Assembler {
     /// arrived (None until the field has begun). Later calls may only extend it.
     pub fn partial_argument(&self, tool: &str, field: &str) -> Option<String> {
         let call = self.calls.iter().map(|(_, call)| call).find(|call| call.name == tool)?;
-        let parsed = JsonValue::parse_with_config(call.arguments.as_bytes(), false, PartialMode::TrailingStrings).ok()?;
+        let parsed =
+            JsonValue::parse_with_config(call.arguments.as_bytes(), false, PartialMode::TrailingStrings).ok()?;
         let JsonValue::Object(object) = parsed else {
             return None;
         };
@@ -288,7 +292,10 @@ mod tests {
         assert!(assembler.is_finished());
         let completion = assembler.finish().unwrap();
         assert_eq!(completion.content.as_deref(), Some("Thinking"));
-        assert_eq!(completion.tool_calls, [ToolCall { id: "toolu_1".into(), name: "reply".into(), arguments: json!({"content": "Hello"}) }]);
+        assert_eq!(
+            completion.tool_calls,
+            [ToolCall { id: "toolu_1".into(), name: "reply".into(), arguments: json!({"content": "Hello"}) }]
+        );
         assert_eq!(completion.usage, Usage { input_tokens: 30, output_tokens: 9 });
     }
 
