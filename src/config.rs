@@ -29,6 +29,8 @@ pub const DEFAULT_SEND_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
 pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
+/// The platforms that stream replies by default: the ones that can (so far the web chat).
+pub const DEFAULT_STREAM_REPLIES: &str = "web";
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
@@ -108,6 +110,9 @@ pub struct Config {
     pub cortex_model: String,
     /// Hosts `http_fetch` may reach even though they are private (tests only).
     pub fetch_allowed_hosts: Vec<String>,
+    /// The platforms whose replies show while the model writes them
+    /// (`STREAM_REPLIES`, comma-separated; `off` for none).
+    pub stream_replies: Vec<String>,
     /// The Brave Search API key; `web_search` is offered only when it is set.
     pub search_api_key: Secret,
     pub search_base_url: String,
@@ -215,6 +220,12 @@ impl Config {
                 .map(|host| host.trim().to_ascii_lowercase())
                 .filter(|host| !host.is_empty())
                 .collect(),
+            stream_replies: match text("STREAM_REPLIES", DEFAULT_STREAM_REPLIES).trim() {
+                "off" | "none" => Vec::new(),
+                list => {
+                    list.split(',').map(|name| name.trim().to_ascii_lowercase()).filter(|n| !n.is_empty()).collect()
+                }
+            },
             search_api_key: secret("SEARCH_API_KEY"),
             search_base_url: text("SEARCH_BASE_URL", DEFAULT_SEARCH_BASE_URL).trim_end_matches('/').to_string(),
             embedding_model: text("EMBEDDING_MODEL", "local"),
@@ -298,6 +309,11 @@ impl Config {
         Redactor::new(self.secrets().map(|(name, value, home)| (name, value.expose(), home)))
     }
 
+    /// Whether replies on `platform` (`web`, `telegram`, `slack`, `discord`) stream.
+    pub fn streams(&self, platform: &str) -> bool {
+        self.stream_replies.iter().any(|name| name == platform)
+    }
+
     /// What the dashboard's settings page shows: the effective non-secret
     /// settings and which secrets are set (never their values). Bindings and
     /// platform states are in `/api/status`.
@@ -334,6 +350,7 @@ impl Config {
                 "discord": self.discord_api_base,
             },
             "discord_gateway": self.discord_gateway,
+            "stream_replies": self.stream_replies,
             "limits": {
                 "schedule_max_jobs_per_conversation": self.schedule_max_jobs_per_conversation,
                 "schedule_max_creations_per_turn": self.schedule_max_creations_per_turn,
@@ -448,6 +465,16 @@ mod tests {
         assert!(with(&[("ADMIN_TOKEN", &"é".repeat(15))]).refusal().is_some());
         let same = with(&[("ADMIN_TOKEN", "the-same-token-16"), ("WEB_CHAT_TOKEN", "the-same-token-16")]);
         assert!(same.refusal().unwrap().contains("equals ADMIN_TOKEN"));
+    }
+
+    #[test]
+    fn replies_stream_on_the_web_by_default_and_stream_replies_chooses_or_turns_it_off() {
+        assert!(with(&[]).streams("web") && !with(&[]).streams("telegram"));
+        let chosen = with(&[("STREAM_REPLIES", " Web, telegram ")]);
+        assert!(chosen.streams("web") && chosen.streams("telegram") && !chosen.streams("slack"));
+        for off in ["off", "none"] {
+            assert!(!with(&[("STREAM_REPLIES", off)]).streams("web"), "{off}");
+        }
     }
 
     #[test]

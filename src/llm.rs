@@ -179,6 +179,17 @@ impl RetryPolicy {
 #[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
 pub trait ChatModel {
     async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError>;
+
+    /// Completes as [`ChatModel::complete`] does, telling `watch` what the
+    /// answer holds each time more of it arrives, where the model streams
+    /// (a model that does not answers whole, and `watch` is never told).
+    async fn complete_watched(
+        &self,
+        request: &ChatRequest,
+        _watch: &dyn Fn(&stream::Assembler),
+    ) -> Result<Completion, LlmError> {
+        self.complete(request).await
+    }
 }
 
 /// One stored message of the conversation, oldest first when in a list.

@@ -4,7 +4,9 @@
 use std::future::Future;
 use std::pin::pin;
 
-use futures_util::future::{select, Either};
+use std::cell::{Cell, RefCell};
+
+use futures_util::future::{join, select, Either};
 use worker::{D1Database, Result};
 
 use super::scheduled_runs::scheduled_runs;
@@ -13,6 +15,7 @@ use crate::budget::{Scope, Spend};
 use crate::channel::history_mirror::kept_rows;
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, TurnContext};
+use crate::edge::config::redactor;
 use crate::edge::durable::MeteredStorage;
 use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
@@ -30,11 +33,14 @@ use crate::log_line::LogLine;
 use crate::people::{self, Profile};
 use crate::process::compaction::estimate_tokens;
 use crate::prompt;
+use crate::reply::live;
 use crate::time::format_utc;
 
 /// How often a typing indicator is renewed while the model works (Telegram
 /// shows one for about 5 s, Discord for about 10 s).
 const WORKING_RENEW_MS: u64 = 4_500;
+/// How often a streaming platform's draft is brought up to date.
+const DRAFT_TICK_MS: u64 = 150;
 
 /// What the model made of a turn.
 #[derive(Default)]
@@ -70,6 +76,7 @@ pub(super) async fn think(
     database: &D1Database,
     turn: &TurnSnapshot,
     platform: &str,
+    live: Option<&dyn Fn(&str)>,
 ) -> Result<Thought> {
     let config = &object.config;
     let Some(answering) = turn.answering() else {
@@ -153,7 +160,9 @@ pub(super) async fn think(
                 crate::budget::person_key(conversation_key, &answering.author.id).as_deref(),
             ),
         };
-        run_turn(model, model.model_name(), messages, &turn.processes, &tools).await.map_err(|error| error.to_string())
+        run_turn(model, model.model_name(), messages, &turn.processes, &tools, live)
+            .await
+            .map_err(|error| error.to_string())
     }
     .await;
     let mut fork = earlier.clone();
@@ -228,11 +237,35 @@ pub(super) async fn over_budget_thought(database: &D1Database, scope: Scope, spe
     thought
 }
 
+/// The reply text the model has written so far in a turn (the `live`
+/// callback of [`think`] writes it; [`while_working`] shows it).
+#[derive(Default)]
+pub(super) struct Draft {
+    text: RefCell<String>,
+    fresh: Cell<bool>,
+}
+
+impl Draft {
+    pub(super) fn write(&self, text: &str) {
+        *self.text.borrow_mut() = text.to_string();
+        self.fresh.set(true);
+    }
+
+    /// The text, if it changed since the last read.
+    fn read(&self) -> Option<String> {
+        self.fresh.replace(false).then(|| self.text.borrow().clone())
+    }
+}
+
 /// Runs `work` (the model's part of a turn), renewing the platform's fading
-/// working signal every [`WORKING_RENEW_MS`] until it is done.
+/// working signal every [`WORKING_RENEW_MS`] until it is done, and, where the
+/// platform streams, showing the `draft` as it grows every [`DRAFT_TICK_MS`]:
+/// only what [`live::shown`] lets through (whole words, rendered and redacted
+/// as the final reply), and only when that changed.
 pub(super) async fn while_working<T>(
     platform: &Platform<'_>,
     event: &InboundEvent,
+    draft: &Draft,
     work: impl Future<Output = T>,
 ) -> T {
     let renew = async {
@@ -241,8 +274,24 @@ pub(super) async fn while_working<T>(
             platform.renew_working(event).await;
         }
     };
-    match select(pin!(work), pin!(renew)).await {
+    let drafting = async {
+        if !platform.streams() {
+            return std::future::pending().await;
+        }
+        let mut shown = String::new();
+        loop {
+            sleep_ms(DRAFT_TICK_MS).await;
+            let Some(text) = draft.read() else { continue };
+            let ready = live::shown(&text, false, platform.flavor(), platform.message_limit(), &redactor());
+            let ready = ready.pieces.concat();
+            if !ready.is_empty() && ready != shown {
+                platform.show_draft(event, &ready).await;
+                shown = ready;
+            }
+        }
+    };
+    match select(pin!(work), pin!(join(renew, drafting))).await {
         Either::Left((value, _)) => value,
-        Either::Right(((), work)) => work.await,
+        Either::Right((((), ()), work)) => work.await,
     }
 }

@@ -14,7 +14,7 @@ use super::delegation::{delegate, give_up_on_silent_processes};
 use super::delivery::{deliver, Delivery};
 use super::history_upkeep::{compact, mirror_history};
 use super::scheduled_runs::{scheduled_runs, take_scheduled_runs};
-use super::thinking::{over_budget_thought, think, while_working};
+use super::thinking::{over_budget_thought, think, while_working, Draft};
 use super::{history as history_store, inbox, outbox, pending, ChannelObject};
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::edge::config::{redactor, DATABASE_BINDING};
@@ -105,7 +105,11 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
             None => {
                 platform.show_working(last).await;
                 refresh_membership(object, &platform, last).await?;
-                let thought = while_working(&platform, last, think(object, database, turn, platform.name())).await?;
+                let draft = Draft::default();
+                let write = |text: &str| draft.write(text);
+                let live = platform.streams().then_some(&write as &dyn Fn(&str));
+                let thinking = think(object, database, turn, platform.name(), live);
+                let thought = while_working(&platform, last, &draft, thinking).await?;
                 if let Err(error) = usage::record(database, &spender, usage::CHANNEL, thought.spend, now_ms()).await {
                     log(LogLine::warn("usage_not_recorded")).field("process", "channel").reason(&error).emit();
                 }

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::processes::{ProcessKind, ProcessReport, Processes};
 use super::state::{Notice, ObservedMessage};
 use crate::inbound::InboundEvent;
+use crate::llm::stream::Assembler;
 use crate::llm::{
     object, ChatMessage, ChatModel, ChatRequest, HistoryEntry, HistoryRole, LlmError, Role, ToolSpec, Usage,
 };
@@ -253,6 +254,7 @@ pub async fn run_turn(
     mut messages: Vec<ChatMessage>,
     processes: &Processes,
     host: &impl ToolHost,
+    live: Option<&dyn Fn(&str)>,
 ) -> Result<TurnOutcome, LlmError> {
     let tools = channel_tools();
     let mut outcome = TurnOutcome::default();
@@ -260,7 +262,19 @@ pub async fn run_turn(
     let mut processes = processes.clone();
     while outcome.model_calls < MAX_MODEL_CALLS_PER_TURN {
         let request = ChatRequest { model: model_name.to_string(), messages: messages.clone(), tools: tools.clone() };
-        let completion = model.complete(&request).await?;
+        let completion = match live {
+            // The `reply` call's text as the model writes it (a plain answer is
+            // not shown early: it may turn out to be NO_REPLY).
+            Some(live) => {
+                let watch = |answer: &Assembler| {
+                    if let Some(text) = answer.partial_argument("reply", "content") {
+                        live(&text);
+                    }
+                };
+                model.complete_watched(&request, &watch).await?
+            }
+            None => model.complete(&request).await?,
+        };
         outcome.model_calls += 1;
         outcome.usage.input_tokens += completion.usage.input_tokens;
         outcome.usage.output_tokens += completion.usage.output_tokens;

@@ -66,6 +66,51 @@ pub async fn send_json(
     exchange(kind, request, timeout_ms, None).await
 }
 
+/// POSTs a JSON body whose answer is a stream of server-sent events, handing
+/// each event's data to `on_event` as it arrives; the whole exchange takes at
+/// most `timeout_ms`. An answer that is not a 2xx is read whole instead (its
+/// body is the answer's, and no event is handed on).
+pub async fn post_events(
+    kind: Op,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &serde_json::Value,
+    timeout_ms: u64,
+    on_event: &mut dyn FnMut(&str),
+) -> Result<HttpAnswer, HttpFailure> {
+    use eventsource_stream::Eventsource;
+    let request =
+        build_request(Method::Post, url, headers, body).map_err(|error| HttpFailure::Network(error.to_string()))?;
+    ops::count(kind);
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let exchange = async move {
+        let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
+        let retry_after_secs =
+            response.headers().get("retry-after")?.and_then(|value| crate::platforms::parse_retry_after(&value));
+        let status = response.status_code();
+        if !(200..300).contains(&status) {
+            let body = whole_body(response).await?;
+            return Ok(HttpAnswer { status, body, retry_after_secs, location: None });
+        }
+        let mut events = response.stream()?.eventsource();
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|error| worker::Error::RustError(format!("event stream: {error}")))?;
+            on_event(&event.data);
+        }
+        Ok::<_, worker::Error>(HttpAnswer { status, body: Vec::new(), retry_after_secs, location: None })
+    };
+    let deadline = Delay::from(Duration::from_millis(timeout_ms));
+    match select(Box::pin(exchange), deadline).await {
+        Either::Left((Ok(answer), _)) => Ok(answer),
+        Either::Left((Err(error), _)) => Err(HttpFailure::Network(error.to_string())),
+        Either::Right(_) => {
+            controller.abort();
+            Err(HttpFailure::Timeout)
+        }
+    }
+}
+
 /// A GET that does not follow redirects (the caller checks each hop) and
 /// reads at most `max_body` bytes of the body, so a huge page cannot exhaust
 /// the isolate's memory.

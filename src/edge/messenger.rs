@@ -89,4 +89,11 @@ pub trait Messenger {
     async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount>;
     /// Reacts to the message with an emoji (the `react` tool); best effort.
     async fn react(&self, event: &InboundEvent, reaction: &Reaction);
+    /// Whether replies show while the model writes them (`STREAM_REPLIES`).
+    fn streams(&self) -> bool {
+        false
+    }
+    /// Shows what of the reply is ready so far (already rendered, split and
+    /// redacted as the final reply will be); the final reply replaces it.
+    async fn show_draft(&self, _event: &InboundEvent, _text: &str) {}
 }

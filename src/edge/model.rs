@@ -10,12 +10,13 @@ use worker::{Delay, Env};
 use crate::budget::Spend;
 use crate::config::Config;
 use crate::llm::routing::{falls_back, parse_chain, Cooldowns};
+use crate::llm::stream::{Assembler, Wire};
 use crate::llm::ChatModel;
 use crate::llm::{anthropic, openai, workers_ai, ChatRequest, Completion, LlmError, ModelSpec, Provider};
 use crate::log_line::LogLine;
 
 use super::config;
-use super::http::{now_ms, post_json, sleep_ms, HttpFailure};
+use super::http::{now_ms, post_events, post_json, sleep_ms, HttpFailure};
 use super::log::Emit;
 use super::memory::AI_BINDING;
 use crate::ops::Op;
@@ -67,7 +68,12 @@ impl<'a> HttpModel<'a> {
         &self.chain[0].model
     }
 
-    async fn complete_once(&self, spec: &ModelSpec, request: &ChatRequest) -> Result<Completion, LlmError> {
+    async fn complete_once(
+        &self,
+        spec: &ModelSpec,
+        request: &ChatRequest,
+        watch: Option<&dyn Fn(&Assembler)>,
+    ) -> Result<Completion, LlmError> {
         let request = ChatRequest { model: spec.model.clone(), ..request.clone() };
         let (url, authorization, body) = match spec.provider {
             Provider::WorkersAi => return self.complete_on_workers_ai(&request).await,
@@ -85,6 +91,9 @@ impl<'a> HttpModel<'a> {
         let body = scrubbed(body, &request.model);
         let headers = [(authorization.0, authorization.1.as_str()), ("anthropic-version", anthropic::API_VERSION)];
         let headers = if spec.provider == Provider::Anthropic { &headers[..] } else { &headers[..1] };
+        if let Some(watch) = watch {
+            return self.stream_once(spec.provider, &url, headers, body, watch).await;
+        }
         let answer =
             post_json(Op::ModelCall, &url, headers, &body, self.config.llm_timeout_ms).await.map_err(|failure| {
                 match failure {
@@ -102,8 +111,52 @@ impl<'a> HttpModel<'a> {
     }
 }
 
-impl ChatModel for HttpModel<'_> {
-    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+impl HttpModel<'_> {
+    /// One streamed call: the chunks go to an [`Assembler`], which `watch` sees
+    /// after each; the finished answer is the same as a whole one.
+    async fn stream_once(
+        &self,
+        provider: Provider,
+        url: &str,
+        headers: &[(&str, &str)],
+        mut body: serde_json::Value,
+        watch: &dyn Fn(&Assembler),
+    ) -> Result<Completion, LlmError> {
+        body["stream"] = true.into();
+        let wire = match provider {
+            Provider::Anthropic => Wire::Anthropic,
+            _ => {
+                body["stream_options"] = serde_json::json!({ "include_usage": true });
+                Wire::OpenAi
+            }
+        };
+        let mut assembler = Assembler::new(wire);
+        let mut broken = None;
+        let mut take = |data: &str| {
+            if broken.is_none() {
+                match assembler.take(data) {
+                    Ok(()) => watch(&assembler),
+                    Err(error) => broken = Some(error),
+                }
+            }
+        };
+        let answer = post_events(Op::ModelCall, url, headers, &body, self.config.llm_timeout_ms, &mut take)
+            .await
+            .map_err(|failure| match failure {
+                HttpFailure::Timeout => LlmError::Timeout,
+                HttpFailure::Network(message) => LlmError::Network(message),
+            })?;
+        if !(200..300).contains(&answer.status) {
+            return Err(LlmError::Status(answer.status));
+        }
+        if let Some(error) = broken {
+            return Err(error);
+        }
+        assembler.finish()
+    }
+
+    /// Tries the chain: each model with bounded retries, rate-limited ones cooling down.
+    async fn answer(&self, request: &ChatRequest, watch: Option<&dyn Fn(&Assembler)>) -> Result<Completion, LlmError> {
         let policy = self.config.llm_retry;
         let order: Vec<ModelSpec> =
             COOLDOWNS.with(|cooldowns| cooldowns.borrow().order(&self.chain, now_ms()).into_iter().cloned().collect());
@@ -113,7 +166,7 @@ impl ChatModel for HttpModel<'_> {
             loop {
                 sleep_ms(policy.backoff_before(attempt)).await;
                 let started = now_ms();
-                let error = match self.complete_once(spec, request).await {
+                let error = match self.complete_once(spec, request, watch).await {
                     Ok(completion) => {
                         let mut spent = self.spent.get();
                         spent.add(Spend::of_call(&spec.key(), completion.usage));
@@ -148,6 +201,21 @@ impl ChatModel for HttpModel<'_> {
             }
         }
         Err(last_error)
+    }
+}
+
+impl ChatModel for HttpModel<'_> {
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        self.answer(request, None).await
+    }
+
+    /// Streams from OpenAI-compatible and Anthropic models; Workers AI answers whole.
+    async fn complete_watched(
+        &self,
+        request: &ChatRequest,
+        watch: &dyn Fn(&Assembler),
+    ) -> Result<Completion, LlmError> {
+        self.answer(request, Some(watch)).await
     }
 }
 

@@ -33,7 +33,9 @@ pub enum Platform<'a> {
 /// sockets of the conversation's object (`state`).
 pub fn for_address<'a>(config: &'a Config, state: &'a worker::State, address: &ReplyAddress) -> Platform<'a> {
     match address {
-        ReplyAddress::Web { .. } => Platform::Web(WebChat { state, bot_name: &config.bot_name }),
+        ReplyAddress::Web { .. } => {
+            Platform::Web(WebChat { state, bot_name: &config.bot_name, streams: config.streams("web") })
+        }
         ReplyAddress::Telegram { .. } => Platform::Telegram(Telegram { config }),
         ReplyAddress::Slack { .. } => Platform::Slack(Slack { config }),
         ReplyAddress::Discord { .. } | ReplyAddress::DiscordChannel { .. } => Platform::Discord(Discord { config }),
@@ -140,6 +142,24 @@ impl Messenger for Platform<'_> {
             Platform::Slack(platform) => platform.member_count(event, now_ms).await,
             Platform::Discord(platform) => platform.member_count(event, now_ms).await,
             Platform::Web(platform) => platform.member_count(event, now_ms).await,
+        }
+    }
+
+    fn streams(&self) -> bool {
+        match self {
+            Platform::Telegram(platform) => platform.streams(),
+            Platform::Slack(platform) => platform.streams(),
+            Platform::Discord(platform) => platform.streams(),
+            Platform::Web(platform) => platform.streams(),
+        }
+    }
+
+    async fn show_draft(&self, event: &InboundEvent, text: &str) {
+        match self {
+            Platform::Telegram(platform) => platform.show_draft(event, text).await,
+            Platform::Slack(platform) => platform.show_draft(event, text).await,
+            Platform::Discord(platform) => platform.show_draft(event, text).await,
+            Platform::Web(platform) => platform.show_draft(event, text).await,
         }
     }
 

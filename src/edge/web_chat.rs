@@ -63,6 +63,8 @@ pub fn reply_id(outbox_id: &str) -> String {
 pub struct WebChat<'a> {
     pub state: &'a State,
     pub bot_name: &'a str,
+    /// Replies show over the socket while the model writes them.
+    pub streams: bool,
 }
 
 impl Messenger for WebChat<'_> {
@@ -87,6 +89,15 @@ impl Messenger for WebChat<'_> {
 
     /// The page's indicator does not fade.
     async fn renew_working(&self, _event: &InboundEvent) {}
+
+    fn streams(&self) -> bool {
+        self.streams
+    }
+
+    /// The page shows it below the conversation until the reply (or the end of the turn) replaces it.
+    async fn show_draft(&self, _event: &InboundEvent, text: &str) {
+        push(self.state, CHAT, &serde_json::json!({ "type": "draft", "author": self.bot_name, "text": text }));
+    }
 
     async fn clear_working(&self, _event: &InboundEvent) {
         push(self.state, CHAT, &serde_json::json!({ "type": "working", "on": false }));

@@ -21,6 +21,7 @@ type Incoming =
   | { type: "history"; messages: Line[]; working: boolean }
   | ({ type: "message" } & Line)
   | { type: "working"; on: boolean }
+  | { type: "draft"; author: string; text: string }
   | { type: "reaction"; id: string; emoji: string }
   | { type: "error"; message: string };
 
@@ -67,6 +68,8 @@ function Chat({ session }: { session: Session }) {
   const [working, setWorking] = useState(false);
   const [connected, setConnected] = useState(false);
   const [draft, setDraft] = useState("");
+  // The reply the agent is writing (streamed); its message replaces it.
+  const [writing, setWriting] = useState("");
   const socket = useRef<Live | null>(null);
   // Typed but not yet confirmed by the server: sent again after a reconnect.
   const unconfirmed = useRef(new Map<string, string>());
@@ -83,12 +86,19 @@ function Chat({ session }: { session: Session }) {
         if (message.type === "history") {
           setLines((current) => merge(current, message.messages));
           setWorking(message.working);
+          setWriting("");
         } else if (message.type === "message") {
           unconfirmed.current.delete(message.id.replace(/^in:web:/, ""));
           setLines((current) => merge(current, [message]));
-          if (message.role === "assistant") setWorking(false);
+          if (message.role === "assistant") {
+            setWorking(false);
+            setWriting("");
+          }
         } else if (message.type === "working") {
           setWorking(message.on);
+          if (!message.on) setWriting("");
+        } else if (message.type === "draft") {
+          setWriting(message.text);
         }
       },
       state: setConnected,
@@ -128,6 +138,12 @@ function Chat({ session }: { session: Session }) {
           </li>
         ))}
       </ol>
+      {/* Visual only: screen readers hear the finished message in the list above. */}
+      {writing && (
+        <p class="assistant writing" id="writing" aria-hidden="true">
+          <span class="text">{writing}</span>
+        </p>
+      )}
       <p class="working muted" id="working" aria-live="polite">{working ? "edgebot is thinking…" : ""}</p>
       <form onSubmit={send} aria-label="Send a message">
         <label class="visually-hidden" for="message">Message</label>

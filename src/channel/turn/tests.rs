@@ -87,7 +87,7 @@ fn tools_the_turn_does_not_know_go_to_the_host_and_unknown_ones_are_refused() {
     };
     let model = ScriptedModel::new(vec![Ok(calls), Ok(call("reply", json!({"content": "done"})))]);
     let messages = vec![ChatMessage::new(Role::User, "hi")];
-    futures_executor(run_turn(&model, "m", messages, &busy_processes(), &EchoHost)).unwrap();
+    futures_executor(run_turn(&model, "m", messages, &busy_processes(), &EchoHost, None)).unwrap();
     assert_eq!(tool_results(&model, 1), ["scheduled: \"water plants\"", "error: there is no tool named `fly`"]);
     let offered = model.requests.borrow()[0].tools.iter().any(|tool| tool.name == "schedule");
     assert!(offered, "the schedule tool is offered to the channel");
@@ -99,7 +99,7 @@ fn run(model: &ScriptedModel) -> Result<TurnOutcome, LlmError> {
 
 fn run_with(model: &ScriptedModel, processes: &Processes) -> Result<TurnOutcome, LlmError> {
     let messages = vec![ChatMessage::new(Role::User, "hi")];
-    futures_executor(run_turn(model, "m", messages, processes, &NoTools))
+    futures_executor(run_turn(model, "m", messages, processes, &NoTools, None))
 }
 
 /// The loop never actually waits, so polling once per step is enough.
@@ -457,4 +457,59 @@ fn the_identity_comes_after_the_instructions_and_before_the_bulletin_and_counts_
     let window = bare * 2;
     assert_eq!(plan(bare, window, 10), CompactionPlan::Nothing);
     assert!(matches!(plan(full, window, 10), CompactionPlan::Truncate { .. }), "{full} of {window}");
+}
+
+/// A model that streams: each answer's calls arrive as OpenAI chunks a few
+/// bytes of arguments at a time, and the watcher is told after each.
+struct StreamingModel(ScriptedModel);
+
+impl ChatModel for StreamingModel {
+    async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+        self.0.complete(request).await
+    }
+
+    async fn complete_watched(
+        &self,
+        request: &ChatRequest,
+        watch: &dyn Fn(&crate::llm::stream::Assembler),
+    ) -> Result<Completion, LlmError> {
+        use crate::llm::stream::{Assembler, Wire};
+        let whole = self.0.complete(request).await?;
+        let mut assembler = Assembler::new(Wire::OpenAi);
+        for (index, call) in whole.tool_calls.iter().enumerate() {
+            let start = json!({"choices": [{"delta": {"tool_calls": [
+                {"index": index, "id": call.id, "function": {"name": call.name, "arguments": ""}}]}}]});
+            assembler.take(&start.to_string())?;
+            let arguments = call.arguments.to_string();
+            for piece in arguments.as_bytes().chunks(3) {
+                let piece = String::from_utf8_lossy(piece);
+                let chunk = json!({"choices": [{"delta": {"tool_calls": [
+                    {"index": index, "function": {"arguments": piece}}]}}]});
+                assembler.take(&chunk.to_string())?;
+                watch(&assembler);
+            }
+        }
+        assembler.finish()
+    }
+}
+
+#[test]
+fn a_streamed_reply_shows_as_it_grows_and_a_skip_shows_nothing() {
+    let text = "Sure, here is the plan for today.";
+    let seen = RefCell::new(Vec::<String>::new());
+    let live = |now: &str| seen.borrow_mut().push(now.to_string());
+    let model = StreamingModel(ScriptedModel::new(vec![Ok(call("reply", json!({ "content": text })))]));
+    let messages = vec![ChatMessage::new(Role::User, "hi")];
+    let outcome = futures_executor(run_turn(&model, "m", messages.clone(), &busy_processes(), &NoTools, Some(&live)));
+    assert_eq!(outcome.unwrap().actions, [Action::Reply { text: text.into() }]);
+    let seen = seen.take();
+    assert!(seen.len() > 3, "the text showed in steps: {seen:?}");
+    assert!(seen.windows(2).all(|pair| pair[1].starts_with(&pair[0])), "{seen:?}");
+    assert_eq!(seen.last().map(String::as_str), Some(text));
+
+    let shown = RefCell::new(0);
+    let live = |_: &str| *shown.borrow_mut() += 1;
+    let model = StreamingModel(ScriptedModel::new(vec![Ok(call("skip", json!({ "reason": "not for me" })))]));
+    futures_executor(run_turn(&model, "m", messages, &busy_processes(), &NoTools, Some(&live))).unwrap();
+    assert_eq!(shown.take(), 0, "a skip shows nothing");
 }
