@@ -24,6 +24,7 @@ mod processes;
 mod schedules;
 mod slack;
 mod status;
+mod streaming;
 mod tasks;
 mod telegram_dm;
 mod telegram_group;

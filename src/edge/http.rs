@@ -67,9 +67,11 @@ pub async fn send_json(
 }
 
 /// POSTs a JSON body whose answer is a stream of server-sent events, handing
-/// each event's data to `on_event` as it arrives; the whole exchange takes at
-/// most `timeout_ms`. An answer that is not a 2xx is read whole instead (its
-/// body is the answer's, and no event is handed on).
+/// each event's data to `on_event` as it arrives. `timeout_ms` bounds the wait
+/// for the answer and then each wait for the next event (a model that writes
+/// for longer than the timeout is fine as long as it keeps writing). An
+/// answer that is not a 2xx is read whole instead (its body is the answer's,
+/// and no event is handed on).
 pub async fn post_events(
     kind: Op,
     url: &str,
@@ -79,36 +81,45 @@ pub async fn post_events(
     on_event: &mut dyn FnMut(&str),
 ) -> Result<HttpAnswer, HttpFailure> {
     use eventsource_stream::Eventsource;
-    let request =
-        build_request(Method::Post, url, headers, body).map_err(|error| HttpFailure::Network(error.to_string()))?;
+    let network = |error: worker::Error| HttpFailure::Network(error.to_string());
+    let request = build_request(Method::Post, url, headers, body).map_err(network)?;
     ops::count(kind);
     let controller = AbortController::default();
     let signal = controller.signal();
-    let exchange = async move {
-        let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
-        let retry_after_secs =
-            response.headers().get("retry-after")?.and_then(|value| crate::platforms::parse_retry_after(&value));
-        let status = response.status_code();
-        if !(200..300).contains(&status) {
-            let body = whole_body(response).await?;
-            return Ok(HttpAnswer { status, body, retry_after_secs, location: None });
-        }
-        let mut events = response.stream()?.eventsource();
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|error| worker::Error::RustError(format!("event stream: {error}")))?;
-            on_event(&event.data);
-        }
-        Ok::<_, worker::Error>(HttpAnswer { status, body: Vec::new(), retry_after_secs, location: None })
+    let timed_out = || {
+        controller.abort();
+        HttpFailure::Timeout
     };
-    let deadline = Delay::from(Duration::from_millis(timeout_ms));
-    match select(Box::pin(exchange), deadline).await {
-        Either::Left((Ok(answer), _)) => Ok(answer),
-        Either::Left((Err(error), _)) => Err(HttpFailure::Network(error.to_string())),
-        Either::Right(_) => {
-            controller.abort();
-            Err(HttpFailure::Timeout)
+    let deadline = || Delay::from(Duration::from_millis(timeout_ms));
+    let fetch = Fetch::Request(request);
+    let sent = fetch.send_with_signal(&signal);
+    let mut response = match select(Box::pin(sent), deadline()).await {
+        Either::Left((answer, _)) => answer.map_err(network)?,
+        Either::Right(_) => return Err(timed_out()),
+    };
+    let retry_after_secs = response
+        .headers()
+        .get("retry-after")
+        .map_err(network)?
+        .and_then(|value| crate::platforms::parse_retry_after(&value));
+    let status = response.status_code();
+    if !(200..300).contains(&status) {
+        let body = match select(Box::pin(whole_body(response)), deadline()).await {
+            Either::Left((body, _)) => body.map_err(network)?,
+            Either::Right(_) => return Err(timed_out()),
+        };
+        return Ok(HttpAnswer { status, body, retry_after_secs, location: None });
+    }
+    let mut events = response.stream().map_err(network)?.eventsource();
+    loop {
+        match select(events.next(), deadline()).await {
+            Either::Left((Some(Ok(event)), _)) => on_event(&event.data),
+            Either::Left((Some(Err(error)), _)) => return Err(HttpFailure::Network(format!("event stream: {error}"))),
+            Either::Left((None, _)) => break,
+            Either::Right(_) => return Err(timed_out()),
         }
     }
+    Ok(HttpAnswer { status, body: Vec::new(), retry_after_secs, location: None })
 }
 
 /// A GET that does not follow redirects (the caller checks each hop) and

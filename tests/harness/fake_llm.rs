@@ -54,6 +54,8 @@ struct Script {
     /// The answer once the script is used up (None: a 500), for load that
     /// runs turns without counting them (the bench).
     fallback: Option<Scripted>,
+    /// How answers asked for as a stream are sent.
+    pace: Pace,
 }
 
 pub struct FakeLlm {
@@ -92,6 +94,11 @@ impl FakeLlm {
 
     /// Answers every request the script does not cover with `answer`.
     #[allow(dead_code)] // used by `make bench`
+    /// Paces the answers asked for as a stream (`"stream": true`).
+    pub fn set_pace(&self, pace: Pace) {
+        self.script.lock().unwrap().pace = pace;
+    }
+
     pub fn answer_always(&self, answer: Scripted) {
         self.script.lock().unwrap().fallback = Some(answer);
     }
@@ -142,8 +149,73 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
         other => other,
     };
     let response = answer_with(answer).await;
+    let pace = script.lock().unwrap().pace;
+    let response = match request_copy["stream"] == json!(true) {
+        true => as_events(response, pace).await,
+        false => response,
+    };
     script.lock().unwrap().in_flight -= 1;
     response
+}
+
+/// How a streamed answer is sent: its first chunk after `first`, then one
+/// every `every`, each with `chars` characters of text or tool arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    pub first: Duration,
+    pub every: Duration,
+    pub chars: usize,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        Pace { first: Duration::ZERO, every: Duration::from_millis(20), chars: 8 }
+    }
+}
+
+/// A completion sent as OpenAI's streamed chunks (server-sent events), paced;
+/// anything else (an error status, a raw body) as it was.
+async fn as_events(response: Response, pace: Pace) -> Response {
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap_or_default();
+    let Some(message) =
+        serde_json::from_slice::<Value>(&body).ok().and_then(|value| value.pointer("/choices/0/message").cloned())
+    else {
+        return (StatusCode::OK, body).into_response();
+    };
+    let pieces = |text: &str| -> Vec<String> {
+        let characters: Vec<char> = text.chars().collect();
+        characters.chunks(pace.chars.max(1)).map(|chunk| chunk.iter().collect()).collect()
+    };
+    let delta = |delta: Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}).to_string();
+    let mut chunks = vec![delta(json!({"role": "assistant"}))];
+    for piece in pieces(message["content"].as_str().unwrap_or_default()) {
+        chunks.push(delta(json!({"content": piece})));
+    }
+    for (index, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        chunks.push(delta(json!({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""}}]})));
+        for piece in pieces(call["function"]["arguments"].as_str().unwrap_or_default()) {
+            chunks.push(delta(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})));
+        }
+    }
+    chunks.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string());
+    chunks.push(json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).to_string());
+    chunks.push("[DONE]".to_string());
+    let frames = futures_util::stream::unfold(0, move |at| {
+        let chunks = chunks.clone();
+        async move {
+            let frame = chunks.get(at)?;
+            tokio::time::sleep(if at == 0 { pace.first } else { pace.every }).await;
+            Some((Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(format!("data: {frame}\n\n"))), at + 1))
+        }
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(axum::body::Body::from_stream(frames))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 /// An OpenAI-compatible embeddings answer: one constant 384-wide vector per input.
