@@ -85,6 +85,7 @@ bench: build
 	cargo bench --bench cost
 	cargo bench --bench cpu
 	cargo bench --bench memory
+	cargo bench --bench streaming
 	@scripts/setup-browser.sh
 	cargo bench --bench web
 	@node scripts/bundle-report.mjs $(NAMED) $(WORKER)

@@ -3,6 +3,8 @@
 // Explicit paths, so the bench can include this harness too.
 #[path = "harness/browser.rs"]
 pub mod browser;
+#[path = "harness/chat_socket.rs"]
+pub mod chat_socket;
 #[path = "harness/fake_api.rs"]
 pub mod fake_api;
 #[path = "harness/fake_gateway.rs"]

@@ -56,6 +56,10 @@ struct Script {
     fallback: Option<Scripted>,
     /// How answers asked for as a stream are sent.
     pace: Pace,
+    /// When each streamed answer's first chunk went out (`make bench`).
+    first_chunks: Vec<std::time::Instant>,
+    /// When each chat request arrived (`make bench`).
+    arrivals: Vec<std::time::Instant>,
 }
 
 pub struct FakeLlm {
@@ -94,6 +98,16 @@ impl FakeLlm {
 
     /// Answers every request the script does not cover with `answer`.
     #[allow(dead_code)] // used by `make bench`
+    /// When each chat request arrived, in order.
+    pub fn arrivals(&self) -> Vec<std::time::Instant> {
+        self.script.lock().unwrap().arrivals.clone()
+    }
+
+    /// When each streamed answer's first chunk went out, in order.
+    pub fn first_chunks(&self) -> Vec<std::time::Instant> {
+        self.script.lock().unwrap().first_chunks.clone()
+    }
+
     /// Paces the answers asked for as a stream (`"stream": true`).
     pub fn set_pace(&self, pace: Pace) {
         self.script.lock().unwrap().pace = pace;
@@ -125,6 +139,7 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
         let mut script = script.lock().unwrap();
         let system = request["messages"][0]["content"].as_str().unwrap_or_default().to_string();
         script.requests.push(request.clone());
+        script.arrivals.push(std::time::Instant::now());
         script.in_flight += 1;
         let routed = script
             .routed
@@ -151,7 +166,7 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
     let response = answer_with(answer).await;
     let pace = script.lock().unwrap().pace;
     let response = match request_copy["stream"] == json!(true) {
-        true => as_events(response, pace).await,
+        true => as_events(response, pace, script.clone()).await,
         false => response,
     };
     script.lock().unwrap().in_flight -= 1;
@@ -175,7 +190,7 @@ impl Default for Pace {
 
 /// A completion sent as OpenAI's streamed chunks (server-sent events), paced;
 /// anything else (an error status, a raw body) as it was.
-async fn as_events(response: Response, pace: Pace) -> Response {
+async fn as_events(response: Response, pace: Pace, script: Arc<Mutex<Script>>) -> Response {
     if response.status() != StatusCode::OK {
         return response;
     }
@@ -205,10 +220,13 @@ async fn as_events(response: Response, pace: Pace) -> Response {
     chunks.push(json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).to_string());
     chunks.push("[DONE]".to_string());
     let frames = futures_util::stream::unfold(0, move |at| {
-        let chunks = chunks.clone();
+        let (chunks, script) = (chunks.clone(), script.clone());
         async move {
             let frame = chunks.get(at)?;
             tokio::time::sleep(if at == 0 { pace.first } else { pace.every }).await;
+            if at == 0 {
+                script.lock().unwrap().first_chunks.push(std::time::Instant::now());
+            }
             Some((Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(format!("data: {frame}\n\n"))), at + 1))
         }
     });
