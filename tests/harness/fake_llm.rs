@@ -99,11 +99,13 @@ impl FakeLlm {
     /// Answers every request the script does not cover with `answer`.
     #[allow(dead_code)] // used by `make bench`
     /// When each chat request arrived, in order.
+    #[allow(dead_code)] // used by `make bench`
     pub fn arrivals(&self) -> Vec<std::time::Instant> {
         self.script.lock().unwrap().arrivals.clone()
     }
 
     /// When each streamed answer's first chunk went out, in order.
+    #[allow(dead_code)] // used by `make bench`
     pub fn first_chunks(&self) -> Vec<std::time::Instant> {
         self.script.lock().unwrap().first_chunks.clone()
     }
