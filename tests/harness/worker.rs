@@ -146,7 +146,7 @@ impl Worker {
             let mut worker = Self::launch(vars, state_dir);
             match worker.wait_until_ready().await {
                 Ok(()) => return worker,
-                Err(exited) if exited && worker.log().contains("Address already in use") => {
+                Err(_) if worker.log().contains("Address already in use") => {
                     worker.kill();
                     continue;
                 }
@@ -205,12 +205,23 @@ impl Worker {
 
     /// Waits for `/health` to answer 200 (or 503 naming a refused
     /// configuration); on failure says whether wrangler exited.
+    ///
+    /// The answer counts only once wrangler has said it listens on our port:
+    /// when a parallel test's workerd took the port first, that one answers
+    /// `/health` while ours fails to bind.
     async fn wait_until_ready(&mut self) -> Result<(), bool> {
         let client = reqwest::Client::new();
         let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
+        let ready_line = format!("Ready on {}", self.base_url);
         loop {
             let sent = std::time::Instant::now();
-            if let Ok(response) = client.get(format!("{}/health", self.base_url)).send().await {
+            let log = self.log();
+            if log.contains("Address already in use") {
+                return Err(true);
+            }
+            if !log.contains(&ready_line) {
+                // Not listening yet: fall through to the exit check.
+            } else if let Ok(response) = client.get(format!("{}/health", self.base_url)).send().await {
                 self.first_health = sent.elapsed();
                 let status = response.status();
                 // Up, or up and refusing its configuration (tests of that refusal look at why).
