@@ -7,6 +7,7 @@
 
 mod delegation;
 mod delivery;
+mod drafts;
 mod envelopes;
 mod history;
 mod history_upkeep;

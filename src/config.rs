@@ -29,8 +29,8 @@ pub const DEFAULT_SEND_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
 pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
-/// The platforms that stream replies by default: the ones that can (so far the web chat).
-pub const DEFAULT_STREAM_REPLIES: &str = "web";
+/// The platforms that stream replies by default: all of them.
+pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord";
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
@@ -468,8 +468,9 @@ mod tests {
     }
 
     #[test]
-    fn replies_stream_on_the_web_by_default_and_stream_replies_chooses_or_turns_it_off() {
-        assert!(with(&[]).streams("web") && !with(&[]).streams("telegram"));
+    fn replies_stream_everywhere_by_default_and_stream_replies_chooses_or_turns_it_off() {
+        let defaults = with(&[]);
+        assert!(["web", "telegram", "slack", "discord"].iter().all(|platform| defaults.streams(platform)));
         let chosen = with(&[("STREAM_REPLIES", " Web, telegram ")]);
         assert!(chosen.streams("web") && chosen.streams("telegram") && !chosen.streams("slack"));
         for off in ["off", "none"] {

@@ -91,6 +91,10 @@ impl TestEnv {
             ("DISCORD_PUBLIC_KEY", discord_public_key()),
             ("DISCORD_APPLICATION_ID", DISCORD_APPLICATION.into()),
             ("DISCORD_API_BASE", format!("{}/api/v10", discord.base_url)),
+            // Telegram, Slack and Discord stream by default; the tests that
+            // read a reply from its one send turn it on where they test it
+            // (tests/streaming.rs).
+            ("STREAM_REPLIES", "web".into()),
         ]
         .into_iter()
         .map(|(name, value)| (name.to_string(), value))

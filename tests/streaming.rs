@@ -1,16 +1,27 @@
-//! Streamed replies (issue 24), on the web chat: the reply shows over the
+//! Streamed replies (issue 24). On the web chat the reply shows over the
 //! socket while the model writes it, as drafts that only grow, each a prefix
 //! of the one final message; a configured secret in the model's text never
 //! shows in any draft, not even its beginning; a turn that ends in `skip`
 //! shows nothing, and `STREAM_REPLIES=off` sends only the final message.
+//!
+//! On Telegram, Slack and Discord the reply is posted once it has words and
+//! edited as it grows, at the platform's pace; the last edit makes it the
+//! whole answer, one message per piece (split at the platform's limit). A
+//! rate limit on an edit is waited out; a crash mid-stream ends in one
+//! complete message.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use edgebot::redact::Redactor;
+use edgebot::reply::markup::Flavor;
+use edgebot::reply::pieces::prepare;
+
 use crate::harness::chat_socket::{guest_cookie, say};
+use crate::harness::fake_api::{Call, FakeApi};
 use crate::harness::fake_llm::Pace;
-use crate::harness::{Scripted, TestEnv};
+use crate::harness::{discord_ask, dm_update, slack_callback, wait_for, Scripted, TestEnv};
 
 const INVITE: &str = "streaming-test-invitation-0123";
 /// The test environment's `OPENAI_API_KEY` (tests/harness.rs).
@@ -76,4 +87,127 @@ async fn a_skipped_turn_shows_nothing_and_streaming_turns_off() {
     assert_eq!(final_text(&seen).as_deref(), Some(answer));
     let asked_to_stream = env.llm.requests().iter().any(|request| request["stream"] == json!(true));
     assert!(!asked_to_stream, "the model is asked for a whole answer");
+}
+
+/// One chat platform as the streaming tests drive it.
+#[derive(Clone, Copy)]
+struct Chat {
+    /// Its name in `STREAM_REPLIES`.
+    name: &'static str,
+    flavor: Flavor,
+    limit: usize,
+    /// The path ending of the call that edits a message.
+    edit: &'static str,
+}
+
+
+const TELEGRAM: Chat = Chat { name: "telegram", flavor: Flavor::TelegramHtml, limit: 4096, edit: "/editMessageText" };
+const SLACK: Chat = Chat { name: "slack", flavor: Flavor::SlackMrkdwn, limit: 12_000, edit: "/chat.update" };
+const DISCORD: Chat = Chat { name: "discord", flavor: Flavor::DiscordMarkdown, limit: 2000, edit: "/messages/" };
+
+impl Chat {
+    async fn start(self) -> TestEnv {
+        TestEnv::start_with(&[("STREAM_REPLIES", self.name)]).await
+    }
+
+    fn api(self, env: &TestEnv) -> &FakeApi {
+        match self.name {
+            "telegram" => &env.telegram,
+            "slack" => &env.slack,
+            _ => &env.discord,
+        }
+    }
+
+    /// A person asks (`n` makes the delivery new): a Telegram DM, a Slack DM,
+    /// a Discord `/ask`.
+    async fn ask(self, env: &TestEnv, n: u64, text: &str) {
+        let status = match self.name {
+            "telegram" => env.telegram_update(&dm_update(5_000 + n as i64, 77, text)).await.status(),
+            "slack" => {
+                let event = json!({"type": "message", "channel": "D1", "channel_type": "im", "user": "U1",
+                                   "text": text, "ts": format!("1795000000.{n:06}")});
+                env.slack_event(&slack_callback(&format!("Ev{n}"), event)).await.status()
+            }
+            _ => env.discord_interaction(&discord_ask(&format!("77{n}"), text)).await.status(),
+        };
+        assert_eq!(status, 200);
+    }
+
+    /// The pieces the platform should end up showing for `answer`: rendered,
+    /// split and redacted the way every reply is.
+    fn expected(self, answer: &str) -> Vec<String> {
+        let redactor = Redactor::new([("OPENAI_API_KEY", SECRET, None)]);
+        prepare(&[answer.to_string()], self.flavor, self.limit, &redactor).pieces
+    }
+
+    /// Waits until the chat shows exactly `pieces` (each message's text after
+    /// every edit), then a little longer to see it stays so.
+    async fn shows(self, env: &TestEnv, pieces: &[String]) {
+        let texts = || self.api(env).shown().into_iter().map(|message| message.text).collect::<Vec<_>>();
+        wait_for("the whole answer, once", Duration::from_secs(40), || async { (texts() == pieces).then_some(()) })
+            .await;
+        env.settle().await;
+        assert_eq!(texts(), pieces, "and nothing after it");
+    }
+
+    /// Every call that carried text (posts and edits alike), in order.
+    fn text_calls(self, env: &TestEnv) -> Vec<Call> {
+        let carries_text = |call: &Call| call.body["text"].is_string() || call.body["content"].is_string();
+        self.api(env).requests().into_iter().filter(carries_text).collect()
+    }
+}
+
+fn text_of(call: &Call) -> &str {
+    call.body["text"].as_str().or(call.body["content"].as_str()).unwrap_or_default()
+}
+
+/// A few hundred characters written over about 3 s, a secret in the middle.
+fn long_answer() -> String {
+    format!(
+        "Here is the whole plan for today, step by step. First we gather the notes. The key you \
+         pasted, {SECRET}, stays out of this. Then we write the summary and send it around. {}Done.",
+        "More words keep the stream going. ".repeat(6)
+    )
+}
+
+async fn shows_while_written_then_one_whole_message(chat: Chat) {
+    let env = chat.start().await;
+    env.llm.set_pace(Pace { first: Duration::from_millis(500), every: Duration::from_millis(40), chars: 8 });
+    let answer = long_answer();
+    env.llm.reply(&answer);
+    chat.ask(&env, 1, "what is the plan?").await;
+    let expected = chat.expected(&answer);
+    assert_eq!(expected.len(), 1);
+    chat.shows(&env, &expected).await;
+
+    let finished = env.llm.last_chunks()[0];
+    let calls = chat.text_calls(&env);
+    let (first, edits) = calls.split_first().expect("a post");
+    assert!(first.at < finished, "the first words were posted before the model finished");
+    let first_text = text_of(first);
+    assert!(!first_text.is_empty() && first_text.len() < expected[0].len(), "a partial draft: {first_text:?}");
+    assert!(expected[0].starts_with(first_text.trim_end()), "{first_text:?} begins {:?}", expected[0]);
+    assert!(edits.iter().all(|call| call.path.ends_with(chat.edit) || call.method == "PATCH"), "edits, no new post");
+    let drafts: Vec<&Call> = calls.iter().filter(|call| call.at < finished).collect();
+    assert!(drafts.len() >= 2, "edited while the model wrote: {} call(s) before it finished", drafts.len());
+    for call in &calls {
+        assert!(!text_of(call).contains(&SECRET[..6]), "no part of the secret in any post or edit: {call:?}");
+    }
+    let closest = drafts.windows(2).map(|pair| pair[1].at - pair[0].at).min().unwrap();
+    assert!(closest >= Duration::from_millis(950), "drafts keep the platform's pace: {closest:?} apart");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_telegram_reply_shows_while_written_and_is_edited_into_the_whole_answer() {
+    shows_while_written_then_one_whole_message(TELEGRAM).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slack_reply_shows_while_written_and_is_updated_into_the_whole_answer() {
+    shows_while_written_then_one_whole_message(SLACK).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_discord_answer_shows_while_written_and_is_edited_into_the_whole_answer() {
+    shows_while_written_then_one_whole_message(DISCORD).await;
 }

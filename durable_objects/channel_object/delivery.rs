@@ -3,6 +3,7 @@
 
 use worker::Result;
 
+use super::drafts::piece_id;
 use super::outbox;
 use crate::config::Config;
 use crate::edge::durable::Sql;
@@ -39,14 +40,34 @@ pub(super) async fn deliver(
     let mut sent = Vec::new();
     // The note is plain text, escaped for the platform like any text.
     let resend_note = format!("{}\n\n", escape(platform.flavor(), prompt::text("resend_note").trim_end(), false));
-    for entry in outbox::entries(sql, turn)? {
-        let piece_id = format!("{}/{}", event.conversation_key, entry.id);
+    for mut entry in outbox::entries(sql, turn)? {
+        let piece_id = piece_id(event, &entry.id);
         let piece = Piece {
             id: &piece_id,
             index: entry.piece.max(0) as usize,
             text: &entry.text,
             reply_to: entry.reply_to.as_deref(),
         };
+        // A streamed piece is finished by editing its draft; a draft the reply
+        // did not need is deleted; a draft that cannot be edited is sent anew.
+        match entry.status.as_str() {
+            "withdraw" => {
+                withdraw(platform, sql, event, &entry, &piece).await?;
+                continue;
+            }
+            "draft" | "drafting" => match finish_draft(config, platform, sql, event, &entry, &piece).await? {
+                Finishing::Edited(message_id) => {
+                    sent.push(history_row(config, platform, event, &entry, &resend_note, message_id));
+                    continue;
+                }
+                Finishing::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
+                Finishing::SendAnew => {
+                    entry.status = "pending".into();
+                    entry.attempts = 0;
+                }
+            },
+            _ => {}
+        }
         // Found mid-send: the Worker stopped during the call. Ask the platform.
         let interrupted = match entry.status.as_str() {
             "sending" => Some(platform.interrupted(&event.reply_address, &piece, entry.created_at).await),
@@ -85,24 +106,129 @@ pub(super) async fn deliver(
             _ => None,
         };
         if let Some(platform_message_id) = platform_message_id {
-            sent.push(StoredMessage {
-                id: format!("{}:out:{}", event.conversation_key, entry.id),
-                conversation_key: event.conversation_key.clone(),
-                role: HistoryRole::Assistant,
-                author_id: "bot".into(),
-                author_name: config.bot_name.clone(),
-                // The model remembers what the reader saw, not the resend's note
-                // nor the platform's escapes.
-                content: shown(platform.flavor(), entry.text.strip_prefix(&resend_note).unwrap_or(&entry.text)),
-                platform_message_id: Some(platform_message_id),
-                // When the reply was written, before its send began: a message
-                // that arrives while the send is in flight comes after it.
-                created_at: entry.created_at,
-                compacted: 0,
-            });
+            sent.push(history_row(config, platform, event, &entry, &resend_note, platform_message_id));
         }
     }
     Ok(Delivery::Done(sent))
+}
+
+/// A sent piece, as the history keeps it.
+fn history_row(
+    config: &Config,
+    platform: &Platform<'_>,
+    event: &InboundEvent,
+    entry: &outbox::Entry,
+    resend_note: &str,
+    platform_message_id: String,
+) -> StoredMessage {
+    StoredMessage {
+        id: format!("{}:out:{}", event.conversation_key, entry.id),
+        conversation_key: event.conversation_key.clone(),
+        role: HistoryRole::Assistant,
+        author_id: "bot".into(),
+        author_name: config.bot_name.clone(),
+        // The model remembers what the reader saw, not the resend's note
+        // nor the platform's escapes.
+        content: shown(platform.flavor(), entry.text.strip_prefix(resend_note).unwrap_or(&entry.text)),
+        platform_message_id: Some(platform_message_id),
+        // When the reply was written, before its send began: a message
+        // that arrives while the send is in flight comes after it.
+        created_at: entry.created_at,
+        compacted: 0,
+    }
+}
+
+/// How finishing a draft ended.
+enum Finishing {
+    /// Its message shows the piece now.
+    Edited(String),
+    /// Rate limited: try again at this time.
+    RetryAt(i64),
+    /// No draft to edit (never posted, deleted, too old): send the piece as a new message.
+    SendAnew,
+}
+
+/// Edits a draft to its piece's final text, with bounded retries. A draft
+/// whose post a crash interrupted is looked up first.
+async fn finish_draft(
+    config: &Config,
+    platform: &Platform<'_>,
+    sql: &Sql,
+    event: &InboundEvent,
+    entry: &outbox::Entry,
+    piece: &Piece<'_>,
+) -> Result<Finishing> {
+    let Some(message_id) = draft_message(platform, sql, event, entry, piece, true).await? else {
+        outbox::mark_pending(sql, &entry.id)?;
+        return Ok(Finishing::SendAnew);
+    };
+    loop {
+        let failure = match platform.edit(&event.reply_address, &message_id, piece).await {
+            Ok(()) => {
+                outbox::mark_sent(sql, &entry.id, &message_id)?;
+                return Ok(Finishing::Edited(message_id));
+            }
+            Err(failure) => failure,
+        };
+        let attempts = outbox::mark_edit_failed(sql, &entry.id, &failure.message)?.max(0) as u32;
+        let give_up = !failure.retryable || attempts >= config.send_max_attempts;
+        LogLine::warn("draft_edit_failed")
+            .conversation(&event.conversation_key)
+            .id(&entry.id)
+            .field("attempt", attempts)
+            .field("sent_anew", give_up)
+            .reason(&failure.message)
+            .emit();
+        if give_up {
+            outbox::mark_pending(sql, &entry.id)?;
+            return Ok(Finishing::SendAnew);
+        }
+        if let Some(wait) = failure.retry_after_ms {
+            return Ok(Finishing::RetryAt(now_ms() + wait as i64));
+        }
+        sleep_ms(SEND_BACKOFF_MS).await;
+    }
+}
+
+/// The message of a draft: known once posted; for a post a crash
+/// interrupted, whatever the platform can tell (None: not found). Where
+/// posting again is harmless (a Discord nonce answers with the message that
+/// landed), `post_again` does, for the message to edit.
+async fn draft_message(
+    platform: &Platform<'_>,
+    sql: &Sql,
+    event: &InboundEvent,
+    entry: &outbox::Entry,
+    piece: &Piece<'_>,
+    post_again: bool,
+) -> Result<Option<String>> {
+    if let Some(message_id) = entry.platform_message_id.clone() {
+        return Ok(Some(message_id));
+    }
+    let message_id = match platform.interrupted(&event.reply_address, piece, entry.created_at).await {
+        Interrupted::Landed(message_id) => message_id,
+        Interrupted::Resend if post_again => match platform.send(&event.reply_address, piece).await {
+            Ok(message_id) => message_id,
+            Err(_) => return Ok(None),
+        },
+        Interrupted::Resend | Interrupted::Unsure => return Ok(None),
+    };
+    outbox::mark_drafted(sql, &entry.id, &message_id)?;
+    Ok(Some(message_id))
+}
+
+/// Deletes a draft the finished reply did not need.
+async fn withdraw(
+    platform: &Platform<'_>,
+    sql: &Sql,
+    event: &InboundEvent,
+    entry: &outbox::Entry,
+    piece: &Piece<'_>,
+) -> Result<()> {
+    if let Some(message_id) = draft_message(platform, sql, event, entry, piece, false).await? {
+        platform.withdraw(&event.reply_address, &message_id).await;
+    }
+    outbox::mark_withdrawn(sql, &entry.id)
 }
 
 enum Sending {

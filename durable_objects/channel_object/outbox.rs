@@ -4,6 +4,13 @@
 //! `sending` was interrupted mid-call; the platform decides whether it landed
 //! (see [`crate::edge::messenger::Interrupted`]), so a resumed turn never sends
 //! what it knows was sent.
+//!
+//! A streamed piece starts as a draft: `drafting` (recorded before the post of
+//! its first words), then `draft` (posted: its message id is known, and it is
+//! edited as the model writes). When the turn's reply is known its text becomes
+//! the draft's, and delivery's edit makes it `sent`. A draft the reply did not
+//! need (the model wrote fewer pieces the second time, or chose `skip`) is
+//! marked `withdraw`, deleted by delivery, then `withdrawn`.
 
 use crate::edge::durable::Sql;
 use serde::{Deserialize, Serialize};
@@ -40,29 +47,105 @@ pub struct Entry {
     pub created_at: i64,
 }
 
-/// Records the turn's pieces (idempotently: a piece already recorded stays as it is).
+/// Records the turn's pieces (idempotently: a piece already recorded stays as
+/// it is, but a draft takes the piece's final text), and marks the drafts
+/// beyond the last piece to be withdrawn.
 pub fn enqueue(sql: &Sql, turn: i64, pieces: &[String], reply_to: Option<&str>, now_ms: i64) -> Result<()> {
     for (index, text) in pieces.iter().enumerate() {
         // Only the first piece quotes the message it answers.
         let quote = if index == 0 { reply_to } else { None };
-        insert(sql, turn, index as i64, text, quote, now_ms)?;
+        insert(sql, turn, index as i64, text, quote, "pending", now_ms)?;
     }
+    sql.exec(
+        "UPDATE outbox SET status = 'withdraw' WHERE turn = ? AND piece >= ? AND status IN ('draft', 'drafting')",
+        vec![SqlStorageValue::from(turn), SqlStorageValue::from(pieces.len() as i64)],
+    )?;
     Ok(())
 }
 
-fn insert(sql: &Sql, turn: i64, piece: i64, text: &str, reply_to: Option<&str>, now_ms: i64) -> Result<()> {
+fn insert(
+    sql: &Sql,
+    turn: i64,
+    piece: i64,
+    text: &str,
+    reply_to: Option<&str>,
+    status: &str,
+    now_ms: i64,
+) -> Result<()> {
     sql.exec(
-        "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?) \
-         ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (id) DO UPDATE SET text = excluded.text WHERE outbox.status IN ('draft', 'drafting')",
         vec![
             format!("{turn}:{piece}").into(),
             SqlStorageValue::from(turn),
             SqlStorageValue::from(piece),
             text.into(),
             reply_to.map(str::to_string).into(),
+            status.into(),
             SqlStorageValue::from(now_ms),
         ],
     )?;
+    Ok(())
+}
+
+/// Records a draft's first post as under way (`drafting`), before the call:
+/// found so after a crash, the platform is asked whether it landed.
+pub fn start_draft(sql: &Sql, turn: i64, piece: i64, text: &str, reply_to: Option<&str>, now_ms: i64) -> Result<String> {
+    insert(sql, turn, piece, text, reply_to, "drafting", now_ms)?;
+    Ok(format!("{turn}:{piece}"))
+}
+
+/// The draft's message is posted: from now on it is edited.
+pub fn mark_drafted(sql: &Sql, id: &str, platform_message_id: &str) -> Result<()> {
+    sql.exec(
+        "UPDATE outbox SET status = 'draft', platform_message_id = ? WHERE id = ?",
+        vec![platform_message_id.into(), id.into()],
+    )?;
+    Ok(())
+}
+
+/// A draft's post failed for certain: there is no draft (the piece is sent whole later).
+pub fn drop_draft(sql: &Sql, id: &str) -> Result<()> {
+    sql.exec("DELETE FROM outbox WHERE id = ? AND status = 'drafting'", vec![id.into()])?;
+    Ok(())
+}
+
+/// The turn's drafts (posted, or with a post under way), in order.
+pub fn drafts(sql: &Sql, turn: i64) -> Result<Vec<Entry>> {
+    sql.exec(
+        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at \
+         FROM outbox \
+         WHERE turn = ? AND status IN ('draft', 'drafting') ORDER BY piece",
+        vec![SqlStorageValue::from(turn)],
+    )?
+    .to_array()
+}
+
+/// A draft the reply did not need is gone (or was never found).
+pub fn mark_withdrawn(sql: &Sql, id: &str) -> Result<()> {
+    sql.exec("UPDATE outbox SET status = 'withdrawn' WHERE id = ?", vec![id.into()])?;
+    Ok(())
+}
+
+/// A draft's final edit failed: counted, and the error kept. Returns the attempts so far.
+pub fn mark_edit_failed(sql: &Sql, id: &str, error: &str) -> Result<i64> {
+    #[derive(Deserialize)]
+    struct Attempts {
+        attempts: i64,
+    }
+    let rows: Vec<Attempts> = sql
+        .exec(
+            "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? RETURNING attempts",
+            vec![error.into(), id.into()],
+        )?
+        .to_array()?;
+    Ok(rows.first().map_or(0, |row| row.attempts))
+}
+
+/// A draft that cannot be finished by an edit (its message is gone, or never
+/// posted) is sent as a new message instead.
+pub fn mark_pending(sql: &Sql, id: &str) -> Result<()> {
+    sql.exec("UPDATE outbox SET status = 'pending' WHERE id = ?", vec![id.into()])?;
     Ok(())
 }
 

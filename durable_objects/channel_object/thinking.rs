@@ -1,14 +1,15 @@
 //! Asks the model for a turn's answer (or, over a budget, the notice instead),
 //! keeping the platform's working signal alive while it thinks.
 
-use std::future::Future;
-use std::pin::pin;
-
 use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::task::{Poll, Waker};
 
-use futures_util::future::{join, select, Either};
+use futures_util::future::{join3, select};
 use worker::{D1Database, Result};
 
+use super::drafts::MessageDrafts;
 use super::scheduled_runs::scheduled_runs;
 use super::{history as history_store, ChannelObject};
 use crate::budget::{Scope, Spend};
@@ -16,11 +17,11 @@ use crate::channel::history_mirror::kept_rows;
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, TurnContext};
 use crate::edge::config::redactor;
-use crate::edge::durable::MeteredStorage;
+use crate::edge::durable::{MeteredStorage, Sql};
 use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::log::Emit;
-use crate::edge::messenger::Messenger;
+use crate::edge::messenger::{Messenger, Streaming};
 use crate::edge::model::HttpModel;
 use crate::edge::outbound::Platform;
 use crate::edge::schedule_tool::ChannelTools;
@@ -39,8 +40,8 @@ use crate::time::format_utc;
 /// How often a typing indicator is renewed while the model works (Telegram
 /// shows one for about 5 s, Discord for about 10 s).
 const WORKING_RENEW_MS: u64 = 4_500;
-/// How often a streaming platform's draft is brought up to date.
-const DRAFT_TICK_MS: u64 = 150;
+/// How often the web chat's draft is brought up to date.
+const SOCKET_DRAFT_EVERY_MS: u64 = 100;
 
 /// What the model made of a turn.
 #[derive(Default)]
@@ -243,55 +244,123 @@ pub(super) async fn over_budget_thought(database: &D1Database, scope: Scope, spe
 pub(super) struct Draft {
     text: RefCell<String>,
     fresh: Cell<bool>,
+    finished: Cell<bool>,
+    /// Who waits for news (the drafting loop, the working signal's renewal).
+    waiting: RefCell<Vec<Waker>>,
 }
 
 impl Draft {
     pub(super) fn write(&self, text: &str) {
         *self.text.borrow_mut() = text.to_string();
         self.fresh.set(true);
+        self.wake();
     }
 
-    /// The text, if it changed since the last read.
-    fn read(&self) -> Option<String> {
-        self.fresh.replace(false).then(|| self.text.borrow().clone())
+    /// The model is done: drafting stops (after the call it may be making).
+    fn finish(&self) {
+        self.finished.set(true);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        for waker in self.waiting.take() {
+            waker.wake();
+        }
+    }
+
+    /// Waits until `ready` holds, woken by a write or the finish.
+    async fn until(&self, ready: impl Fn(&Self) -> bool) {
+        poll_fn(|context| match ready(self) {
+            true => Poll::Ready(()),
+            false => {
+                let mut waiting = self.waiting.borrow_mut();
+                if !waiting.iter().any(|waker| waker.will_wake(context.waker())) {
+                    waiting.push(context.waker().clone());
+                }
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    /// Waits `milliseconds`, or less if the model finishes first.
+    async fn pause(&self, milliseconds: u64) {
+        let finished = self.until(|draft| draft.finished.get());
+        select(pin!(sleep_ms(milliseconds)), pin!(finished)).await;
+    }
+
+    /// The next text to show, once it changed; None when the model is done.
+    async fn next(&self) -> Option<String> {
+        self.until(|draft| draft.fresh.get() || draft.finished.get()).await;
+        match self.finished.get() {
+            true => None,
+            false => self.fresh.replace(false).then(|| self.text.borrow().clone()),
+        }
     }
 }
 
 /// Runs `work` (the model's part of a turn), renewing the platform's fading
 /// working signal every [`WORKING_RENEW_MS`] until it is done, and, where the
-/// platform streams, showing the `draft` as it grows every [`DRAFT_TICK_MS`]:
-/// only what [`live::shown`] lets through (whole words, rendered and redacted
-/// as the final reply), and only when that changed.
+/// platform streams, showing the `draft` as it grows: only what
+/// [`live::shown`] lets through (whole words, rendered, split and redacted as
+/// the final reply), only when that changed, and no faster than the platform
+/// takes it. A draft call under way when the model finishes is finished, not
+/// abandoned, so its outcome is recorded.
 pub(super) async fn while_working<T>(
     platform: &Platform<'_>,
+    sql: &Sql,
     event: &InboundEvent,
+    turn: i64,
     draft: &Draft,
     work: impl Future<Output = T>,
 ) -> T {
     let renew = async {
         loop {
-            sleep_ms(WORKING_RENEW_MS).await;
+            draft.pause(WORKING_RENEW_MS).await;
+            if draft.finished.get() {
+                break;
+            }
             platform.renew_working(event).await;
         }
     };
+    let work = async {
+        let value = work.await;
+        draft.finish();
+        value
+    };
     let drafting = async {
-        if !platform.streams() {
-            return std::future::pending().await;
-        }
-        let mut shown = String::new();
-        loop {
-            sleep_ms(DRAFT_TICK_MS).await;
-            let Some(text) = draft.read() else { continue };
-            let ready = live::shown(&text, false, platform.flavor(), platform.message_limit(), &redactor());
-            let ready = ready.pieces.concat();
-            if !ready.is_empty() && ready != shown {
-                platform.show_draft(event, &ready).await;
-                shown = ready;
+        let mut messages = match platform.streaming() {
+            Streaming::Off => return Ok(()),
+            Streaming::Socket => None,
+            Streaming::Messages { edit_every_ms } => {
+                Some(MessageDrafts::resume(platform, sql, event, turn, edit_every_ms)?)
             }
+        };
+        let mut shown = Vec::new();
+        while let Some(text) = draft.next().await {
+            let ready = live::shown(&text, false, platform.flavor(), platform.message_limit(), &redactor()).pieces;
+            if ready.concat().is_empty() || ready == shown {
+                continue;
+            }
+            let wait = match messages.as_mut() {
+                Some(messages) => messages.update(&ready).await?,
+                None => {
+                    platform.show_draft(event, &ready.concat()).await;
+                    SOCKET_DRAFT_EVERY_MS
+                }
+            };
+            // A post or edit that failed shows again on the next round.
+            shown = ready;
+            draft.pause(wait).await;
+        }
+        Ok(())
+    };
+    let drafting = async {
+        let drafted: Result<()> = drafting.await;
+        if let Err(error) = drafted {
+            LogLine::error("drafting_failed").conversation(&event.conversation_key).reason(&error).emit();
         }
     };
-    match select(pin!(work), pin!(join(renew, drafting))).await {
-        Either::Left((value, _)) => value,
-        Either::Right((((), ()), work)) => work.await,
-    }
+    let (value, (), ()) = join3(work, drafting, renew).await;
+    value
 }

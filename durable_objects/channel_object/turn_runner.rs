@@ -12,6 +12,7 @@ use worker::{D1Database, Result};
 
 use super::delegation::{delegate, give_up_on_silent_processes};
 use super::delivery::{deliver, Delivery};
+use super::drafts::quoted;
 use super::history_upkeep::{compact, mirror_history};
 use super::scheduled_runs::{scheduled_runs, take_scheduled_runs};
 use super::thinking::{over_budget_thought, think, while_working, Draft};
@@ -21,7 +22,7 @@ use crate::edge::config::{redactor, DATABASE_BINDING};
 use crate::edge::durable::{MeteredStorage, Sql};
 use crate::edge::http::now_ms;
 use crate::edge::log::Emit;
-use crate::edge::messenger::Messenger;
+use crate::edge::messenger::{Messenger, Streaming};
 use crate::edge::outbound::{self, Platform};
 use crate::edge::schedules;
 use crate::edge::spend;
@@ -107,9 +108,10 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
                 refresh_membership(object, &platform, last).await?;
                 let draft = Draft::default();
                 let write = |text: &str| draft.write(text);
-                let live = platform.streams().then_some(&write as &dyn Fn(&str));
+                let streams = platform.streaming() != Streaming::Off;
+                let live = streams.then_some(&write as &dyn Fn(&str));
                 let thinking = think(object, database, turn, platform.name(), live);
-                let thought = while_working(&platform, last, &draft, thinking).await?;
+                let thought = while_working(&platform, sql, last, turn.id as i64, &draft, thinking).await?;
                 if let Err(error) = usage::record(database, &spender, usage::CHANNEL, thought.spend, now_ms()).await {
                     log(LogLine::warn("usage_not_recorded")).field("process", "channel").reason(&error).emit();
                 }
@@ -148,9 +150,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
             log(LogLine::warn("reply_redacted")).field("found", prepared.found.join(", ")).emit();
         }
         let pieces = prepared.pieces;
-        // In a group, quote the message being answered; a DM needs no quote.
-        let reply_to = (!last.is_dm && !last.is_command).then_some(last.message_id.as_str());
-        outbox::enqueue(sql, turn.id as i64, &pieces, reply_to, now_ms())?;
+        outbox::enqueue(sql, turn.id as i64, &pieces, quoted(last), now_ms())?;
         object.step(|machine| machine.record_turn_result(result))?;
     }
     let delivery = deliver(config, &platform, sql, last, turn.id as i64).await?;

@@ -5,18 +5,21 @@ use serde_json::Value;
 use worker::Method;
 
 use super::http::{get_manual, send_json};
-use super::messenger::{Interrupted, Messenger, Piece, SendFailure};
+use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::discord::message::{create_message_body, reaction_path};
-use crate::platforms::discord::{webhook_call, MESSAGE_LIMIT};
+use crate::platforms::discord::{edit_body, message_path, webhook_call, MESSAGE_LIMIT};
 use crate::reply::reaction::Reaction;
 
 const API_TIMEOUT_MS: u64 = 10_000;
 /// A guild answer larger than this is not read further.
 const GUILD_BODY_LIMIT: usize = 200_000;
+/// A streamed reply is edited about once a second: Discord allows about five
+/// edits per five seconds in a channel.
+const EDIT_EVERY_MS: u64 = 1_000;
 
 pub struct Discord<'a> {
     pub config: &'a Config,
@@ -72,6 +75,29 @@ impl Messenger for Discord<'_> {
             }
         };
         Ok(answer["id"].as_str().unwrap_or_default().to_string())
+    }
+
+    /// A channel message is edited as the bot; a command's through its
+    /// interaction webhook (its token authorises it).
+    async fn edit(&self, address: &ReplyAddress, message_id: &str, piece: &Piece<'_>) -> Result<(), SendFailure> {
+        let path = message_path(address, message_id)
+            .ok_or_else(|| SendFailure::permanent("not a Discord address".into()))?;
+        let as_bot = matches!(address, ReplyAddress::DiscordChannel { .. });
+        self.call(Method::Patch, &path, &edit_body(piece.text), as_bot).await.map(|_| ())
+    }
+
+    async fn withdraw(&self, address: &ReplyAddress, message_id: &str) {
+        if let Some(path) = message_path(address, message_id) {
+            let as_bot = matches!(address, ReplyAddress::DiscordChannel { .. });
+            let _ = self.call(Method::Delete, &path, &Value::Null, as_bot).await;
+        }
+    }
+
+    fn streaming(&self) -> Streaming {
+        match self.config.streams("discord") {
+            true => Streaming::Messages { edit_every_ms: EDIT_EVERY_MS },
+            false => Streaming::Off,
+        }
     }
 
     /// A channel message carries a nonce with `enforce_nonce`, and the first

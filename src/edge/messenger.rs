@@ -89,11 +89,31 @@ pub trait Messenger {
     async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount>;
     /// Reacts to the message with an emoji (the `react` tool); best effort.
     async fn react(&self, event: &InboundEvent, reaction: &Reaction);
-    /// Whether replies show while the model writes them (`STREAM_REPLIES`).
-    fn streams(&self) -> bool {
-        false
+    /// How replies show while the model writes them (`STREAM_REPLIES`).
+    fn streaming(&self) -> Streaming {
+        Streaming::Off
     }
-    /// Shows what of the reply is ready so far (already rendered, split and
-    /// redacted as the final reply will be); the final reply replaces it.
+    /// Shows what of the reply is ready so far where drafts are not messages
+    /// ([`Streaming::Socket`]); the final reply replaces it.
     async fn show_draft(&self, _event: &InboundEvent, _text: &str) {}
+    /// Replaces the text of a message this bot sent (a draft of `piece`) with
+    /// the piece's text. Editing to the text it already shows succeeds.
+    async fn edit(&self, _address: &ReplyAddress, _message_id: &str, _piece: &Piece<'_>) -> Result<(), SendFailure> {
+        Err(SendFailure::permanent("this platform does not edit messages".into()))
+    }
+    /// Deletes a draft message the finished reply did not need; best effort.
+    async fn withdraw(&self, _address: &ReplyAddress, _message_id: &str) {}
+}
+
+/// How a platform shows a reply the model is still writing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streaming {
+    /// Only the finished reply is sent.
+    Off,
+    /// Drafts are pushed to the page; the finished reply is a new message.
+    Socket,
+    /// Each piece is sent as soon as it has words, then edited as it grows (at
+    /// most once every `edit_every_ms`, the platform's edit rate); the final
+    /// edit makes it the finished piece.
+    Messages { edit_every_ms: u64 },
 }

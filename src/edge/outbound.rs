@@ -4,12 +4,13 @@
 //! delegating method of `impl Messenger for Platform` (the compiler lists every
 //! match to extend). Every text sent is
 //! redacted here (configured secrets and key shapes), whichever path made it,
-//! over exactly the text that leaves (already rendered for the platform), and
+//! over exactly the text that leaves (already rendered for the platform, sent
+//! or edited in), and
 //! so is every failure's message (it reaches logs and the admin API). A
 //! reaction leaves only if it is an emoji or a short name that holds no secret.
 
 use super::log::Emit;
-use super::messenger::{Interrupted, Messenger, Piece, SendFailure};
+use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
@@ -145,12 +146,32 @@ impl Messenger for Platform<'_> {
         }
     }
 
-    fn streams(&self) -> bool {
+    fn streaming(&self) -> Streaming {
         match self {
-            Platform::Telegram(platform) => platform.streams(),
-            Platform::Slack(platform) => platform.streams(),
-            Platform::Discord(platform) => platform.streams(),
-            Platform::Web(platform) => platform.streams(),
+            Platform::Telegram(platform) => platform.streaming(),
+            Platform::Slack(platform) => platform.streaming(),
+            Platform::Discord(platform) => platform.streaming(),
+            Platform::Web(platform) => platform.streaming(),
+        }
+    }
+
+    async fn edit(&self, address: &ReplyAddress, message_id: &str, piece: &Piece<'_>) -> Result<(), SendFailure> {
+        let text = redactor().redact(piece.text);
+        let piece = &Piece { id: piece.id, index: piece.index, text: &text, reply_to: piece.reply_to };
+        match self {
+            Platform::Telegram(platform) => platform.edit(address, message_id, piece).await,
+            Platform::Slack(platform) => platform.edit(address, message_id, piece).await,
+            Platform::Discord(platform) => platform.edit(address, message_id, piece).await,
+            Platform::Web(platform) => platform.edit(address, message_id, piece).await,
+        }
+    }
+
+    async fn withdraw(&self, address: &ReplyAddress, message_id: &str) {
+        match self {
+            Platform::Telegram(platform) => platform.withdraw(address, message_id).await,
+            Platform::Slack(platform) => platform.withdraw(address, message_id).await,
+            Platform::Discord(platform) => platform.withdraw(address, message_id).await,
+            Platform::Web(platform) => platform.withdraw(address, message_id).await,
         }
     }
 

@@ -3,12 +3,14 @@
 use serde_json::{json, Value};
 
 use super::http::{get_manual, post_json};
-use super::messenger::{Interrupted, Messenger, Piece, SendFailure};
+use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
 use crate::ops::Op;
-use crate::platforms::slack::{find_piece, piece_lookup, post_message_body, MESSAGE_LIMIT, WORKING_REACTION};
+use crate::platforms::slack::{
+    find_piece, piece_lookup, post_message_body, update_message_body, MESSAGE_LIMIT, WORKING_REACTION,
+};
 use crate::reply::reaction::Reaction;
 
 const API_TIMEOUT_MS: u64 = 10_000;
@@ -18,6 +20,9 @@ const MEMBERS_PAGE: u32 = 200;
 const READ_BODY_LIMIT: usize = 1_000_000;
 /// Clock skew allowed between the attempt's time and Slack's `ts`.
 const LOOKUP_SLACK_SECS: i64 = 60;
+/// A streamed reply is updated about once a second (`chat.update` is a
+/// Tier 3 method: about 50 calls a minute).
+const EDIT_EVERY_MS: u64 = 1_000;
 
 pub struct Slack<'a> {
     pub config: &'a Config,
@@ -74,6 +79,26 @@ impl Messenger for Slack<'_> {
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
         let answer = self.call("chat.postMessage", &post_message_body(address, piece.text, piece.id)).await?;
         Ok(answer["ts"].as_str().unwrap_or_default().to_string())
+    }
+
+    async fn edit(&self, address: &ReplyAddress, message_id: &str, piece: &Piece<'_>) -> Result<(), SendFailure> {
+        self.call("chat.update", &update_message_body(address, message_id, piece.text, piece.id)).await.map(|_| ())
+    }
+
+    async fn withdraw(&self, address: &ReplyAddress, message_id: &str) {
+        if let ReplyAddress::Slack { channel, .. } = address {
+            let _ = self.call("chat.delete", &json!({ "channel": channel, "ts": message_id })).await;
+        }
+    }
+
+    /// Posted, then updated as it grows. (Slack's own streaming methods for
+    /// AI apps, `chat.startStream` and friends, need an assistant thread and
+    /// take markdown, not the mrkdwn every other reply is rendered in.)
+    fn streaming(&self) -> Streaming {
+        match self.config.streams("slack") {
+            true => Streaming::Messages { edit_every_ms: EDIT_EVERY_MS },
+            false => Streaming::Off,
+        }
     }
 
     /// Every piece carries its id in the message metadata: look for it, and

@@ -3,12 +3,12 @@
 use serde_json::{json, Value};
 
 use super::http::post_json;
-use super::messenger::{Interrupted, Messenger, Piece, SendFailure};
+use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
 use crate::ops::Op;
-use crate::platforms::telegram::{send_message_body, sent_message_id, MESSAGE_LIMIT};
+use crate::platforms::telegram::{is_not_modified, message_ref, send_message_body, sent_message_id, MESSAGE_LIMIT};
 use crate::reply::markup::{shown, Flavor};
 use crate::reply::reaction::Reaction;
 
@@ -16,6 +16,8 @@ use crate::reply::reaction::Reaction;
 const API_TIMEOUT_MS: u64 = 10_000;
 /// The reaction that shows a turn has started on a message.
 const WORKING_REACTION: &str = "👀";
+/// A streamed reply is edited about once a second: Telegram's pace for one chat.
+const EDIT_EVERY_MS: u64 = 1_000;
 
 pub struct Telegram<'a> {
     pub config: &'a Config,
@@ -39,6 +41,22 @@ impl Telegram<'_> {
 }
 
 impl Telegram<'_> {
+    /// Calls a method that carries `text` (`body` builds the call around it)
+    /// as Telegram HTML; if Telegram cannot parse it, calls again with what a
+    /// reader would have seen, as plain text.
+    async fn call_html(&self, method: &str, text: &str, body: impl Fn(&str) -> Value) -> Result<Value, SendFailure> {
+        let mut formatted = body(text);
+        formatted["parse_mode"] = json!("HTML");
+        match self.call(method, &formatted).await {
+            Err(failure) if failure.message.contains("can't parse entities") => {
+                let plain = shown(Flavor::TelegramHtml, text);
+                let plain = super::config::redactor().redact(&plain).into_owned();
+                self.call(method, &body(&plain)).await
+            }
+            other => other,
+        }
+    }
+
     async fn set_reaction(&self, event: &InboundEvent, reaction: Value) {
         let (ReplyAddress::Telegram { chat_id, .. }, Ok(message_id)) =
             (&event.reply_address, event.message_id.parse::<i64>())
@@ -59,17 +77,38 @@ impl Messenger for Telegram<'_> {
     /// own markup); if Telegram rejects it, sends what a reader would have
     /// seen as plain text.
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
-        let mut formatted = send_message_body(address, piece.text, piece.reply_to);
-        formatted["parse_mode"] = json!("HTML");
-        let answer = match self.call("sendMessage", &formatted).await {
-            Err(failure) if failure.message.contains("can't parse entities") => {
-                let plain = shown(Flavor::TelegramHtml, piece.text);
-                let plain = super::config::redactor().redact(&plain).into_owned();
-                self.call("sendMessage", &send_message_body(address, &plain, piece.reply_to)).await?
-            }
-            other => other?,
-        };
+        let body = |text: &str| send_message_body(address, text, piece.reply_to);
+        let answer = self.call_html("sendMessage", piece.text, body).await?;
         Ok(sent_message_id(&answer).unwrap_or_default())
+    }
+
+    /// `editMessageText`, as HTML with the same plain fallback as a send.
+    async fn edit(&self, address: &ReplyAddress, message_id: &str, piece: &Piece<'_>) -> Result<(), SendFailure> {
+        let Some(message) = message_ref(address, message_id) else {
+            return Err(SendFailure::permanent(format!("no Telegram message {message_id} to edit")));
+        };
+        let body = |text: &str| {
+            let mut body = message.clone();
+            body["text"] = json!(text);
+            body
+        };
+        match self.call_html("editMessageText", piece.text, body).await {
+            Err(failure) if is_not_modified(&failure.message) => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
+    async fn withdraw(&self, address: &ReplyAddress, message_id: &str) {
+        if let Some(message) = message_ref(address, message_id) {
+            let _ = self.call("deleteMessage", &message).await;
+        }
+    }
+
+    fn streaming(&self) -> Streaming {
+        match self.config.streams("telegram") {
+            true => Streaming::Messages { edit_every_ms: EDIT_EVERY_MS },
+            false => Streaming::Off,
+        }
     }
 
     /// The Bot API has no idempotency key and no way for a bot to read what

@@ -9,7 +9,7 @@ use crate::channel::participants::MembershipCount;
 use crate::inbound::{InboundEvent, ReplyAddress};
 
 use super::http::now_ms;
-use super::messenger::{Interrupted, Messenger, Piece, SendFailure};
+use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 
 /// Sockets of web-chat pages.
 pub const CHAT: &str = "chat";
@@ -90,8 +90,11 @@ impl Messenger for WebChat<'_> {
     /// The page's indicator does not fade.
     async fn renew_working(&self, _event: &InboundEvent) {}
 
-    fn streams(&self) -> bool {
-        self.streams
+    fn streaming(&self) -> Streaming {
+        match self.streams {
+            true => Streaming::Socket,
+            false => Streaming::Off,
+        }
     }
 
     /// The page shows it below the conversation until the reply (or the end of the turn) replaces it.

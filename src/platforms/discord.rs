@@ -213,12 +213,30 @@ pub fn webhook_call(address: &ReplyAddress, piece: usize, text: &str) -> Option<
     let ReplyAddress::Discord { application_id, interaction_token, .. } = address else {
         return None;
     };
-    let body = json!({ "content": text, "allowed_mentions": { "parse": [] } });
+    let body = edit_body(text);
     Some(if piece == 0 {
         ("PATCH", format!("/webhooks/{application_id}/{interaction_token}/messages/@original"), body)
     } else {
         ("POST", format!("/webhooks/{application_id}/{interaction_token}"), body)
     })
+}
+
+/// The path of a message this bot sent at `address` (to edit or delete it):
+/// a channel message through the bot's own API, a command's through its
+/// interaction webhook. The body of an edit is [`edit_body`].
+pub fn message_path(address: &ReplyAddress, message_id: &str) -> Option<String> {
+    match address {
+        ReplyAddress::DiscordChannel { channel_id, .. } => Some(format!("/channels/{channel_id}/messages/{message_id}")),
+        ReplyAddress::Discord { application_id, interaction_token, .. } => {
+            Some(format!("/webhooks/{application_id}/{interaction_token}/messages/{message_id}"))
+        }
+        _ => None,
+    }
+}
+
+/// The body of an edit: new content, still mentioning nobody.
+pub fn edit_body(text: &str) -> Value {
+    json!({ "content": text, "allowed_mentions": { "parse": [] } })
 }
 
 /// The commands edgebot registers (PUT /applications/{id}/commands).
@@ -242,6 +260,20 @@ mod tests {
     }
 
     use crate::security::encode_hex as hex;
+
+    #[test]
+    fn a_sent_message_is_edited_where_it_was_sent() {
+        let channel = ReplyAddress::DiscordChannel { channel_id: "C1".into(), guild_id: Some("G1".into()) };
+        assert_eq!(message_path(&channel, "99").unwrap(), "/channels/C1/messages/99");
+        let command = ReplyAddress::Discord {
+            application_id: "A1".into(),
+            interaction_token: "tok".into(),
+            channel_id: "C1".into(),
+        };
+        assert_eq!(message_path(&command, "99").unwrap(), "/webhooks/A1/tok/messages/99");
+        assert_eq!(message_path(&ReplyAddress::Slack { channel: "C".into(), thread_ts: None }, "99"), None);
+        assert_eq!(edit_body("hi")["allowed_mentions"]["parse"], json!([]));
+    }
 
     #[test]
     fn signatures_verify_and_forgeries_do_not() {

@@ -305,6 +305,17 @@ pub fn post_message_body(address: &ReplyAddress, text: &str, piece_id: &str) -> 
     }
 }
 
+/// The `chat.update` body that gives a posted piece (a draft) new text,
+/// keeping its id in the metadata and the same guards as the post.
+pub fn update_message_body(address: &ReplyAddress, ts: &str, text: &str, piece_id: &str) -> Value {
+    let mut body = post_message_body(address, text, piece_id);
+    if let Some(fields) = body.as_object_mut() {
+        fields.remove("thread_ts");
+        fields.insert("ts".into(), json!(ts));
+    }
+    body
+}
+
 /// The read that shows whether a piece landed: the thread's replies, or the
 /// channel's history, since `since_secs`, with message metadata. Returns the
 /// Web API method and its query string.
@@ -331,6 +342,18 @@ pub fn find_piece(answer: &Value, piece_id: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_update_keeps_the_piece_id_and_guards_and_names_the_message_not_the_thread() {
+        let address = ReplyAddress::Slack { channel: "C1".into(), thread_ts: Some("1.2".into()) };
+        let body = update_message_body(&address, "1795000000.000501", "more text", "conv/7:0");
+        assert_eq!(body["ts"], "1795000000.000501");
+        assert_eq!(body["channel"], "C1");
+        assert_eq!(body["text"], "more text");
+        assert_eq!(body["metadata"]["event_payload"]["piece"], "conv/7:0");
+        assert_eq!((body["link_names"].clone(), body["parse"].clone()), (json!(false), json!("none")));
+        assert!(body.get("thread_ts").is_none());
+    }
 
     #[test]
     fn form_fields_decode_plus_and_escapes_and_drop_bare_keys() {

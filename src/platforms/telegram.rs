@@ -261,6 +261,22 @@ pub fn send_message_body(address: &ReplyAddress, text: &str, reply_to_message_id
     body
 }
 
+/// The chat and message of a message this bot sent: the body of
+/// `deleteMessage`, and of `editMessageText` with the new `text` added.
+pub fn message_ref(address: &ReplyAddress, message_id: &str) -> Option<Value> {
+    let ReplyAddress::Telegram { chat_id, .. } = address else {
+        return None;
+    };
+    let message_id = message_id.parse::<i64>().ok()?;
+    Some(json!({ "chat_id": chat_id, "message_id": message_id }))
+}
+
+/// Telegram refuses an edit to the text a message already shows; for us the
+/// edit is done.
+pub fn is_not_modified(description: &str) -> bool {
+    description.contains("message is not modified")
+}
+
 /// The message id Telegram gave a sent message, from its `{"ok":true,"result":{...}}` answer.
 pub fn sent_message_id(answer: &Value) -> Option<String> {
     answer.get("result")?.get("message_id")?.as_i64().map(|id| id.to_string())
@@ -269,6 +285,17 @@ pub fn sent_message_id(answer: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_edit_names_the_chat_and_the_message_and_refuses_what_is_not_telegram() {
+        let chat = ReplyAddress::Telegram { chat_id: -100_42, topic_id: Some(7) };
+        assert_eq!(message_ref(&chat, "512").unwrap(), json!({ "chat_id": -100_42, "message_id": 512 }));
+        assert_eq!(message_ref(&chat, "not-a-number"), None);
+        let slack = ReplyAddress::Slack { channel: "C1".into(), thread_ts: None };
+        assert_eq!(message_ref(&slack, "512"), None);
+        assert!(is_not_modified("Bad Request: message is not modified: specified new message content and reply markup are exactly the same"));
+        assert!(!is_not_modified("Bad Request: message to edit not found"));
+    }
 
     fn bot() -> BotIdentity {
         BotIdentity::from_token("4242:secret-part", "edge_bot")

@@ -29,6 +29,15 @@ pub struct Call {
     pub method: String,
     pub path: String,
     pub body: Value,
+    /// When the fake took it.
+    pub at: std::time::Instant,
+}
+
+/// A message the platform shows now: its id and its text (after every edit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub id: String,
+    pub text: String,
 }
 
 /// A scripted answer for the next call whose path ends with `path_suffix`.
@@ -64,6 +73,11 @@ struct ApiState {
     posted: Vec<Value>,
     /// Discord messages created with `enforce_nonce`, by nonce.
     by_nonce: std::collections::HashMap<String, Value>,
+    /// The messages the bot's chats show now, oldest first (Telegram and
+    /// Discord; Slack's are in `posted`).
+    board: Vec<Shown>,
+    /// A command's deferred response (Discord's `@original`), by interaction token.
+    originals: std::collections::HashMap<String, String>,
     next_id: i64,
     /// Members the platform reports (bots included).
     member_count: u64,
@@ -87,6 +101,8 @@ impl FakeApi {
             delays: VecDeque::new(),
             posted: Vec::new(),
             by_nonce: std::collections::HashMap::new(),
+            board: Vec::new(),
+            originals: std::collections::HashMap::new(),
             next_id: 500,
             member_count: 10,
             latencies: Vec::new(),
@@ -152,6 +168,23 @@ impl FakeApi {
         self.state.lock().unwrap().posted.clone()
     }
 
+    /// The messages the bot's chats show now, after every edit and delete,
+    /// oldest first.
+    pub fn shown(&self) -> Vec<Shown> {
+        let state = self.state.lock().unwrap();
+        match state.flavor {
+            Flavor::Slack => state
+                .posted
+                .iter()
+                .map(|message| Shown {
+                    id: message["ts"].as_str().unwrap_or_default().to_string(),
+                    text: message["text"].as_str().unwrap_or_default().to_string(),
+                })
+                .collect(),
+            _ => state.board.clone(),
+        }
+    }
+
     /// The next call to a path ending with `path_suffix` gets this answer.
     pub fn fail_next(&self, path_suffix: &str, status: u16, body: Value, retry_after: Option<&str>) {
         self.state.lock().unwrap().failures.push_back(Failure {
@@ -201,7 +234,8 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
     } else {
         serde_json::from_slice(&body).unwrap_or(Value::Null)
     };
-    state.calls.push(Call { method: method.to_string(), path: path.clone(), body: body.clone() });
+    let at = std::time::Instant::now();
+    state.calls.push(Call { method: method.to_string(), path: path.clone(), body: body.clone(), at });
     if let Some(position) = state.failures.iter().position(|failure| path.ends_with(&failure.path_suffix)) {
         let failure = state.failures.remove(position).expect("position is in range");
         let status = StatusCode::from_u16(failure.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -218,10 +252,18 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
     state.next_id += 1;
     let id = state.next_id;
     let members = state.member_count;
+    if let Some(response) = edit(state, &method, &path, &body, lands) {
+        return response;
+    }
     let reply = match state.flavor {
         Flavor::Telegram if path.ends_with("/getChatMemberCount") => json!({"ok": true, "result": members}),
-        Flavor::Telegram => json!({"ok": true, "result": {"message_id": id, "date": 1_795_000_000,
-            "chat": {"id": body["chat_id"]}, "text": body["text"]}}),
+        Flavor::Telegram => {
+            if path.ends_with("/sendMessage") && lands {
+                state.board.push(Shown { id: id.to_string(), text: text_of(&body) });
+            }
+            json!({"ok": true, "result": {"message_id": id, "date": 1_795_000_000,
+                "chat": {"id": body["chat_id"]}, "text": body["text"]}})
+        }
         Flavor::Slack if path.ends_with("/conversations.members") => {
             let ids: Vec<String> = (0..members).map(|index| format!("U{index}")).collect();
             json!({"ok": true, "members": ids, "response_metadata": {"next_cursor": ""}})
@@ -241,12 +283,93 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
         }
         Flavor::Discord => {
             let created = json!({"id": id.to_string(), "content": body["content"]});
-            match body["nonce"].as_str().filter(|_| body["enforce_nonce"] == true) {
+            let message = match body["nonce"].as_str().filter(|_| body["enforce_nonce"] == true) {
                 // Discord answers a repeated nonce with the first message, creating none.
-                Some(nonce) => state.by_nonce.entry(nonce.to_string()).or_insert(created).clone(),
-                None => created,
+                Some(nonce) => state.by_nonce.entry(nonce.to_string()).or_insert(created.clone()).clone(),
+                None => created.clone(),
+            };
+            let creates = path.ends_with("/messages") || path.contains("/webhooks/");
+            if message == created && method == Method::POST && creates && lands {
+                state.board.push(Shown { id: id.to_string(), text: text_of(&body) });
             }
+            message
         }
     };
     axum::Json(reply).into_response()
+}
+
+/// The text of a call that sends or edits one (Discord's `content`).
+fn text_of(body: &Value) -> String {
+    body["text"].as_str().or(body["content"].as_str()).unwrap_or_default().to_string()
+}
+
+/// Edits and deletes of the bot's messages, as each platform answers them
+/// (Telegram refuses an edit that changes nothing); None for other calls.
+fn edit(state: &mut ApiState, method: &Method, path: &str, body: &Value, lands: bool) -> Option<Response> {
+    let ok = |result: Value| Some(axum::Json(result).into_response());
+    let refused = |status: StatusCode, answer: Value| Some((status, axum::Json(answer)).into_response());
+    match state.flavor {
+        Flavor::Telegram if path.ends_with("/editMessageText") || path.ends_with("/deleteMessage") => {
+            let id = body["message_id"].as_i64().map(|id| id.to_string()).unwrap_or_default();
+            let Some(at) = state.board.iter().position(|message| message.id == id) else {
+                let answer = json!({"ok": false, "error_code": 400, "description": "Bad Request: message to edit not found"});
+                return refused(StatusCode::BAD_REQUEST, answer);
+            };
+            if path.ends_with("/deleteMessage") {
+                if lands {
+                    state.board.remove(at);
+                }
+                return ok(json!({"ok": true, "result": true}));
+            }
+            let text = text_of(body);
+            if state.board[at].text == text {
+                let description = "Bad Request: message is not modified: specified new message content and reply \
+                                   markup are exactly the same as a current content and reply markup of the message";
+                return refused(StatusCode::BAD_REQUEST, json!({"ok": false, "error_code": 400, "description": description}));
+            }
+            if lands {
+                state.board[at].text = text.clone();
+            }
+            ok(json!({"ok": true, "result": {"message_id": body["message_id"], "chat": {"id": body["chat_id"]}, "text": text}}))
+        }
+        Flavor::Slack if path.ends_with("/chat.update") || path.ends_with("/chat.delete") => {
+            let ts = body["ts"].as_str().unwrap_or_default();
+            let Some(at) = state.posted.iter().position(|message| message["ts"] == ts) else {
+                return ok(json!({"ok": false, "error": "message_not_found"}));
+            };
+            if lands && path.ends_with("/chat.delete") {
+                state.posted.remove(at);
+            } else if lands {
+                state.posted[at]["text"] = body["text"].clone();
+            }
+            ok(json!({"ok": true, "channel": body["channel"], "ts": ts, "text": body["text"]}))
+        }
+        Flavor::Discord if *method == Method::PATCH || *method == Method::DELETE => {
+            let mut id = path.rsplit('/').next().unwrap_or_default().to_string();
+            if id == "@original" {
+                // The deferred response is a message from the start ("thinking…").
+                let token = path.split('/').rev().nth(2).unwrap_or_default().to_string();
+                state.next_id += 1;
+                let fresh = state.next_id.to_string();
+                id = state.originals.entry(token).or_insert(fresh).clone();
+                if !state.board.iter().any(|message| message.id == id) {
+                    state.board.push(Shown { id: id.clone(), text: String::new() });
+                }
+            }
+            let Some(at) = state.board.iter().position(|message| message.id == id) else {
+                return refused(StatusCode::NOT_FOUND, json!({"message": "Unknown Message", "code": 10008}));
+            };
+            if *method == Method::DELETE {
+                if lands {
+                    state.board.remove(at);
+                }
+                return Some(StatusCode::NO_CONTENT.into_response());
+            }
+            if lands {
+                state.board[at].text = text_of(body);
+            }
+            ok(json!({"id": id, "content": body["content"]}))
+        }
+        _ => None,
+    }
 }

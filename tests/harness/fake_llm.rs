@@ -58,6 +58,8 @@ struct Script {
     pace: Pace,
     /// When each streamed answer's first chunk went out (`make bench`).
     first_chunks: Vec<std::time::Instant>,
+    /// When each streamed answer's last chunk went out.
+    last_chunks: Vec<std::time::Instant>,
     /// When each chat request arrived (`make bench`).
     arrivals: Vec<std::time::Instant>,
 }
@@ -108,6 +110,11 @@ impl FakeLlm {
     #[allow(dead_code)] // used by `make bench`
     pub fn first_chunks(&self) -> Vec<std::time::Instant> {
         self.script.lock().unwrap().first_chunks.clone()
+    }
+
+    /// When each streamed answer was finished: its last chunk went out.
+    pub fn last_chunks(&self) -> Vec<std::time::Instant> {
+        self.script.lock().unwrap().last_chunks.clone()
     }
 
     /// Paces the answers asked for as a stream (`"stream": true`).
@@ -228,6 +235,9 @@ async fn as_events(response: Response, pace: Pace, script: Arc<Mutex<Script>>) -
             tokio::time::sleep(if at == 0 { pace.first } else { pace.every }).await;
             if at == 0 {
                 script.lock().unwrap().first_chunks.push(std::time::Instant::now());
+            }
+            if at + 1 == chunks.len() {
+                script.lock().unwrap().last_chunks.push(std::time::Instant::now());
             }
             Some((Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(format!("data: {frame}\n\n"))), at + 1))
         }
