@@ -13,13 +13,18 @@ const HEARTBEAT_MS: u64 = 600;
 const TOKEN: &str = "discord-bot-token";
 
 async fn start(gateway: &FakeGateway) -> TestEnv {
-    let env = TestEnv::start_with(&[
+    start_with(gateway, &[]).await
+}
+
+async fn start_with(gateway: &FakeGateway, extra: &[(&str, &str)]) -> TestEnv {
+    let mut vars = vec![
         ("DISCORD_GATEWAY", "on"),
-        ("DISCORD_GATEWAY_URL", &gateway.url),
+        ("DISCORD_GATEWAY_URL", gateway.url.as_str()),
         ("DISCORD_BOT_TOKEN", TOKEN),
         ("COALESCE_DEBOUNCE_MS", "100"),
-    ])
-    .await;
+    ];
+    vars.extend_from_slice(extra);
+    let env = TestEnv::start_with(&vars).await;
     let (status, _) = env.admin_send(reqwest::Method::POST, "/api/discord/gateway", None).await;
     assert_eq!(status, 200);
     ready(&env, gateway, 1).await;
@@ -248,4 +253,34 @@ async fn a_crash_while_discord_holds_a_reply_sends_it_again_and_discord_keeps_on
     assert_eq!(calls[0]["nonce"], calls[1]["nonce"], "the resend carries the same nonce");
     assert_eq!(posts(&env, "C5", 1).await.len(), 1, "one message in the channel");
     assert_eq!(env.llm.requests().len(), 1, "the model was not asked again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamed_answer_in_a_channel_is_posted_once_and_edited_into_the_whole_answer() {
+    let gateway = FakeGateway::start(HEARTBEAT_MS).await;
+    let env = start_with(&gateway, &[("STREAM_REPLIES", "discord")]).await;
+    let pace = crate::harness::fake_llm::Pace {
+        first: Duration::from_millis(300),
+        every: Duration::from_millis(40),
+        chars: 8,
+    };
+    env.llm.set_pace(pace);
+    let answer = "Streaming in a guild channel works like this: post the first words, then edit. ".repeat(4);
+    env.llm.reply(&answer);
+    let mention =
+        message("1300000000000000061", "C6", Some("G1"), "U1", "<@900000000000000001> explain", &[BOT_USER_ID]);
+    gateway.dispatch("MESSAGE_CREATE", mention);
+    let whole = answer.trim_end().to_string();
+    wait_for("the whole answer in C6", Duration::from_secs(30), || async {
+        let shown: Vec<String> = env.discord.shown().into_iter().map(|message| message.text).collect();
+        (shown == [whole.clone()]).then_some(())
+    })
+    .await;
+    let posts = env.discord.calls("/channels/C6/messages");
+    assert_eq!(posts.len(), 1, "one post");
+    assert!(posts[0]["content"].as_str().unwrap().len() < whole.len(), "its first words, not the whole");
+    assert_eq!(posts[0]["message_reference"]["message_id"], "1300000000000000061", "a reply to the mention");
+    let edits: Vec<_> = env.discord.requests().into_iter().filter(|call| call.method == "PATCH").collect();
+    assert!(edits.len() >= 2 && edits.iter().all(|call| call.path.starts_with("/api/v10/channels/C6/messages/")));
+    assert_eq!(edits.last().unwrap().body["content"], whole.as_str());
 }

@@ -150,6 +150,25 @@ impl Chat {
         assert_eq!(texts(), pieces, "and nothing after it");
     }
 
+    /// Scripts a rate limit (wait `seconds`) for the next edit, as the platform answers one.
+    fn rate_limit_next_edit(self, env: &TestEnv, seconds: u64) {
+        let (body, header) = match self.name {
+            "telegram" => (
+                json!({"ok": false, "error_code": 429, "description": format!("Too Many Requests: retry after {seconds}"),
+                       "parameters": {"retry_after": seconds}}),
+                None,
+            ),
+            "slack" => (json!({"ok": false, "error": "ratelimited"}), Some(seconds.to_string())),
+            _ => (json!({"message": "You are being rate limited.", "retry_after": seconds as f64, "global": false}), None),
+        };
+        self.api(env).fail_next_containing(self.edit, 429, body, header.as_deref());
+    }
+
+    /// Waits for the first post of the reply's words.
+    async fn first_post(self, env: &TestEnv) -> Call {
+        wait_for("the first words", Duration::from_secs(30), || async { self.text_calls(env).first().cloned() }).await
+    }
+
     /// Every call that carried text (posts and edits alike), in order.
     fn text_calls(self, env: &TestEnv) -> Vec<Call> {
         let carries_text = |call: &Call| call.body["text"].is_string() || call.body["content"].is_string();
@@ -210,4 +229,88 @@ async fn a_slack_reply_shows_while_written_and_is_updated_into_the_whole_answer(
 #[tokio::test(flavor = "multi_thread")]
 async fn a_discord_answer_shows_while_written_and_is_edited_into_the_whole_answer() {
     shows_while_written_then_one_whole_message(DISCORD).await;
+}
+
+/// An answer over the platform's limit, written over about 4 s: it streams as
+/// two messages and ends as two; a rate limit on an edit is waited out.
+async fn a_long_answer_splits_and_a_rate_limited_edit_waits(chat: Chat) {
+    let env = chat.start().await;
+    let sentence = "Every paragraph of this long answer adds a few more plain words. ";
+    let answer: String = sentence.repeat(chat.limit * 3 / 2 / sentence.len());
+    env.llm.set_pace(Pace { first: Duration::from_millis(300), every: Duration::from_millis(40), chars: answer.len() / 100 });
+    env.llm.reply(&answer);
+    chat.ask(&env, 2, "tell me everything").await;
+    chat.first_post(&env).await;
+    chat.rate_limit_next_edit(&env, 2);
+    let expected = chat.expected(&answer);
+    assert_eq!(expected.len(), 2, "over the limit: two pieces");
+    chat.shows(&env, &expected).await;
+    assert!(chat.api(&env).shown().iter().all(|message| message.text.chars().count() <= chat.limit));
+
+    let calls = chat.text_calls(&env);
+    let limited = calls.iter().position(|call| call.path.contains(chat.edit) && call.at > calls[0].at);
+    let limited = limited.expect("an edit was rate limited");
+    let next = &calls[limited + 1];
+    assert!(next.at - calls[limited].at >= Duration::from_secs(2), "the wait was honoured: {:?}", next.at - calls[limited].at);
+    let finished = env.llm.last_chunks()[0];
+    let second_post = calls.iter().filter(|call| !call.path.contains(chat.edit) || call.path.ends_with("@original")).nth(1);
+    assert!(second_post.is_some_and(|call| call.at < finished), "the second piece showed while the model wrote");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_telegram_answer_streams_as_two_messages_through_a_rate_limit() {
+    a_long_answer_splits_and_a_rate_limited_edit_waits(TELEGRAM).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_slack_answer_streams_as_two_messages_through_a_rate_limit() {
+    a_long_answer_splits_and_a_rate_limited_edit_waits(SLACK).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_discord_answer_streams_as_two_messages_through_a_rate_limit() {
+    a_long_answer_splits_and_a_rate_limited_edit_waits(DISCORD).await;
+}
+
+/// The Worker dies while the model writes, after the first words were posted:
+/// the turn runs again after the restart and edits that message into the
+/// whole answer (no second message); when the second answer is `skip`, the
+/// draft is taken back.
+async fn a_crash_mid_stream_leaves_one_complete_message(chat: Chat, then_skip: bool) {
+    let mut env = chat.start().await;
+    env.llm.set_pace(Pace { first: Duration::from_millis(300), every: Duration::from_millis(60), chars: 6 });
+    let answer = long_answer();
+    env.llm.reply(&answer);
+    match then_skip {
+        true => env.llm.push(Scripted::ToolCalls(vec![("skip".into(), json!({ "reason": "said enough" }))])),
+        false => env.llm.reply(&answer),
+    }
+    chat.ask(&env, 3, "what is the plan?").await;
+    let first = chat.first_post(&env).await;
+    // Past the draft's recording (the post's answer came back), still writing.
+    wait_for("a draft edit", Duration::from_secs(30), || async { (chat.text_calls(&env).len() >= 2).then_some(()) })
+        .await;
+    env.crash_and_restart().await;
+    let expected = if then_skip { Vec::new() } else { chat.expected(&answer) };
+    chat.shows(&env, &expected).await;
+    assert_eq!(env.llm.requests().len(), 2, "the turn ran again");
+    let posts: Vec<Call> = chat.text_calls(&env).into_iter().filter(|call| !call.path.contains(chat.edit)).collect();
+    assert!(posts.len() <= 1, "no second post: {posts:?}");
+    assert!(posts.iter().all(|post| post.at == first.at));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_mid_stream_on_telegram_ends_in_one_complete_message_or_none_after_a_skip() {
+    a_crash_mid_stream_leaves_one_complete_message(TELEGRAM, false).await;
+    a_crash_mid_stream_leaves_one_complete_message(TELEGRAM, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_mid_stream_on_slack_ends_in_one_complete_message() {
+    a_crash_mid_stream_leaves_one_complete_message(SLACK, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_mid_stream_on_discord_ends_in_one_complete_message() {
+    a_crash_mid_stream_leaves_one_complete_message(DISCORD, false).await;
 }

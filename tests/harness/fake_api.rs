@@ -40,9 +40,11 @@ pub struct Shown {
     pub text: String,
 }
 
-/// A scripted answer for the next call whose path ends with `path_suffix`.
+/// A scripted answer for the next call whose path ends with `path_suffix`
+/// (or, with `anywhere`, holds it).
 struct Failure {
     path_suffix: String,
+    anywhere: bool,
     status: u16,
     body: Value,
     retry_after: Option<String>,
@@ -187,8 +189,18 @@ impl FakeApi {
 
     /// The next call to a path ending with `path_suffix` gets this answer.
     pub fn fail_next(&self, path_suffix: &str, status: u16, body: Value, retry_after: Option<&str>) {
+        self.script_failure(path_suffix, false, status, body, retry_after);
+    }
+
+    /// The next call to a path holding `part` anywhere gets this answer.
+    pub fn fail_next_containing(&self, part: &str, status: u16, body: Value, retry_after: Option<&str>) {
+        self.script_failure(part, true, status, body, retry_after);
+    }
+
+    fn script_failure(&self, path: &str, anywhere: bool, status: u16, body: Value, retry_after: Option<&str>) {
         self.state.lock().unwrap().failures.push_back(Failure {
-            path_suffix: path_suffix.to_string(),
+            path_suffix: path.to_string(),
+            anywhere,
             status,
             body,
             retry_after: retry_after.map(str::to_string),
@@ -236,7 +248,11 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
     };
     let at = std::time::Instant::now();
     state.calls.push(Call { method: method.to_string(), path: path.clone(), body: body.clone(), at });
-    if let Some(position) = state.failures.iter().position(|failure| path.ends_with(&failure.path_suffix)) {
+    let scripted = |failure: &Failure| match failure.anywhere {
+        true => path.contains(&failure.path_suffix),
+        false => path.ends_with(&failure.path_suffix),
+    };
+    if let Some(position) = state.failures.iter().position(scripted) {
         let failure = state.failures.remove(position).expect("position is in range");
         let status = StatusCode::from_u16(failure.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = (status, axum::Json(failure.body)).into_response();
