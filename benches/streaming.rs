@@ -1,10 +1,11 @@
-//! `make bench`: streamed replies, on the web chat. A fake model sends its first
-//! chunk 500 ms after the request and then writes for about 3 s; the figures
-//! are the time from that first chunk to the first text on the chat socket (the
-//! goal: within 300 ms locally), how many drafts a reply took, and whether the
-//! final message is the model's text. The baseline: streaming off, the same
-//! model answering whole when it would have finished writing, timed from when
-//! its first chunk would have gone out.
+//! `make bench`: streamed replies, on the web chat and on each platform's fake.
+//! A fake model sends its first chunk 500 ms after the request and then writes
+//! for about 3 s; the figures are the time from that first chunk to the first
+//! text on the chat socket or the platform (the goal: within 300 ms locally)
+//! and from the webhook, how many drafts (web) or edits (platforms) a reply
+//! took, and whether the final message is the model's text. The baseline:
+//! streaming off, the same model answering whole when it would have finished
+//! writing, timed from when its first chunk would have gone out.
 //! Figures, not assertions.
 
 #[allow(dead_code, unused_imports)]
@@ -13,7 +14,10 @@ mod harness;
 
 use std::time::Duration;
 
+use std::time::Instant;
+
 use harness::chat_socket::{guest_cookie, say};
+use harness::chats::{Chat, DISCORD, SLACK, TELEGRAM};
 use harness::fake_llm::Pace;
 use harness::{Scripted, TestEnv};
 
@@ -40,20 +44,9 @@ async fn runs(streaming: &str) -> Vec<(f64, usize, bool)> {
     for run in 0..RUNS {
         let cookie = guest_cookie(&env, INVITE).await;
         let streamed = streaming != "off";
-        match streamed {
-            true => env.llm.reply(&text),
-            // As long as the streamed answer takes: its first chunk, then one per CHARS of arguments.
-            false => {
-                let chunks = serde_json::json!({ "content": text }).to_string().chars().count().div_ceil(CHARS) as u32;
-                let reply = Scripted::Reply(text.clone());
-                env.llm.push(Scripted::Delayed(FIRST + EVERY * (chunks + 1), Box::new(reply)));
-            }
-        }
+        script(&env, &text, streamed);
         let seen = say(&env, &cookie, &format!("question {run}")).await;
-        let first_chunk = match streamed {
-            true => *env.llm.first_chunks().last().expect("the model streamed"),
-            false => *env.llm.arrivals().last().expect("the model was asked") + FIRST,
-        };
+        let first_chunk = first_chunk(&env, streamed);
         let shown = seen
             .iter()
             .find(|(_, line)| line["type"] == "draft" || (line["type"] == "message" && line["role"] == "assistant"))
@@ -66,8 +59,74 @@ async fn runs(streaming: &str) -> Vec<(f64, usize, bool)> {
     figures
 }
 
+/// The model's answer: streamed, or (the baseline) whole when a stream of it
+/// would have ended: its first chunk, then one per CHARS of arguments.
+fn script(env: &TestEnv, text: &str, streamed: bool) {
+    match streamed {
+        true => env.llm.reply(text),
+        false => {
+            let chunks = serde_json::json!({ "content": text }).to_string().chars().count().div_ceil(CHARS) as u32;
+            let reply = Scripted::Reply(text.to_string());
+            env.llm.push(Scripted::Delayed(FIRST + EVERY * (chunks + 1), Box::new(reply)));
+        }
+    }
+}
+
+/// When the model's first chunk went out (or would have, for the baseline).
+fn first_chunk(env: &TestEnv, streamed: bool) -> Instant {
+    match streamed {
+        true => *env.llm.first_chunks().last().expect("the model streamed"),
+        false => *env.llm.arrivals().last().expect("the model was asked") + FIRST,
+    }
+}
+
+/// (ms from the model's first chunk to the first text shown, ms from the
+/// webhook, edits, final == the model's text) per run on a platform.
+async fn platform_runs(chat: Chat, streamed: bool) -> Vec<(f64, f64, usize, bool)> {
+    let setting = if streamed { chat.name } else { "off" };
+    let env = chat.start(&[("STREAM_REPLIES", setting), ("LLM_TIMEOUT_MS", "10000")]).await;
+    env.llm.set_pace(Pace { first: FIRST, every: EVERY, chars: CHARS });
+    let text = "Here is a longer answer, written a few words at a time, as a model writes. ".repeat(8);
+    let text = text.trim_end().to_string();
+    let expected = chat.expected(&text);
+    let mut figures = Vec::new();
+    for run in 0..RUNS as u64 {
+        let before = chat.text_calls(&env).len();
+        script(&env, &text, streamed);
+        let asked = Instant::now();
+        chat.ask(&env, 100 + run, &format!("question {run}")).await;
+        harness::wait_for("the whole answer", Duration::from_secs(40), || async {
+            let shown = chat.api(&env).shown();
+            shown.last().is_some_and(|message| message.text == expected[0]).then_some(())
+        })
+        .await;
+        env.settle().await;
+        let calls = chat.text_calls(&env)[before..].to_vec();
+        let shown_at = calls.first().expect("a post").at;
+        let since = |at: Instant| shown_at.saturating_duration_since(at).as_secs_f64() * 1e3;
+        let whole = chat.api(&env).shown().last().is_some_and(|message| message.text == expected[0]);
+        figures.push((since(first_chunk(&env, streamed)), since(asked), calls.len() - 1, whole));
+    }
+    figures
+}
+
 #[tokio::main]
 async fn main() {
+    for chat in [TELEGRAM, SLACK, DISCORD] {
+        for (label, streamed) in [("streamed", true), ("not streamed (baseline)", false)] {
+            let figures = platform_runs(chat, streamed).await;
+            let shown = median(figures.iter().map(|figure| figure.0).collect());
+            let from_webhook = median(figures.iter().map(|figure| figure.1).collect());
+            let edits = median(figures.iter().map(|figure| figure.2 as f64).collect());
+            let whole = figures.iter().filter(|figure| figure.3).count();
+            println!(
+                "{}, {label}: first text {shown:.0} ms after the model's first chunk, {from_webhook:.0} ms after \
+                 the webhook (median of {RUNS}), {edits:.0} edits per message, final message equal to the \
+                 model's text in {whole} of {RUNS}",
+                chat.name
+            );
+        }
+    }
     for (label, setting) in [("streamed", "web"), ("not streamed (baseline)", "off")] {
         let figures = runs(setting).await;
         let shown = median(figures.iter().map(|figure| figure.0).collect());

@@ -5,6 +5,8 @@
 pub mod browser;
 #[path = "harness/chat_socket.rs"]
 pub mod chat_socket;
+#[path = "harness/chats.rs"]
+pub mod chats;
 #[path = "harness/fake_api.rs"]
 pub mod fake_api;
 #[path = "harness/fake_gateway.rs"]
@@ -27,6 +29,8 @@ pub use worker::Worker;
 
 pub const TELEGRAM_SECRET: &str = "test-webhook-secret";
 pub const TELEGRAM_TOKEN: &str = "4242:test-token";
+/// The model provider's key the Worker is configured with (a secret that must never show).
+pub const LLM_KEY: &str = "test-llm-key";
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 /// The friendly message's opening words (prompts/model_failure.md.j2).
 pub const FAILURE_MESSAGE_START: &str = "Sorry, I couldn't think that through";
@@ -79,7 +83,7 @@ impl TestEnv {
             ("TELEGRAM_WEBHOOK_SECRET", TELEGRAM_SECRET.into()),
             ("TELEGRAM_API_BASE", telegram.base_url.clone()),
             ("OPENAI_BASE_URL", format!("{}/v1", llm.base_url)),
-            ("OPENAI_API_KEY", "test-llm-key".into()),
+            ("OPENAI_API_KEY", LLM_KEY.into()),
             ("CHANNEL_MODEL", "openai/scripted-model".into()),
             ("ADMIN_TOKEN", ADMIN_TOKEN.into()),
             ("LLM_TIMEOUT_MS", "1500".into()),

@@ -14,18 +14,15 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use edgebot::redact::Redactor;
-use edgebot::reply::markup::Flavor;
-use edgebot::reply::pieces::prepare;
-
 use crate::harness::chat_socket::{guest_cookie, say};
-use crate::harness::fake_api::{Call, FakeApi};
+use crate::harness::chats::{Chat, DISCORD, SLACK, TELEGRAM};
+use crate::harness::fake_api::Call;
 use crate::harness::fake_llm::Pace;
-use crate::harness::{discord_ask, dm_update, slack_callback, wait_for, Scripted, TestEnv};
+use crate::harness::{wait_for, Scripted, TestEnv, LLM_KEY};
 
 const INVITE: &str = "streaming-test-invitation-0123";
-/// The test environment's `OPENAI_API_KEY` (tests/harness.rs).
-const SECRET: &str = "test-llm-key";
+/// The test environment's `OPENAI_API_KEY`.
+const SECRET: &str = LLM_KEY;
 
 fn drafts(seen: &[Value]) -> Vec<String> {
     seen.iter().filter(|line| line["type"] == "draft").map(|line| line["text"].as_str().unwrap().to_string()).collect()
@@ -89,93 +86,6 @@ async fn a_skipped_turn_shows_nothing_and_streaming_turns_off() {
     assert!(!asked_to_stream, "the model is asked for a whole answer");
 }
 
-/// One chat platform as the streaming tests drive it.
-#[derive(Clone, Copy)]
-struct Chat {
-    /// Its name in `STREAM_REPLIES`.
-    name: &'static str,
-    flavor: Flavor,
-    limit: usize,
-    /// The path ending of the call that edits a message.
-    edit: &'static str,
-}
-
-
-const TELEGRAM: Chat = Chat { name: "telegram", flavor: Flavor::TelegramHtml, limit: 4096, edit: "/editMessageText" };
-const SLACK: Chat = Chat { name: "slack", flavor: Flavor::SlackMrkdwn, limit: 12_000, edit: "/chat.update" };
-const DISCORD: Chat = Chat { name: "discord", flavor: Flavor::DiscordMarkdown, limit: 2000, edit: "/messages/" };
-
-impl Chat {
-    async fn start(self) -> TestEnv {
-        TestEnv::start_with(&[("STREAM_REPLIES", self.name)]).await
-    }
-
-    fn api(self, env: &TestEnv) -> &FakeApi {
-        match self.name {
-            "telegram" => &env.telegram,
-            "slack" => &env.slack,
-            _ => &env.discord,
-        }
-    }
-
-    /// A person asks (`n` makes the delivery new): a Telegram DM, a Slack DM,
-    /// a Discord `/ask`.
-    async fn ask(self, env: &TestEnv, n: u64, text: &str) {
-        let status = match self.name {
-            "telegram" => env.telegram_update(&dm_update(5_000 + n as i64, 77, text)).await.status(),
-            "slack" => {
-                let event = json!({"type": "message", "channel": "D1", "channel_type": "im", "user": "U1",
-                                   "text": text, "ts": format!("1795000000.{n:06}")});
-                env.slack_event(&slack_callback(&format!("Ev{n}"), event)).await.status()
-            }
-            _ => env.discord_interaction(&discord_ask(&format!("77{n}"), text)).await.status(),
-        };
-        assert_eq!(status, 200);
-    }
-
-    /// The pieces the platform should end up showing for `answer`: rendered,
-    /// split and redacted the way every reply is.
-    fn expected(self, answer: &str) -> Vec<String> {
-        let redactor = Redactor::new([("OPENAI_API_KEY", SECRET, None)]);
-        prepare(&[answer.to_string()], self.flavor, self.limit, &redactor).pieces
-    }
-
-    /// Waits until the chat shows exactly `pieces` (each message's text after
-    /// every edit), then a little longer to see it stays so.
-    async fn shows(self, env: &TestEnv, pieces: &[String]) {
-        let texts = || self.api(env).shown().into_iter().map(|message| message.text).collect::<Vec<_>>();
-        wait_for("the whole answer, once", Duration::from_secs(40), || async { (texts() == pieces).then_some(()) })
-            .await;
-        env.settle().await;
-        assert_eq!(texts(), pieces, "and nothing after it");
-    }
-
-    /// Scripts a rate limit (wait `seconds`) for the next edit, as the platform answers one.
-    fn rate_limit_next_edit(self, env: &TestEnv, seconds: u64) {
-        let (body, header) = match self.name {
-            "telegram" => (
-                json!({"ok": false, "error_code": 429, "description": format!("Too Many Requests: retry after {seconds}"),
-                       "parameters": {"retry_after": seconds}}),
-                None,
-            ),
-            "slack" => (json!({"ok": false, "error": "ratelimited"}), Some(seconds.to_string())),
-            _ => (json!({"message": "You are being rate limited.", "retry_after": seconds as f64, "global": false}), None),
-        };
-        self.api(env).fail_next_containing(self.edit, 429, body, header.as_deref());
-    }
-
-    /// Waits for the first post of the reply's words.
-    async fn first_post(self, env: &TestEnv) -> Call {
-        wait_for("the first words", Duration::from_secs(30), || async { self.text_calls(env).first().cloned() }).await
-    }
-
-    /// Every call that carried text (posts and edits alike), in order.
-    fn text_calls(self, env: &TestEnv) -> Vec<Call> {
-        let carries_text = |call: &Call| call.body["text"].is_string() || call.body["content"].is_string();
-        self.api(env).requests().into_iter().filter(carries_text).collect()
-    }
-}
-
 fn text_of(call: &Call) -> &str {
     call.body["text"].as_str().or(call.body["content"].as_str()).unwrap_or_default()
 }
@@ -190,7 +100,7 @@ fn long_answer() -> String {
 }
 
 async fn shows_while_written_then_one_whole_message(chat: Chat) {
-    let env = chat.start().await;
+    let env = chat.start(&[]).await;
     env.llm.set_pace(Pace { first: Duration::from_millis(500), every: Duration::from_millis(40), chars: 8 });
     let answer = long_answer();
     env.llm.reply(&answer);
@@ -234,10 +144,14 @@ async fn a_discord_answer_shows_while_written_and_is_edited_into_the_whole_answe
 /// An answer over the platform's limit, written over about 4 s: it streams as
 /// two messages and ends as two; a rate limit on an edit is waited out.
 async fn a_long_answer_splits_and_a_rate_limited_edit_waits(chat: Chat) {
-    let env = chat.start().await;
+    let env = chat.start(&[]).await;
     let sentence = "Every paragraph of this long answer adds a few more plain words. ";
     let answer: String = sentence.repeat(chat.limit * 3 / 2 / sentence.len());
-    env.llm.set_pace(Pace { first: Duration::from_millis(300), every: Duration::from_millis(40), chars: answer.len() / 100 });
+    env.llm.set_pace(Pace {
+        first: Duration::from_millis(300),
+        every: Duration::from_millis(40),
+        chars: answer.len() / 100,
+    });
     env.llm.reply(&answer);
     chat.ask(&env, 2, "tell me everything").await;
     chat.first_post(&env).await;
@@ -251,9 +165,14 @@ async fn a_long_answer_splits_and_a_rate_limited_edit_waits(chat: Chat) {
     let limited = calls.iter().position(|call| call.path.contains(chat.edit) && call.at > calls[0].at);
     let limited = limited.expect("an edit was rate limited");
     let next = &calls[limited + 1];
-    assert!(next.at - calls[limited].at >= Duration::from_secs(2), "the wait was honoured: {:?}", next.at - calls[limited].at);
+    assert!(
+        next.at - calls[limited].at >= Duration::from_secs(2),
+        "the wait was honoured: {:?}",
+        next.at - calls[limited].at
+    );
     let finished = env.llm.last_chunks()[0];
-    let second_post = calls.iter().filter(|call| !call.path.contains(chat.edit) || call.path.ends_with("@original")).nth(1);
+    let second_post =
+        calls.iter().filter(|call| !call.path.contains(chat.edit) || call.path.ends_with("@original")).nth(1);
     assert!(second_post.is_some_and(|call| call.at < finished), "the second piece showed while the model wrote");
 }
 
@@ -277,7 +196,7 @@ async fn a_long_discord_answer_streams_as_two_messages_through_a_rate_limit() {
 /// whole answer (no second message); when the second answer is `skip`, the
 /// draft is taken back.
 async fn a_crash_mid_stream_leaves_one_complete_message(chat: Chat, then_skip: bool) {
-    let mut env = chat.start().await;
+    let mut env = chat.start(&[]).await;
     env.llm.set_pace(Pace { first: Duration::from_millis(300), every: Duration::from_millis(60), chars: 6 });
     let answer = long_answer();
     env.llm.reply(&answer);

@@ -77,7 +77,8 @@ impl<'a> MessageDrafts<'a> {
     /// not yet shown, else an edit. Returns how long to wait before the next
     /// call: the platform's edit pace, or what its rate limit asked.
     pub(super) async fn update(&mut self, pieces: &[String]) -> Result<u64> {
-        let differs = |(index, text): &(usize, &String)| self.drafts.get(*index).is_none_or(|draft| draft.shown != **text);
+        let differs =
+            |(index, text): &(usize, &String)| self.drafts.get(*index).is_none_or(|draft| draft.shown != **text);
         let Some((index, text)) = pieces.iter().enumerate().find(differs) else {
             return Ok(0);
         };

@@ -90,7 +90,14 @@ fn insert(
 
 /// Records a draft's first post as under way (`drafting`), before the call:
 /// found so after a crash, the platform is asked whether it landed.
-pub fn start_draft(sql: &Sql, turn: i64, piece: i64, text: &str, reply_to: Option<&str>, now_ms: i64) -> Result<String> {
+pub fn start_draft(
+    sql: &Sql,
+    turn: i64,
+    piece: i64,
+    text: &str,
+    reply_to: Option<&str>,
+    now_ms: i64,
+) -> Result<String> {
     insert(sql, turn, piece, text, reply_to, "drafting", now_ms)?;
     Ok(format!("{turn}:{piece}"))
 }
@@ -129,23 +136,17 @@ pub fn mark_withdrawn(sql: &Sql, id: &str) -> Result<()> {
 
 /// A draft's final edit failed: counted, and the error kept. Returns the attempts so far.
 pub fn mark_edit_failed(sql: &Sql, id: &str, error: &str) -> Result<i64> {
-    #[derive(Deserialize)]
-    struct Attempts {
-        attempts: i64,
-    }
-    let rows: Vec<Attempts> = sql
-        .exec(
-            "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? RETURNING attempts",
-            vec![error.into(), id.into()],
-        )?
-        .to_array()?;
-    Ok(rows.first().map_or(0, |row| row.attempts))
+    counting_attempt(
+        sql,
+        "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? RETURNING attempts",
+        vec![error.into(), id.into()],
+    )
 }
 
 /// A draft that cannot be finished by an edit (its message is gone, or never
-/// posted) is sent as a new message instead.
+/// posted) is sent as a new message instead, with attempts of its own.
 pub fn mark_pending(sql: &Sql, id: &str) -> Result<()> {
-    sql.exec("UPDATE outbox SET status = 'pending' WHERE id = ?", vec![id.into()])?;
+    sql.exec("UPDATE outbox SET status = 'pending', attempts = 0 WHERE id = ?", vec![id.into()])?;
     Ok(())
 }
 
@@ -179,17 +180,21 @@ pub fn mark_sending(sql: &Sql, id: &str) -> Result<()> {
 /// crashing its sender is given up on); `text` is what to send now (marked
 /// when it may be a repeat). Returns the attempts so far.
 pub fn mark_interrupted(sql: &Sql, id: &str, text: &str) -> Result<i64> {
+    counting_attempt(
+        sql,
+        "UPDATE outbox SET status = 'pending', attempts = attempts + 1, text = ?, \
+         last_error = 'interrupted mid-send' WHERE id = ? RETURNING attempts",
+        vec![text.into(), id.into()],
+    )
+}
+
+/// Runs an update that counts an attempt (`... RETURNING attempts`); returns the attempts so far.
+fn counting_attempt(sql: &Sql, query: &str, bindings: Vec<SqlStorageValue>) -> Result<i64> {
     #[derive(Deserialize)]
     struct Attempts {
         attempts: i64,
     }
-    let rows: Vec<Attempts> = sql
-        .exec(
-            "UPDATE outbox SET status = 'pending', attempts = attempts + 1, text = ?, \
-             last_error = 'interrupted mid-send' WHERE id = ? RETURNING attempts",
-            vec![text.into(), id.into()],
-        )?
-        .to_array()?;
+    let rows: Vec<Attempts> = sql.exec(query, bindings)?.to_array()?;
     Ok(rows.first().map_or(0, |row| row.attempts))
 }
 

@@ -80,8 +80,8 @@ impl Messenger for Discord<'_> {
     /// A channel message is edited as the bot; a command's through its
     /// interaction webhook (its token authorises it).
     async fn edit(&self, address: &ReplyAddress, message_id: &str, piece: &Piece<'_>) -> Result<(), SendFailure> {
-        let path = message_path(address, message_id)
-            .ok_or_else(|| SendFailure::permanent("not a Discord address".into()))?;
+        let path =
+            message_path(address, message_id).ok_or_else(|| SendFailure::permanent("not a Discord address".into()))?;
         let as_bot = matches!(address, ReplyAddress::DiscordChannel { .. });
         self.call(Method::Patch, &path, &edit_body(piece.text), as_bot).await.map(|_| ())
     }

@@ -226,7 +226,9 @@ pub fn webhook_call(address: &ReplyAddress, piece: usize, text: &str) -> Option<
 /// interaction webhook. The body of an edit is [`edit_body`].
 pub fn message_path(address: &ReplyAddress, message_id: &str) -> Option<String> {
     match address {
-        ReplyAddress::DiscordChannel { channel_id, .. } => Some(format!("/channels/{channel_id}/messages/{message_id}")),
+        ReplyAddress::DiscordChannel { channel_id, .. } => {
+            Some(format!("/channels/{channel_id}/messages/{message_id}"))
+        }
         ReplyAddress::Discord { application_id, interaction_token, .. } => {
             Some(format!("/webhooks/{application_id}/{interaction_token}/messages/{message_id}"))
         }

@@ -328,7 +328,8 @@ fn edit(state: &mut ApiState, method: &Method, path: &str, body: &Value, lands: 
         Flavor::Telegram if path.ends_with("/editMessageText") || path.ends_with("/deleteMessage") => {
             let id = body["message_id"].as_i64().map(|id| id.to_string()).unwrap_or_default();
             let Some(at) = state.board.iter().position(|message| message.id == id) else {
-                let answer = json!({"ok": false, "error_code": 400, "description": "Bad Request: message to edit not found"});
+                let answer =
+                    json!({"ok": false, "error_code": 400, "description": "Bad Request: message to edit not found"});
                 return refused(StatusCode::BAD_REQUEST, answer);
             };
             if path.ends_with("/deleteMessage") {
@@ -341,12 +342,17 @@ fn edit(state: &mut ApiState, method: &Method, path: &str, body: &Value, lands: 
             if state.board[at].text == text {
                 let description = "Bad Request: message is not modified: specified new message content and reply \
                                    markup are exactly the same as a current content and reply markup of the message";
-                return refused(StatusCode::BAD_REQUEST, json!({"ok": false, "error_code": 400, "description": description}));
+                return refused(
+                    StatusCode::BAD_REQUEST,
+                    json!({"ok": false, "error_code": 400, "description": description}),
+                );
             }
             if lands {
                 state.board[at].text = text.clone();
             }
-            ok(json!({"ok": true, "result": {"message_id": body["message_id"], "chat": {"id": body["chat_id"]}, "text": text}}))
+            ok(
+                json!({"ok": true, "result": {"message_id": body["message_id"], "chat": {"id": body["chat_id"]}, "text": text}}),
+            )
         }
         Flavor::Slack if path.ends_with("/chat.update") || path.ends_with("/chat.delete") => {
             let ts = body["ts"].as_str().unwrap_or_default();
