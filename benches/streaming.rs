@@ -86,11 +86,11 @@ async fn platform_runs(chat: Chat, streamed: bool) -> Vec<(f64, f64, usize, bool
     let setting = if streamed { chat.name } else { "off" };
     let env = chat.start(&[("STREAM_REPLIES", setting), ("LLM_TIMEOUT_MS", "10000")]).await;
     env.llm.set_pace(Pace { first: FIRST, every: EVERY, chars: CHARS });
-    let text = "Here is a longer answer, written a few words at a time, as a model writes. ".repeat(8);
-    let text = text.trim_end().to_string();
-    let expected = chat.expected(&text);
     let mut figures = Vec::new();
     for run in 0..RUNS as u64 {
+        // Each run's answer its own, so one run's message never stands for the next's.
+        let text = format!("{}Run {run} done.", "Here is a longer answer, written a few words at a time. ".repeat(8));
+        let expected = chat.expected(&text);
         let before = chat.text_calls(&env).len();
         script(&env, &text, streamed);
         let asked = Instant::now();
