@@ -80,7 +80,6 @@ pub async fn post_events(
     timeout_ms: u64,
     on_event: &mut dyn FnMut(&str),
 ) -> Result<HttpAnswer, HttpFailure> {
-    use eventsource_stream::Eventsource;
     let network = |error: worker::Error| HttpFailure::Network(error.to_string());
     let request = build_request(Method::Post, url, headers, body).map_err(network)?;
     ops::count(kind);
@@ -110,16 +109,32 @@ pub async fn post_events(
         };
         return Ok(HttpAnswer { status, body, retry_after_secs, location: None });
     }
-    let mut events = response.stream().map_err(network)?.eventsource();
+    let stream = response.stream().map_err(network)?;
+    match read_events(stream, timeout_ms, on_event).await {
+        Ok(()) => Ok(HttpAnswer { status, body: Vec::new(), retry_after_secs, location: None }),
+        Err(HttpFailure::Timeout) => Err(timed_out()),
+        Err(failure) => Err(failure),
+    }
+}
+
+/// Hands the data of each server-sent event in `stream` to `on_event` as it
+/// arrives; `timeout_ms` bounds each wait for the next event.
+pub async fn read_events(
+    stream: worker::ByteStream,
+    timeout_ms: u64,
+    on_event: &mut dyn FnMut(&str),
+) -> Result<(), HttpFailure> {
+    use eventsource_stream::Eventsource;
+    let mut events = stream.eventsource();
     loop {
-        match select(events.next(), deadline()).await {
+        let deadline = Delay::from(Duration::from_millis(timeout_ms));
+        match select(events.next(), deadline).await {
             Either::Left((Some(Ok(event)), _)) => on_event(&event.data),
             Either::Left((Some(Err(error)), _)) => return Err(HttpFailure::Network(format!("event stream: {error}"))),
-            Either::Left((None, _)) => break,
-            Either::Right(_) => return Err(timed_out()),
+            Either::Left((None, _)) => return Ok(()),
+            Either::Right(_) => return Err(HttpFailure::Timeout),
         }
     }
-    Ok(HttpAnswer { status, body: Vec::new(), retry_after_secs, location: None })
 }
 
 /// A GET that does not follow redirects (the caller checks each hop) and

@@ -16,7 +16,7 @@ use crate::llm::{anthropic, openai, workers_ai, ChatRequest, Completion, LlmErro
 use crate::log_line::LogLine;
 
 use super::config;
-use super::http::{now_ms, post_events, post_json, sleep_ms, HttpFailure};
+use super::http::{now_ms, post_events, post_json, read_events, sleep_ms, HttpFailure};
 use super::log::Emit;
 use super::memory::AI_BINDING;
 use crate::ops::Op;
@@ -47,20 +47,37 @@ impl<'a> HttpModel<'a> {
         self.spent.get()
     }
 
-    /// Workers AI runs through the binding, not over HTTP.
-    async fn complete_on_workers_ai(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+    /// Workers AI runs through the binding, not over HTTP; watched, it streams
+    /// (`stream: true` makes the binding answer with server-sent events).
+    async fn complete_on_workers_ai(
+        &self,
+        request: &ChatRequest,
+        watch: Option<&dyn Fn(&Assembler)>,
+    ) -> Result<Completion, LlmError> {
         let ai = self.env.ai(AI_BINDING).map_err(|error| LlmError::Config(format!("Workers AI: {error}")))?;
-        let body = scrubbed(workers_ai::request_body(request), &request.model);
+        let mut body = scrubbed(workers_ai::request_body(request), &request.model);
         crate::ops::count(Op::ModelCall);
-        let run = ai.run::<_, serde_json::Value>(&request.model, body);
-        let deadline = Delay::from(Duration::from_millis(self.config.llm_timeout_ms));
-        let outcome = match select(Box::pin(run), deadline).await {
-            Either::Left((Ok(answer), _)) => workers_ai::parse_response(&answer),
-            // The binding's errors carry no status; treat them as transient.
-            Either::Left((Err(error), _)) => Err(LlmError::Network(error.to_string())),
-            Either::Right(_) => Err(LlmError::Timeout),
+        // The binding's errors carry no status; treat them as transient.
+        let failed = |error: worker::Error| LlmError::Network(error.to_string());
+        let deadline = || Delay::from(Duration::from_millis(self.config.llm_timeout_ms));
+        let Some(watch) = watch else {
+            let run = ai.run::<_, serde_json::Value>(&request.model, body);
+            return match select(Box::pin(run), deadline()).await {
+                Either::Left((answer, _)) => workers_ai::parse_response(&answer.map_err(failed)?),
+                Either::Right(_) => Err(LlmError::Timeout),
+            };
         };
-        outcome
+        body["stream"] = true.into();
+        let run = ai.run_bytes(&request.model, body);
+        let stream = match select(Box::pin(run), deadline()).await {
+            Either::Left((stream, _)) => stream.map_err(failed)?,
+            Either::Right(_) => return Err(LlmError::Timeout),
+        };
+        let mut assembling = Assembling::new(Wire::WorkersAi, watch);
+        read_events(stream, self.config.llm_timeout_ms, &mut |data| assembling.take(data))
+            .await
+            .map_err(model_failure)?;
+        assembling.finish()
     }
 
     /// The primary model's name (requests are re-addressed per model tried).
@@ -76,7 +93,7 @@ impl<'a> HttpModel<'a> {
     ) -> Result<Completion, LlmError> {
         let request = ChatRequest { model: spec.model.clone(), ..request.clone() };
         let (url, authorization, body) = match spec.provider {
-            Provider::WorkersAi => return self.complete_on_workers_ai(&request).await,
+            Provider::WorkersAi => return self.complete_on_workers_ai(&request, watch).await,
             Provider::OpenAi => (
                 openai::endpoint(&self.config.openai_base_url),
                 ("authorization", format!("Bearer {}", self.config.openai_api_key.expose())),
@@ -95,12 +112,7 @@ impl<'a> HttpModel<'a> {
             return self.stream_once(spec.provider, &url, headers, body, watch).await;
         }
         let answer =
-            post_json(Op::ModelCall, &url, headers, &body, self.config.llm_timeout_ms).await.map_err(|failure| {
-                match failure {
-                    HttpFailure::Timeout => LlmError::Timeout,
-                    HttpFailure::Network(message) => LlmError::Network(message),
-                }
-            })?;
+            post_json(Op::ModelCall, &url, headers, &body, self.config.llm_timeout_ms).await.map_err(model_failure)?;
         if !(200..300).contains(&answer.status) {
             return Err(LlmError::Status(answer.status));
         }
@@ -130,29 +142,15 @@ impl HttpModel<'_> {
                 Wire::OpenAi
             }
         };
-        let mut assembler = Assembler::new(wire);
-        let mut broken = None;
-        let mut take = |data: &str| {
-            if broken.is_none() {
-                match assembler.take(data) {
-                    Ok(()) => watch(&assembler),
-                    Err(error) => broken = Some(error),
-                }
-            }
-        };
+        let mut assembling = Assembling::new(wire, watch);
+        let mut take = |data: &str| assembling.take(data);
         let answer = post_events(Op::ModelCall, url, headers, &body, self.config.llm_timeout_ms, &mut take)
             .await
-            .map_err(|failure| match failure {
-                HttpFailure::Timeout => LlmError::Timeout,
-                HttpFailure::Network(message) => LlmError::Network(message),
-            })?;
+            .map_err(model_failure)?;
         if !(200..300).contains(&answer.status) {
             return Err(LlmError::Status(answer.status));
         }
-        if let Some(error) = broken {
-            return Err(error);
-        }
-        assembler.finish()
+        assembling.finish()
     }
 
     /// Tries the chain: each model with bounded retries, rate-limited ones cooling down.
@@ -209,13 +207,50 @@ impl ChatModel for HttpModel<'_> {
         self.answer(request, None).await
     }
 
-    /// Streams from OpenAI-compatible and Anthropic models; Workers AI answers whole.
+    /// Streams from OpenAI-compatible, Anthropic and Workers AI models.
     async fn complete_watched(
         &self,
         request: &ChatRequest,
         watch: &dyn Fn(&Assembler),
     ) -> Result<Completion, LlmError> {
         self.answer(request, Some(watch)).await
+    }
+}
+
+/// A streamed answer being put together: each event's chunk goes to the
+/// [`Assembler`], which `watch` sees after each; the first broken chunk ends it.
+struct Assembling<'a> {
+    assembler: Assembler,
+    watch: &'a dyn Fn(&Assembler),
+    broken: Option<LlmError>,
+}
+
+impl<'a> Assembling<'a> {
+    fn new(wire: Wire, watch: &'a dyn Fn(&Assembler)) -> Self {
+        Assembling { assembler: Assembler::new(wire), watch, broken: None }
+    }
+
+    fn take(&mut self, data: &str) {
+        if self.broken.is_none() {
+            match self.assembler.take(data) {
+                Ok(()) => (self.watch)(&self.assembler),
+                Err(error) => self.broken = Some(error),
+            }
+        }
+    }
+
+    fn finish(self) -> Result<Completion, LlmError> {
+        match self.broken {
+            Some(error) => Err(error),
+            None => self.assembler.finish(),
+        }
+    }
+}
+
+fn model_failure(failure: HttpFailure) -> LlmError {
+    match failure {
+        HttpFailure::Timeout => LlmError::Timeout,
+        HttpFailure::Network(message) => LlmError::Network(message),
     }
 }
 

@@ -22,6 +22,10 @@ pub enum Wire {
     OpenAi,
     /// The Anthropic Messages API with `stream: true`.
     Anthropic,
+    /// The Workers AI binding with `stream: true`: its own chunks (`response`
+    /// text, top-level `tool_calls` pieces, `usage`), or OpenAI's shape from
+    /// the models that answer in it.
+    WorkersAi,
 }
 
 /// One tool call as far as it has arrived.
@@ -63,6 +67,8 @@ impl Assembler {
         match self.wire {
             Wire::OpenAi => self.take_openai(&chunk),
             Wire::Anthropic => self.take_anthropic(&chunk),
+            Wire::WorkersAi if chunk.get("choices").is_some() => self.take_openai(&chunk),
+            Wire::WorkersAi => self.take_workers_ai(&chunk),
         }
     }
 
@@ -93,19 +99,52 @@ impl Assembler {
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             self.text.push_str(text);
         }
-        for piece in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        self.take_call_pieces(delta.get("tool_calls"));
+        Ok(())
+    }
+
+    /// Pieces of tool calls by index: the first names the call, the rest add
+    /// to its arguments. Workers AI may put the name and arguments beside
+    /// `function` rather than in it, send the arguments as an object, and end
+    /// with a piece that holds nothing.
+    fn take_call_pieces(&mut self, pieces: Option<&Value>) {
+        for piece in pieces.and_then(Value::as_array).into_iter().flatten() {
+            let field = |name: &str| piece.get("function").and_then(|function| function.get(name)).or(piece.get(name));
             let index = piece["index"].as_u64().unwrap_or(0);
+            let (name, arguments) = (field("name").and_then(Value::as_str), field("arguments"));
+            let id = piece["id"].as_str();
+            let arguments = match arguments {
+                Some(Value::String(text)) => Some(text.clone()),
+                Some(object @ Value::Object(_)) => Some(object.to_string()),
+                _ => None,
+            };
+            if id.is_none() && name.is_none() && arguments.as_deref().is_none_or(str::is_empty) {
+                continue;
+            }
             let call = self.call(index);
-            if let Some(id) = piece["id"].as_str() {
+            if let Some(id) = id {
                 call.id = id.to_string();
             }
-            if let Some(name) = piece.pointer("/function/name").and_then(Value::as_str) {
+            if let Some(name) = name {
                 call.name.push_str(name);
             }
-            if let Some(arguments) = piece.pointer("/function/arguments").and_then(Value::as_str) {
-                call.arguments.push_str(arguments);
+            if let Some(arguments) = arguments {
+                call.arguments.push_str(&arguments);
             }
         }
+    }
+
+    fn take_workers_ai(&mut self, chunk: &Value) -> Result<(), LlmError> {
+        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
+            self.usage = Usage {
+                input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+                output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+            };
+        }
+        if let Some(text) = chunk.get("response").and_then(Value::as_str) {
+            self.text.push_str(text);
+        }
+        self.take_call_pieces(chunk.get("tool_calls"));
         Ok(())
     }
 
@@ -215,6 +254,55 @@ mod tests {
         chunks.push(json!({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 7}}).to_string());
         chunks.push("[DONE]".into());
         chunks
+    }
+
+    #[test]
+    fn workers_ai_chunks_stream_text_and_a_reply_and_end_as_the_whole_answer() {
+        let text = "Hi \"Dana\", here it is";
+        let arguments = json!({"content": text}).to_string();
+        let (head, tail) = arguments.split_at(arguments.len() / 2);
+        let chunks = [
+            json!({"response": "", "tool_calls": [{"index": 0, "id": "chatcmpl-tool-1", "type": "function",
+                                                     "function": {"name": "reply"}}]}),
+            json!({"response": "", "tool_calls": [{"index": 0, "function": {"arguments": head}}]}),
+            json!({"response": "", "tool_calls": [{"index": 0, "function": {"arguments": tail}}]}),
+            json!({"response": "", "tool_calls": [{"id": null, "type": null, "function": {"name": null}}]}),
+            json!({"response": "", "usage": {"prompt_tokens": 30, "completion_tokens": 9}}),
+        ];
+        let mut assembler = Assembler::new(Wire::WorkersAi);
+        let mut seen = Vec::new();
+        for chunk in &chunks {
+            assembler.take(&chunk.to_string()).unwrap();
+            seen.extend(assembler.partial_argument("reply", "content"));
+        }
+        assembler.take("[DONE]").unwrap();
+        assert!(seen.first().is_some_and(|first| first.len() < text.len()), "part of it first: {seen:?}");
+        assert_eq!(seen.last().map(String::as_str), Some(text));
+        let completion = assembler.finish().unwrap();
+        assert_eq!(completion.tool_calls.len(), 1, "the empty closing piece adds no call");
+        assert_eq!(
+            (completion.tool_calls[0].id.as_str(), &completion.tool_calls[0].arguments["content"]),
+            ("chatcmpl-tool-1", &json!(text))
+        );
+        assert_eq!(completion.usage, Usage { input_tokens: 30, output_tokens: 9 });
+
+        // Text in `response`, and a whole call with object arguments in one chunk.
+        let mut assembler = Assembler::new(Wire::WorkersAi);
+        for chunk in [
+            json!({"response": "Hel"}),
+            json!({"response": "lo"}),
+            json!({"tool_calls": [{"name": "react", "arguments": {"emoji": "👍"}}]}),
+        ] {
+            assembler.take(&chunk.to_string()).unwrap();
+        }
+        let completion = assembler.finish().unwrap();
+        assert_eq!(completion.content.as_deref(), Some("Hello"));
+        assert_eq!(completion.tool_calls[0].arguments, json!({"emoji": "👍"}));
+
+        // Models that answer in OpenAI's shape stream as OpenAI's.
+        let mut assembler = Assembler::new(Wire::WorkersAi);
+        assembler.take(&json!({"choices": [{"delta": {"content": "Hi"}}]}).to_string()).unwrap();
+        assert_eq!(assembler.finish().unwrap().content.as_deref(), Some("Hi"));
     }
 
     #[test]
