@@ -192,6 +192,19 @@ for (const queue of queues) {
   }
 }
 
+// 3b. R2: every bucket the environment binds (the FILES bucket people's files go to).
+for (const { bucket_name: bucket } of config.r2_buckets ?? []) {
+  const info = wrangler(["r2", "bucket", "info", bucket], { allowFailure: true });
+  if (info.ok) {
+    say(`r2 bucket ${bucket}`, "exists, skipped");
+  } else if (/does not exist/i.test(info.output)) {
+    wrangler(["r2", "bucket", "create", bucket]);
+    say(`r2 bucket ${bucket}`, "created");
+  } else {
+    die(`wrangler r2 bucket info ${bucket} failed`, info.output);
+  }
+}
+
 // 4. Vectorize: only when the environment binds an index.
 const vectorize = config.vectorize ?? [];
 if (vectorize.length === 0) say("vectorize", `no vectorize binding in [env.${ENV}], skipped`);

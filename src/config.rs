@@ -108,6 +108,12 @@ pub struct Config {
     pub worker_model: String,
     /// The model that writes the memory bulletin (defaults to the channel's).
     pub cortex_model: String,
+    /// The model that describes an image to a channel model that cannot see
+    /// it (`VISION_MODEL`; unset: the person is told the bot cannot see it).
+    pub vision_model: Option<String>,
+    /// What transcribes voice notes: `openai/<model>` (`/audio/transcriptions`
+    /// at `OPENAI_BASE_URL`) or `workers-ai/<model>`; unset: not transcribed.
+    pub transcribe_model: Option<String>,
     /// Hosts `http_fetch` may reach even though they are private (tests only).
     pub fetch_allowed_hosts: Vec<String>,
     /// The platforms whose replies show while the model writes them
@@ -215,6 +221,8 @@ impl Config {
             compactor_model: text("COMPACTOR_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
             worker_model: text("WORKER_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
             cortex_model: text("CORTEX_MODEL", &text("CHANNEL_MODEL", DEFAULT_CHANNEL_MODEL)),
+            vision_model: Some(text("VISION_MODEL", "")).filter(|model| !model.trim().is_empty()),
+            transcribe_model: Some(text("TRANSCRIBE_MODEL", "")).filter(|model| !model.trim().is_empty()),
             fetch_allowed_hosts: text("FETCH_ALLOW_HOSTS", "")
                 .split(',')
                 .map(|host| host.trim().to_ascii_lowercase())
@@ -331,6 +339,8 @@ impl Config {
                 "compactor": self.compactor_model,
                 "cortex": self.cortex_model,
                 "embedding": self.embedding_model,
+                "vision": self.vision_model,
+                "transcribe": self.transcribe_model,
             },
             "vector_backend": self.vector_backend,
             "timezone": self.timezone,

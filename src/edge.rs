@@ -12,6 +12,7 @@ pub mod d1;
 pub mod discord;
 pub mod durable;
 mod failure;
+pub mod files;
 pub mod gateway;
 pub mod history;
 pub mod http;

@@ -83,11 +83,23 @@ pub struct InboundEvent {
     pub reply_address: ReplyAddress,
 }
 
-/// A file that came with a message (kept by reference, never downloaded on ingress).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A file that came with a message, as the platform describes it (kept by
+/// reference on ingress; the turn downloads it, see `files`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Attachment {
+    /// What the platform calls it (`photo`, `voice`, `document`, a MIME type, a Slack file type).
     pub kind: String,
     pub platform_file_id: String,
+    /// The name it was sent with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its size in bytes, as the platform says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Where the platform serves it (Slack's `url_private_download`, Discord's
+    /// CDN URL); Telegram's is asked for with `getFile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl ReplyAddress {

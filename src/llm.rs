@@ -5,6 +5,7 @@ pub mod anthropic;
 pub mod openai;
 pub mod routing;
 pub mod stream;
+pub mod vision;
 pub mod workers_ai;
 
 use serde::{Deserialize, Serialize};
@@ -75,11 +76,21 @@ pub struct ChatMessage {
     /// For `Role::Tool`: the call this message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// Images that go with a user message (to models that see them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// An image for the model: its type and its bytes, base64-encoded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    pub media_type: String,
+    pub base64: String,
 }
 
 impl ChatMessage {
     pub fn new(role: Role, content: impl Into<String>) -> Self {
-        ChatMessage { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
+        ChatMessage { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, images: Vec::new() }
     }
 
     pub fn tool_result(call_id: &str, content: impl Into<String>) -> Self {

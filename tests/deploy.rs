@@ -195,7 +195,7 @@ impl Run {
 fn creations(calls: &[Vec<String>]) -> Vec<String> {
     calls
         .iter()
-        .filter(|argv| argv.iter().take(2).any(|word| word.starts_with("create")))
+        .filter(|argv| argv.iter().take(3).any(|word| word.starts_with("create")))
         .map(|argv| argv.join(" "))
         .collect()
 }
@@ -239,6 +239,7 @@ async fn the_first_run_creates_and_records_everything_and_the_second_changes_not
             "d1 create edgebot",
             "queues create edgebot-jobs",
             "queues create edgebot-jobs-dlq",
+            "r2 bucket create edgebot-files",
             "vectorize create edgebot-memories --dimensions=384 --metric=cosine",
             "vectorize create-metadata-index edgebot-memories --property-name=memory_type --type=string",
             "vectorize create-metadata-index edgebot-memories --property-name=scope --type=string",
@@ -403,7 +404,7 @@ fn the_production_environment_repeats_every_top_level_binding() {
         const pick = (env) => {
           const c = unstable_readConfig({ config: "wrangler.toml", env });
           return { name: c.name, main: c.main, crons: c.triggers.crons, migrations: c.migrations,
-                   durable_objects: c.durable_objects, queues: c.queues, vars: c.vars,
+                   durable_objects: c.durable_objects, queues: c.queues, vars: c.vars, r2: c.r2_buckets,
                    d1: c.d1_databases.map(({ binding, database_name, migrations_dir }) =>
                          ({ binding, database_name, migrations_dir })),
                    ai: c.ai ?? null, vectorize: c.vectorize };
@@ -420,7 +421,7 @@ fn the_production_environment_repeats_every_top_level_binding() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let configs: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     let (top, production) = (&configs["top"], &configs["production"]);
-    for key in ["name", "main", "crons", "migrations", "durable_objects", "queues", "d1"] {
+    for key in ["name", "main", "crons", "migrations", "durable_objects", "queues", "d1", "r2"] {
         assert_eq!(top[key], production[key], "production's {key} differs from the local profile's");
     }
     for (name, value) in top["vars"].as_object().unwrap() {

@@ -18,6 +18,7 @@ use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, TurnContext};
 use crate::edge::config::redactor;
 use crate::edge::durable::{MeteredStorage, Sql};
+use crate::edge::files;
 use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::log::Emit;
@@ -76,7 +77,7 @@ pub(super) async fn think(
     object: &ChannelObject,
     database: &D1Database,
     turn: &TurnSnapshot,
-    platform: &str,
+    platform: &Platform<'_>,
     live: Option<&dyn Fn(&str)>,
 ) -> Result<Thought> {
     let config = &object.config;
@@ -84,8 +85,16 @@ pub(super) async fn think(
         return Ok(Thought::default());
     };
     let conversation_key = &answering.conversation_key;
-    let mut stored: Vec<StoredMessage> =
-        turn.messages.iter().map(|message| StoredMessage::inbound(&message.event, message.received_at_ms)).collect();
+    // Files first: a voice note's transcript is its message's text, in the
+    // prompt and in the history alike.
+    let mut current: Vec<InboundEvent> = turn.messages.iter().map(|message| message.event.clone()).collect();
+    let files = files::receive(config, &object.env, database, platform, &mut current, now_ms()).await;
+    let mut stored: Vec<StoredMessage> = turn
+        .messages
+        .iter()
+        .zip(&current)
+        .map(|(message, event)| StoredMessage::inbound(event, message.received_at_ms))
+        .collect();
     // Finished work enters the history too, so later turns remember it.
     stored.extend(turn.process_events.iter().map(|event| StoredMessage {
         id: format!("{conversation_key}:process:{}", event.envelope.id),
@@ -119,11 +128,10 @@ pub(super) async fn think(
         content: row.content.clone(),
     };
     let earlier: Vec<HistoryEntry> = loaded.earlier.iter().map(entry).collect();
-    let current: Vec<InboundEvent> = turn.messages.iter().map(|message| message.event.clone()).collect();
     let people = turn_people(database, turn, conversation_key).await;
     let context = TurnContext {
         bot_name: &config.bot_name,
-        platform,
+        platform: platform.name(),
         now_utc: format_utc(now_ms()),
         identity: &identity,
         bulletin: &bulletin,
@@ -131,6 +139,7 @@ pub(super) async fn think(
         history: &earlier,
         context: &turn.context,
         current: &current,
+        attachments: &files.notes,
         people: &people,
         notice: turn.notice,
         process_events: &turn.process_events,
@@ -140,7 +149,10 @@ pub(super) async fn think(
     let schedules_changed = std::cell::Cell::new(false);
     let model = HttpModel::new(config, &object.env, &config.channel_model);
     let outcome = async {
-        let messages = compose_messages(&context).map_err(|error| error.to_string())?;
+        let mut messages = compose_messages(&context).map_err(|error| error.to_string())?;
+        if let Some(turn_message) = messages.last_mut() {
+            turn_message.images = files.images.clone();
+        }
         estimated_tokens = estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
         let model = model.as_ref().map_err(|error| error.to_string())?;
         let tools = ChannelTools {
@@ -177,6 +189,11 @@ pub(super) async fn think(
         people,
         ..Thought::default()
     };
+    // A file that was not kept is said plainly, whatever the model makes of it.
+    if !files.refused.is_empty() {
+        let notice = prompt::render("file_refused", serde_json::json!({ "files": files.refused }));
+        thought.texts.push(notice.map_err(|error| worker::Error::RustError(error.to_string()))?);
+    }
     match outcome {
         Ok(outcome) => {
             thought.result.usage = outcome.usage;

@@ -110,7 +110,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
                 let write = |text: &str| draft.write(text);
                 let streams = platform.streaming() != Streaming::Off;
                 let live = streams.then_some(&write as &dyn Fn(&str));
-                let thinking = think(object, database, turn, platform.name(), live);
+                let thinking = think(object, database, turn, &platform, live);
                 let thought = while_working(&platform, sql, last, turn.id as i64, &draft, thinking).await?;
                 if let Err(error) = usage::record(database, &spender, usage::CHANNEL, thought.spend, now_ms()).await {
                     log(LogLine::warn("usage_not_recorded")).field("process", "channel").reason(&error).emit();

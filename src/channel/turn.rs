@@ -41,6 +41,10 @@ pub struct TurnContext<'a> {
     /// What the bot watched silently since its last turn.
     pub context: &'a [ObservedMessage],
     pub current: &'a [InboundEvent],
+    /// Per message of `current`, a line per attachment saying what became of
+    /// it (`crate::files::describe`); a message without lines here shows its
+    /// attachments' kinds.
+    pub attachments: &'a [Vec<String>],
     /// The profiles of the people writing in this turn (the authors of
     /// `current`), and of no one else: see [`crate::people`].
     pub people: &'a [Profile],
@@ -188,11 +192,14 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, p
     let current: Vec<_> = context
         .current
         .iter()
-        .map(|event| {
+        .enumerate()
+        .map(|(index, event)| {
+            let described = context.attachments.get(index).filter(|lines| !lines.is_empty()).cloned();
+            let kinds = || event.attachments.iter().map(|attachment| attachment.kind.clone()).collect();
             json!({
                 "author": event.author.name,
                 "text": event.text,
-                "attachments": event.attachments.iter().map(|attachment| attachment.kind.clone()).collect::<Vec<_>>(),
+                "attachments": described.unwrap_or_else(kinds),
             })
         })
         .collect();

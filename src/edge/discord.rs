@@ -4,11 +4,12 @@
 use serde_json::Value;
 use worker::Method;
 
-use super::http::{get_manual, send_json};
+use super::http::{download, get_manual, send_json};
 use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
-use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::files::{is_platform_file_url, Refusal, DISCORD_FILE_HOSTS};
+use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::discord::message::{create_message_body, reaction_path};
 use crate::platforms::discord::{edit_body, message_path, webhook_call, MESSAGE_LIMIT};
@@ -91,6 +92,15 @@ impl Messenger for Discord<'_> {
             let as_bot = matches!(address, ReplyAddress::DiscordChannel { .. });
             let _ = self.call(Method::Delete, &path, &Value::Null, as_bot).await;
         }
+    }
+
+    /// An attachment's URL, on Discord's CDN only.
+    async fn download(&self, _address: &ReplyAddress, attachment: &Attachment) -> Result<Vec<u8>, Refusal> {
+        let url = attachment.url.as_deref().ok_or(Refusal::Unreachable)?;
+        if !is_platform_file_url(url, DISCORD_FILE_HOSTS, &self.config.discord_api_base) {
+            return Err(Refusal::Unreachable);
+        }
+        download(url, &[]).await
     }
 
     fn streaming(&self) -> Streaming {

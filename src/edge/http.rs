@@ -6,11 +6,16 @@ use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 
 use crate::api_error::ApiError;
+use crate::files::{Refusal, FILE_LIMIT_BYTES};
 use crate::ops::{self, Op};
 use crate::routes::Verb;
 use js_sys::Uint8Array;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect, Response};
+
+/// How long a file download may take.
+const DOWNLOAD_TIMEOUT_MS: u64 = 30_000;
 
 /// A finished exchange: the status, the whole body, and a `Retry-After`
 /// header (seconds) when the server sent one.
@@ -135,6 +140,53 @@ pub async fn read_events(
             Either::Right(_) => return Err(HttpFailure::Timeout),
         }
     }
+}
+
+/// Downloads a platform's file: a GET (no redirects) that reads at most one
+/// byte past [`FILE_LIMIT_BYTES`], to tell a file that is too large.
+pub async fn download(url: &str, headers: &[(&str, &str)]) -> Result<Vec<u8>, Refusal> {
+    let limit = FILE_LIMIT_BYTES as usize + 1;
+    let answer = get_manual(Op::PlatformCall, url, headers, DOWNLOAD_TIMEOUT_MS, limit)
+        .await
+        .map_err(|_| Refusal::Unreachable)?;
+    if answer.status != 200 {
+        return Err(Refusal::Unreachable);
+    }
+    if answer.body.len() >= limit {
+        return Err(Refusal::TooLarge { limit_mb: FILE_LIMIT_BYTES / (1024 * 1024) });
+    }
+    Ok(answer.body)
+}
+
+/// POSTs a `multipart/form-data` body (text `fields` and one file: field
+/// name, file name, bytes), built by the runtime's `FormData`.
+pub async fn post_form(
+    kind: Op,
+    url: &str,
+    headers: &[(&str, &str)],
+    fields: &[(&str, &str)],
+    file: (&str, &str, &[u8]),
+    timeout_ms: u64,
+) -> Result<HttpAnswer, HttpFailure> {
+    let network = |error: JsValue| HttpFailure::Network(format!("{error:?}"));
+    let form = worker::web_sys::FormData::new().map_err(network)?;
+    for (name, value) in fields {
+        form.append_with_str(name, value).map_err(network)?;
+    }
+    // The file part's type comes from its name (the runtime's `File`), as
+    // transcription services read it.
+    let (field, file_name, bytes) = file;
+    let parts = js_sys::Array::of1(&Uint8Array::from(bytes).buffer());
+    let part = worker::web_sys::File::new_with_u8_array_sequence(&parts, file_name).map_err(network)?;
+    form.append_with_blob_and_filename(field, &part, file_name).map_err(network)?;
+    let request_headers = Headers::new();
+    for (name, value) in headers {
+        request_headers.set(name, value).map_err(|error| HttpFailure::Network(error.to_string()))?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_headers(request_headers).with_body(Some(form.into()));
+    let request = Request::new_with_init(url, &init).map_err(|error| HttpFailure::Network(error.to_string()))?;
+    exchange(kind, request, timeout_ms, None).await
 }
 
 /// A GET that does not follow redirects (the caller checks each hop) and

@@ -5,7 +5,8 @@
 
 use super::config::redactor;
 use crate::channel::participants::MembershipCount;
-use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::files::Refusal;
+use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::reply::reaction::Reaction;
 
 /// Why a send failed, and whether (and when) trying again may help.
@@ -103,6 +104,11 @@ pub trait Messenger {
     }
     /// Deletes a draft message the finished reply did not need; best effort.
     async fn withdraw(&self, _address: &ReplyAddress, _message_id: &str) {}
+    /// The bytes of a file sent with a message, from the platform's own file
+    /// host only, at most [`crate::files::FILE_LIMIT_BYTES`].
+    async fn download(&self, _address: &ReplyAddress, _attachment: &Attachment) -> Result<Vec<u8>, Refusal> {
+        Err(Refusal::Unreachable)
+    }
 }
 
 /// How a platform shows a reply the model is still writing.

@@ -13,7 +13,8 @@ use super::log::Emit;
 use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
-use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::files::Refusal;
+use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::log_line::LogLine;
 use crate::reply::markup::Flavor;
 use crate::reply::reaction::{self, Reaction};
@@ -163,6 +164,15 @@ impl Messenger for Platform<'_> {
             Platform::Slack(platform) => platform.edit(address, message_id, piece).await,
             Platform::Discord(platform) => platform.edit(address, message_id, piece).await,
             Platform::Web(platform) => platform.edit(address, message_id, piece).await,
+        }
+    }
+
+    async fn download(&self, address: &ReplyAddress, attachment: &Attachment) -> Result<Vec<u8>, Refusal> {
+        match self {
+            Platform::Telegram(platform) => platform.download(address, attachment).await,
+            Platform::Slack(platform) => platform.download(address, attachment).await,
+            Platform::Discord(platform) => platform.download(address, attachment).await,
+            Platform::Web(platform) => platform.download(address, attachment).await,
         }
     }
 

@@ -2,11 +2,12 @@
 
 use serde_json::{json, Value};
 
-use super::http::{get_manual, post_json};
+use super::http::{download, get_manual, post_json};
 use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
-use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::files::{is_platform_file_url, Refusal, SLACK_FILE_HOSTS};
+use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::slack::{
     find_piece, piece_lookup, post_message_body, update_message_body, MESSAGE_LIMIT, WORKING_REACTION,
@@ -89,6 +90,16 @@ impl Messenger for Slack<'_> {
         if let ReplyAddress::Slack { channel, .. } = address {
             let _ = self.call("chat.delete", &json!({ "channel": channel, "ts": message_id })).await;
         }
+    }
+
+    /// A file's `url_private_download`, on Slack's file host only, with the bot token.
+    async fn download(&self, _address: &ReplyAddress, attachment: &Attachment) -> Result<Vec<u8>, Refusal> {
+        let url = attachment.url.as_deref().ok_or(Refusal::Unreachable)?;
+        if !is_platform_file_url(url, SLACK_FILE_HOSTS, &self.config.slack_api_base) {
+            return Err(Refusal::Unreachable);
+        }
+        let authorization = format!("Bearer {}", self.config.slack_bot_token.expose());
+        download(url, &[("authorization", &authorization)]).await
     }
 
     /// Posted, then updated as it grows. (Slack's own streaming methods for

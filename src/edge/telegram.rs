@@ -2,11 +2,12 @@
 
 use serde_json::{json, Value};
 
-use super::http::post_json;
+use super::http::{download, post_json};
 use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
-use crate::inbound::{InboundEvent, ReplyAddress};
+use crate::files::Refusal;
+use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::telegram::{is_not_modified, message_ref, send_message_body, sent_message_id, MESSAGE_LIMIT};
 use crate::reply::markup::{shown, Flavor};
@@ -102,6 +103,19 @@ impl Messenger for Telegram<'_> {
         if let Some(message) = message_ref(address, message_id) {
             let _ = self.call("deleteMessage", &message).await;
         }
+    }
+
+    /// `getFile` says where the file is; the download comes from the same
+    /// Bot API host (its URL holds the token: never logged).
+    async fn download(&self, _address: &ReplyAddress, attachment: &Attachment) -> Result<Vec<u8>, Refusal> {
+        let answer = self.call("getFile", &json!({ "file_id": attachment.platform_file_id })).await;
+        let answer = answer.map_err(|_| Refusal::Unreachable)?;
+        let path = answer.pointer("/result/file_path").and_then(Value::as_str).ok_or(Refusal::Unreachable)?;
+        if path.contains("..") || path.starts_with('/') {
+            return Err(Refusal::Unreachable);
+        }
+        let token = self.config.telegram_bot_token.expose();
+        download(&format!("{}/file/bot{token}/{path}", self.config.telegram_api_base), &[]).await
     }
 
     fn streaming(&self) -> Streaming {

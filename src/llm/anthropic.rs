@@ -71,7 +71,12 @@ fn blocks_of(message: &ChatMessage) -> (&'static str, Vec<Value>) {
             }
             ("assistant", blocks)
         }
-        Role::User | Role::System => ("user", vec![json!({ "type": "text", "text": message.content })]),
+        Role::User | Role::System => {
+            let images = message.images.iter().map(|image| {
+                json!({ "type": "image", "source": { "type": "base64", "media_type": image.media_type, "data": image.base64 } })
+            });
+            ("user", images.chain([json!({ "type": "text", "text": message.content })]).collect())
+        }
     }
 }
 

@@ -42,6 +42,14 @@ fn message_json(message: &ChatMessage) -> Value {
         Role::Tool => "tool",
     };
     let mut value = json!({ "role": role, "content": message.content });
+    if !message.images.is_empty() {
+        let mut parts = vec![json!({ "type": "text", "text": message.content })];
+        parts.extend(message.images.iter().map(|image| {
+            let url = format!("data:{};base64,{}", image.media_type, image.base64);
+            json!({ "type": "image_url", "image_url": { "url": url } })
+        }));
+        value["content"] = Value::Array(parts);
+    }
     if !message.tool_calls.is_empty() {
         let calls: Vec<Value> = message
             .tool_calls

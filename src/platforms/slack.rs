@@ -139,6 +139,12 @@ struct File {
     id: Option<String>,
     #[serde(default)]
     filetype: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    size: Option<u64>,
+    #[serde(default)]
+    url_private_download: Option<String>,
 }
 
 /// Message subtypes that are someone saying something; all others (edits,
@@ -201,6 +207,9 @@ pub fn parse_event(body: &[u8], bot_user_id: &str) -> Result<ParsedSlack, SlackE
             Some(crate::inbound::Attachment {
                 kind: file.filetype.clone().unwrap_or_else(|| "file".into()),
                 platform_file_id: file.id.clone()?,
+                name: file.name.clone(),
+                size: file.size,
+                url: file.url_private_download.clone(),
             })
         })
         .collect();

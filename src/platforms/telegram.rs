@@ -91,6 +91,10 @@ struct Message {
     photo: Vec<FileRef>,
     #[serde(default)]
     document: Option<FileRef>,
+    #[serde(default)]
+    voice: Option<FileRef>,
+    #[serde(default)]
+    audio: Option<FileRef>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,6 +133,10 @@ struct Entity {
 #[derive(Debug, Deserialize)]
 struct FileRef {
     file_id: String,
+    #[serde(default)]
+    file_name: Option<String>,
+    #[serde(default)]
+    file_size: Option<u64>,
 }
 
 /// Parses a webhook body into an inbound event. Only malformed JSON is an
@@ -209,15 +217,26 @@ fn display_name(user: &User) -> String {
 }
 
 fn attachments_of(message: &Message) -> Vec<Attachment> {
-    let mut attachments = Vec::new();
     // Telegram lists photo sizes smallest first; the last is the original.
-    if let Some(photo) = message.photo.last() {
-        attachments.push(Attachment { kind: "photo".into(), platform_file_id: photo.file_id.clone() });
-    }
-    if let Some(document) = &message.document {
-        attachments.push(Attachment { kind: "document".into(), platform_file_id: document.file_id.clone() });
-    }
-    attachments
+    let files = [
+        ("photo", message.photo.last()),
+        ("document", message.document.as_ref()),
+        ("voice", message.voice.as_ref()),
+        ("audio", message.audio.as_ref()),
+    ];
+    files
+        .into_iter()
+        .filter_map(|(kind, file)| {
+            let file = file?;
+            Some(Attachment {
+                kind: kind.into(),
+                platform_file_id: file.file_id.clone(),
+                name: file.file_name.clone(),
+                size: file.file_size,
+                url: None,
+            })
+        })
+        .collect()
 }
 
 /// Returns (mentions the bot, mentions someone else). Entity offsets count

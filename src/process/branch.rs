@@ -66,7 +66,7 @@ pub fn branch_tools() -> Vec<ToolSpec> {
     let text = |description: &str| json!({ "type": "string", "description": description });
     let types =
         json!({ "type": "string", "enum": MemoryType::ALL.iter().map(|kind| kind.as_str()).collect::<Vec<_>>() });
-    vec![
+    let mut tools = vec![
         ToolSpec::new(
             "memory_save",
             object(
@@ -130,6 +130,18 @@ pub fn branch_tools() -> Vec<ToolSpec> {
                 &[],
             ),
         ),
+    ];
+    tools.extend(attachment_tools());
+    tools
+}
+
+/// `attachment_read` and `attachment_recall`, which branches and workers
+/// share: the conversation's files, and only its own.
+pub fn attachment_tools() -> [ToolSpec; 2] {
+    let id = json!({ "type": "string", "description": "The file's id (f and 16 hex digits)." });
+    [
+        ToolSpec::new("attachment_read", object(json!({ "id": id }), &["id"])),
+        ToolSpec::new("attachment_recall", object(json!({}), &[])),
     ]
 }
 

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::branch::task_update_tool;
+use super::branch::{attachment_tools, task_update_tool};
 use super::worker::TURNS_PER_SEGMENT;
 use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
 use crate::llm::{object, ChatModel};
@@ -165,6 +165,7 @@ pub fn worker_tools(has_search: bool) -> Vec<ToolSpec> {
         ),
         task_update_tool(),
     ];
+    tools.extend(attachment_tools());
     if has_search {
         tools.push(ToolSpec::new("web_search", object(json!({ "query": text("What to search for.") }), &["query"])));
     }

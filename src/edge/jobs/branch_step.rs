@@ -11,7 +11,7 @@ use crate::edge::config::DATABASE_BINDING;
 use crate::edge::http::now_ms;
 use crate::edge::log::Emit;
 use crate::edge::model::HttpModel;
-use crate::edge::{history, memory, people, tasks, usage};
+use crate::edge::{files, history, memory, people, tasks, usage};
 use crate::llm::LlmError;
 use crate::log_line::LogLine;
 use crate::process::branch::{compose_messages, run_branch, BranchJob, BranchTools};
@@ -120,6 +120,8 @@ impl EdgeTools<'_> {
                 }
             }
             "task_create" | "task_list" | "task_update" => tasks::branch_tool(db, key, name, arguments).await?,
+            "attachment_read" => files::read(self.env, db, key, &argument("id")).await,
+            "attachment_recall" => files::recall(db, key).await,
             "worker_inspect" => {
                 let id = argument("id");
                 let workers = worker_step::list(db, key).await?;

@@ -17,7 +17,7 @@ use crate::edge::d1::Metered;
 use crate::edge::http::now_ms;
 use crate::edge::log::Emit;
 use crate::edge::model::HttpModel;
-use crate::edge::{tasks, usage, web};
+use crate::edge::{files, tasks, usage, web};
 use crate::log_line::LogLine;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::process::worker::WorkerState;
@@ -202,6 +202,8 @@ impl WorkerTools for EdgeTools<'_> {
         match name {
             "http_fetch" => web::http_fetch(self.config, &argument("url")).await,
             "web_search" => web::web_search(self.config, &argument("query")).await,
+            "attachment_read" => files::read(self.env, self.db, &self.job.conversation_key, &argument("id")).await,
+            "attachment_recall" => files::recall(self.db, &self.job.conversation_key).await,
             "task_update" => tasks::update(self.db, Some(&self.job.conversation_key), Some(&self.job.id), arguments)
                 .await
                 .unwrap_or_else(|error| format!("error: {error}")),

@@ -39,7 +39,13 @@ pub fn parse_message_create(
         .flatten()
         .filter_map(|file| {
             let kind = file["content_type"].as_str().unwrap_or("file").to_string();
-            Some(Attachment { kind, platform_file_id: file["id"].as_str()?.to_string() })
+            Some(Attachment {
+                kind,
+                platform_file_id: file["id"].as_str()?.to_string(),
+                name: file["filename"].as_str().map(str::to_string),
+                size: file["size"].as_u64(),
+                url: file["url"].as_str().map(str::to_string),
+            })
         })
         .collect();
     if text.trim().is_empty() && attachments.is_empty() {

@@ -1,0 +1,428 @@
+//! Files that come with messages, kept in R2: downloaded from the platform's
+//! own file host, checked by their bytes and against the caps, stored under
+//! their conversation and recorded in D1 (`files`). Voice notes are
+//! transcribed; images go to a model that sees them, or are described by one.
+//! Every read of a file is by its conversation and id: no tool reaches another
+//! conversation's files.
+
+use base64::Engine;
+use serde_json::{json, Value};
+use worker::{D1Database, Env, HttpMetadata};
+
+use super::config::redactor;
+use super::d1::{number, Metered};
+use super::http::post_form;
+use super::log::Emit;
+use super::memory::AI_BINDING;
+use super::messenger::Messenger;
+use super::model::HttpModel;
+use super::outbound::Platform;
+use crate::budget::day_of;
+use crate::config::Config;
+use crate::files::{
+    admit, describe, file_id, object_key, safe_name, sniff, transcribed, Kind, Received, Refusal, Sight, StoredFile,
+    READ_LIMIT_CHARS,
+};
+use crate::inbound::{Attachment, InboundEvent};
+use crate::llm::routing::parse_chain;
+use crate::llm::vision::sees_images;
+use crate::llm::{ChatMessage, ChatModel, ChatRequest, Image, Role};
+use crate::log_line::LogLine;
+use crate::ops::Op;
+use crate::prompt;
+
+/// The R2 bucket files live in.
+pub const BUCKET_BINDING: &str = "FILES";
+/// How long a transcription may take.
+const TRANSCRIBE_TIMEOUT_MS: u64 = 60_000;
+/// Images sent with one turn's prompt, at most.
+const IMAGES_PER_TURN: usize = 4;
+
+/// What a turn's messages brought with them.
+#[derive(Default)]
+pub struct TurnFiles {
+    /// Per message of the turn, a prompt line per attachment.
+    pub notes: Vec<Vec<String>>,
+    /// The images for a channel model that sees them.
+    pub images: Vec<Image>,
+    /// What a person is told was not kept (name: why), once per file.
+    pub refused: Vec<String>,
+}
+
+/// Keeps every attachment of the turn's `events` (once: a turn run again
+/// finds what it kept), turns voice notes into their messages' text, and
+/// decides how each image reaches the channel's model.
+pub async fn receive(
+    config: &Config,
+    env: &Env,
+    db: &D1Database,
+    platform: &Platform<'_>,
+    events: &mut [InboundEvent],
+    now_ms: i64,
+) -> TurnFiles {
+    let sees = parse_chain(&config.channel_model).is_ok_and(|chain| sees_images(&chain[0]));
+    let mut files = TurnFiles::default();
+    for event in events.iter_mut() {
+        let mut notes = Vec::new();
+        for attachment in &event.attachments {
+            let mut received = keep(env, db, platform, event, attachment, now_ms).await;
+            let mut sight = Sight::Blind;
+            if let Received::Kept(file) = &mut received {
+                match file.kind {
+                    Kind::Audio => {
+                        if file.text.is_none() {
+                            file.text = transcribe(config, env, db, &event.conversation_key, file).await;
+                        }
+                        if let Some(transcript) = &file.text {
+                            event.text = transcribed(transcript, &event.text);
+                        }
+                    }
+                    Kind::Image if sees && files.images.len() < IMAGES_PER_TURN => {
+                        if let Some(image) = image(env, &event.conversation_key, file).await {
+                            files.images.push(image);
+                            sight = Sight::Shown;
+                        }
+                    }
+                    Kind::Image => {
+                        if file.text.is_none() {
+                            file.text = describe_image(config, env, db, &event.conversation_key, file).await;
+                        }
+                        if file.text.is_some() {
+                            sight = Sight::Described;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Received::Refused { name, why } = &received {
+                files.refused.push(format!("{name}: {why}"));
+            }
+            notes.push(describe(&received, sight));
+        }
+        files.notes.push(notes);
+    }
+    files
+}
+
+/// The file, from D1 if this conversation kept it already; else downloaded,
+/// checked and stored.
+async fn keep(
+    env: &Env,
+    db: &D1Database,
+    platform: &Platform<'_>,
+    event: &InboundEvent,
+    attachment: &Attachment,
+    now_ms: i64,
+) -> Received {
+    let conversation = &event.conversation_key;
+    let id = file_id(conversation, &attachment.platform_file_id);
+    let name = safe_name(attachment.name.as_deref().unwrap_or(default_name(&attachment.kind)));
+    let refused = |why: Refusal| {
+        LogLine::warn("file_refused").conversation(conversation).id(&id).reason(&why).emit();
+        let name = safe_name(attachment.name.as_deref().unwrap_or(default_name(&attachment.kind)));
+        Received::Refused { name, why }
+    };
+    if let Ok(Some(file)) = find(db, conversation, &id).await {
+        return Received::Kept(file);
+    }
+    let day = day_of(now_ms);
+    let (count, stored) = match today(db, conversation, &day).await {
+        Ok(today) => today,
+        Err(_) => return refused(Refusal::Unreachable),
+    };
+    if let Err(why) = admit(attachment.size.unwrap_or(0), stored, count) {
+        return refused(why);
+    }
+    let bytes = match platform.download(&event.reply_address, attachment).await {
+        Ok(bytes) => bytes,
+        Err(why) => return refused(why),
+    };
+    if let Err(why) = admit(bytes.len() as u64, stored, count) {
+        return refused(why);
+    }
+    let sniffed = sniff(&bytes, &name);
+    let file = StoredFile {
+        id: id.clone(),
+        name,
+        kind: sniffed.kind,
+        content_type: sniffed.content_type,
+        size: bytes.len() as u64,
+        text: None,
+        created_at: now_ms,
+    };
+    match store(env, db, conversation, &event.message_id, &file, bytes, &day).await {
+        Ok(()) => Received::Kept(file),
+        Err(error) => {
+            LogLine::error("file_not_stored").conversation(conversation).id(&id).reason(&error).emit();
+            refused(Refusal::Unreachable)
+        }
+    }
+}
+
+/// The name a file gets when the platform sent none.
+fn default_name(kind: &str) -> &'static str {
+    match kind {
+        "photo" => "photo.jpg",
+        "voice" => "voice-note.ogg",
+        "audio" => "audio",
+        _ => "file",
+    }
+}
+
+async fn store(
+    env: &Env,
+    db: &D1Database,
+    conversation: &str,
+    message_id: &str,
+    file: &StoredFile,
+    bytes: Vec<u8>,
+    day: &str,
+) -> worker::Result<()> {
+    let key = object_key(conversation, &file.id, &file.name);
+    let metadata = HttpMetadata { content_type: Some(file.content_type.clone()), ..HttpMetadata::default() };
+    env.bucket(BUCKET_BINDING)?.put(&key, bytes).http_metadata(metadata).execute().await?;
+    db.prepare(
+        "INSERT OR IGNORE INTO files \
+         (id, conversation_key, platform_file_id, name, kind, content_type, size, r2_key, message_id, day, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )
+    .bind(&[
+        file.id.as_str().into(),
+        conversation.into(),
+        file.id.as_str().into(),
+        file.name.as_str().into(),
+        file.kind.name().into(),
+        file.content_type.as_str().into(),
+        number(file.size as i64),
+        key.as_str().into(),
+        message_id.into(),
+        day.into(),
+        number(file.created_at),
+    ])?
+    .run_counted()
+    .await?;
+    Ok(())
+}
+
+/// A row of `files` as D1 gives it.
+#[derive(serde::Deserialize)]
+struct Row {
+    id: String,
+    name: String,
+    kind: String,
+    content_type: String,
+    size: f64,
+    text: Option<String>,
+    created_at: f64,
+}
+
+impl Row {
+    fn file(self) -> StoredFile {
+        let kind = serde_json::from_value(json!(self.kind)).unwrap_or(Kind::Other);
+        StoredFile {
+            id: self.id,
+            name: self.name,
+            kind,
+            content_type: self.content_type,
+            size: self.size as u64,
+            text: self.text,
+            created_at: self.created_at as i64,
+        }
+    }
+}
+
+const COLUMNS: &str = "id, name, kind, content_type, size, text, created_at";
+
+/// A file of this conversation (never another's).
+pub async fn find(db: &D1Database, conversation: &str, id: &str) -> worker::Result<Option<StoredFile>> {
+    let row: Option<Row> = db
+        .prepare(format!("SELECT {COLUMNS} FROM files WHERE conversation_key = ?1 AND id = ?2"))
+        .bind(&[conversation.into(), id.into()])?
+        .first_counted()
+        .await?;
+    Ok(row.map(Row::file))
+}
+
+/// The conversation's files, newest first.
+pub async fn list(db: &D1Database, conversation: &str, limit: u32) -> worker::Result<Vec<StoredFile>> {
+    let rows: Vec<Row> = db
+        .prepare(format!("SELECT {COLUMNS} FROM files WHERE conversation_key = ?1 ORDER BY created_at DESC LIMIT ?2"))
+        .bind(&[conversation.into(), number(limit as i64)])?
+        .all_counted()
+        .await?
+        .results()?;
+    Ok(rows.into_iter().map(Row::file).collect())
+}
+
+/// Files and bytes the conversation kept on `day`.
+async fn today(db: &D1Database, conversation: &str, day: &str) -> worker::Result<(u64, u64)> {
+    #[derive(serde::Deserialize)]
+    struct Totals {
+        files: f64,
+        bytes: f64,
+    }
+    let totals: Option<Totals> = db
+        .prepare("SELECT COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files WHERE conversation_key = ?1 AND day = ?2")
+        .bind(&[conversation.into(), day.into()])?
+        .first_counted()
+        .await?;
+    Ok(totals.map_or((0, 0), |totals| (totals.files as u64, totals.bytes as u64)))
+}
+
+/// A file's bytes from R2 (None if they are gone).
+async fn bytes(env: &Env, conversation: &str, file: &StoredFile) -> Option<Vec<u8>> {
+    let key = object_key(conversation, &file.id, &file.name);
+    let object = env.bucket(BUCKET_BINDING).ok()?.get(key).execute().await.ok()??;
+    object.body()?.bytes().await.ok()
+}
+
+async fn image(env: &Env, conversation: &str, file: &StoredFile) -> Option<Image> {
+    let bytes = bytes(env, conversation, file).await?;
+    let base64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+    Some(Image { media_type: file.content_type.clone(), base64 })
+}
+
+/// Keeps a file's text (a transcript, a description) for the next time it is read.
+async fn remember_text(db: &D1Database, conversation: &str, id: &str, text: &str) {
+    let statement = db.prepare("UPDATE files SET text = ?1 WHERE conversation_key = ?2 AND id = ?3").bind(&[
+        text.into(),
+        conversation.into(),
+        id.into(),
+    ]);
+    if let Err(error) = async { statement?.run_counted().await }.await {
+        LogLine::warn("file_text_not_kept").conversation(conversation).id(&id).reason(&error).emit();
+    }
+}
+
+/// `VISION_MODEL`'s description of an image, for a channel model that cannot see it.
+async fn describe_image(
+    config: &Config,
+    env: &Env,
+    db: &D1Database,
+    conversation: &str,
+    file: &StoredFile,
+) -> Option<String> {
+    let chain = config.vision_model.as_deref()?;
+    let image = image(env, conversation, file).await?;
+    let model = HttpModel::new(config, env, chain).ok()?;
+    let mut question = ChatMessage::new(Role::User, prompt::text("describe_image"));
+    question.images.push(image);
+    let request = ChatRequest { model: model.model_name().to_string(), messages: vec![question], tools: Vec::new() };
+    let answer = match model.complete(&request).await {
+        Ok(answer) => answer.content?,
+        Err(error) => {
+            LogLine::warn("image_not_described").conversation(conversation).id(&file.id).reason(&error).emit();
+            return None;
+        }
+    };
+    let description = redactor().redact(answer.trim()).into_owned();
+    remember_text(db, conversation, &file.id, &description).await;
+    Some(description)
+}
+
+/// A voice note's transcript by `TRANSCRIBE_MODEL` (None when none is set or it failed).
+async fn transcribe(
+    config: &Config,
+    env: &Env,
+    db: &D1Database,
+    conversation: &str,
+    file: &StoredFile,
+) -> Option<String> {
+    let setting = config.transcribe_model.as_deref()?;
+    let bytes = bytes(env, conversation, file).await?;
+    let transcript = match setting.split_once('/') {
+        Some(("openai", model)) => {
+            let url = format!("{}/audio/transcriptions", config.openai_base_url);
+            let authorization = format!("Bearer {}", config.openai_api_key.expose());
+            let fields = [("model", model)];
+            let file_part = ("file", file.name.as_str(), bytes.as_slice());
+            match post_form(
+                Op::ModelCall,
+                &url,
+                &[("authorization", &authorization)],
+                &fields,
+                file_part,
+                TRANSCRIBE_TIMEOUT_MS,
+            )
+            .await
+            {
+                Ok(answer) if answer.status == 200 => {
+                    serde_json::from_slice::<Value>(&answer.body).ok()?["text"].as_str().map(str::to_string)
+                }
+                Ok(answer) => {
+                    let line = LogLine::warn("not_transcribed").conversation(conversation).id(&file.id);
+                    line.field("status", answer.status).emit();
+                    None
+                }
+                Err(error) => {
+                    LogLine::warn("not_transcribed")
+                        .conversation(conversation)
+                        .id(&file.id)
+                        .reason(&format!("{error:?}"))
+                        .emit();
+                    None
+                }
+            }
+        }
+        Some(("workers-ai", model)) => {
+            crate::ops::count(Op::ModelCall);
+            let audio = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            let ai = env.ai(AI_BINDING).ok()?;
+            let answer: Value = ai.run(model, json!({ "audio": audio })).await.ok()?;
+            answer["text"].as_str().map(str::to_string)
+        }
+        _ => None,
+    }?;
+    let transcript = redactor().redact(transcript.trim()).into_owned();
+    remember_text(db, conversation, &file.id, &transcript).await;
+    Some(transcript)
+}
+
+/// The text of one of the conversation's files, for `attachment_read`: text
+/// files as they are, a voice note's transcript, an image's description;
+/// redacted, and cut at [`READ_LIMIT_CHARS`].
+pub async fn read(env: &Env, db: &D1Database, conversation: &str, id: &str) -> String {
+    let file = match find(db, conversation, id).await {
+        Ok(Some(file)) => file,
+        Ok(None) => return format!("error: this conversation has no file {id}"),
+        Err(error) => return format!("error: {error}"),
+    };
+    let text = match (file.kind, &file.text) {
+        (_, Some(text)) => text.clone(),
+        (Kind::Text, None) => match bytes(env, conversation, &file).await {
+            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            None => return format!("error: the bytes of {id} are gone"),
+        },
+        (Kind::Document, None) => {
+            return format!(
+                "{} is a {} this deployment cannot convert to text (Workers AI's conversion runs only in production)",
+                file.name, file.content_type
+            )
+        }
+        _ => return format!("{} ({}) has no text to read", file.name, file.content_type),
+    };
+    let cut: String = text.chars().take(READ_LIMIT_CHARS).collect();
+    let more = if cut.len() < text.len() { "\n[cut: the file goes on]" } else { "" };
+    format!("{} ({}):\n{}{more}", file.name, file.content_type, redactor().redact(&cut))
+}
+
+/// The conversation's files, for `attachment_recall`.
+pub async fn recall(db: &D1Database, conversation: &str) -> String {
+    match list(db, conversation, 50).await {
+        Ok(files) if files.is_empty() => "this conversation has no files".into(),
+        Ok(files) => files
+            .iter()
+            .map(|file| {
+                format!(
+                    "{} {} ({}, {}, {})\n",
+                    file.id,
+                    file.name,
+                    file.content_type,
+                    crate::files::human_size(file.size),
+                    crate::time::format_utc(file.created_at)
+                )
+            })
+            .collect(),
+        Err(error) => format!("error: {error}"),
+    }
+}
