@@ -10,6 +10,7 @@ mod attacks_memory;
 mod attacks_reply;
 mod discord;
 mod exactly_once;
+mod files;
 mod gateway;
 mod harness;
 mod history;

@@ -258,7 +258,12 @@ pub fn all_message_text(request: &Value) -> String {
     request["messages"]
         .as_array()
         .map(|messages| {
-            messages.iter().filter_map(|message| message["content"].as_str()).collect::<Vec<_>>().join("\n")
+            // A message with images has its text as one of its parts.
+            let text = |message: &Value| match &message["content"] {
+                Value::Array(parts) => parts.iter().find_map(|part| part["text"].as_str()).map(str::to_string),
+                content => content.as_str().map(str::to_string),
+            };
+            messages.iter().filter_map(text).collect::<Vec<_>>().join("\n")
         })
         .unwrap_or_default()
 }

@@ -31,6 +31,8 @@ pub struct Call {
     pub body: Value,
     /// When the fake took it.
     pub at: std::time::Instant,
+    /// Its `Authorization` header.
+    pub authorization: Option<String>,
 }
 
 /// A message the platform shows now: its id and its text (after every edit).
@@ -83,6 +85,8 @@ struct ApiState {
     next_id: i64,
     /// Members the platform reports (bots included).
     member_count: u64,
+    /// Files the platform serves, by path: what a GET of that path answers.
+    files: std::collections::HashMap<String, Vec<u8>>,
     /// How long calls to a path ending with the suffix take (a slow platform).
     latencies: Vec<(String, std::time::Duration)>,
 }
@@ -107,6 +111,7 @@ impl FakeApi {
             originals: std::collections::HashMap::new(),
             next_id: 500,
             member_count: 10,
+            files: std::collections::HashMap::new(),
             latencies: Vec::new(),
         }));
         let shared = state.clone();
@@ -163,6 +168,11 @@ impl FakeApi {
     /// usual) only after `delay`.
     pub fn delay_next(&self, path_suffix: &str, delay: std::time::Duration) {
         self.state.lock().unwrap().delays.push_back(Delay { path_suffix: path_suffix.to_string(), delay });
+    }
+
+    /// The platform serves `bytes` at `path` (a file a person sent).
+    pub fn serve_file(&self, path: &str, bytes: Vec<u8>) {
+        self.state.lock().unwrap().files.insert(path.to_string(), bytes);
     }
 
     /// The Slack messages the platform holds (posted and landed).
@@ -247,7 +257,8 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
         serde_json::from_slice(&body).unwrap_or(Value::Null)
     };
     let at = std::time::Instant::now();
-    state.calls.push(Call { method: method.to_string(), path: path.clone(), body: body.clone(), at });
+    let authorization = headers.get("authorization").and_then(|value| value.to_str().ok()).map(str::to_string);
+    state.calls.push(Call { method: method.to_string(), path: path.clone(), body: body.clone(), at, authorization });
     let scripted = |failure: &Failure| match failure.anywhere {
         true => path.contains(&failure.path_suffix),
         false => path.ends_with(&failure.path_suffix),
@@ -260,6 +271,16 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
             response.headers_mut().insert("retry-after", seconds);
         }
         return response;
+    }
+    if method == Method::GET {
+        if let Some(bytes) = state.files.get(&path) {
+            return (StatusCode::OK, bytes.clone()).into_response();
+        }
+    }
+    if path.ends_with("/getFile") {
+        let file_id = body["file_id"].as_str().unwrap_or_default();
+        let answer = json!({"ok": true, "result": {"file_id": file_id, "file_path": format!("files/{file_id}")}});
+        return axum::Json(answer).into_response();
     }
     if path == "/big-page" {
         // A page far over the tools' 50,000-byte cap.

@@ -60,6 +60,9 @@ struct Script {
     first_chunks: Vec<std::time::Instant>,
     /// When each streamed answer's last chunk went out.
     last_chunks: Vec<std::time::Instant>,
+    /// The bodies of `/v1/audio/transcriptions` requests, and the transcript to answer.
+    transcriptions: Vec<Vec<u8>>,
+    transcript: Option<String>,
     /// When each chat request arrived (`make bench`).
     arrivals: Vec<std::time::Instant>,
 }
@@ -76,6 +79,7 @@ impl FakeLlm {
         let router = Router::new()
             .route("/v1/chat/completions", post(complete))
             .route("/v1/embeddings", post(embed))
+            .route("/v1/audio/transcriptions", post(transcribe))
             .with_state(script.clone());
         let server = ServerHandle::serve(router).await;
         FakeLlm { base_url: server.base_url.clone(), script, _server: server }
@@ -110,6 +114,16 @@ impl FakeLlm {
     #[allow(dead_code)] // used by `make bench`
     pub fn first_chunks(&self) -> Vec<std::time::Instant> {
         self.script.lock().unwrap().first_chunks.clone()
+    }
+
+    /// Transcriptions answer with `text`.
+    pub fn set_transcript(&self, text: &str) {
+        self.script.lock().unwrap().transcript = Some(text.to_string());
+    }
+
+    /// The multipart bodies transcriptions were asked with.
+    pub fn transcriptions(&self) -> Vec<Vec<u8>> {
+        self.script.lock().unwrap().transcriptions.clone()
     }
 
     /// When each streamed answer was finished: its last chunk went out.
@@ -246,6 +260,17 @@ async fn as_events(response: Response, pace: Pace, script: Arc<Mutex<Script>>) -
         .header("content-type", "text/event-stream")
         .body(axum::body::Body::from_stream(frames))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// An OpenAI-compatible transcription: the multipart body is kept (as text,
+/// lossily) for the test to read; the answer is the scripted transcript.
+async fn transcribe(State(script): State<Arc<Mutex<Script>>>, body: axum::body::Bytes) -> Response {
+    let mut script = script.lock().unwrap();
+    script.transcriptions.push(body.to_vec());
+    match script.transcript.clone() {
+        Some(text) => Json(json!({ "text": text })).into_response(),
+        None => (StatusCode::INTERNAL_SERVER_ERROR, "no transcript scripted").into_response(),
+    }
 }
 
 /// An OpenAI-compatible embeddings answer: one constant 384-wide vector per input.
