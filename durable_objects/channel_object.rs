@@ -84,6 +84,9 @@ impl DurableObject for ChannelObject {
         if sql.exec(inbox::PROBE, None).is_err() {
             let _ = sql.exec(inbox::UPGRADE, None);
         }
+        if sql.exec(outbox::PROBE, None).is_err() {
+            let _ = sql.exec(outbox::UPGRADE, None);
+        }
         let (machine, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
             LogLine::error("channel_state_unreadable").field("recovery", "starting empty").reason(&error).emit();
             Default::default()

@@ -9,6 +9,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 
+use crate::harness::chats::{Chat, DISCORD, SLACK, TELEGRAM};
 use crate::harness::{all_message_text, dm_update, slack_callback, wait_for, Scripted, TestEnv, TELEGRAM_TOKEN};
 use crate::workers::{spawn, status, tool_results, worker_requests, WORKER};
 
@@ -180,4 +181,70 @@ async fn oversized_files_are_refused_with_a_message_and_foreign_hosts_are_never_
     let fetched = env.slack.requests().into_iter().find(|call| call.path == "/files/a.csv").expect("fetched");
     assert_eq!((fetched.method.as_str(), fetched.authorization.as_deref()), ("GET", Some("Bearer xoxb-test")));
     assert_eq!(env.slack.requests().iter().filter(|call| call.path.starts_with("/files/")).count(), 1);
+}
+
+/// A worker writes a CSV and sends it: the person gets it as a file on their
+/// platform (Telegram's sendDocument, Slack's upload flow, a Discord
+/// attachment), with its bytes, once, after the channel's reply.
+async fn a_worker_sends_a_file(chat: Chat) {
+    let env = chat.start(&[("LLM_TIMEOUT_MS", "10000"), ("STREAM_REPLIES", "off")]).await;
+    let summary = "region,total\nnorth,120\nsouth,80\n";
+    env.llm.push(spawn("write the sales summary as a CSV", false, "On it."));
+    env.llm.push_for(
+        WORKER,
+        Scripted::ToolCalls(vec![("send_file".into(), json!({ "name": "summary.csv", "text": summary }))]),
+    );
+    env.llm.push_for(WORKER, status("outcome", "Sent the summary."));
+    env.llm.answer_always(Scripted::Reply("Here you are.".into()));
+    chat.ask(&env, 40, "send me the sales summary").await;
+    let upload = wait_for("the file", Duration::from_secs(40), || async {
+        let api = chat.api(&env);
+        api.requests().into_iter().find(|call| call.body.as_str().is_some_and(|body| body.contains("north,120")))
+    })
+    .await;
+    env.settle().await;
+    let body = upload.body.as_str().unwrap();
+    assert!(body.contains("filename=\"summary.csv\""), "sent as a named file: {body}");
+    match chat.name {
+        "telegram" => {
+            assert!(upload.path.ends_with("/sendDocument"), "{}", upload.path);
+            assert!(body.contains("name=\"chat_id\"") && body.contains("summary.csv"));
+        }
+        "slack" => {
+            assert_eq!(upload.path, "/upload/F900");
+            let completed = env.slack.calls("/files.completeUploadExternal");
+            assert_eq!(completed.len(), 1);
+            assert_eq!(
+                (completed[0]["channel_id"].as_str(), completed[0]["files"][0]["id"].as_str()),
+                (Some("D1"), Some("F900"))
+            );
+        }
+        _ => {
+            assert!(upload.path.contains("/webhooks/") && upload.method == "POST", "a follow-up: {}", upload.path);
+            assert!(body.contains("name=\"payload_json\"") && body.contains("\"filename\":\"summary.csv\""));
+        }
+    }
+    let uploads = chat
+        .api(&env)
+        .requests()
+        .into_iter()
+        .filter(|call| call.body.as_str().is_some_and(|body| body.contains("north,120")));
+    assert_eq!(uploads.count(), 1, "sent once");
+    let prompt = env.llm.requests().iter().map(all_message_text).find(|text| text.contains("sent the person a file"));
+    assert!(prompt.is_some_and(|text| text.contains("summary.csv")), "the channel knows what was sent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_sends_a_file_on_telegram() {
+    a_worker_sends_a_file(TELEGRAM).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_sends_a_file_on_slack() {
+    a_worker_sends_a_file(SLACK).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_sends_a_file_on_discord() {
+    a_worker_sends_a_file(DISCORD).await;
 }

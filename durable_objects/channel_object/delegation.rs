@@ -41,6 +41,7 @@ pub(super) async fn delegate(
             interactive,
             waiting: false,
             last_heard_ms: now_ms(),
+            files_sent: Vec::new(),
         };
         let (envelope, job) = match action {
             Action::Branch { question } => {
@@ -126,6 +127,7 @@ pub(super) async fn start_worker(
         interactive,
         waiting: false,
         last_heard_ms: now,
+        files_sent: Vec::new(),
     };
     if !object.step(|machine| machine.start_process(id, status))? {
         return Ok(false);

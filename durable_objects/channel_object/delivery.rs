@@ -1,12 +1,13 @@
 //! Sends a turn's outbox, each piece at most once: bounded retries, rate
 //! limits that resume the turn later, and sends a crash interrupted.
 
-use worker::Result;
+use worker::{Env, Result};
 
 use super::drafts::piece_id;
 use super::outbox;
 use crate::config::Config;
 use crate::edge::durable::Sql;
+use crate::edge::files;
 use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::log::Emit;
@@ -32,6 +33,7 @@ pub(super) enum Delivery {
 /// Sends the turn's unsent pieces in order; returns every piece sent so far, as history.
 pub(super) async fn deliver(
     config: &Config,
+    env: &Env,
     platform: &Platform<'_>,
     sql: &Sql,
     event: &InboundEvent,
@@ -42,11 +44,25 @@ pub(super) async fn deliver(
     let resend_note = format!("{}\n\n", escape(platform.flavor(), prompt::text("resend_note").trim_end(), false));
     for mut entry in outbox::entries(sql, turn)? {
         let piece_id = piece_id(event, &entry.id);
+        // A file piece still to send brings its bytes; one whose file is gone is given up.
+        let body = match (&entry.file_id, entry.status.as_str()) {
+            (Some(file_id), "pending" | "sending") => {
+                match files::outgoing(env, &event.conversation_key, file_id).await {
+                    Some(body) => Some(body),
+                    None => {
+                        outbox::mark_attempt_failed(sql, &entry.id, "the file is gone", true)?;
+                        continue;
+                    }
+                }
+            }
+            _ => None,
+        };
         let piece = Piece {
             id: &piece_id,
             index: entry.piece.max(0) as usize,
             text: &entry.text,
             reply_to: entry.reply_to.as_deref(),
+            file: body.as_ref(),
         };
         // A streamed piece is finished by editing its draft; a draft the reply
         // did not need is deleted; a draft that cannot be edited is sent anew.

@@ -88,7 +88,7 @@ impl<'a> MessageDrafts<'a> {
         let row = format!("{}:{index}", self.turn);
         let id = piece_id(self.event, &row);
         let reply_to = if index == 0 { quoted(self.event) } else { None };
-        let piece = Piece { id: &id, index, text, reply_to };
+        let piece = Piece { id: &id, index, text, reply_to, file: None };
         let address = &self.event.reply_address;
         let draft = &mut self.drafts[index];
         let failure = match draft.message_id.clone() {

@@ -27,11 +27,16 @@ CREATE TABLE IF NOT EXISTS outbox (
     attempts INTEGER NOT NULL DEFAULT 0,
     platform_message_id TEXT,
     last_error TEXT,
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL,
+    file_id TEXT
 );
 CREATE INDEX IF NOT EXISTS outbox_by_turn ON outbox (turn, piece);
 ";
 
+/// Finds whether the table predates file pieces ([`UPGRADE`] adds their column).
+pub const PROBE: &str = "SELECT file_id FROM outbox LIMIT 0";
+/// A piece that is a file: its id among the conversation's files (`text` is its caption).
+pub const UPGRADE: &str = "ALTER TABLE outbox ADD COLUMN file_id TEXT";
 /// One piece to send (or already sent) for a turn.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Entry {
@@ -45,6 +50,8 @@ pub struct Entry {
     pub platform_message_id: Option<String>,
     pub last_error: Option<String>,
     pub created_at: i64,
+    #[serde(default)]
+    pub file_id: Option<String>,
 }
 
 /// Records the turn's pieces (idempotently: a piece already recorded stays as
@@ -60,6 +67,23 @@ pub fn enqueue(sql: &Sql, turn: i64, pieces: &[String], reply_to: Option<&str>, 
         "UPDATE outbox SET status = 'withdraw' WHERE turn = ? AND piece >= ? AND status IN ('draft', 'drafting')",
         vec![SqlStorageValue::from(turn), SqlStorageValue::from(pieces.len() as i64)],
     )?;
+    Ok(())
+}
+
+/// File pieces are numbered from here, after any text piece or draft.
+const FIRST_FILE_PIECE: i64 = 1_000;
+
+/// Records files a process sent, as pieces after the turn's text: each a file
+/// of the conversation (by id) with its caption.
+pub fn enqueue_files(sql: &Sql, turn: i64, files: &[(String, String)], now_ms: i64) -> Result<()> {
+    for (offset, (file_id, caption)) in files.iter().enumerate() {
+        let piece = FIRST_FILE_PIECE + offset as i64;
+        insert(sql, turn, piece, caption, None, "pending", now_ms)?;
+        sql.exec(
+            "UPDATE outbox SET file_id = ? WHERE id = ? AND status = 'pending'",
+            vec![file_id.as_str().into(), format!("{turn}:{piece}").into()],
+        )?;
+    }
     Ok(())
 }
 
@@ -120,7 +144,7 @@ pub fn drop_draft(sql: &Sql, id: &str) -> Result<()> {
 /// The turn's drafts (posted, or with a post under way), in order.
 pub fn drafts(sql: &Sql, turn: i64) -> Result<Vec<Entry>> {
     sql.exec(
-        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at \
+        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at, file_id \
          FROM outbox \
          WHERE turn = ? AND status IN ('draft', 'drafting') ORDER BY piece",
         vec![SqlStorageValue::from(turn)],
@@ -153,7 +177,7 @@ pub fn mark_pending(sql: &Sql, id: &str) -> Result<()> {
 /// The turn's pieces in order.
 pub fn entries(sql: &Sql, turn: i64) -> Result<Vec<Entry>> {
     sql.exec(
-        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at \
+        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at, file_id \
          FROM outbox \
          WHERE turn = ? ORDER BY piece",
         vec![SqlStorageValue::from(turn)],
@@ -216,7 +240,7 @@ pub fn mark_attempt_failed(sql: &Sql, id: &str, error: &str, give_up: bool) -> R
 /// The most recent pieces, newest first (admin API): failed sends show here.
 pub fn recent(sql: &Sql, limit: i64) -> Result<Vec<Entry>> {
     sql.exec(
-        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at \
+        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at, file_id \
          FROM outbox \
          ORDER BY turn DESC, piece DESC LIMIT ?",
         vec![SqlStorageValue::from(limit)],

@@ -58,6 +58,8 @@ pub(super) struct Thought {
     pub(super) delegations: Vec<Action>,
     /// Emoji to react with on the message answered.
     pub(super) reactions: Vec<String>,
+    /// Files processes sent the person: (file id, caption), sent after the replies.
+    pub(super) files: Vec<(String, String)>,
     /// The conversation as the model saw it, for branches to fork.
     pub(super) fork: Vec<HistoryEntry>,
     /// The ids of the live history messages in the prompt, oldest first.
@@ -180,7 +182,16 @@ pub(super) async fn think(
     .await;
     let mut fork = earlier.clone();
     fork.extend(stored.iter().map(entry));
+    let files_sent = turn
+        .process_events
+        .iter()
+        .filter_map(|event| {
+            let id = event.envelope.sent_file()?;
+            Some((id.to_string(), event.envelope.body[id.len()..].trim().to_string()))
+        })
+        .collect();
     let mut thought = Thought {
+        files: files_sent,
         fork,
         history_ids,
         estimated_tokens,

@@ -151,9 +151,10 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         }
         let pieces = prepared.pieces;
         outbox::enqueue(sql, turn.id as i64, &pieces, quoted(last), now_ms())?;
+        outbox::enqueue_files(sql, turn.id as i64, &thought.files, now_ms())?;
         object.step(|machine| machine.record_turn_result(result))?;
     }
-    let delivery = deliver(config, &platform, sql, last, turn.id as i64).await?;
+    let delivery = deliver(config, &object.env, &platform, sql, last, turn.id as i64).await?;
     pending::report(object, sql, database, &last.conversation_key).await;
     let sent = match delivery {
         Delivery::Done(sent) => sent,

@@ -69,6 +69,9 @@ pub struct ProcessStatus {
     /// When the process was last heard from (start, progress, heartbeat).
     #[serde(default)]
     pub last_heard_ms: i64,
+    /// The files it sent (a retried step sending one again sends nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files_sent: Vec<String>,
 }
 
 impl ProcessStatus {
@@ -186,6 +189,17 @@ impl Processes {
                 process.status = Some(envelope.body.clone());
                 Received::Report(Box::new(report(process, envelope)))
             }
+            // A file is shown to the person as it comes; the process goes on.
+            MessageType::File => {
+                process.last_heard_ms = process.last_heard_ms.max(envelope.ts);
+                match envelope.sent_file().map(str::to_string) {
+                    Some(file) if !process.files_sent.contains(&file) => {
+                        process.files_sent.push(file);
+                        Received::Report(Box::new(report(process, envelope)))
+                    }
+                    _ => Received::Progress,
+                }
+            }
             MessageType::Done | MessageType::Error => match self.running.remove(&id) {
                 Some(process) => Received::Report(Box::new(report(&process, envelope))),
                 None => Received::Ignored,
@@ -277,6 +291,7 @@ mod tests {
             interactive,
             waiting: false,
             last_heard_ms: 0,
+            files_sent: Vec::new(),
         }
     }
 
@@ -302,12 +317,21 @@ mod tests {
         processes.start("w", process(ProcessKind::Worker, false));
         assert_eq!(processes.receive(envelope("s1", MessageType::Status, "w", "halfway")), Received::Progress);
         assert_eq!(processes.get("w").and_then(|process| process.status.as_deref()), Some("halfway"));
+        let sent = processes.receive(envelope("f1", MessageType::File, "w", "f0123456789abcdef a.csv"));
+        assert!(matches!(sent, Received::Report(_)), "a file is shown at once");
+        assert!(processes.get("w").is_some(), "and the worker goes on");
+        let again = processes.receive(envelope("f1", MessageType::File, "w", "f0123456789abcdef a.csv"));
+        assert_eq!(again, Received::Progress, "a file sent again (a retried step) is not sent twice");
         let Received::Report(report) = processes.receive(envelope("d", MessageType::Done, "w", "42")) else {
             panic!("a done report retriggers the channel");
         };
         assert_eq!((report.kind, report.task.as_str()), (ProcessKind::Worker, "count the stars"));
         assert!(processes.get("w").is_none());
         assert_eq!(processes.receive(envelope("d", MessageType::Done, "w", "42")), Received::Ignored);
+        assert_eq!(
+            processes.receive(envelope("f", MessageType::File, "w", "f0123456789abcdef a.csv")),
+            Received::Ignored
+        );
         assert_eq!(processes.receive(envelope("x", MessageType::Done, "other", "?")), Received::Ignored);
     }
 

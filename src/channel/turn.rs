@@ -218,6 +218,7 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, p
                 "body": event.envelope.body,
                 "failed": event.envelope.kind == MessageType::Error,
                 "waiting": event.envelope.kind == MessageType::Waiting,
+                "file": event.envelope.kind == MessageType::File,
                 "id": event.envelope.reference,
             })
         })

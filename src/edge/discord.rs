@@ -1,10 +1,10 @@
 //! Discord REST calls: interaction webhooks for commands, and the bot's own
 //! channel messages, typing and reactions for what the Gateway heard.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use worker::Method;
 
-use super::http::{download, get_manual, send_json};
+use super::http::{download, get_manual, send_form, send_json, HttpAnswer, HttpFailure};
 use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
@@ -21,6 +21,8 @@ const GUILD_BODY_LIMIT: usize = 200_000;
 /// A streamed reply is edited about once a second: Discord allows about five
 /// edits per five seconds in a channel.
 const EDIT_EVERY_MS: u64 = 1_000;
+/// How long an upload may take.
+const UPLOAD_TIMEOUT_MS: u64 = 60_000;
 
 pub struct Discord<'a> {
     pub config: &'a Config,
@@ -33,9 +35,12 @@ impl Discord<'_> {
         let url = format!("{}{path}", self.config.discord_api_base);
         let authorization = format!("Bot {}", self.config.discord_bot_token.expose());
         let headers: &[(&str, &str)] = if as_bot { &[("authorization", &authorization)] } else { &[] };
-        let answer = send_json(Op::PlatformCall, method, &url, headers, body, API_TIMEOUT_MS)
-            .await
-            .map_err(|failure| SendFailure::network("Discord", failure))?;
+        Self::answer(send_json(Op::PlatformCall, method, &url, headers, body, API_TIMEOUT_MS).await)
+    }
+
+    /// Reads a REST answer: a 2xx, or a failure that says whether (and when) to retry.
+    fn answer(answer: Result<HttpAnswer, HttpFailure>) -> Result<Value, SendFailure> {
+        let answer = answer.map_err(|failure| SendFailure::network("Discord", failure))?;
         let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
         if (200..300).contains(&answer.status) {
             return Ok(parsed);
@@ -62,17 +67,34 @@ impl Messenger for Discord<'_> {
         MESSAGE_LIMIT
     }
 
+    /// A channel message carries its nonce; a command's first piece edits
+    /// the deferred response, the rest are follow-ups. A file goes as the
+    /// message's one attachment, the same call made multipart.
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
-        let answer = match address {
+        let (method, path, mut body, as_bot) = match address {
             ReplyAddress::DiscordChannel { channel_id, .. } => {
                 let body = create_message_body(piece.text, piece.reply_to, piece.id);
-                self.call(Method::Post, &format!("/channels/{channel_id}/messages"), &body, true).await?
+                (Method::Post, format!("/channels/{channel_id}/messages"), body, true)
             }
             _ => {
                 let (method, path, body) = webhook_call(address, piece.index, piece.text)
                     .ok_or_else(|| SendFailure::permanent("not a Discord address".into()))?;
-                let method = if method == "PATCH" { Method::Patch } else { Method::Post };
-                self.call(method, &path, &body, false).await?
+                (if method == "PATCH" { Method::Patch } else { Method::Post }, path, body, false)
+            }
+        };
+        let answer = match piece.file {
+            None => self.call(method, &path, &body, as_bot).await?,
+            Some(file) => {
+                body["attachments"] = json!([{ "id": 0, "filename": file.file.name }]);
+                let url = format!("{}{path}", self.config.discord_api_base);
+                let authorization = format!("Bot {}", self.config.discord_bot_token.expose());
+                let headers: &[(&str, &str)] = if as_bot { &[("authorization", &authorization)] } else { &[] };
+                let fields = [("payload_json", body.to_string())];
+                let fields: Vec<(&str, &str)> = fields.iter().map(|(name, value)| (*name, value.as_str())).collect();
+                let upload = ("files[0]", file.file.name.as_str(), file.bytes.as_slice());
+                let answer =
+                    send_form(Op::PlatformCall, method, &url, headers, &fields, upload, UPLOAD_TIMEOUT_MS).await;
+                Self::answer(answer)?
             }
         };
         Ok(answer["id"].as_str().unwrap_or_default().to_string())

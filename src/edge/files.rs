@@ -7,14 +7,16 @@
 
 use base64::Engine;
 use serde_json::{json, Value};
-use worker::{D1Database, Env, HttpMetadata};
+use sha2::Digest;
+use worker::{D1Database, Env, HttpMetadata, Method};
 
 use super::config::redactor;
+use super::config::DATABASE_BINDING;
 use super::d1::{number, Metered};
-use super::http::post_form;
+use super::http::send_form;
 use super::log::Emit;
 use super::memory::AI_BINDING;
-use super::messenger::Messenger;
+use super::messenger::{FileBody, Messenger};
 use super::model::HttpModel;
 use super::outbound::Platform;
 use crate::budget::day_of;
@@ -29,6 +31,7 @@ use crate::llm::vision::sees_images;
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, Image, Role};
 use crate::log_line::LogLine;
 use crate::ops::Op;
+use crate::process::envelope::{Envelope, MessageType};
 use crate::prompt;
 
 /// The R2 bucket files live in.
@@ -269,6 +272,14 @@ async fn today(db: &D1Database, conversation: &str, day: &str) -> worker::Result
     Ok(totals.map_or((0, 0), |totals| (totals.files as u64, totals.bytes as u64)))
 }
 
+/// One of the conversation's files with its bytes, to send (None if it is gone).
+pub async fn outgoing(env: &Env, conversation: &str, id: &str) -> Option<FileBody> {
+    let db = env.d1(DATABASE_BINDING).ok()?;
+    let file = find(&db, conversation, id).await.ok()??;
+    let bytes = bytes(env, conversation, &file).await?;
+    Some(FileBody { file, bytes, link: None })
+}
+
 /// A file's bytes from R2 (None if they are gone).
 async fn bytes(env: &Env, conversation: &str, file: &StoredFile) -> Option<Vec<u8>> {
     let key = object_key(conversation, &file.id, &file.name);
@@ -336,15 +347,9 @@ async fn transcribe(
             let authorization = format!("Bearer {}", config.openai_api_key.expose());
             let fields = [("model", model)];
             let file_part = ("file", file.name.as_str(), bytes.as_slice());
-            match post_form(
-                Op::ModelCall,
-                &url,
-                &[("authorization", &authorization)],
-                &fields,
-                file_part,
-                TRANSCRIBE_TIMEOUT_MS,
-            )
-            .await
+            let headers = [("authorization", authorization.as_str())];
+            match send_form(Op::ModelCall, Method::Post, &url, &headers, &fields, file_part, TRANSCRIBE_TIMEOUT_MS)
+                .await
             {
                 Ok(answer) if answer.status == 200 => {
                     serde_json::from_slice::<Value>(&answer.body).ok()?["text"].as_str().map(str::to_string)
@@ -404,6 +409,64 @@ pub async fn read(env: &Env, db: &D1Database, conversation: &str, id: &str) -> S
     let cut: String = text.chars().take(READ_LIMIT_CHARS).collect();
     let more = if cut.len() < text.len() { "\n[cut: the file goes on]" } else { "" };
     format!("{} ({}):\n{}{more}", file.name, file.content_type, redactor().redact(&cut))
+}
+
+/// `send_file`: the file a process sends the conversation, kept like any
+/// other (R2, D1, the day's caps) and announced to the channel in the
+/// returned envelope; the channel sends it after its next reply. Either a
+/// file it wrote (`name` and `text`, redacted like any text leaving the
+/// Worker) or one of the conversation's files again (`id`). The same file
+/// from the same process keeps the same id, so a retried step sends it once.
+pub async fn produce(
+    env: &Env,
+    db: &D1Database,
+    conversation: &str,
+    process: (&str, &str),
+    arguments: &Value,
+    now_ms: i64,
+) -> Result<Envelope, String> {
+    let argument =
+        |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
+    let (process_kind, process_id) = process;
+    let file = match (argument("id"), argument("text")) {
+        (Some(id), _) => find(db, conversation, id)
+            .await
+            .map_err(|error| error.to_string())?
+            .ok_or_else(|| format!("this conversation has no file {id}"))?,
+        (None, Some(text)) => {
+            let name = safe_name(argument("name").unwrap_or("file.txt"));
+            let text = redactor().redact(text).into_owned();
+            let digest = crate::security::encode_hex(sha2::Sha256::digest(format!("{name}\n{text}").as_bytes()));
+            let id = file_id(conversation, &format!("out:{process_id}:{digest}"));
+            match find(db, conversation, &id).await.map_err(|error| error.to_string())? {
+                Some(file) => file,
+                None => {
+                    let day = day_of(now_ms);
+                    let (count, stored) = today(db, conversation, &day).await.map_err(|error| error.to_string())?;
+                    admit(text.len() as u64, stored, count).map_err(|why| format!("not sent: {why}"))?;
+                    let sniffed = sniff(text.as_bytes(), &name);
+                    let file = StoredFile {
+                        id,
+                        name,
+                        kind: sniffed.kind,
+                        content_type: sniffed.content_type,
+                        size: text.len() as u64,
+                        text: None,
+                        created_at: now_ms,
+                    };
+                    store(env, db, conversation, "", &file, text.into_bytes(), &day)
+                        .await
+                        .map_err(|error| error.to_string())?;
+                    file
+                }
+            }
+        }
+        (None, None) => {
+            return Err("give the file's `name` and `text`, or the `id` of a file of this conversation".into())
+        }
+    };
+    let body = format!("{} {}", file.id, file.name);
+    Ok(Envelope::report(process_kind, process_id, &format!("file:{}", file.id), now_ms, MessageType::File, body))
 }
 
 /// The conversation's files, for `attachment_recall`.

@@ -158,10 +158,13 @@ pub async fn download(url: &str, headers: &[(&str, &str)]) -> Result<Vec<u8>, Re
     Ok(answer.body)
 }
 
-/// POSTs a `multipart/form-data` body (text `fields` and one file: field
-/// name, file name, bytes), built by the runtime's `FormData`.
-pub async fn post_form(
+/// Sends a `multipart/form-data` body (text `fields` and one file: field
+/// name, file name, bytes), built by the runtime's `FormData`. The text
+/// fields leave redacted, as every JSON body does (a model call's are its
+/// own: the model client scrubs them).
+pub async fn send_form(
     kind: Op,
+    method: Method,
     url: &str,
     headers: &[(&str, &str)],
     fields: &[(&str, &str)],
@@ -170,11 +173,13 @@ pub async fn post_form(
 ) -> Result<HttpAnswer, HttpFailure> {
     let network = |error: JsValue| HttpFailure::Network(format!("{error:?}"));
     let form = worker::web_sys::FormData::new().map_err(network)?;
+    let redactor = crate::edge::config::redactor();
     for (name, value) in fields {
-        form.append_with_str(name, value).map_err(network)?;
+        let value = if kind == Op::ModelCall { (*value).into() } else { redactor.redact(value) };
+        form.append_with_str(name, &value).map_err(network)?;
     }
     // The file part's type comes from its name (the runtime's `File`), as
-    // transcription services read it.
+    // the receiving services read it.
     let (field, file_name, bytes) = file;
     let parts = js_sys::Array::of1(&Uint8Array::from(bytes).buffer());
     let part = worker::web_sys::File::new_with_u8_array_sequence(&parts, file_name).map_err(network)?;
@@ -184,7 +189,7 @@ pub async fn post_form(
         request_headers.set(name, value).map_err(|error| HttpFailure::Network(error.to_string()))?;
     }
     let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_headers(request_headers).with_body(Some(form.into()));
+    init.with_method(method).with_headers(request_headers).with_body(Some(form.into()));
     let request = Request::new_with_init(url, &init).map_err(|error| HttpFailure::Network(error.to_string()))?;
     exchange(kind, request, timeout_ms, None).await
 }

@@ -13,10 +13,11 @@ mod worker_step;
 pub use worker_step::{cancel as cancel_worker, list as list_workers};
 
 use futures_util::stream::{self, StreamExt};
-use worker::{Env, Message, MessageBatch, MessageExt};
+use worker::{D1Database, Env, Message, MessageBatch, MessageExt};
 
 use super::channel_stub;
 use super::config::{self, DEAD_LETTER_SUFFIX};
+use super::files;
 use super::http::now_ms;
 use super::log::Emit;
 use super::model::HttpModel;
@@ -198,6 +199,25 @@ async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Re
 }
 
 /// Posts an envelope to the conversation's channel object.
+/// The `send_file` tool of a branch or worker (`process`: its kind and id):
+/// the file is kept and announced to the channel, which sends it.
+pub(super) async fn send_file(
+    env: &Env,
+    db: &D1Database,
+    conversation_key: &str,
+    process: (&str, &str),
+    arguments: &serde_json::Value,
+) -> String {
+    let envelope = match files::produce(env, db, conversation_key, process, arguments, now_ms()).await {
+        Ok(envelope) => envelope,
+        Err(error) => return format!("error: {error}"),
+    };
+    match deliver(env, conversation_key, &envelope).await {
+        Ok(()) => format!("sent {}: the person gets it after the channel's next reply", envelope.body),
+        Err(error) => format!("error: {error}"),
+    }
+}
+
 pub(super) async fn deliver(env: &Env, conversation_key: &str, envelope: &Envelope) -> worker::Result<()> {
     channel_stub::post(env, conversation_key, ChannelRoute::ProcessEvent, serde_json::to_string(envelope)?).await?;
     Ok(())

@@ -5,7 +5,7 @@
 
 use super::config::redactor;
 use crate::channel::participants::MembershipCount;
-use crate::files::Refusal;
+use crate::files::{Refusal, StoredFile};
 use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::reply::reaction::Reaction;
 
@@ -52,6 +52,16 @@ pub struct Piece<'a> {
     pub text: &'a str,
     /// The platform message it quotes, if any.
     pub reply_to: Option<&'a str>,
+    /// A file the piece sends (its text is then the file's caption).
+    pub file: Option<&'a FileBody>,
+}
+
+/// A file to send: what the conversation kept, with its bytes.
+pub struct FileBody {
+    pub file: StoredFile,
+    pub bytes: Vec<u8>,
+    /// Where the web chat downloads it (a signed, expiring link).
+    pub link: Option<String>,
 }
 
 /// What became of a send that may have landed: the Worker stopped during the

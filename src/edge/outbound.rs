@@ -93,7 +93,7 @@ impl Messenger for Platform<'_> {
 
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
         let text = redactor().redact(piece.text);
-        let piece = &Piece { id: piece.id, index: piece.index, text: &text, reply_to: piece.reply_to };
+        let piece = &Piece { text: &text, ..*piece };
         match self {
             Platform::Telegram(platform) => platform.send(address, piece).await,
             Platform::Slack(platform) => platform.send(address, piece).await,
@@ -158,7 +158,7 @@ impl Messenger for Platform<'_> {
 
     async fn edit(&self, address: &ReplyAddress, message_id: &str, piece: &Piece<'_>) -> Result<(), SendFailure> {
         let text = redactor().redact(piece.text);
-        let piece = &Piece { id: piece.id, index: piece.index, text: &text, reply_to: piece.reply_to };
+        let piece = &Piece { text: &text, ..*piece };
         match self {
             Platform::Telegram(platform) => platform.edit(address, message_id, piece).await,
             Platform::Slack(platform) => platform.edit(address, message_id, piece).await,

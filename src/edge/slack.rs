@@ -1,9 +1,10 @@
 //! Slack Web API calls.
 
 use serde_json::{json, Value};
+use worker::Method;
 
-use super::http::{download, get_manual, post_json};
-use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
+use super::http::{download, get_manual, post_json, send_form};
+use super::messenger::{FileBody, Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::files::{is_platform_file_url, Refusal, SLACK_FILE_HOSTS};
@@ -24,6 +25,8 @@ const LOOKUP_SLACK_SECS: i64 = 60;
 /// A streamed reply is updated about once a second (`chat.update` is a
 /// Tier 3 method: about 50 calls a minute).
 const EDIT_EVERY_MS: u64 = 1_000;
+/// How long an upload may take.
+const UPLOAD_TIMEOUT_MS: u64 = 60_000;
 
 pub struct Slack<'a> {
     pub config: &'a Config,
@@ -47,6 +50,44 @@ impl Slack<'_> {
 }
 
 impl Slack<'_> {
+    /// Slack's upload flow: an upload URL for the file's name and size, the
+    /// bytes to it (on Slack's file host only), then the upload completed
+    /// into the conversation with the piece's text as its comment. The file's
+    /// id stands for the message.
+    async fn upload(&self, address: &ReplyAddress, piece: &Piece<'_>, file: &FileBody) -> Result<String, SendFailure> {
+        let ReplyAddress::Slack { channel, thread_ts } = address else {
+            return Err(SendFailure::permanent("not a Slack address".into()));
+        };
+        let name = &file.file.name;
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("filename", name)
+            .append_pair("length", &file.bytes.len().to_string())
+            .finish();
+        let reserved = self.read("files.getUploadURLExternal", &query).await;
+        let reserved = reserved.ok_or_else(|| SendFailure::from_status("Slack", 503, "no upload URL", None))?;
+        let (Some(upload_url), Some(file_id)) = (reserved["upload_url"].as_str(), reserved["file_id"].as_str()) else {
+            return Err(SendFailure::permanent("Slack gave no upload URL".into()));
+        };
+        if !is_platform_file_url(upload_url, SLACK_FILE_HOSTS, &self.config.slack_api_base) {
+            return Err(SendFailure::permanent("Slack's upload URL is not on its file host".into()));
+        }
+        let part = ("file", name.as_str(), file.bytes.as_slice());
+        let uploaded = send_form(Op::PlatformCall, Method::Post, upload_url, &[], &[], part, UPLOAD_TIMEOUT_MS).await;
+        match uploaded {
+            Ok(answer) if answer.status == 200 => {}
+            Ok(answer) => return Err(SendFailure::from_status("Slack", answer.status, "upload refused", None)),
+            Err(failure) => return Err(SendFailure::network("Slack", failure)),
+        }
+        let mut complete = json!({
+            "files": [{ "id": file_id, "title": name }], "channel_id": channel, "initial_comment": piece.text
+        });
+        if let Some(thread) = thread_ts {
+            complete["thread_ts"] = json!(thread);
+        }
+        self.call("files.completeUploadExternal", &complete).await?;
+        Ok(file_id.to_string())
+    }
+
     /// A read method (GET with a query string); None unless Slack answered ok.
     async fn read(&self, method: &str, query: &str) -> Option<Value> {
         let url = format!("{}/{method}?{query}", self.config.slack_api_base);
@@ -78,6 +119,9 @@ impl Messenger for Slack<'_> {
     }
 
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
+        if let Some(file) = piece.file {
+            return self.upload(address, piece, file).await;
+        }
         let answer = self.call("chat.postMessage", &post_message_body(address, piece.text, piece.id)).await?;
         Ok(answer["ts"].as_str().unwrap_or_default().to_string())
     }
@@ -113,8 +157,12 @@ impl Messenger for Slack<'_> {
     }
 
     /// Every piece carries its id in the message metadata: look for it, and
-    /// send only what is not there. A lookup that fails cannot tell.
+    /// send only what is not there. A lookup that fails cannot tell, nor can
+    /// a file's (a shared file carries no metadata).
     async fn interrupted(&self, address: &ReplyAddress, piece: &Piece<'_>, since_ms: i64) -> Interrupted {
+        if piece.file.is_some() {
+            return Interrupted::Unsure;
+        }
         let Some((method, query)) = piece_lookup(address, since_ms / 1000 - LOOKUP_SLACK_SECS) else {
             return Interrupted::Unsure;
         };

@@ -1,12 +1,13 @@
 //! Telegram Bot API calls.
 
 use serde_json::{json, Value};
+use worker::Method;
 
-use super::http::{download, post_json};
-use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
+use super::http::{download, post_json, send_form, HttpAnswer, HttpFailure};
+use super::messenger::{FileBody, Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
-use crate::files::Refusal;
+use crate::files::{Kind, Refusal};
 use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::telegram::{is_not_modified, message_ref, send_message_body, sent_message_id, MESSAGE_LIMIT};
@@ -19,18 +20,56 @@ const API_TIMEOUT_MS: u64 = 10_000;
 const WORKING_REACTION: &str = "👀";
 /// A streamed reply is edited about once a second: Telegram's pace for one chat.
 const EDIT_EVERY_MS: u64 = 1_000;
+/// How long an upload may take.
+const UPLOAD_TIMEOUT_MS: u64 = 60_000;
+/// Telegram takes photos up to 10 MB; a larger image goes as a document.
+const PHOTO_LIMIT_BYTES: usize = 10 * 1024 * 1024;
 
 pub struct Telegram<'a> {
     pub config: &'a Config,
 }
 
 impl Telegram<'_> {
-    /// Calls a Bot API method. The token is part of the URL: never log it.
+    /// A Bot API method's URL. The token is part of it: never log it.
+    fn url(&self, method: &str) -> String {
+        format!("{}/bot{}/{method}", self.config.telegram_api_base, self.config.telegram_bot_token.expose())
+    }
+
+    /// Calls a Bot API method.
     async fn call(&self, method: &str, body: &Value) -> Result<Value, SendFailure> {
-        let url = format!("{}/bot{}/{method}", self.config.telegram_api_base, self.config.telegram_bot_token.expose());
-        let answer = post_json(Op::PlatformCall, &url, &[], body, API_TIMEOUT_MS)
-            .await
-            .map_err(|failure| SendFailure::network("Telegram", failure))?;
+        let answer = post_json(Op::PlatformCall, &self.url(method), &[], body, API_TIMEOUT_MS).await;
+        Self::answer(answer)
+    }
+
+    /// Sends a file piece: a photo as a photo, anything else as a document,
+    /// the piece's text as its caption.
+    async fn send_file(
+        &self,
+        address: &ReplyAddress,
+        piece: &Piece<'_>,
+        body: &FileBody,
+    ) -> Result<Value, SendFailure> {
+        let photo = body.file.kind == Kind::Image && body.bytes.len() <= PHOTO_LIMIT_BYTES;
+        let (method, field) = if photo { ("sendPhoto", "photo") } else { ("sendDocument", "document") };
+        let described = send_message_body(address, piece.text, piece.reply_to);
+        let mut fields: Vec<(String, String)> = Vec::new();
+        for (name, value) in described.as_object().into_iter().flatten() {
+            let value = match (name.as_str(), value) {
+                ("text", Value::String(text)) => ("caption".to_string(), text.clone()),
+                (_, Value::String(text)) => (name.clone(), text.clone()),
+                _ => (name.clone(), value.to_string()),
+            };
+            fields.push(value);
+        }
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+        let file = (field, body.file.name.as_str(), body.bytes.as_slice());
+        let url = self.url(method);
+        Self::answer(send_form(Op::PlatformCall, Method::Post, &url, &[], &fields, file, UPLOAD_TIMEOUT_MS).await)
+    }
+
+    /// Reads a Bot API answer: `ok` or a failure that says whether to retry.
+    fn answer(answer: Result<HttpAnswer, HttpFailure>) -> Result<Value, SendFailure> {
+        let answer = answer.map_err(|failure| SendFailure::network("Telegram", failure))?;
         let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
         if answer.status == 200 && parsed["ok"] == true {
             return Ok(parsed);
@@ -78,8 +117,13 @@ impl Messenger for Telegram<'_> {
     /// own markup); if Telegram rejects it, sends what a reader would have
     /// seen as plain text.
     async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
-        let body = |text: &str| send_message_body(address, text, piece.reply_to);
-        let answer = self.call_html("sendMessage", piece.text, body).await?;
+        let answer = match piece.file {
+            Some(file) => self.send_file(address, piece, file).await?,
+            None => {
+                let body = |text: &str| send_message_body(address, text, piece.reply_to);
+                self.call_html("sendMessage", piece.text, body).await?
+            }
+        };
         Ok(sent_message_id(&answer).unwrap_or_default())
     }
 

@@ -72,9 +72,17 @@ impl Messenger for WebChat<'_> {
         MESSAGE_LIMIT
     }
 
+    /// A file is a message with its (signed, expiring) download link.
     async fn send(&self, _address: &ReplyAddress, piece: &Piece<'_>) -> std::result::Result<String, SendFailure> {
         let id = reply_id(piece.id);
-        push(self.state, CHAT, &chat_message(&id, "assistant", self.bot_name, piece.text, now_ms()));
+        let text = match piece.file {
+            None => piece.text.to_string(),
+            Some(file) => match &file.link {
+                Some(link) => format!("{}\n{link}", piece.text),
+                None => return Err(SendFailure::permanent("no download link can be made (no signing key)".into())),
+            },
+        };
+        push(self.state, CHAT, &chat_message(&id, "assistant", self.bot_name, &text, now_ms()));
         Ok(id)
     }
 

@@ -135,13 +135,20 @@ pub fn branch_tools() -> Vec<ToolSpec> {
     tools
 }
 
-/// `attachment_read` and `attachment_recall`, which branches and workers
-/// share: the conversation's files, and only its own.
-pub fn attachment_tools() -> [ToolSpec; 2] {
-    let id = json!({ "type": "string", "description": "The file's id (f and 16 hex digits)." });
+/// `attachment_read`, `attachment_recall` and `send_file`, which branches
+/// and workers share: the conversation's files, and only its own.
+pub fn attachment_tools() -> [ToolSpec; 3] {
+    let text = |description: &str| json!({ "type": "string", "description": description });
+    let id = text("The file's id (f and 16 hex digits).");
+    let send = json!({
+        "name": text("The file's name, with its extension (report.csv, notes.md)."),
+        "text": text("The file's content, for a file you wrote."),
+        "id": text("Or: the id of a file of this conversation, to send it again."),
+    });
     [
         ToolSpec::new("attachment_read", object(json!({ "id": id }), &["id"])),
         ToolSpec::new("attachment_recall", object(json!({}), &[])),
+        ToolSpec::new("send_file", object(send, &[])),
     ]
 }
 

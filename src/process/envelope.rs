@@ -26,6 +26,9 @@ pub enum MessageType {
     Waiting,
     /// The channel stopped a process.
     Cancel,
+    /// A process sends the conversation a file: the body is the file's id,
+    /// a space, and its name (see [`Envelope::sent_file`]).
+    File,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +94,16 @@ impl Envelope {
     }
 }
 
+impl Envelope {
+    /// The id of the file a `file` envelope sends (None for any other, or a
+    /// body that does not start with a file id).
+    pub fn sent_file(&self) -> Option<&str> {
+        let id = self.body.split(' ').next()?;
+        let is_id = id.len() == 17 && id.starts_with('f') && id[1..].bytes().all(|byte| byte.is_ascii_hexdigit());
+        (self.kind == MessageType::File && is_id).then_some(id)
+    }
+}
+
 fn cap_body(mut body: String) -> String {
     if body.len() <= BODY_CAP_BYTES {
         return body;
@@ -103,6 +116,17 @@ fn cap_body(mut body: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_envelope_names_its_file_and_nothing_else_does() {
+        let file = |kind, body: &str| Envelope::new("m", 1, "worker:w", "channel", kind, Some("w".into()), body);
+        let sent = file(MessageType::File, "f0123456789abcdef summary.csv");
+        assert_eq!(sent.sent_file(), Some("f0123456789abcdef"));
+        assert_eq!(serde_json::to_value(&sent).unwrap()["type"], "file");
+        assert_eq!(file(MessageType::Done, "f0123456789abcdef summary.csv").sent_file(), None);
+        assert_eq!(file(MessageType::File, "../etc/passwd x").sent_file(), None);
+        assert_eq!(file(MessageType::File, "f0123456789abcdeg x").sent_file(), None);
+    }
 
     #[test]
     fn envelopes_serialise_in_the_war_room_shape() {

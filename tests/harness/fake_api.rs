@@ -251,7 +251,11 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
         .get("content-type")
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
-    let body: Value = if is_form {
+    let is_multipart = headers
+        .get("content-type")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("multipart/form-data"));
+    let body: Value = if is_form || is_multipart {
         json!(String::from_utf8_lossy(&body))
     } else {
         serde_json::from_slice(&body).unwrap_or(Value::Null)
@@ -276,6 +280,18 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
         if let Some(bytes) = state.files.get(&path) {
             return (StatusCode::OK, bytes.clone()).into_response();
         }
+    }
+    // Slack's upload flow: an upload URL on the fake itself, the bytes, the completion.
+    if path.ends_with("/files.getUploadURLExternal") {
+        let host = headers.get("host").and_then(|value| value.to_str().ok()).unwrap_or_default();
+        let answer = json!({"ok": true, "upload_url": format!("http://{host}/upload/F900"), "file_id": "F900"});
+        return axum::Json(answer).into_response();
+    }
+    if path.starts_with("/upload/") {
+        return (StatusCode::OK, "OK - uploaded").into_response();
+    }
+    if path.ends_with("/files.completeUploadExternal") {
+        return axum::Json(json!({"ok": true, "files": [{"id": "F900", "title": "file"}]})).into_response();
     }
     if path.ends_with("/getFile") {
         let file_id = body["file_id"].as_str().unwrap_or_default();

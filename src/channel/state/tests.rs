@@ -291,6 +291,7 @@ fn branch(question: &str, origin: &InboundEvent) -> ProcessStatus {
         interactive: false,
         waiting: false,
         last_heard_ms: 0,
+        files_sent: Vec::new(),
     }
 }
 

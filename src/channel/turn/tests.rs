@@ -53,6 +53,7 @@ fn process(kind: ProcessKind, interactive: bool) -> ProcessStatus {
         interactive,
         waiting: false,
         last_heard_ms: 0,
+        files_sent: Vec::new(),
     }
 }
 

@@ -60,8 +60,14 @@ async fn think(
     let model = HttpModel::new(config, env, &config.branch_model)?;
     let messages =
         compose_messages(branch, &config.bot_name, identity).map_err(|error| LlmError::Config(error.to_string()))?;
-    let tools =
-        EdgeTools { config, env, db: database, conversation_key: &branch.conversation_key, people: &branch.people };
+    let tools = EdgeTools {
+        config,
+        env,
+        db: database,
+        conversation_key: &branch.conversation_key,
+        branch_id: &branch.id,
+        people: &branch.people,
+    };
     let started = now_ms();
     let (conclusion, spent) = run_branch(&model, model.model_name(), &tools, messages).await?;
     let line = LogLine::info("branch_finished").conversation(&branch.conversation_key).id(&branch.id);
@@ -84,6 +90,7 @@ struct EdgeTools<'a> {
     env: &'a Env,
     db: &'a D1Database,
     conversation_key: &'a str,
+    branch_id: &'a str,
     /// The people writing in the turn that started the branch: the only
     /// profiles its person tools may change.
     people: &'a [crate::people::Profile],
@@ -122,6 +129,7 @@ impl EdgeTools<'_> {
             "task_create" | "task_list" | "task_update" => tasks::branch_tool(db, key, name, arguments).await?,
             "attachment_read" => files::read(self.env, db, key, &argument("id")).await,
             "attachment_recall" => files::recall(db, key).await,
+            "send_file" => super::send_file(self.env, db, key, ("branch", self.branch_id), arguments).await,
             "worker_inspect" => {
                 let id = argument("id");
                 let workers = worker_step::list(db, key).await?;
