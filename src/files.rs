@@ -11,6 +11,8 @@ pub const FILE_LIMIT_BYTES: u64 = 20 * 1024 * 1024;
 pub const DAY_LIMIT_BYTES: u64 = 100 * 1024 * 1024;
 /// Files one conversation may store per UTC day.
 pub const DAY_LIMIT_FILES: u64 = 50;
+/// How long a file is kept: then the cron deletes it (bytes and record).
+pub const KEEP_DAYS: i64 = 30;
 /// The most text of a file a tool hands a model at once.
 pub const READ_LIMIT_CHARS: usize = 50_000;
 /// The longest name kept (longer ones are cut, keeping the extension).

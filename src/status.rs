@@ -64,6 +64,8 @@ pub struct CronTick {
     pub tasks: String,
     /// Memory maintenance and the bulletin.
     pub cortex: String,
+    /// Files past their keeping time, deleted.
+    pub files: String,
 }
 
 impl CronTick {
@@ -76,12 +78,14 @@ impl CronTick {
             "schedules": self.schedules,
             "tasks": self.tasks,
             "cortex": self.cortex,
+            "files": self.files,
         })
     }
 
     /// Whether every part went well.
     pub fn is_ok(&self) -> bool {
-        [&self.gateway, &self.schedules, &self.tasks, &self.cortex].iter().all(|part| !part.starts_with("failed"))
+        let parts = [&self.gateway, &self.schedules, &self.tasks, &self.cortex, &self.files];
+        parts.iter().all(|part| !part.starts_with("failed"))
     }
 }
 
@@ -161,6 +165,7 @@ mod tests {
             schedules: outcome::<String>(Ok(Some("woke 2 conversations".into()))),
             tasks: outcome::<String>(Ok(None)),
             cortex: "ok".into(),
+            files: "ok: deleted 3 file(s)".into(),
         };
         assert_eq!(tick.schedules, "ok: woke 2 conversations");
         assert!(tick.is_ok());

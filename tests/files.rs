@@ -248,3 +248,26 @@ async fn a_worker_sends_a_file_on_slack() {
 async fn a_worker_sends_a_file_on_discord() {
     a_worker_sends_a_file(DISCORD).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn files_are_kept_thirty_days_then_the_cron_deletes_them() {
+    let mut env = TestEnv::start().await;
+    telegram_file(&env, "OLD1", CSV.as_bytes().to_vec());
+    telegram_file(&env, "NEW1", CSV.as_bytes().to_vec());
+    env.llm.answer_always(Scripted::Reply("Got it.".into()));
+    for (update, file_id) in [(7051, "OLD1"), (7052, "NEW1")] {
+        let file = json!({"file_id": file_id, "file_unique_id": file_id, "file_name": format!("{file_id}.csv")});
+        env.telegram_update(&dm_with_file(update, 77, "document", file, "keep")).await;
+    }
+    env.wait_for_sent(2).await;
+    let old = edgebot::files::file_id("telegram:77", "OLD1");
+    let month_ago = edgebot::files::KEEP_DAYS * 24 * 60 * 60 * 1000 + 60_000;
+    env.sql_while_stopped(&format!("UPDATE files SET created_at = created_at - {month_ago} WHERE id = '{old}'")).await;
+    env.cron().await;
+    let tick = env.admin("/api/status").await["last_cron"].clone();
+    assert_eq!(tick["files"], "ok: deleted 1 file(s)", "{tick}");
+    let left = env.sql_while_stopped("SELECT name FROM files ORDER BY name").await;
+    let names: Vec<&str> =
+        left[0]["results"].as_array().unwrap().iter().filter_map(|row| row["name"].as_str()).collect();
+    assert_eq!(names, ["NEW1.csv"], "the old one's record is gone (its bytes went first)");
+}

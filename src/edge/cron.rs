@@ -1,5 +1,6 @@
 //! One cron tick (wrangler.toml: every 15 minutes): the Discord Gateway kept
-//! connected, overdue schedules woken, ready tasks started, then the cortex.
+//! connected, overdue schedules woken, ready tasks started, the cortex, then
+//! files past their keeping time deleted.
 //! Each part runs whatever the others did; the tick is logged and kept for
 //! `/api/status`.
 
@@ -7,7 +8,7 @@ use worker::Env;
 
 use super::http::now_ms;
 use super::log::Emit;
-use super::{config, cortex, gateway, schedules, status, tasks};
+use super::{config, cortex, files, gateway, schedules, status, tasks};
 use crate::log_line::{Level, LogLine};
 use crate::status::{outcome, CronTick};
 
@@ -28,7 +29,8 @@ pub async fn tick(env: &Env) {
     let schedules = outcome(schedules.map(|woken| Some(format!("woke {woken} conversation(s)"))));
     let tasks = outcome(tasks::run_ready_loop(env).await.map(|begun| Some(format!("started {begun} task(s)"))));
     let cortex = outcome(cortex::run(&config, env).await.map(|()| None));
-    let tick = CronTick { at_ms: started, duration_ms: now_ms() - started, gateway, schedules, tasks, cortex };
+    let files = outcome(files::expire(env, started).await.map(|deleted| Some(format!("deleted {deleted} file(s)"))));
+    let tick = CronTick { at_ms: started, duration_ms: now_ms() - started, gateway, schedules, tasks, cortex, files };
     let level = if tick.is_ok() { Level::Info } else { Level::Error };
     LogLine::new(level, "cron_tick")
         .duration_ms(tick.duration_ms)
@@ -36,6 +38,7 @@ pub async fn tick(env: &Env) {
         .field("schedules", tick.schedules.as_str())
         .field("tasks", tick.tasks.as_str())
         .field("cortex", tick.cortex.as_str())
+        .field("files", tick.files.as_str())
         .emit();
     if let Err(error) = status::record(env, status::CRON_TICK, tick.to_json()).await {
         LogLine::warn("status_not_recorded").field("kind", "cron_tick").reason(&error).emit();

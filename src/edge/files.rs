@@ -23,7 +23,7 @@ use crate::budget::day_of;
 use crate::config::Config;
 use crate::files::{
     admit, describe, file_id, object_key, safe_name, sniff, transcribed, Kind, Received, Refusal, Sight, StoredFile,
-    READ_LIMIT_CHARS,
+    KEEP_DAYS, READ_LIMIT_CHARS,
 };
 use crate::inbound::{Attachment, InboundEvent};
 use crate::llm::routing::parse_chain;
@@ -398,12 +398,18 @@ pub async fn read(env: &Env, db: &D1Database, conversation: &str, id: &str) -> S
             Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             None => return format!("error: the bytes of {id} are gone"),
         },
-        (Kind::Document, None) => {
-            return format!(
+        (Kind::Document, None) => match convert(env, conversation, &file).await {
+            Some(text) => {
+                remember_text(db, conversation, id, &text).await;
+                text
+            }
+            None => {
+                return format!(
                 "{} is a {} this deployment cannot convert to text (Workers AI's conversion runs only in production)",
                 file.name, file.content_type
             )
-        }
+            }
+        },
         _ => return format!("{} ({}) has no text to read", file.name, file.content_type),
     };
     let cut: String = text.chars().take(READ_LIMIT_CHARS).collect();
@@ -467,6 +473,64 @@ pub async fn produce(
     };
     let body = format!("{} {}", file.id, file.name);
     Ok(Envelope::report(process_kind, process_id, &format!("file:{}", file.id), now_ms, MessageType::File, body))
+}
+
+/// A PDF or office document as Markdown, by Workers AI's document conversion
+/// (`env.AI.toMarkdown`, which workers-rs does not wrap, so it is called
+/// through the binding's JS object). None where there is no `AI` binding
+/// (local runs: `read` says so) or the conversion fails.
+async fn convert(env: &Env, conversation: &str, file: &StoredFile) -> Option<String> {
+    use wasm_bindgen::JsCast;
+    let ai = env.ai(AI_BINDING).ok()?;
+    let bytes = bytes(env, conversation, file).await?;
+    let to_markdown =
+        js_sys::Reflect::get(ai.as_ref(), &"toMarkdown".into()).ok()?.dyn_into::<js_sys::Function>().ok()?;
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes.as_slice()).buffer());
+    let blob = worker::web_sys::File::new_with_u8_array_sequence(&parts, &file.name).ok()?;
+    let document = js_sys::Object::new();
+    js_sys::Reflect::set(&document, &"name".into(), &file.name.as_str().into()).ok()?;
+    js_sys::Reflect::set(&document, &"blob".into(), &blob).ok()?;
+    crate::ops::count(Op::ModelCall);
+    let promise = to_markdown.call1(ai.as_ref(), &js_sys::Array::of1(&document)).ok()?;
+    let converted = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(promise)).await.ok()?;
+    let first = js_sys::Reflect::get(&converted, &0.into()).ok()?;
+    let text = js_sys::Reflect::get(&first, &"data".into()).ok()?.as_string()?;
+    Some(redactor().redact(&text).into_owned())
+}
+
+/// Deletes files kept longer than [`KEEP_DAYS`] (at most a batch per tick):
+/// their bytes from R2, then their records. Returns how many went.
+pub async fn expire(env: &Env, now_ms: i64) -> worker::Result<usize> {
+    #[derive(serde::Deserialize)]
+    struct Expired {
+        id: String,
+        conversation_key: String,
+        r2_key: String,
+    }
+    let db = env.d1(DATABASE_BINDING)?;
+    let before = now_ms - KEEP_DAYS * 24 * 60 * 60 * 1000;
+    let expired: Vec<Expired> = db
+        .prepare("SELECT id, conversation_key, r2_key FROM files WHERE created_at < ?1 ORDER BY created_at LIMIT 100")
+        .bind(&[number(before)])?
+        .all_counted()
+        .await?
+        .results()?;
+    if expired.is_empty() {
+        return Ok(0);
+    }
+    let bucket = env.bucket(BUCKET_BINDING)?;
+    for file in &expired {
+        bucket.delete(&file.r2_key).await?;
+    }
+    let statements = expired
+        .iter()
+        .map(|file| {
+            db.prepare("DELETE FROM files WHERE conversation_key = ?1 AND id = ?2")
+                .bind(&[file.conversation_key.as_str().into(), file.id.as_str().into()])
+        })
+        .collect::<worker::Result<Vec<_>>>()?;
+    super::d1::batch(&db, statements).await?;
+    Ok(expired.len())
 }
 
 /// The conversation's files, for `attachment_recall`.
