@@ -144,8 +144,14 @@ fn history_row(
         author_id: "bot".into(),
         author_name: config.bot_name.clone(),
         // The model remembers what the reader saw, not the resend's note
-        // nor the platform's escapes.
-        content: shown(platform.flavor(), entry.text.strip_prefix(resend_note).unwrap_or(&entry.text)),
+        // nor the platform's escapes; a file, as a file.
+        content: {
+            let text = shown(platform.flavor(), entry.text.strip_prefix(resend_note).unwrap_or(&entry.text));
+            match entry.file_id {
+                Some(_) => format!("[sent the file {text}]"),
+                None => text,
+            }
+        },
         platform_message_id: Some(platform_message_id),
         // When the reply was written, before its send began: a message
         // that arrives while the send is in flight comes after it.
