@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use crate::harness::browser::Browser;
 use crate::harness::chat_socket::{guest_cookie, say_with_files};
 use crate::harness::{all_message_text, wait_for, TestEnv, ADMIN_TOKEN};
+use crate::web::assert_fits;
 
 const INVITE: &str = "test-invitation-1";
 const CSV: &str = "region,sales\nnorth,120\nsouth,80\neast,45\n";
@@ -168,6 +169,7 @@ async fn the_chat_page_attaches_a_file_and_sends_it_with_the_message() {
     std::fs::write(&path, CSV).unwrap();
     browser.type_into("#file", path.to_str().unwrap()).await;
     browser.wait_for_text("#attached", "sales.csv", Duration::from_secs(10)).await;
+    assert_fits(&browser, 360).await;
     browser.screenshot("chat-file-attached").await;
 
     env.llm.reply("North sold most. Here it is: /api/files/f1234?c=web%3Ax&exp=1&sig=ab");
@@ -188,4 +190,8 @@ async fn the_chat_page_attaches_a_file_and_sends_it_with_the_message() {
     std::fs::write(&big, vec![b'a'; FILE_LIMIT_BYTES as usize + 1]).unwrap();
     browser.type_into("#file", big.to_str().unwrap()).await;
     browser.wait_for_text("#upload-error", "larger than 20 MB", Duration::from_secs(20)).await;
+    // The file input is reached by keyboard (it is only visually hidden behind its label).
+    let focused =
+        browser.eval("document.querySelector('#file').focus(); return document.activeElement.id;", json!([])).await;
+    assert_eq!(focused, "file");
 }
