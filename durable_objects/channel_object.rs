@@ -128,7 +128,9 @@ impl DurableObject for ChannelObject {
         let tag = |prefix: &str| tags.iter().find_map(|tag| tag.strip_prefix(prefix)).unwrap_or_default().to_string();
         match serde_json::from_str::<ChatIn>(&text) {
             Ok(ChatIn::Hello) => web_chat::send_to(&socket, &self.chat_history()?),
-            Ok(ChatIn::Send { id, text }) => self.receive_chat(&tag("key:"), &tag("role:"), &id, &text).await?,
+            Ok(ChatIn::Send { id, text, files }) => {
+                self.receive_chat(&tag("key:"), &tag("role:"), &id, &text, &files).await?
+            }
             Err(_) => web_chat::send_to(&socket, &serde_json::json!({ "type": "error", "message": "unreadable" })),
         }
         Ok(())
@@ -151,9 +153,14 @@ enum ChatIn {
     Hello,
     /// `id` is the page's own id for the message: a resend after a
     /// reconnect carries the same one and is taken once.
+    /// `files` are upload tokens (`POST /api/chat/files`), at most
+    /// [`crate::files::FILES_PER_MESSAGE`]; a message may be files alone.
     Send {
         id: String,
+        #[serde(default)]
         text: String,
+        #[serde(default)]
+        files: Vec<String>,
     },
 }
 
@@ -366,12 +373,23 @@ impl ChannelObject {
 
     /// A message typed in the web chat: shown to every page of the chat and
     /// taken in like any platform's (a web chat is a DM with the bot).
-    async fn receive_chat(&self, conversation_key: &str, role: &str, id: &str, text: &str) -> Result<()> {
+    async fn receive_chat(
+        &self,
+        conversation_key: &str,
+        role: &str,
+        id: &str,
+        text: &str,
+        files: &[String],
+    ) -> Result<()> {
         let Some(address) = ReplyAddress::for_conversation(conversation_key) else {
             return Ok(());
         };
+        // The turn finds each upload by its token in this conversation (src/edge/files.rs).
+        let Some(attachments) = crate::files::uploaded(files) else {
+            return Ok(());
+        };
         let well_formed = crate::inbound::is_web_session(id);
-        if !well_formed || text.trim().is_empty() {
+        if !well_formed || (text.trim().is_empty() && attachments.is_empty()) {
             return Ok(());
         }
         let name = if role == "operator" { "Operator" } else { "Guest" };
@@ -382,9 +400,10 @@ impl ChannelObject {
         event.is_dm = true;
         event.timestamp_ms = now_ms();
         event.conversation_title = Some(format!("Web chat ({})", role));
+        event.attachments = attachments;
         if self.admit(&event).await?.is_some() {
-            let line =
-                web_chat::chat_message(&format!("in:{}", event.delivery_id), "user", name, &event.text, now_ms());
+            let text = crate::files::chat_text(&event.text, event.attachments.len());
+            let line = web_chat::chat_message(&format!("in:{}", event.delivery_id), "user", name, &text, now_ms());
             web_chat::push(&self.state, CHAT, &line);
         }
         Ok(())
@@ -397,12 +416,13 @@ impl ChannelObject {
             .into_iter()
             .map(|record| {
                 let text = record.event["text"].as_str().unwrap_or_default();
+                let files = record.event["attachments"].as_array().map_or(0, Vec::len);
                 let author = record.event["author"]["name"].as_str().unwrap_or_default();
                 let line = web_chat::chat_message(
                     &format!("in:{}", record.delivery_id),
                     "user",
                     author,
-                    text,
+                    &crate::files::chat_text(text, files),
                     record.received_at,
                 );
                 (record.received_at, line)

@@ -4,6 +4,7 @@
 
 mod admin;
 pub mod channel_stub;
+mod chat_files;
 pub mod config;
 pub mod conversations;
 pub mod cortex;

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::inbound::Attachment;
+
 /// The largest file kept (Telegram's bots can download up to 20 MB).
 pub const FILE_LIMIT_BYTES: u64 = 20 * 1024 * 1024;
 /// What one conversation may store per UTC day, all files together.
@@ -228,6 +230,50 @@ pub fn admit(size: u64, stored_bytes: u64, stored_files: u64) -> Result<(), Refu
     Ok(())
 }
 
+/// Files one web-chat message may carry.
+pub const FILES_PER_MESSAGE: usize = 4;
+
+/// Whether `token` is an upload token as the Worker makes them: a v4 UUID,
+/// lowercase and hyphenated. Only that one spelling: the file id hashes the
+/// token as written, so another spelling of the same UUID would name nothing.
+pub fn is_upload_token(token: &str) -> bool {
+    let bytes = token.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(index, byte)| match index {
+            8 | 13 | 18 | 23 => *byte == b'-',
+            14 => *byte == b'4',
+            19 => matches!(byte, b'8' | b'9' | b'a' | b'b'),
+            _ => matches!(byte, b'0'..=b'9' | b'a'..=b'f'),
+        })
+}
+
+/// The attachments of a web-chat message that names its uploads by token.
+/// None when it names too many or a malformed one: the page never does.
+/// An upload is found by `file_id(conversation, token)`, so a token from
+/// another conversation names nothing here and shows as not kept.
+pub fn uploaded(tokens: &[String]) -> Option<Vec<Attachment>> {
+    if tokens.len() > FILES_PER_MESSAGE || !tokens.iter().all(|token| is_upload_token(token)) {
+        return None;
+    }
+    let attachment =
+        |token: &String| Attachment { kind: "file".into(), platform_file_id: token.clone(), ..Attachment::default() };
+    Some(tokens.iter().map(attachment).collect())
+}
+
+/// A web-chat message's text as the chat shows it: the files it carried are
+/// counted below the text (a message may be files alone).
+pub fn chat_text(text: &str, files: usize) -> String {
+    let noted = match files {
+        0 => return text.to_string(),
+        1 => "[1 file]".to_string(),
+        many => format!("[{many} files]"),
+    };
+    match text.trim() {
+        "" => noted,
+        _ => format!("{text}\n{noted}"),
+    }
+}
+
 /// Whether `url` is one of the hosts a platform serves its files from (or
 /// the configured API base's host, where a deployment points the platform):
 /// https only, except for the configured host itself.
@@ -317,6 +363,35 @@ mod tests {
         assert_eq!(admit(11, DAY_LIMIT_BYTES - 10, 3), Err(Refusal::DayFull));
         assert_eq!(admit(1, 0, DAY_LIMIT_FILES), Err(Refusal::DayFull));
         assert!(Refusal::TooLarge { limit_mb: 20 }.to_string().contains("20 MB"));
+    }
+
+    #[test]
+    fn a_message_names_at_most_four_uploads_by_their_exact_tokens() {
+        let token = "0f8e3c1a-5b2d-4e6f-9a7b-1c2d3e4f5a6b".to_string();
+        assert!(is_upload_token(&token));
+        let malformed: [String; 7] = [
+            token.to_uppercase(),
+            token.replace('-', ""),
+            format!("{{{token}}}"),
+            token.replacen("4e6f", "1e6f", 1),
+            token.replacen('f', "g", 1),
+            "f0123".into(),
+            String::new(),
+        ];
+        for malformed in malformed {
+            assert!(!is_upload_token(&malformed), "{malformed}");
+        }
+        let attachments = uploaded(std::slice::from_ref(&token)).unwrap();
+        assert_eq!(attachments[0].platform_file_id, token);
+        assert_eq!((attachments[0].kind.as_str(), attachments[0].url.as_deref()), ("file", None));
+        assert_eq!(uploaded(&[]), Some(Vec::new()));
+        let five: Vec<String> = (0..5).map(|digit| format!("{digit}{}", &token[1..])).collect();
+        assert_eq!(uploaded(&five[..4]).map(|found| found.len()), Some(4));
+        assert_eq!(uploaded(&five), None, "five is too many");
+        assert_eq!(uploaded(&[token, "../x".into()]), None, "one malformed token refuses the lot");
+        assert_eq!(chat_text("hi", 0), "hi");
+        assert_eq!(chat_text("", 1), "[1 file]");
+        assert_eq!(chat_text("see these", 2), "see these\n[2 files]");
     }
 
     #[test]

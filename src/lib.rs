@@ -9,6 +9,7 @@ pub mod api_error;
 pub mod budget;
 pub mod channel;
 pub mod config;
+pub mod download_link;
 pub mod files;
 pub mod identity;
 pub mod inbound;

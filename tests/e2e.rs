@@ -30,4 +30,5 @@ mod tasks;
 mod telegram_dm;
 mod telegram_group;
 mod web;
+mod web_files;
 mod workers;

@@ -35,7 +35,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("processes", &["process"]),
     ("channel", &["channel"]),
     ("configuration", &["config"]),
-    ("views", &["session", "status"]),
+    ("views", &["download_link", "session", "status"]),
     ("edges", &["edge"]),
     ("objects", &["durable_objects"]),
     ("entry", &["entry"]),

@@ -420,7 +420,7 @@ fn urlencode(text: &str) -> String {
 }
 
 /// Fails with the widest elements named when the page is wider than `width`.
-async fn assert_fits(browser: &Browser, width: u64) {
+pub async fn assert_fits(browser: &Browser, width: u64) {
     let overflow = browser.eval("return document.documentElement.scrollWidth;", json!([])).await;
     let viewport = browser.eval("return innerWidth;", json!([])).await;
     if overflow.as_u64().unwrap() > width || viewport != width {

@@ -162,6 +162,45 @@ async fn keep(
     }
 }
 
+/// Keeps a file uploaded to the web chat under `token` (the page's message
+/// names it later, and the turn finds it by `file_id(conversation, token)`):
+/// typed by its bytes and capped like any other file.
+pub async fn store_upload(
+    env: &Env,
+    db: &D1Database,
+    conversation: &str,
+    token: &str,
+    name: &str,
+    bytes: Vec<u8>,
+    now_ms: i64,
+) -> Result<StoredFile, Refusal> {
+    let id = file_id(conversation, token);
+    let day = day_of(now_ms);
+    let (count, stored) = today(db, conversation, &day).await.map_err(|_| Refusal::Unreachable)?;
+    admit(bytes.len() as u64, stored, count)?;
+    let name = safe_name(name);
+    let sniffed = sniff(&bytes, &name);
+    let file = StoredFile {
+        id: id.clone(),
+        name,
+        kind: sniffed.kind,
+        content_type: sniffed.content_type,
+        size: bytes.len() as u64,
+        text: None,
+        created_at: now_ms,
+    };
+    match store(env, db, conversation, UPLOADED, &file, bytes, &day).await {
+        Ok(()) => Ok(file),
+        Err(error) => {
+            LogLine::error("file_not_stored").conversation(conversation).id(&id).reason(&error).emit();
+            Err(Refusal::Unreachable)
+        }
+    }
+}
+
+/// The message id an upload is recorded with: no message carried it yet.
+const UPLOADED: &str = "upload";
+
 /// The name a file gets when the platform sent none.
 fn default_name(kind: &str) -> &'static str {
     match kind {
@@ -285,6 +324,20 @@ async fn bytes(env: &Env, conversation: &str, file: &StoredFile) -> Option<Vec<u
     let key = object_key(conversation, &file.id, &file.name);
     let object = env.bucket(BUCKET_BINDING).ok()?.get(key).execute().await.ok()??;
     object.body()?.bytes().await.ok()
+}
+
+/// One of the conversation's files with its bytes, for a signed link (None
+/// when the conversation has no such file, or its bytes are gone).
+pub async fn download(
+    env: &Env,
+    db: &D1Database,
+    conversation: &str,
+    id: &str,
+) -> worker::Result<Option<(StoredFile, Vec<u8>)>> {
+    let Some(file) = find(db, conversation, id).await? else {
+        return Ok(None);
+    };
+    Ok(bytes(env, conversation, &file).await.map(|bytes| (file, bytes)))
 }
 
 async fn image(env: &Env, conversation: &str, file: &StoredFile) -> Option<Image> {

@@ -9,7 +9,7 @@ use crate::routes::{self, Found, Route, Verb};
 use crate::security::percent_decode;
 
 use super::failure::internal;
-use super::{admin, config, identity, people, schedules, sessions, webhooks};
+use super::{admin, chat_files, config, identity, people, schedules, sessions, webhooks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     // Loaded first, so every log line and error body knows the secrets to scrub.
@@ -67,6 +67,8 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::StartChat => sessions::start_chat(request, env).await,
         Route::CurrentChat => sessions::current_chat(&request, env).await,
         Route::ChatSocket => sessions::chat_socket(&request, env).await,
+        Route::UploadChatFile => chat_files::upload(request, env).await,
+        Route::DownloadFile => chat_files::download(&request, env, param("id")).await,
         Route::Conversations => admin::conversations(&request, env).await,
         Route::Settings => admin::settings(&request, env).await,
         Route::Bulletin => admin::bulletin(&request, env).await,

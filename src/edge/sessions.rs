@@ -288,6 +288,14 @@ pub async fn chat_socket(request: &Request, env: &Env) -> Result<Response, ApiEr
     open_socket(request, env, &chat.conversation_key, ChannelRoute::ChatSocket, &headers).await
 }
 
+/// The conversation of this browser's web chat, for a request that changes
+/// it (an upload): 401 without a chat session, 403 from another site.
+pub fn chat_conversation(request: &Request, env: &Env) -> Result<String, ApiError> {
+    let chat = chat_of(request, &config::load(env))?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
+    check_origin(request)?;
+    Ok(chat.conversation_key)
+}
+
 /// `GET /api/channels/{key}/live`: a socket that says when the conversation changed.
 pub async fn watch_socket(request: &Request, env: &Env, conversation_key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;

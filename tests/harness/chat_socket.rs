@@ -24,11 +24,17 @@ pub async fn guest_cookie(env: &TestEnv, invite: &str) -> String {
 /// Says `text` over a new chat socket and collects what comes back, until the
 /// assistant's message or the end of the turn's working signal.
 pub async fn say(env: &TestEnv, cookie: &str, text: &str) -> Vec<(Instant, Value)> {
-    let (base_url, cookie, text) = (env.worker.base_url.clone(), cookie.to_string(), text.to_string());
-    tokio::task::spawn_blocking(move || say_blocking(&base_url, &cookie, &text)).await.unwrap()
+    say_with_files(env, cookie, text, &[]).await
 }
 
-fn say_blocking(base_url: &str, cookie: &str, text: &str) -> Vec<(Instant, Value)> {
+/// [`say`] with uploads (their tokens from `POST /api/chat/files`) named in the message.
+pub async fn say_with_files(env: &TestEnv, cookie: &str, text: &str, files: &[String]) -> Vec<(Instant, Value)> {
+    let (base_url, cookie, text, files) =
+        (env.worker.base_url.clone(), cookie.to_string(), text.to_string(), files.to_vec());
+    tokio::task::spawn_blocking(move || say_blocking(&base_url, &cookie, &text, &files)).await.unwrap()
+}
+
+fn say_blocking(base_url: &str, cookie: &str, text: &str, files: &[String]) -> Vec<(Instant, Value)> {
     let address = base_url.trim_start_matches("http://");
     let stream = TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -43,7 +49,7 @@ fn say_blocking(base_url: &str, cookie: &str, text: &str) -> Vec<(Instant, Value
         "message-{:016x}",
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
     );
-    let send = json!({ "type": "send", "id": id, "text": text });
+    let send = json!({ "type": "send", "id": id, "text": text, "files": files });
     socket.send(Message::text(send.to_string())).unwrap();
     let deadline = Instant::now() + Duration::from_secs(40);
     let mut seen = Vec::new();

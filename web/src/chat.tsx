@@ -30,6 +30,53 @@ interface Session {
   role: string;
 }
 
+/// A file uploaded and waiting for the next message.
+interface Upload {
+  upload: string;
+  name: string;
+  size: number;
+}
+
+/// Files one message may carry (the Worker's FILES_PER_MESSAGE).
+const FILES_PER_MESSAGE = 4;
+
+/// What the page sends for one message (kept until the server confirms it).
+interface Outgoing {
+  text: string;
+  files: string[];
+}
+
+/// A message's text as the chat shows it (as the Worker's `chat_text`).
+function chatText(text: string, files: number): string {
+  if (files === 0) return text;
+  const noted = files === 1 ? "[1 file]" : `[${files} files]`;
+  return text.trim() ? `${text}\n${noted}` : noted;
+}
+
+function size(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1048576) return `${Math.ceil(bytes / 1024)} KB`;
+  return `${(bytes / 1048576).toFixed(1)} MB`;
+}
+
+/// Links the bot sends to the conversation's files (same-origin, signed).
+const FILE_LINK = /\/api\/files\/[A-Za-z0-9._~%&=?\/-]+/g;
+
+/// A message's text with its file links as links; the rest stays text
+/// (Preact escapes it), so nothing in a message becomes markup.
+function Text({ text }: { text: string }) {
+  const parts = [];
+  let last = 0;
+  for (const match of text.matchAll(FILE_LINK)) {
+    const start = match.index ?? 0;
+    parts.push(text.slice(last, start));
+    parts.push(<a href={match[0]} download>{match[0].split("?")[0].split("/").pop()}</a>);
+    last = start + match[0].length;
+  }
+  parts.push(text.slice(last));
+  return <span class="text">{parts}</span>;
+}
+
 /// Merges lines by id (a server copy replaces a pending one), in time order.
 function merge(lines: Line[], incoming: Line[]): Line[] {
   const byId = new Map(lines.map((line) => [line.id, line]));
@@ -70,16 +117,19 @@ function Chat({ session }: { session: Session }) {
   const [draft, setDraft] = useState("");
   // The reply the agent is writing (streamed); its message replaces it.
   const [writing, setWriting] = useState("");
+  const [attached, setAttached] = useState<Upload[]>([]);
+  const [uploading, setUploading] = useState(false);
+  const [uploadError, setUploadError] = useState("");
   const socket = useRef<Live | null>(null);
   // Typed but not yet confirmed by the server: sent again after a reconnect.
-  const unconfirmed = useRef(new Map<string, string>());
+  const unconfirmed = useRef(new Map<string, Outgoing>());
   const list = useRef<HTMLOListElement>(null);
 
   useEffect(() => {
     const live = connect(socketUrl("/api/chat/socket"), {
       open: () => {
         live.send(JSON.stringify({ type: "hello" }));
-        for (const [id, text] of unconfirmed.current) live.send(JSON.stringify({ type: "send", id, text }));
+        for (const [id, message] of unconfirmed.current) live.send(JSON.stringify({ type: "send", id, ...message }));
       },
       message: (data) => {
         const message = data as Incoming;
@@ -114,13 +164,40 @@ function Chat({ session }: { session: Session }) {
   const send = (event: Event) => {
     event.preventDefault();
     const text = draft.trim();
-    if (!text) return;
+    const files = attached.map((file) => file.upload);
+    if ((!text && files.length === 0) || uploading) return;
     const id = crypto.randomUUID();
-    unconfirmed.current.set(id, text);
+    unconfirmed.current.set(id, { text, files });
     // Shown at once; the server's copy (same id) replaces it.
-    setLines((current) => merge(current, [{ id: `in:web:${id}`, role: "user", author: "you", text, at: Date.now(), pending: true }]));
-    socket.current?.send(JSON.stringify({ type: "send", id, text }));
+    const shown = chatText(text, files.length);
+    setLines((current) => merge(current, [{ id: `in:web:${id}`, role: "user", author: "you", text: shown, at: Date.now(), pending: true }]));
+    socket.current?.send(JSON.stringify({ type: "send", id, text, files }));
     setDraft("");
+    setAttached([]);
+    setUploadError("");
+  };
+
+  const upload = async (input: HTMLInputElement) => {
+    const file = input.files?.[0];
+    input.value = "";
+    if (!file) return;
+    setUploading(true);
+    setUploadError("");
+    try {
+      const response = await fetch("/api/chat/files", {
+        method: "POST",
+        body: file,
+        credentials: "same-origin",
+        headers: { "x-file-name": encodeURIComponent(file.name) },
+      });
+      const answer = await response.json().catch(() => ({}));
+      if (!response.ok) throw new Error(answer.error ?? `upload failed (${response.status})`);
+      setAttached((current) => [...current, answer as Upload]);
+    } catch (failure) {
+      setUploadError(`${file.name}: ${failure instanceof Error ? failure.message : String(failure)}`);
+    } finally {
+      setUploading(false);
+    }
   };
 
   return (
@@ -134,7 +211,7 @@ function Chat({ session }: { session: Session }) {
         {lines.map((line) => (
           <li key={line.id} data-id={line.id} class={`${line.role}${line.pending ? " pending" : ""}`}>
             <span class="visually-hidden">{line.role === "user" ? "You" : line.author}: </span>
-            <span class="text">{line.text}</span>
+            <Text text={line.text} />
           </li>
         ))}
       </ol>
@@ -145,13 +222,35 @@ function Chat({ session }: { session: Session }) {
         </p>
       )}
       <p class="working muted" id="working" aria-live="polite">{working ? "edgebot is thinking…" : ""}</p>
+      {(attached.length > 0 || uploading || uploadError) && (
+        <div class="attached">
+          <ul id="attached" aria-label="Files for the next message">
+            {attached.map((file) => (
+              <li key={file.upload}>
+                <span>{file.name} ({size(file.size)})</span>
+                <button type="button" aria-label={`Remove ${file.name}`}
+                  onClick={() => setAttached((current) => current.filter((other) => other.upload !== file.upload))}>×</button>
+              </li>
+            ))}
+            {uploading && <li class="muted">Uploading…</li>}
+          </ul>
+          {uploadError && <p role="alert" class="error" id="upload-error">{uploadError}</p>}
+        </div>
+      )}
       <form onSubmit={send} aria-label="Send a message">
+        <span class="file">
+          <input id="file" type="file" class="visually-hidden" disabled={uploading || attached.length >= FILES_PER_MESSAGE}
+            onChange={(event) => upload(event.currentTarget)} />
+          <label for="file" class="button" title="Attach a file">
+            <span aria-hidden="true">+</span><span class="visually-hidden">Attach a file</span>
+          </label>
+        </span>
         <label class="visually-hidden" for="message">Message</label>
         <textarea id="message" rows={2} value={draft} onInput={(event) => setDraft(event.currentTarget.value)}
           onKeyDown={(event) => {
             if (event.key === "Enter" && !event.shiftKey) send(event);
           }} />
-        <button class="primary" type="submit" id="send">Send</button>
+        <button class="primary" type="submit" id="send" disabled={uploading}>Send</button>
       </form>
     </div>
   );
