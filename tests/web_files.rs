@@ -195,3 +195,34 @@ async fn the_chat_page_attaches_a_file_and_sends_it_with_the_message() {
         browser.eval("document.querySelector('#file').focus(); return document.activeElement.id;", json!([])).await;
     assert_eq!(focused, "file");
 }
+
+/// A worker's `send_file` reaches the web chat as a message with a signed
+/// link, and the link downloads the file's bytes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_a_worker_sends_arrives_as_a_link_that_downloads_it() {
+    let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE), ("LLM_TIMEOUT_MS", "10000")]).await;
+    let cookie = guest_cookie(&env, INVITE).await;
+    let summary = "region,total\nnorth,120\n";
+    env.llm.push(crate::workers::spawn("write the summary as a CSV", false, "On it."));
+    env.llm.push_for(
+        crate::workers::WORKER,
+        crate::harness::Scripted::ToolCalls(vec![(
+            "send_file".into(),
+            json!({ "name": "summary.csv", "text": summary }),
+        )]),
+    );
+    env.llm.push_for(crate::workers::WORKER, crate::workers::status("outcome", "Sent."));
+    env.llm.answer_always(crate::harness::Scripted::Reply("Here you are.".into()));
+    let has_link = |line: &Value| {
+        line["type"] == "message" && line["text"].as_str().is_some_and(|text| text.contains("/api/files/"))
+    };
+    let seen = crate::harness::chat_socket::say_until(&env, &cookie, "send me the summary", &[], Some(has_link)).await;
+    let message = seen.iter().map(|(_, line)| line).find(|line| has_link(line)).unwrap();
+    let text = message["text"].as_str().unwrap();
+    assert!(text.starts_with("summary.csv\n/api/files/f"), "{text}");
+    let link = text.lines().nth(1).unwrap();
+    let response = env.client.get(format!("{}{link}", env.worker.base_url)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-disposition"].to_str().unwrap().contains("summary.csv"));
+    assert_eq!(response.bytes().await.unwrap(), summary.as_bytes(), "the file's own bytes");
+}

@@ -47,7 +47,7 @@ pub(super) async fn deliver(
         // A file piece still to send brings its bytes; one whose file is gone is given up.
         let body = match (&entry.file_id, entry.status.as_str()) {
             (Some(file_id), "pending" | "sending") => {
-                match files::outgoing(env, &event.conversation_key, file_id).await {
+                match files::outgoing(config, env, &event.conversation_key, file_id).await {
                     Some(body) => Some(body),
                     None => {
                         outbox::mark_attempt_failed(sql, &entry.id, "the file is gone", true)?;

@@ -312,11 +312,12 @@ async fn today(db: &D1Database, conversation: &str, day: &str) -> worker::Result
 }
 
 /// One of the conversation's files with its bytes, to send (None if it is gone).
-pub async fn outgoing(env: &Env, conversation: &str, id: &str) -> Option<FileBody> {
+/// Its `link` is where the web chat downloads it (signed, for a day).
+pub async fn outgoing(config: &Config, env: &Env, conversation: &str, id: &str) -> Option<FileBody> {
     let db = env.d1(DATABASE_BINDING).ok()?;
-    let file = find(&db, conversation, id).await.ok()??;
-    let bytes = bytes(env, conversation, &file).await?;
-    Some(FileBody { file, bytes, link: None })
+    let (file, bytes) = download(env, &db, conversation, id).await.ok()??;
+    let link = crate::download_link::download_link(config, conversation, &file, super::http::now_ms());
+    Some(FileBody { file, bytes, link })
 }
 
 /// A file's bytes from R2 (None if they are gone).
@@ -487,7 +488,9 @@ pub async fn produce(
     let argument =
         |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
     let (process_kind, process_id) = process;
-    let file = match (argument("id"), argument("text")) {
+    // A file's text is kept as written (its last newline too); only its presence is trimmed.
+    let text = arguments.get("text").and_then(Value::as_str).filter(|text| !text.trim().is_empty());
+    let file = match (argument("id"), text) {
         (Some(id), _) => find(db, conversation, id)
             .await
             .map_err(|error| error.to_string())?

@@ -29,12 +29,30 @@ pub async fn say(env: &TestEnv, cookie: &str, text: &str) -> Vec<(Instant, Value
 
 /// [`say`] with uploads (their tokens from `POST /api/chat/files`) named in the message.
 pub async fn say_with_files(env: &TestEnv, cookie: &str, text: &str, files: &[String]) -> Vec<(Instant, Value)> {
-    let (base_url, cookie, text, files) =
-        (env.worker.base_url.clone(), cookie.to_string(), text.to_string(), files.to_vec());
-    tokio::task::spawn_blocking(move || say_blocking(&base_url, &cookie, &text, &files)).await.unwrap()
+    say_until(env, cookie, text, files, None).await
 }
 
-fn say_blocking(base_url: &str, cookie: &str, text: &str, files: &[String]) -> Vec<(Instant, Value)> {
+/// [`say_with_files`], reading until a line meets `until` (rather than until
+/// the first answer).
+pub async fn say_until(
+    env: &TestEnv,
+    cookie: &str,
+    text: &str,
+    files: &[String],
+    until: Option<fn(&Value) -> bool>,
+) -> Vec<(Instant, Value)> {
+    let (base_url, cookie, text, files) =
+        (env.worker.base_url.clone(), cookie.to_string(), text.to_string(), files.to_vec());
+    tokio::task::spawn_blocking(move || say_blocking(&base_url, &cookie, &text, &files, until)).await.unwrap()
+}
+
+fn say_blocking(
+    base_url: &str,
+    cookie: &str,
+    text: &str,
+    files: &[String],
+    until: Option<fn(&Value) -> bool>,
+) -> Vec<(Instant, Value)> {
     let address = base_url.trim_start_matches("http://");
     let stream = TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -51,7 +69,7 @@ fn say_blocking(base_url: &str, cookie: &str, text: &str, files: &[String]) -> V
     );
     let send = json!({ "type": "send", "id": id, "text": text, "files": files });
     socket.send(Message::text(send.to_string())).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(40);
+    let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = Vec::new();
     let mut working = false;
     loop {
@@ -59,8 +77,13 @@ fn say_blocking(base_url: &str, cookie: &str, text: &str, files: &[String]) -> V
         match socket.read() {
             Ok(Message::Text(text)) => {
                 let line: Value = serde_json::from_str(text.as_str()).unwrap_or_default();
-                let done = (line["type"] == "message" && line["role"] == "assistant")
-                    || (working && line["type"] == "working" && line["on"] == false);
+                let done = match until {
+                    Some(until) => until(&line),
+                    None => {
+                        (line["type"] == "message" && line["role"] == "assistant")
+                            || (working && line["type"] == "working" && line["on"] == false)
+                    }
+                };
                 working |= line["type"] == "working" && line["on"] == true;
                 seen.push((Instant::now(), line));
                 if done {
