@@ -76,6 +76,29 @@ async fn a_photo_reaches_a_vision_model_as_an_image_and_a_blind_model_says_it_ca
     let message = turn_message(&env.llm.requests()[0]);
     let text = message["content"].as_str().expect("text only");
     assert!(text.contains("this model cannot see images"), "{text}");
+
+    // With a vision model set, a blind channel model gets the image described.
+    let env = TestEnv::start_with(&[("VISION_MODEL", "openai/gpt-4o-mini")]).await;
+    telegram_file(&env, "PHOTO3", PNG.to_vec());
+    env.llm.push(Scripted::Text("A single white pixel on nothing.".into()));
+    env.llm.reply("It is one white pixel.");
+    let photo = json!({"file_id": "PHOTO3", "file_unique_id": "u3", "width": 1, "height": 1});
+    env.telegram_update(&dm_with_file(7003, 78, "photo", photo, "and this?")).await;
+    env.wait_for_sent(1).await;
+    let requests = env.llm.requests();
+    assert_eq!(requests[0]["model"], "gpt-4o-mini", "the vision model first");
+    assert!(turn_message(&requests[0])["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("data:image/png"));
+    let text = all_message_text(&requests[1]);
+    assert!(text.contains("described: A single white pixel on nothing."), "{text}");
+    let usage = wait_for("the description's usage", Duration::from_secs(10), || async {
+        let usage = env.admin("/api/channels/telegram:78/usage").await;
+        usage["vision"]["input_tokens"].as_u64().filter(|tokens| *tokens > 0).map(|_| usage)
+    })
+    .await;
+    assert_eq!(usage["vision"]["output_tokens"], 5, "charged like any model call");
 }
 
 #[tokio::test(flavor = "multi_thread")]

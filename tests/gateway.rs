@@ -284,3 +284,29 @@ async fn a_streamed_answer_in_a_channel_is_posted_once_and_edited_into_the_whole
     assert!(edits.len() >= 2 && edits.iter().all(|call| call.path.starts_with("/api/v10/channels/C6/messages/")));
     assert_eq!(edits.last().unwrap().body["content"], whole.as_str());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_attachment_is_fetched_from_discords_host_and_nowhere_else() {
+    let gateway = FakeGateway::start(HEARTBEAT_MS).await;
+    let env = start(&gateway).await;
+    let csv = b"region,sales\nnorth,120\n".to_vec();
+    env.discord.serve_file("/attachments/1/2/sales.csv", csv.clone());
+    env.llm.reply("Thanks for the file.");
+    let mut mention =
+        message("1300000000000000071", "C7", Some("G1"), "U1", "<@900000000000000001> a file", &[BOT_USER_ID]);
+    mention["attachments"] = json!([
+        {"id": "A1", "filename": "sales.csv", "size": csv.len(), "content_type": "text/csv",
+         "url": format!("{}/attachments/1/2/sales.csv", env.discord.base_url)},
+        {"id": "A2", "filename": "elsewhere.csv", "size": 10, "url": format!("{}/attachments/x.csv", env.llm.base_url)}
+    ]);
+    gateway.dispatch("MESSAGE_CREATE", mention);
+    posts(&env, "C7", 1).await;
+    let prompt = all_message_text(&env.llm.requests()[0]);
+    let kept = format!("sales.csv (text/csv, {} B, id {})", csv.len(), edgebot::files::file_id("discord:G1:C7", "A1"));
+    assert!(prompt.contains(&kept), "{prompt}");
+    assert!(prompt.contains("elsewhere.csv (not kept: it could not be downloaded)"), "{prompt}");
+    let fetched: Vec<_> =
+        env.discord.requests().into_iter().filter(|call| call.path.starts_with("/attachments/")).collect();
+    assert_eq!(fetched.len(), 1, "only Discord's own host, and without the bot token");
+    assert_eq!(fetched[0].authorization, None);
+}

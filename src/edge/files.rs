@@ -19,6 +19,7 @@ use super::memory::AI_BINDING;
 use super::messenger::{FileBody, Messenger};
 use super::model::HttpModel;
 use super::outbound::Platform;
+use super::usage::{self, Spender};
 use crate::budget::day_of;
 use crate::config::Config;
 use crate::files::{
@@ -88,7 +89,7 @@ pub async fn receive(
                     }
                     Kind::Image => {
                         if file.text.is_none() {
-                            file.text = describe_image(config, env, db, &event.conversation_key, file).await;
+                            file.text = describe_image(config, env, db, event, file).await;
                         }
                         if file.text.is_some() {
                             sight = Sight::Described;
@@ -359,21 +360,28 @@ async fn remember_text(db: &D1Database, conversation: &str, id: &str, text: &str
     }
 }
 
-/// `VISION_MODEL`'s description of an image, for a channel model that cannot see it.
+/// `VISION_MODEL`'s description of an image, for a channel model that cannot
+/// see it; what it cost is charged to the person who sent it, like a turn.
 async fn describe_image(
     config: &Config,
     env: &Env,
     db: &D1Database,
-    conversation: &str,
+    event: &InboundEvent,
     file: &StoredFile,
 ) -> Option<String> {
+    let conversation = event.conversation_key.as_str();
     let chain = config.vision_model.as_deref()?;
     let image = image(env, conversation, file).await?;
     let model = HttpModel::new(config, env, chain).ok()?;
     let mut question = ChatMessage::new(Role::User, prompt::text("describe_image"));
     question.images.push(image);
     let request = ChatRequest { model: model.model_name().to_string(), messages: vec![question], tools: Vec::new() };
-    let answer = match model.complete(&request).await {
+    let answer = model.complete(&request).await;
+    let spender = Spender::of(event);
+    if let Err(error) = usage::record(db, &spender, "vision", model.spent(), super::http::now_ms()).await {
+        LogLine::warn("usage_not_recorded").conversation(conversation).field("process", "vision").reason(&error).emit();
+    }
+    let answer = match answer {
         Ok(answer) => answer.content?,
         Err(error) => {
             LogLine::warn("image_not_described").conversation(conversation).id(&file.id).reason(&error).emit();
