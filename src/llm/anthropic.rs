@@ -115,6 +115,19 @@ mod tests {
     use crate::llm::ToolSpec;
 
     #[test]
+    fn a_message_with_images_puts_each_image_block_before_its_text() {
+        let mut message = ChatMessage::new(Role::User, "what is this?");
+        message.images.push(crate::llm::Image { media_type: "image/jpeg".into(), base64: "/9j/".into() });
+        let request =
+            ChatRequest { model: "claude-3-5-haiku-latest".into(), messages: vec![message], tools: Vec::new() };
+        let content = &request_body(&request)["messages"][0]["content"];
+        let image =
+            json!({ "type": "image", "source": { "type": "base64", "media_type": "image/jpeg", "data": "/9j/" } });
+        assert_eq!(content[0], image);
+        assert_eq!(content[1], json!({ "type": "text", "text": "what is this?" }));
+    }
+
+    #[test]
     fn requests_put_system_apart_and_tools_as_blocks() {
         let mut assistant = ChatMessage::new(Role::Assistant, "");
         assistant.tool_calls.push(ToolCall {

@@ -107,6 +107,18 @@ mod tests {
     use crate::llm::ToolSpec;
 
     #[test]
+    fn a_message_with_images_is_its_text_then_each_image_as_a_data_url() {
+        let mut message = ChatMessage::new(Role::User, "what is this?");
+        message.images.push(crate::llm::Image { media_type: "image/png".into(), base64: "iVBOR".into() });
+        let request = ChatRequest { model: "gpt-4o".into(), messages: vec![message], tools: Vec::new() };
+        let content = &request_body(&request)["messages"][0]["content"];
+        assert_eq!(content[0], json!({ "type": "text", "text": "what is this?" }));
+        assert_eq!(content[1], json!({ "type": "image_url", "image_url": { "url": "data:image/png;base64,iVBOR" } }));
+        let plain = ChatRequest { messages: vec![ChatMessage::new(Role::User, "hi")], ..request };
+        assert_eq!(request_body(&plain)["messages"][0]["content"], "hi", "no images: plain text");
+    }
+
+    #[test]
     fn requests_carry_messages_tools_and_tool_results() {
         let mut assistant = ChatMessage::new(Role::Assistant, "");
         assistant.tool_calls.push(ToolCall {
