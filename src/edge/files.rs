@@ -121,44 +121,22 @@ async fn keep(
     let conversation = &event.conversation_key;
     let id = file_id(conversation, &attachment.platform_file_id);
     let name = safe_name(attachment.name.as_deref().unwrap_or(default_name(&attachment.kind)));
-    let refused = |why: Refusal| {
-        LogLine::warn("file_refused").conversation(conversation).id(&id).reason(&why).emit();
-        let name = safe_name(attachment.name.as_deref().unwrap_or(default_name(&attachment.kind)));
-        Received::Refused { name, why }
-    };
     if let Ok(Some(file)) = find(db, conversation, &id).await {
         return Received::Kept(file);
     }
-    let day = day_of(now_ms);
-    let (count, stored) = match today(db, conversation, &day).await {
-        Ok(today) => today,
-        Err(_) => return refused(Refusal::Unreachable),
+    // A file the platform says is too large is not even downloaded.
+    let kept = match admit(attachment.size.unwrap_or(0), 0, 0) {
+        Err(why) => Err(why),
+        Ok(()) => match platform.download(&event.reply_address, attachment).await {
+            Ok(bytes) => keep_bytes(env, db, conversation, &id, &name, &event.message_id, bytes, now_ms).await,
+            Err(why) => Err(why),
+        },
     };
-    if let Err(why) = admit(attachment.size.unwrap_or(0), stored, count) {
-        return refused(why);
-    }
-    let bytes = match platform.download(&event.reply_address, attachment).await {
-        Ok(bytes) => bytes,
-        Err(why) => return refused(why),
-    };
-    if let Err(why) = admit(bytes.len() as u64, stored, count) {
-        return refused(why);
-    }
-    let sniffed = sniff(&bytes, &name);
-    let file = StoredFile {
-        id: id.clone(),
-        name,
-        kind: sniffed.kind,
-        content_type: sniffed.content_type,
-        size: bytes.len() as u64,
-        text: None,
-        created_at: now_ms,
-    };
-    match store(env, db, conversation, &event.message_id, &file, bytes, &day).await {
-        Ok(()) => Received::Kept(file),
-        Err(error) => {
-            LogLine::error("file_not_stored").conversation(conversation).id(&id).reason(&error).emit();
-            refused(Refusal::Unreachable)
+    match kept {
+        Ok(file) => Received::Kept(file),
+        Err(why) => {
+            LogLine::warn("file_refused").conversation(conversation).id(&id).reason(&why).emit();
+            Received::Refused { name, why }
         }
     }
 }
@@ -176,21 +154,36 @@ pub async fn store_upload(
     now_ms: i64,
 ) -> Result<StoredFile, Refusal> {
     let id = file_id(conversation, token);
+    keep_bytes(env, db, conversation, &id, &safe_name(name), UPLOADED, bytes, now_ms).await
+}
+
+/// Keeps bytes as the conversation's file `id`, if today's caps allow:
+/// typed by the bytes, stored in R2, recorded in D1.
+#[allow(clippy::too_many_arguments)] // each is a different fact about the file
+async fn keep_bytes(
+    env: &Env,
+    db: &D1Database,
+    conversation: &str,
+    id: &str,
+    name: &str,
+    message_id: &str,
+    bytes: Vec<u8>,
+    now_ms: i64,
+) -> Result<StoredFile, Refusal> {
     let day = day_of(now_ms);
     let (count, stored) = today(db, conversation, &day).await.map_err(|_| Refusal::Unreachable)?;
     admit(bytes.len() as u64, stored, count)?;
-    let name = safe_name(name);
-    let sniffed = sniff(&bytes, &name);
+    let sniffed = sniff(&bytes, name);
     let file = StoredFile {
-        id: id.clone(),
-        name,
+        id: id.to_string(),
+        name: name.to_string(),
         kind: sniffed.kind,
         content_type: sniffed.content_type,
         size: bytes.len() as u64,
         text: None,
         created_at: now_ms,
     };
-    match store(env, db, conversation, UPLOADED, &file, bytes, &day).await {
+    match store(env, db, conversation, message_id, &file, bytes, &day).await {
         Ok(()) => Ok(file),
         Err(error) => {
             LogLine::error("file_not_stored").conversation(conversation).id(&id).reason(&error).emit();
@@ -510,25 +503,9 @@ pub async fn produce(
             let id = file_id(conversation, &format!("out:{process_id}:{digest}"));
             match find(db, conversation, &id).await.map_err(|error| error.to_string())? {
                 Some(file) => file,
-                None => {
-                    let day = day_of(now_ms);
-                    let (count, stored) = today(db, conversation, &day).await.map_err(|error| error.to_string())?;
-                    admit(text.len() as u64, stored, count).map_err(|why| format!("not sent: {why}"))?;
-                    let sniffed = sniff(text.as_bytes(), &name);
-                    let file = StoredFile {
-                        id,
-                        name,
-                        kind: sniffed.kind,
-                        content_type: sniffed.content_type,
-                        size: text.len() as u64,
-                        text: None,
-                        created_at: now_ms,
-                    };
-                    store(env, db, conversation, "", &file, text.into_bytes(), &day)
-                        .await
-                        .map_err(|error| error.to_string())?;
-                    file
-                }
+                None => keep_bytes(env, db, conversation, &id, &name, "", text.into_bytes(), now_ms)
+                    .await
+                    .map_err(|why| format!("not sent: {why}"))?,
             }
         }
         (None, None) => {
