@@ -217,7 +217,7 @@ mod tests {
         ("tools/reply", "5eb9ed6a4e4dceb5b431b0dbd0eb9b6a35ef39dcb85d87a7a654691d5bc15784"),
         ("tools/route", "3fbd91c50182ff9fa47fcae206ccbbeffa352622dde8be028cafcf3d68fd79f4"),
         ("tools/schedule", "a491e56d0ca35bbb4647e226471a29fc1195b11ec37c86d3ca0bec28005a28ec"),
-        ("tools/send_file", "2fcec4409dc8bd922a322e79aa1cab03f3501d6c8979c2602f02fc66ec181f64"),
+        ("tools/send_file", "4aaf89adb91b0e24276d4b89d4346dc6b1809d596cc46c76ef58e36bda164f8f"),
         ("tools/set_status", "2215ff00f0d5f15a671bf1a0523a23b5bf5a15d99bfddb241ae09b6a6bfd3f19"),
         ("tools/skip", "df9fdbe2156f285bf221ed4da9e6e1931297be7fe0f5784b503e76fc436e9b9d"),
         ("tools/spawn_worker", "7aa4c06d1af428269f54459c01b034dcf31d801633c722ad4e0b5319b435c6c3"),

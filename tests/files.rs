@@ -294,3 +294,27 @@ async fn files_are_kept_thirty_days_then_the_cron_deletes_them() {
         left[0]["results"].as_array().unwrap().iter().filter_map(|row| row["name"].as_str()).collect();
     assert_eq!(names, ["NEW1.csv"], "the old one's record is gone (its bytes went first)");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_sends_an_image_it_fetched_and_nothing_from_a_private_address() {
+    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "10000"), ("FETCH_ALLOW_HOSTS", "127.0.0.1")]).await;
+    env.telegram.serve_file("/pics/cat.png", PNG.to_vec());
+    let found = format!("{}/pics/cat.png", env.telegram.base_url);
+    env.llm.push(spawn("find a picture of a cat", false, "Looking."));
+    let send = |arguments: Value| Scripted::ToolCalls(vec![("send_file".into(), arguments)]);
+    env.llm.push_for(WORKER, send(json!({ "url": "http://169.254.169.254/latest/meta-data" })));
+    env.llm.push_for(WORKER, send(json!({ "url": found })));
+    env.llm.push_for(WORKER, status("outcome", "Sent a cat."));
+    env.llm.answer_always(Scripted::Reply("Here is a cat.".into()));
+    env.telegram_update(&dm_update(7061, 79, "a cat please")).await;
+    let photo = wait_for("the photo", Duration::from_secs(40), || async {
+        env.telegram.requests().into_iter().find(|call| call.path.ends_with("/sendPhoto"))
+    })
+    .await;
+    let body = photo.body.as_str().unwrap();
+    assert!(body.contains("filename=\"cat.png\"") && body.contains("IHDR"), "the fetched bytes, as a photo");
+    let refused = worker_requests(&env).iter().flat_map(tool_results).find(|result| result.contains("169.254"));
+    let refused =
+        refused.or_else(|| worker_requests(&env).iter().flat_map(tool_results).find(|r| r.contains("refused")));
+    assert!(refused.is_some_and(|result| result.starts_with("error: refused")), "a private address is never fetched");
+}

@@ -479,6 +479,7 @@ pub async fn read(env: &Env, db: &D1Database, conversation: &str, id: &str) -> S
 /// Worker) or one of the conversation's files again (`id`). The same file
 /// from the same process keeps the same id, so a retried step sends it once.
 pub async fn produce(
+    config: &Config,
     env: &Env,
     db: &D1Database,
     conversation: &str,
@@ -488,9 +489,12 @@ pub async fn produce(
 ) -> Result<Envelope, String> {
     let argument =
         |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let (process_kind, process_id) = process;
+    let process_id = process.1;
     // A file's text is kept as written (its last newline too); only its presence is trimmed.
     let text = arguments.get("text").and_then(Value::as_str).filter(|text| !text.trim().is_empty());
+    if let Some(url) = argument("url") {
+        return fetched(config, env, db, conversation, process, argument("name"), url, now_ms).await;
+    }
     let file = match (argument("id"), text) {
         (Some(id), _) => find(db, conversation, id)
             .await
@@ -512,8 +516,45 @@ pub async fn produce(
             return Err("give the file's `name` and `text`, or the `id` of a file of this conversation".into())
         }
     };
+    Ok(announce(process, &file, now_ms))
+}
+
+/// The envelope that tells the channel a process sent `file`.
+fn announce((process_kind, process_id): (&str, &str), file: &StoredFile, now_ms: i64) -> Envelope {
     let body = format!("{} {}", file.id, file.name);
-    Ok(Envelope::report(process_kind, process_id, &format!("file:{}", file.id), now_ms, MessageType::File, body))
+    Envelope::report(process_kind, process_id, &format!("file:{}", file.id), now_ms, MessageType::File, body)
+}
+
+/// `send_file` with a `url`: the file is fetched through the fetch guard
+/// (what `http_fetch` may reach, nothing private), at most the file cap, and
+/// sent as it came (an image it found, a CSV it downloaded).
+#[allow(clippy::too_many_arguments)] // the tool's context and its two arguments
+async fn fetched(
+    config: &Config,
+    env: &Env,
+    db: &D1Database,
+    conversation: &str,
+    process: (&str, &str),
+    name: Option<&str>,
+    url: &str,
+    now_ms: i64,
+) -> Result<Envelope, String> {
+    let limit = crate::files::FILE_LIMIT_BYTES as usize + 1;
+    let answer = super::web::guarded_get(config, url, limit).await?;
+    if answer.status != 200 {
+        return Err(format!("the fetch answered HTTP {}", answer.status));
+    }
+    let from_url = url.split(['?', '#']).next().unwrap_or_default().rsplit('/').next().unwrap_or_default();
+    let name = safe_name(name.unwrap_or(from_url));
+    let digest = crate::security::encode_hex(sha2::Sha256::digest(&answer.body));
+    let id = file_id(conversation, &format!("out:{}:{digest}", process.1));
+    let file = match find(db, conversation, &id).await.map_err(|error| error.to_string())? {
+        Some(file) => file,
+        None => keep_bytes(env, db, conversation, &id, &name, "", answer.body, now_ms)
+            .await
+            .map_err(|why| format!("not sent: {why}"))?,
+    };
+    Ok(announce(process, &file, now_ms))
 }
 
 /// A PDF or office document as Markdown, by Workers AI's document conversion

@@ -202,13 +202,14 @@ async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Re
 /// The `send_file` tool of a branch or worker (`process`: its kind and id):
 /// the file is kept and announced to the channel, which sends it.
 pub(super) async fn send_file(
+    config: &Config,
     env: &Env,
     db: &D1Database,
     conversation_key: &str,
     process: (&str, &str),
     arguments: &serde_json::Value,
 ) -> String {
-    let envelope = match files::produce(env, db, conversation_key, process, arguments, now_ms()).await {
+    let envelope = match files::produce(config, env, db, conversation_key, process, arguments, now_ms()).await {
         Ok(envelope) => envelope,
         Err(error) => return format!("error: {error}"),
     };

@@ -8,7 +8,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 
 use super::config::redactor;
-use super::http::get_manual;
+use super::http::{get_manual, HttpAnswer};
 use crate::config::Config;
 use crate::ops::Op;
 use crate::process::fetch_guard::{cap_output, check_secrets, check_url, FetchRefusal, TOOL_OUTPUT_CAP_BYTES};
@@ -37,6 +37,20 @@ extern "C" {
 /// Fetches a public URL; every answer, refusals included, is text for the model.
 /// Each hop fetches the guard's canonical serialisation of the URL it checked.
 pub async fn http_fetch(config: &Config, url: &str) -> String {
+    // One byte past the cap tells `cap_output` the page was longer.
+    match guarded_get(config, url, TOOL_OUTPUT_CAP_BYTES + 1).await {
+        Ok(answer) => {
+            let body = String::from_utf8_lossy(&answer.body);
+            cap_output(redactor().redact(&format!("HTTP {}\n\n{body}", answer.status)).into_owned())
+        }
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+/// A GET a process asked for, through the fetch guard: no private address,
+/// no secret in what it carries, every redirect checked like the first URL;
+/// at most `max_body` bytes of the answer. The error says why, for the tool's answer.
+pub async fn guarded_get(config: &Config, url: &str, max_body: usize) -> Result<HttpAnswer, String> {
     let redactor = redactor();
     let headers = [("user-agent", "edgebot")];
     // The URL as the model wrote it is judged too: its canonical form may spell a secret differently.
@@ -49,23 +63,10 @@ pub async fn http_fetch(config: &Config, url: &str) -> String {
             carried.extend(as_written.take());
             check_secrets(&carried, &parsed, &redactor).map(|()| parsed)
         });
-        let url = match checked {
-            Ok(url) => url,
-            Err(refusal) => return format!("error: refused: {refusal}"),
-        };
-        // One byte past the cap tells `cap_output` the page was longer.
-        let answer = match get_manual(
-            Op::ToolFetch,
-            url.as_str(),
-            &headers,
-            FETCH_TIMEOUT_MS,
-            TOOL_OUTPUT_CAP_BYTES + 1,
-        )
-        .await
-        {
-            Ok(answer) => answer,
-            Err(failure) => return redactor.redact(&format!("error: the fetch failed: {failure:?}")).into_owned(),
-        };
+        let url = checked.map_err(|refusal| format!("refused: {refusal}"))?;
+        let answer = get_manual(Op::ToolFetch, url.as_str(), &headers, FETCH_TIMEOUT_MS, max_body)
+            .await
+            .map_err(|failure| redactor.redact(&format!("the fetch failed: {failure:?}")).into_owned())?;
         if (300..400).contains(&answer.status) {
             // Resolved against the URL just fetched, then checked like the first.
             match answer.location.as_deref().and_then(|location| url.join(location).ok()) {
@@ -73,13 +74,12 @@ pub async fn http_fetch(config: &Config, url: &str) -> String {
                     next = check_url(joined.as_str(), &config.fetch_allowed_hosts);
                     continue;
                 }
-                None => return format!("error: HTTP {} without a usable Location", answer.status),
+                None => return Err(format!("HTTP {} without a usable Location", answer.status)),
             }
         }
-        let body = String::from_utf8_lossy(&answer.body);
-        return cap_output(redactor.redact(&format!("HTTP {}\n\n{body}", answer.status)).into_owned());
+        return Ok(answer);
     }
-    "error: too many redirects".to_string()
+    Err("too many redirects".to_string())
 }
 
 /// Cross-checks the guard against the runtime's own URL parser, which is the

@@ -144,6 +144,7 @@ pub fn attachment_tools() -> [ToolSpec; 3] {
         "name": text("The file's name, with its extension (report.csv, notes.md)."),
         "text": text("The file's content, for a file you wrote."),
         "id": text("Or: the id of a file of this conversation, to send it again."),
+        "url": text("Or: an http(s) URL to fetch the file from (an image you found, a CSV to pass on)."),
     });
     [
         ToolSpec::new("attachment_read", object(json!({ "id": id }), &["id"])),

@@ -129,7 +129,9 @@ impl EdgeTools<'_> {
             "task_create" | "task_list" | "task_update" => tasks::branch_tool(db, key, name, arguments).await?,
             "attachment_read" => files::read(self.env, db, key, &argument("id")).await,
             "attachment_recall" => files::recall(db, key).await,
-            "send_file" => super::send_file(self.env, db, key, ("branch", self.branch_id), arguments).await,
+            "send_file" => {
+                super::send_file(self.config, self.env, db, key, ("branch", self.branch_id), arguments).await
+            }
             "worker_inspect" => {
                 let id = argument("id");
                 let workers = worker_step::list(db, key).await?;

@@ -205,8 +205,15 @@ impl WorkerTools for EdgeTools<'_> {
             "attachment_read" => files::read(self.env, self.db, &self.job.conversation_key, &argument("id")).await,
             "attachment_recall" => files::recall(self.db, &self.job.conversation_key).await,
             "send_file" => {
-                super::send_file(self.env, self.db, &self.job.conversation_key, ("worker", &self.job.id), arguments)
-                    .await
+                super::send_file(
+                    self.config,
+                    self.env,
+                    self.db,
+                    &self.job.conversation_key,
+                    ("worker", &self.job.id),
+                    arguments,
+                )
+                .await
             }
             "task_update" => tasks::update(self.db, Some(&self.job.conversation_key), Some(&self.job.id), arguments)
                 .await
