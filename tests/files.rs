@@ -318,3 +318,33 @@ async fn a_worker_sends_an_image_it_fetched_and_nothing_from_a_private_address()
         refused.or_else(|| worker_requests(&env).iter().flat_map(tool_results).find(|r| r.contains("refused")));
     assert!(refused.is_some_and(|result| result.starts_with("error: refused")), "a private address is never fetched");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conversation_past_its_daily_files_is_told_and_another_is_not_held_by_it() {
+    let mut env = TestEnv::start().await;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let day = edgebot::budget::day_of(now);
+    let rows: Vec<String> = (0..edgebot::files::DAY_LIMIT_FILES)
+        .map(|n| {
+            format!("('f{n:016x}', 'telegram:80', 'p{n}', 'a.txt', 'text', 'text/plain', 1, 'k{n}', '', '{day}', 0)")
+        })
+        .collect();
+    let insert = format!(
+        "INSERT INTO files (id, conversation_key, platform_file_id, name, kind, content_type, size, r2_key, message_id, day, created_at) VALUES {}",
+        rows.join(", ")
+    );
+    env.sql_while_stopped(&insert).await;
+    telegram_file(&env, "FULL1", CSV.as_bytes().to_vec());
+    env.llm.answer_always(Scripted::Reply("Noted.".into()));
+    let file = json!({"file_id": "FULL1", "file_unique_id": "x1", "file_name": "more.csv"});
+    env.telegram_update(&dm_with_file(7071, 80, "document", file.clone(), "one more")).await;
+    let sent = env.wait_for_sent(2).await;
+    let told = "I couldn't keep more.csv: this conversation has sent as many files as it may today.";
+    assert!(sent.iter().any(|call| call["text"] == told), "{sent:?}");
+    // Another conversation's allowance is its own.
+    env.telegram_update(&dm_with_file(7072, 81, "document", file, "here")).await;
+    wait_for("the other conversation's turn", Duration::from_secs(20), || async {
+        env.llm.requests().iter().map(all_message_text).find(|text| text.contains("more.csv (text/csv"))
+    })
+    .await;
+}
