@@ -87,7 +87,18 @@ pub fn sniff(bytes: &[u8], name: &str) -> Sniffed {
     sniffed(Kind::Text, content_type)
 }
 
-/// A name safe in a storage key, a header and a prompt: letters, digits, `.`,
+/// The name a file was sent with, kept as the person wrote it but for
+/// control characters (no line breaks into a prompt) and its length (at most
+/// [`NAME_LIMIT`] characters); storage keys and headers use [`safe_name`].
+pub fn display_name(name: &str) -> String {
+    let kept: String = name.chars().filter(|character| !character.is_control()).take(NAME_LIMIT).collect();
+    match kept.trim() {
+        "" => "file".into(),
+        trimmed => trimmed.to_string(),
+    }
+}
+
+/// A name safe in a storage key and a header: letters, digits, `.`,
 /// `-` and `_` kept, anything else `_`, at most [`NAME_LIMIT`] characters.
 pub fn safe_name(name: &str) -> String {
     let cleaned: String = name
@@ -313,6 +324,14 @@ mod tests {
         assert_eq!(sniff(b"plain words", "image.png"), Sniffed { kind: Kind::Text, content_type: "text/plain".into() });
         assert_eq!(sniff(&[0xff, 0xfe, 0, 1, 2], "data.csv").kind, Kind::Other, "not UTF-8: not text");
         assert_eq!(sniff(b"a\0b", "a.txt").kind, Kind::Other, "NUL bytes: not text");
+    }
+
+    #[test]
+    fn a_name_is_kept_as_written_but_for_control_characters_and_length() {
+        assert_eq!(display_name("Q3 report (final).pdf"), "Q3 report (final).pdf");
+        assert_eq!(display_name("a\nb\u{7}.txt"), "ab.txt");
+        assert_eq!(display_name(" \n "), "file");
+        assert_eq!(display_name(&"é".repeat(300)).chars().count(), 100);
     }
 
     #[test]

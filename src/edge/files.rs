@@ -23,7 +23,7 @@ use super::usage::{self, Spender};
 use crate::budget::day_of;
 use crate::config::Config;
 use crate::files::{
-    admit, describe, file_id, object_key, safe_name, sniff, transcribed, Kind, Received, Refusal, Sight, StoredFile,
+    admit, describe, display_name, file_id, object_key, sniff, transcribed, Kind, Received, Refusal, Sight, StoredFile,
     KEEP_DAYS, READ_LIMIT_CHARS,
 };
 use crate::inbound::{Attachment, InboundEvent};
@@ -120,7 +120,7 @@ async fn keep(
 ) -> Received {
     let conversation = &event.conversation_key;
     let id = file_id(conversation, &attachment.platform_file_id);
-    let name = safe_name(attachment.name.as_deref().unwrap_or(default_name(&attachment.kind)));
+    let name = display_name(attachment.name.as_deref().unwrap_or(default_name(&attachment.kind)));
     if let Ok(Some(file)) = find(db, conversation, &id).await {
         return Received::Kept(file);
     }
@@ -154,7 +154,7 @@ pub async fn store_upload(
     now_ms: i64,
 ) -> Result<StoredFile, Refusal> {
     let id = file_id(conversation, token);
-    keep_bytes(env, db, conversation, &id, &safe_name(name), UPLOADED, bytes, now_ms).await
+    keep_bytes(env, db, conversation, &id, &display_name(name), UPLOADED, bytes, now_ms).await
 }
 
 /// Keeps bytes as the conversation's file `id`, if today's caps allow:
@@ -501,7 +501,7 @@ pub async fn produce(
             .map_err(|error| error.to_string())?
             .ok_or_else(|| format!("this conversation has no file {id}"))?,
         (None, Some(text)) => {
-            let name = safe_name(argument("name").unwrap_or("file.txt"));
+            let name = display_name(argument("name").unwrap_or("file.txt"));
             let text = redactor().redact(text).into_owned();
             let digest = crate::security::encode_hex(sha2::Sha256::digest(format!("{name}\n{text}").as_bytes()));
             let id = file_id(conversation, &format!("out:{process_id}:{digest}"));
@@ -545,7 +545,7 @@ async fn fetched(
         return Err(format!("the fetch answered HTTP {}", answer.status));
     }
     let from_url = url.split(['?', '#']).next().unwrap_or_default().rsplit('/').next().unwrap_or_default();
-    let name = safe_name(name.unwrap_or(from_url));
+    let name = display_name(name.unwrap_or(from_url));
     let digest = crate::security::encode_hex(sha2::Sha256::digest(&answer.body));
     let id = file_id(conversation, &format!("out:{}:{digest}", process.1));
     let file = match find(db, conversation, &id).await.map_err(|error| error.to_string())? {
