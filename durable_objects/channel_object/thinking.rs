@@ -200,11 +200,6 @@ pub(super) async fn think(
         people,
         ..Thought::default()
     };
-    // A file that was not kept is said plainly, whatever the model makes of it.
-    if !files.refused.is_empty() {
-        let notice = prompt::render("file_refused", serde_json::json!({ "files": files.refused }));
-        thought.texts.push(notice.map_err(|error| worker::Error::RustError(error.to_string()))?);
-    }
     match outcome {
         Ok(outcome) => {
             thought.result.usage = outcome.usage;
@@ -223,6 +218,11 @@ pub(super) async fn think(
             thought.model_failed = true;
             thought.texts.push(prompt::text("model_failure"));
         }
+    }
+    // A file that was not kept is said plainly, after the reply, whatever the model makes of it.
+    if !files.refused.is_empty() {
+        let notice = prompt::render("file_refused", serde_json::json!({ "files": files.refused }));
+        thought.texts.push(notice.map_err(|error| worker::Error::RustError(error.to_string()))?);
     }
     Ok(thought)
 }
