@@ -33,9 +33,12 @@ fn free_port() -> u16 {
 }
 
 /// The first `GET /health` of a one-line JavaScript Worker on a fresh `wrangler
-/// dev`, polled as the test harness polls edgebot's (every 100 ms until it answers).
+/// dev`, asked as the test harness asks edgebot's: once wrangler says it is
+/// ready on the port, then every 100 ms until it answers.
 async fn baseline_first_health(dir: &Path) -> Duration {
     let port = free_port();
+    let log_path = dir.join(format!("wrangler-{port}.log"));
+    let log = std::fs::File::create(&log_path).expect("log file");
     let mut child = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/.bin/wrangler"))
         .args(["dev", "--ip", "127.0.0.1", "--port", &port.to_string()])
         .args(["--inspector-port", &free_port().to_string(), "--show-interactive-dev-session=false"])
@@ -43,14 +46,21 @@ async fn baseline_first_health(dir: &Path) -> Duration {
         .env("CI", "true")
         .env("WRANGLER_SEND_METRICS", "false")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(log.try_clone().expect("log handle"))
+        .stderr(log)
         .spawn()
         .expect("spawn wrangler dev");
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(60);
+    let ready = format!("Ready on http://127.0.0.1:{port}");
     let first = loop {
         let sent = Instant::now();
+        let said_ready = std::fs::read_to_string(&log_path).is_ok_and(|log| log.contains(&ready));
+        if !said_ready {
+            assert!(Instant::now() < deadline, "the baseline Worker did not come up");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
         if let Ok(response) = client.get(format!("http://127.0.0.1:{port}/health")).send().await {
             if response.status().is_success() {
                 break sent.elapsed();
