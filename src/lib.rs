@@ -15,6 +15,7 @@ pub mod identity;
 pub mod inbound;
 pub mod llm;
 pub mod log_line;
+pub mod mcp;
 pub mod memory;
 pub mod ops;
 pub mod people;

@@ -29,7 +29,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "time",
         ],
     ),
-    ("parts", &["files", "identity", "llm", "memory", "platforms", "schedule"]),
+    ("parts", &["files", "identity", "llm", "mcp", "memory", "platforms", "schedule"]),
     ("rules", &["budget", "log_line", "reply"]),
     ("people", &["people"]),
     ("processes", &["process"]),
