@@ -129,7 +129,10 @@ impl DurableObject for ChannelObject {
         match serde_json::from_str::<ChatIn>(&text) {
             Ok(ChatIn::Hello) => web_chat::send_to(&socket, &self.chat_history()?),
             Ok(ChatIn::Send { id, text, files }) => {
-                self.receive_chat(&tag("key:"), &tag("role:"), &id, &text, &files).await?
+                // A message refused is said to the page that sent it, not dropped in silence.
+                if let Err(why) = self.receive_chat(&tag("key:"), &tag("role:"), &id, &text, &files).await? {
+                    web_chat::send_to(&socket, &serde_json::json!({ "type": "error", "id": id, "message": why }));
+                }
             }
             Err(_) => web_chat::send_to(&socket, &serde_json::json!({ "type": "error", "message": "unreadable" })),
         }
@@ -380,17 +383,19 @@ impl ChannelObject {
         id: &str,
         text: &str,
         files: &[String],
-    ) -> Result<()> {
+    ) -> Result<std::result::Result<(), &'static str>> {
         let Some(address) = ReplyAddress::for_conversation(conversation_key) else {
-            return Ok(());
+            return Ok(Err("this chat has no conversation"));
         };
         // The turn finds each upload by its token in this conversation (src/edge/files.rs).
         let Some(attachments) = crate::files::uploaded(files) else {
-            return Ok(());
+            return Ok(Err("a message names at most 4 uploads, each by the token its upload answered"));
         };
-        let well_formed = crate::inbound::is_web_session(id);
-        if !well_formed || (text.trim().is_empty() && attachments.is_empty()) {
-            return Ok(());
+        if !crate::inbound::is_web_session(id) {
+            return Ok(Err("a message's id is 8 to 64 letters, digits and dashes"));
+        }
+        if text.trim().is_empty() && attachments.is_empty() {
+            return Ok(Err("the message is empty"));
         }
         let name = if role == "operator" { "Operator" } else { "Guest" };
         let author = Author { id: format!("{conversation_key}:{role}"), name: name.into(), is_bot: false };
@@ -406,7 +411,7 @@ impl ChannelObject {
             let line = web_chat::chat_message(&format!("in:{}", event.delivery_id), "user", name, &text, now_ms());
             web_chat::push(&self.state, CHAT, &line);
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// The web chat so far (its newest lines), and whether a turn is under way.

@@ -226,3 +226,18 @@ async fn a_file_a_worker_sends_arrives_as_a_link_that_downloads_it() {
     assert!(response.headers()["content-disposition"].to_str().unwrap().contains("summary.csv"));
     assert_eq!(response.bytes().await.unwrap(), summary.as_bytes(), "the file's own bytes");
 }
+
+/// A message the chat refuses (here: more uploads than a message may name)
+/// is answered with an error to the page that sent it, not dropped in silence.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_message_is_answered_with_why() {
+    let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE)]).await;
+    let cookie = guest_cookie(&env, INVITE).await;
+    let tokens: Vec<String> = (0..5).map(|n| format!("00000000-0000-4000-8000-00000000000{n}")).collect();
+    let is_error = |line: &Value| line["type"] == "error";
+    let seen = crate::harness::chat_socket::say_until(&env, &cookie, "five files", &tokens, Some(is_error)).await;
+    let error = seen.iter().map(|(_, line)| line).find(|line| is_error(line)).unwrap();
+    assert!(error["message"].as_str().unwrap().contains("at most 4 uploads"), "{error}");
+    assert!(error["id"].as_str().is_some_and(|id| id.starts_with("message-")), "it names the message: {error}");
+    assert!(env.llm.requests().is_empty(), "nothing reached a turn");
+}

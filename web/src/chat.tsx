@@ -23,7 +23,7 @@ type Incoming =
   | { type: "working"; on: boolean }
   | { type: "draft"; author: string; text: string }
   | { type: "reaction"; id: string; emoji: string }
-  | { type: "error"; message: string };
+  | { type: "error"; id?: string; message: string };
 
 interface Session {
   conversation: string;
@@ -120,6 +120,7 @@ function Chat({ session }: { session: Session }) {
   const [attached, setAttached] = useState<Upload[]>([]);
   const [uploading, setUploading] = useState(false);
   const [uploadError, setUploadError] = useState("");
+  const [refused, setRefused] = useState("");
   const socket = useRef<Live | null>(null);
   // Typed but not yet confirmed by the server: sent again after a reconnect.
   const unconfirmed = useRef(new Map<string, Outgoing>());
@@ -149,6 +150,13 @@ function Chat({ session }: { session: Session }) {
           if (!message.on) setWriting("");
         } else if (message.type === "draft") {
           setWriting(message.text);
+        } else if (message.type === "error") {
+          // A message the server refused is not sent again, and the page says why.
+          if (message.id) {
+            unconfirmed.current.delete(message.id);
+            setLines((current) => current.filter((line) => line.id !== `in:web:${message.id}`));
+          }
+          setRefused(message.message);
         }
       },
       state: setConnected,
@@ -171,6 +179,7 @@ function Chat({ session }: { session: Session }) {
     // Shown at once; the server's copy (same id) replaces it.
     const shown = chatText(text, files.length);
     setLines((current) => merge(current, [{ id: `in:web:${id}`, role: "user", author: "you", text: shown, at: Date.now(), pending: true }]));
+    setRefused("");
     socket.current?.send(JSON.stringify({ type: "send", id, text, files }));
     setDraft("");
     setAttached([]);
@@ -237,6 +246,7 @@ function Chat({ session }: { session: Session }) {
           {uploadError && <p role="alert" class="error" id="upload-error">{uploadError}</p>}
         </div>
       )}
+      {refused && <p role="alert" class="error" id="send-error">{refused}</p>}
       <form onSubmit={send} aria-label="Send a message">
         <span class="file">
           <input id="file" type="file" class="visually-hidden" disabled={uploading || attached.length >= FILES_PER_MESSAGE}
