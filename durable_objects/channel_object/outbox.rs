@@ -70,6 +70,10 @@ pub fn enqueue(sql: &Sql, turn: i64, pieces: &[String], reply_to: Option<&str>, 
     Ok(())
 }
 
+/// The columns of an [`Entry`], for each query that reads entries.
+const SELECT_ENTRIES: &str = "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, \
+                              last_error, created_at, file_id FROM outbox";
+
 /// File pieces are numbered from here, after any text piece or draft.
 const FIRST_FILE_PIECE: i64 = 1_000;
 
@@ -114,16 +118,8 @@ fn insert(
 
 /// Records a draft's first post as under way (`drafting`), before the call:
 /// found so after a crash, the platform is asked whether it landed.
-pub fn start_draft(
-    sql: &Sql,
-    turn: i64,
-    piece: i64,
-    text: &str,
-    reply_to: Option<&str>,
-    now_ms: i64,
-) -> Result<String> {
-    insert(sql, turn, piece, text, reply_to, "drafting", now_ms)?;
-    Ok(format!("{turn}:{piece}"))
+pub fn start_draft(sql: &Sql, turn: i64, piece: i64, text: &str, reply_to: Option<&str>, now_ms: i64) -> Result<()> {
+    insert(sql, turn, piece, text, reply_to, "drafting", now_ms)
 }
 
 /// The draft's message is posted: from now on it is edited.
@@ -144,9 +140,7 @@ pub fn drop_draft(sql: &Sql, id: &str) -> Result<()> {
 /// The turn's drafts (posted, or with a post under way), in order.
 pub fn drafts(sql: &Sql, turn: i64) -> Result<Vec<Entry>> {
     sql.exec(
-        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at, file_id \
-         FROM outbox \
-         WHERE turn = ? AND status IN ('draft', 'drafting') ORDER BY piece",
+        &format!("{SELECT_ENTRIES} WHERE turn = ? AND status IN ('draft', 'drafting') ORDER BY piece"),
         vec![SqlStorageValue::from(turn)],
     )?
     .to_array()
@@ -176,13 +170,7 @@ pub fn mark_pending(sql: &Sql, id: &str) -> Result<()> {
 
 /// The turn's pieces in order.
 pub fn entries(sql: &Sql, turn: i64) -> Result<Vec<Entry>> {
-    sql.exec(
-        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at, file_id \
-         FROM outbox \
-         WHERE turn = ? ORDER BY piece",
-        vec![SqlStorageValue::from(turn)],
-    )?
-    .to_array()
+    sql.exec(&format!("{SELECT_ENTRIES} WHERE turn = ? ORDER BY piece"), vec![SqlStorageValue::from(turn)])?.to_array()
 }
 
 pub fn mark_sent(sql: &Sql, id: &str, platform_message_id: &str) -> Result<()> {
@@ -239,11 +227,6 @@ pub fn mark_attempt_failed(sql: &Sql, id: &str, error: &str, give_up: bool) -> R
 
 /// The most recent pieces, newest first (admin API): failed sends show here.
 pub fn recent(sql: &Sql, limit: i64) -> Result<Vec<Entry>> {
-    sql.exec(
-        "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at, file_id \
-         FROM outbox \
-         ORDER BY turn DESC, piece DESC LIMIT ?",
-        vec![SqlStorageValue::from(limit)],
-    )?
-    .to_array()
+    sql.exec(&format!("{SELECT_ENTRIES} ORDER BY turn DESC, piece DESC LIMIT ?"), vec![SqlStorageValue::from(limit)])?
+        .to_array()
 }
