@@ -5,6 +5,7 @@
 //! so no webhook ever waits for a model. The channel's state lives in memory as
 //! versioned slots and is checkpointed to the object's SQLite after every step.
 
+mod approvals;
 mod delegation;
 mod delivery;
 mod drafts;
@@ -84,8 +85,10 @@ impl DurableObject for ChannelObject {
         if sql.exec(inbox::PROBE, None).is_err() {
             let _ = sql.exec(inbox::UPGRADE, None);
         }
-        if sql.exec(outbox::PROBE, None).is_err() {
-            let _ = sql.exec(outbox::UPGRADE, None);
+        for (probe, upgrade) in outbox::UPGRADES {
+            if sql.exec(probe, None).is_err() {
+                let _ = sql.exec(upgrade, None);
+            }
         }
         let (machine, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
             LogLine::error("channel_state_unreadable").field("recovery", "starting empty").reason(&error).emit();
@@ -225,6 +228,8 @@ impl ChannelObject {
                 self.state.storage().set_alarm_counted(0).await?;
                 Response::ok("")
             }
+            ChannelRoute::ApprovalAsk => approvals::ask(self, request).await,
+            ChannelRoute::ApprovalSettled => approvals::settled(self, request).await,
             ChannelRoute::Events => Response::from_json(&inbox::events(&self.state.storage().counted_sql())?),
             ChannelRoute::Processes => {
                 let machine = self.machine.borrow();
@@ -436,13 +441,17 @@ impl ChannelObject {
         let working = inbox::has_queued(&sql)?;
         for entry in outbox::recent(&sql, CHAT_HISTORY_LINES as i64)?.into_iter().filter(|entry| entry.status == "sent")
         {
-            let line = web_chat::chat_message(
+            let mut line = web_chat::chat_message(
                 &web_chat::reply_id(&entry.id),
                 "assistant",
                 &self.config.bot_name,
                 &entry.text,
                 entry.created_at,
             );
+            // An approval still waiting shows its buttons again.
+            if let Some(approval) = &entry.approval_id {
+                line["approval"] = serde_json::json!({ "id": approval, "open": true });
+            }
             lines.push((entry.created_at, line));
         }
         crate::sorting::sort_by(&mut lines, |a, b| a.0.cmp(&b.0));

@@ -13,6 +13,10 @@ pub enum ApiError {
     Forbidden(&'static str),
     #[error("{0}")]
     BadRequest(String),
+    /// A well-formed request that may not have its way (a button pressed by
+    /// someone who may not decide, or too late): why, for the presser.
+    #[error("{0}")]
+    Refused(String),
     #[error("not found")]
     NotFound,
     #[error("method not allowed")]
@@ -43,6 +47,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => 401,
             ApiError::Forbidden(_) => 403,
             ApiError::BadRequest(_) => 400,
+            ApiError::Refused(_) => 409,
             ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
             ApiError::Unavailable(_) => 503,
@@ -77,6 +82,7 @@ mod tests {
             (ApiError::Unauthorized("bad secret"), 401, "bad secret"),
             (ApiError::BadRequest("malformed JSON".into()), 400, "malformed JSON"),
             (ApiError::NotFound, 404, "not found"),
+            (ApiError::Refused("already decided".into()), 409, "already decided"),
             (ApiError::Forbidden("cross-site request refused"), 403, "cross-site request refused"),
             (ApiError::TooLarge(1024), 413, "request body over 1024 bytes"),
             (ApiError::ContentTooLarge("SOUL.md is too long".into()), 413, "SOUL.md is too long"),

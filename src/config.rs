@@ -22,6 +22,8 @@ pub const DEFAULT_BOT_NAME: &str = "edgebot";
 /// How many earlier messages of a conversation a turn's prompt carries.
 pub const DEFAULT_HISTORY_LIMIT: u32 = 50;
 pub const DEFAULT_LLM_TIMEOUT_MS: u64 = 60_000;
+/// How long one exchange with an MCP server may take by default.
+pub const DEFAULT_MCP_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_LLM_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_LLM_BACKOFF_MS: u64 = 500;
 pub const DEFAULT_SEND_MAX_ATTEMPTS: u32 = 3;
@@ -116,6 +118,12 @@ pub struct Config {
     pub transcribe_model: Option<String>,
     /// Hosts `http_fetch` may reach even though they are private (tests only).
     pub fetch_allowed_hosts: Vec<String>,
+    /// Who may approve any call on their platform (`APPROVERS`: `slack:U123,telegram:42`).
+    pub approvers: Vec<String>,
+    /// How long a call waits for approval (`APPROVAL_TIMEOUT_SECS`).
+    pub approval_timeout_ms: i64,
+    /// How long one exchange with an MCP server may take (`MCP_TIMEOUT_MS`).
+    pub mcp_timeout_ms: u64,
     /// The platforms whose replies show while the model writes them
     /// (`STREAM_REPLIES`, comma-separated; `off` for none).
     pub stream_replies: Vec<String>,
@@ -228,6 +236,17 @@ impl Config {
                 .map(|host| host.trim().to_ascii_lowercase())
                 .filter(|host| !host.is_empty())
                 .collect(),
+            approvers: text("APPROVERS", "")
+                .split(',')
+                .map(|entry| entry.trim().to_string())
+                .filter(|entry| {
+                    entry.split_once(':').is_some_and(|(platform, id)| !platform.is_empty() && !id.is_empty())
+                })
+                .collect(),
+            approval_timeout_ms: number("APPROVAL_TIMEOUT_SECS", crate::approval::DEFAULT_TIMEOUT_MS as u64 / 1000)
+                .clamp(1, 7 * 24 * 3600) as i64
+                * 1000,
+            mcp_timeout_ms: number("MCP_TIMEOUT_MS", DEFAULT_MCP_TIMEOUT_MS).max(500),
             stream_replies: match text("STREAM_REPLIES", DEFAULT_STREAM_REPLIES).trim() {
                 "off" | "none" => Vec::new(),
                 list => {
@@ -517,5 +536,17 @@ mod tests {
         assert_eq!(config.channel.aliases, vec!["Pip", "pip bot", "핍"]);
         assert_eq!(config.channel.triggers, Triggers { dm: false, mention: true, reply: false });
         assert!(!config.channel.stickiness);
+    }
+
+    #[test]
+    fn approvers_are_platform_ids_and_the_waits_have_floors() {
+        let vars = [("APPROVERS", "slack:U1, telegram:42,bogus,:7,web:"), ("APPROVAL_TIMEOUT_SECS", "0")];
+        let config = Config::from_lookup(|name| vars.iter().find(|(key, _)| *key == name).map(|(_, v)| v.to_string()));
+        assert_eq!(config.approvers, vec!["slack:U1".to_string(), "telegram:42".to_string()]);
+        assert_eq!(config.approval_timeout_ms, 1_000);
+        assert_eq!(config.mcp_timeout_ms, DEFAULT_MCP_TIMEOUT_MS);
+        let defaults = Config::from_lookup(|_| None);
+        assert_eq!(defaults.approval_timeout_ms, crate::approval::DEFAULT_TIMEOUT_MS);
+        assert!(defaults.approvers.is_empty());
     }
 }

@@ -3,6 +3,8 @@
 //! what it returns.
 
 mod admin;
+pub mod approvals;
+mod buttons;
 pub mod channel_stub;
 mod chat_files;
 pub mod config;
@@ -20,6 +22,8 @@ pub mod http;
 pub mod identity;
 pub mod jobs;
 pub mod log;
+pub mod mcp;
+mod mcp_admin;
 pub mod memory;
 pub mod messenger;
 pub mod model;

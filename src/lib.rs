@@ -6,6 +6,7 @@
 //! from the runtime, call the core and carry out what it returns.
 
 pub mod api_error;
+pub mod approval;
 pub mod budget;
 pub mod channel;
 pub mod config;

@@ -6,6 +6,9 @@
 //! and a call's result as text a model reads. The HTTP exchange and the
 //! approval flow live at the edge.
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// The protocol revisions this client speaks, newest first; it asks for the first.
@@ -122,7 +125,7 @@ pub fn negotiated_version(result: &Value) -> Result<String, McpError> {
 }
 
 /// A tool a server lists.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RemoteTool {
     /// The server's name for it.
     pub name: String,
@@ -200,6 +203,152 @@ pub fn result_text(result: &Value) -> String {
         true => format!("error: {text}"),
         false => text,
     }
+}
+
+/// How edgebot proves itself to a server. Credentials are never stored with
+/// the server: each names a Worker secret (`MCP_…`, set with `wrangler secret
+/// put`), read when a call is made, so D1, the admin API and the dashboard
+/// see only names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Auth {
+    None,
+    /// `Authorization: Bearer <the secret's value>`.
+    Bearer {
+        token_secret: String,
+    },
+    /// OAuth 2.0 client credentials: an access token from `token_url`, kept
+    /// in D1 until it expires.
+    Oauth {
+        token_url: String,
+        client_id: String,
+        client_secret_secret: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<String>,
+    },
+}
+
+/// What an operator sets for one server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerSettings {
+    /// The streamable HTTP endpoint; every request goes to its origin only.
+    pub url: String,
+    #[serde(default = "no_auth")]
+    pub auth: Auth,
+    /// The tools offered (None: every tool the server lists).
+    #[serde(default)]
+    pub expose: Option<Vec<String>>,
+    /// Per tool, whether a call waits for a person (absent: [`needs_approval`]'s default).
+    #[serde(default)]
+    pub approval: BTreeMap<String, bool>,
+    /// Branches may use its tools that need no approval (a branch cannot wait).
+    #[serde(default)]
+    pub branches: bool,
+}
+
+fn no_auth() -> Auth {
+    Auth::None
+}
+
+/// The longest server name (it is part of every tool name the model sees).
+pub const SERVER_NAME_LIMIT: usize = 20;
+
+/// A server's name: 1 to 20 lowercase letters, digits and underscores.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let fits = !name.is_empty() && name.len() <= SERVER_NAME_LIMIT;
+    match fits && name.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_') {
+        true => Ok(()),
+        false => Err("a server's name is 1 to 20 lowercase letters, digits and underscores".into()),
+    }
+}
+
+/// A secret's name: `MCP_` and capitals, digits or underscores. The prefix
+/// keeps a typo (or a hostile edit) from sending, say, the Slack bot token
+/// to a tool server.
+pub fn check_secret_name(name: &str) -> Result<(), String> {
+    let rest = name.strip_prefix("MCP_").unwrap_or_default();
+    match !rest.is_empty()
+        && rest.bytes().all(|byte| byte.is_ascii_uppercase() || byte.is_ascii_digit() || byte == b'_')
+    {
+        true => Ok(()),
+        false => Err(format!("`{name}` is not a secret name edgebot reads for MCP: use MCP_ and capitals")),
+    }
+}
+
+impl ServerSettings {
+    /// The secrets' names are well formed and every list names tools plainly.
+    /// (Addresses are checked by the edge's fetch guard, which knows the
+    /// allowed hosts.)
+    pub fn check(&self) -> Result<(), String> {
+        match &self.auth {
+            Auth::None => {}
+            Auth::Bearer { token_secret } => check_secret_name(token_secret)?,
+            Auth::Oauth { client_id, client_secret_secret, .. } => {
+                check_secret_name(client_secret_secret)?;
+                if client_id.trim().is_empty() {
+                    return Err("OAuth needs a client id".into());
+                }
+            }
+        }
+        let mut named = self.expose.iter().flatten().chain(self.approval.keys());
+        match named.clone().count() <= 500 && named.all(|tool| !tool.is_empty() && tool.len() <= 128) {
+            true => Ok(()),
+            false => Err("tool names are 1 to 128 characters, at most 500 of them".into()),
+        }
+    }
+
+    /// Whether the operator offers `tool`.
+    pub fn exposes(&self, tool: &str) -> bool {
+        self.expose.as_ref().is_none_or(|names| names.iter().any(|name| name == tool))
+    }
+}
+
+/// A server's tool as a process sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OfferedTool {
+    pub server: String,
+    /// The server's name for it.
+    pub name: String,
+    /// The name the model calls (`mcp_{server}_{tool}`).
+    pub exposed_name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub read_only: bool,
+    pub needs_approval: bool,
+}
+
+/// The tools of `server` the operator offers, by the names the model calls.
+/// A tool whose exposed name would be too long is left out.
+pub fn offered(server: &str, settings: &ServerSettings, listed: &[RemoteTool]) -> Vec<OfferedTool> {
+    listed
+        .iter()
+        .filter(|tool| settings.exposes(&tool.name))
+        .filter_map(|tool| {
+            Some(OfferedTool {
+                server: server.to_string(),
+                name: tool.name.clone(),
+                exposed_name: exposed_name(server, &tool.name)?,
+                description: tool.description.chars().take(1_000).collect(),
+                input_schema: tool.input_schema.clone(),
+                read_only: tool.read_only,
+                needs_approval: needs_approval(tool, settings.approval.get(&tool.name).copied()),
+            })
+        })
+        .collect()
+}
+
+/// A tool's input schema as the model providers take it: an object schema
+/// (a server's other shapes become an object without properties).
+pub fn parameters(schema: &Value) -> Value {
+    match schema["type"] == "object" {
+        true => schema.clone(),
+        false => json!({ "type": "object", "properties": {} }),
+    }
+}
+
+/// `notifications/cancelled` for a request given up on (a timeout).
+pub fn cancelled(id: u64, reason: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": reason } })
 }
 
 #[cfg(test)]
@@ -296,5 +445,49 @@ mod tests {
         assert_eq!(result_text(&json!({"content": [], "structuredContent": {"n": 3}})), r#"{"n":3}"#);
         let long = result_text(&json!({"content": [{"type": "text", "text": "x".repeat(RESULT_LIMIT_CHARS + 5)}]}));
         assert!(long.ends_with("[cut: the result goes on]") && long.len() < RESULT_LIMIT_CHARS + 40);
+    }
+
+    fn tool(name: &str, read_only: bool) -> RemoteTool {
+        RemoteTool { name: name.into(), description: "d".into(), input_schema: json!({"type": "object"}), read_only }
+    }
+
+    #[test]
+    fn settings_name_secrets_never_hold_them_and_offer_what_the_operator_chose() {
+        let settings: ServerSettings = serde_json::from_value(json!({
+            "url": "https://mcp.example.com/mcp",
+            "auth": { "kind": "bearer", "token_secret": "MCP_TRACKER_TOKEN" },
+            "expose": ["lookup", "create_issue"],
+            "approval": { "lookup": true }
+        }))
+        .unwrap();
+        assert_eq!(settings.check(), Ok(()));
+        let listed = [tool("lookup", true), tool("create_issue", false), tool("drop_table", false)];
+        let chosen = offered("tracker", &settings, &listed);
+        let names: Vec<(&str, bool)> =
+            chosen.iter().map(|tool| (tool.exposed_name.as_str(), tool.needs_approval)).collect();
+        // Only what is exposed; the operator's word over the read-only hint.
+        assert_eq!(names, vec![("mcp_tracker_lookup", true), ("mcp_tracker_create_issue", true)]);
+        let open = ServerSettings { expose: None, approval: BTreeMap::new(), ..settings.clone() };
+        let defaults: Vec<bool> = offered("t", &open, &listed).iter().map(|tool| tool.needs_approval).collect();
+        assert_eq!(defaults, vec![false, true, true], "read-only tools need no approval by default");
+
+        for bad in ["SLACK_BOT_TOKEN", "MCP_", "mcp_x", "MCP_A-B", "ADMIN_TOKEN"] {
+            let auth = Auth::Bearer { token_secret: bad.into() };
+            assert!(ServerSettings { auth, ..settings.clone() }.check().is_err(), "{bad}");
+        }
+        let oauth = Auth::Oauth {
+            token_url: "https://auth.example.com/token".into(),
+            client_id: " ".into(),
+            client_secret_secret: "MCP_S".into(),
+            scope: None,
+        };
+        assert!(ServerSettings { auth: oauth, ..settings.clone() }.check().is_err(), "a client id is needed");
+        for (name, ok) in [("tracker", true), ("t_2", true), ("", false), ("Tracker", false), ("a-b", false)] {
+            assert_eq!(check_name(name).is_ok(), ok, "{name}");
+        }
+        assert!(check_name(&"a".repeat(21)).is_err());
+        assert_eq!(cancelled(9, "timeout")["params"]["requestId"], 9);
+        assert_eq!(parameters(&json!({"type": "string"}))["type"], "object");
+        assert_eq!(parameters(&json!({"type": "object", "required": ["a"]}))["required"][0], "a");
     }
 }

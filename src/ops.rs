@@ -49,11 +49,15 @@ pub enum Op {
     ToolFetch,
     /// A Vectorize query or upsert.
     VectorizeCall,
+    /// An HTTP request to an MCP server (initialize, lists, calls, notifications).
+    McpRequest,
+    /// A tool call a process made on an MCP server.
+    McpToolCall,
 }
 
 impl Op {
     /// Every kind, in the order `/api/ops` lists them.
-    pub const ALL: [Op; 17] = [
+    pub const ALL: [Op; 19] = [
         Op::WorkerInvocation,
         Op::DoRequest,
         Op::DoRequestMs,
@@ -71,6 +75,8 @@ impl Op {
         Op::PlatformCall,
         Op::ToolFetch,
         Op::VectorizeCall,
+        Op::McpRequest,
+        Op::McpToolCall,
     ];
 
     pub fn name(self) -> &'static str {
@@ -92,6 +98,8 @@ impl Op {
             Op::PlatformCall => "platform_calls",
             Op::ToolFetch => "tool_fetches",
             Op::VectorizeCall => "vectorize_calls",
+            Op::McpRequest => "mcp_requests",
+            Op::McpToolCall => "mcp_tool_calls",
         }
     }
 }

@@ -15,6 +15,8 @@ pub type Error = minijinja::Error;
 
 /// Every template, by name. Adding a template is one line here.
 const TEMPLATES: &[(&str, &str)] = &[
+    ("approval_ask", include_str!("../prompts/approval_ask.md.j2")),
+    ("approval_settled", include_str!("../prompts/approval_settled.md.j2")),
     ("budget_exhausted", include_str!("../prompts/budget_exhausted.md.j2")),
     ("branch_question", include_str!("../prompts/branch_question.md.j2")),
     ("branch_system", include_str!("../prompts/branch_system.md.j2")),
@@ -183,6 +185,8 @@ mod tests {
     /// minijinja replaced, which a test had held equal to minijinja on these contexts:
     /// the switch changed no prompt. A template edit changes its line here on purpose.
     const RENDERED: &[(&str, &str)] = &[
+        ("approval_ask", "dee5954373c622f351298c72dbdba6f2751b21038e82b569e046cc4f36892b6d"),
+        ("approval_settled", "f30028f6d858d8ca2111caed552682f823d8e4b87e1bd9cda49f0e3a2f550a4e"),
         ("branch_question", "daa566046a53ddb455bdc409f1d85bc9d6c84bff4822a10a4489e831beb3f5a3"),
         ("branch_system", "fea5fdb7df2f314c08bf2b9981a4f68b5cd6f95e1b6dae36d7ae13c7ff641ff5"),
         ("budget_exhausted", "4186e509a4e87a3e3898d0155b29fd891d4a83f93f1a0977dd42fde72dfd8b6e"),
@@ -276,5 +280,27 @@ mod tests {
         for name in ["tools/reply", "tools/skip", "tools/channel_disengage", "model_failure", "notices/loop_guard"] {
             assert!(!text(name).is_empty(), "{name}");
         }
+    }
+
+    #[test]
+    fn approval_messages_say_what_who_and_until_when() {
+        let ask = render(
+            "approval_ask",
+            json!({ "kind": "tool", "what": "mcp_tracker_create_issue", "arguments": "{\"title\":\"x\"}",
+                    "asker": "Ada", "until": "2026-11-25 10:00 UTC" }),
+        )
+        .unwrap();
+        for part in ["`mcp_tracker_create_issue`", "{\"title\":\"x\"}", "Asked by Ada", "2026-11-25 10:00 UTC"] {
+            assert!(ask.contains(part), "{part}: {ask}");
+        }
+        let task =
+            render("approval_ask", json!({ "kind": "task", "what": "Write the report", "arguments": "" })).unwrap();
+        assert!(task.contains("**Write the report**") && task.contains("backlog"), "{task}");
+        let settled = |verdict: &str| {
+            render("approval_settled", json!({ "kind": "tool", "what": "t", "verdict": verdict, "by": "Bo" })).unwrap()
+        };
+        assert!(settled("approved").starts_with("**Approved** by Bo"));
+        assert!(settled("denied").contains("was not run"));
+        assert!(settled("timed_out").starts_with("**Timed out:**"));
     }
 }

@@ -81,6 +81,12 @@ pub enum Route {
     StartGateway,
     StopGateway,
     GatewayStatus,
+    McpServers,
+    SaveMcpServer,
+    RemoveMcpServer,
+    RefreshMcpServer,
+    Approvals,
+    ChatApproval,
 }
 
 use Route::*;
@@ -147,6 +153,12 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Post, "/api/discord/gateway", StartGateway),
     (Delete, "/api/discord/gateway", StopGateway),
     (Get, "/api/discord/gateway", GatewayStatus),
+    (Get, "/api/mcp/servers", McpServers),
+    (Put, "/api/mcp/servers/{name}", SaveMcpServer),
+    (Delete, "/api/mcp/servers/{name}", RemoveMcpServer),
+    (Post, "/api/mcp/servers/{name}/refresh", RefreshMcpServer),
+    (Get, "/api/approvals", Approvals),
+    (Post, "/api/chat/approvals/{id}", ChatApproval),
 ];
 
 /// The routes at one path, by method.

@@ -13,6 +13,8 @@ pub mod fake_api;
 pub mod fake_gateway;
 #[path = "harness/fake_llm.rs"]
 pub mod fake_llm;
+#[path = "harness/fake_mcp.rs"]
+pub mod fake_mcp;
 #[path = "harness/server.rs"]
 mod server;
 #[path = "harness/worker.rs"]
@@ -25,6 +27,8 @@ use serde_json::{json, Value};
 
 pub use fake_api::{FakeApi, Flavor};
 pub use fake_llm::{FakeLlm, Scripted};
+#[allow(unused_imports)] // no test uses it yet
+pub use fake_mcp::FakeMcp;
 pub use worker::Worker;
 
 pub const TELEGRAM_SECRET: &str = "test-webhook-secret";

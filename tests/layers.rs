@@ -16,6 +16,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "foundation",
         &[
             "api_error",
+            "approval",
             "inbound",
             "ops",
             "prompt",

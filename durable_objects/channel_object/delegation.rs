@@ -42,6 +42,7 @@ pub(super) async fn delegate(
             waiting: false,
             last_heard_ms: now_ms(),
             files_sent: Vec::new(),
+            approval: None,
         };
         let (envelope, job) = match action {
             Action::Branch { question } => {
@@ -128,6 +129,7 @@ pub(super) async fn start_worker(
         waiting: false,
         last_heard_ms: now,
         files_sent: Vec::new(),
+        approval: None,
     };
     if !object.step(|machine| machine.start_process(id, status))? {
         return Ok(false);

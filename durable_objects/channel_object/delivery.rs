@@ -11,7 +11,7 @@ use crate::edge::files;
 use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::log::Emit;
-use crate::edge::messenger::{Interrupted, Messenger, Piece};
+use crate::edge::messenger::{Buttons, Interrupted, Messenger, Piece};
 use crate::edge::outbound::Platform;
 use crate::inbound::InboundEvent;
 use crate::llm::HistoryRole;
@@ -63,6 +63,7 @@ pub(super) async fn deliver(
             text: &entry.text,
             reply_to: entry.reply_to.as_deref(),
             file: body.as_ref(),
+            buttons: Buttons::None,
         };
         // A streamed piece is finished by editing its draft; a draft the reply
         // did not need is deleted; a draft that cannot be edited is sent anew.

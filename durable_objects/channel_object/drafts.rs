@@ -11,7 +11,7 @@ use super::outbox;
 use crate::edge::durable::Sql;
 use crate::edge::http::now_ms;
 use crate::edge::log::Emit;
-use crate::edge::messenger::{Interrupted, Messenger, Piece};
+use crate::edge::messenger::{Buttons, Interrupted, Messenger, Piece};
 use crate::edge::outbound::Platform;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
@@ -88,7 +88,7 @@ impl<'a> MessageDrafts<'a> {
         let row = format!("{}:{index}", self.turn);
         let id = piece_id(self.event, &row);
         let reply_to = if index == 0 { quoted(self.event) } else { None };
-        let piece = Piece { id: &id, index, text, reply_to, file: None };
+        let piece = Piece { id: &id, index, text, reply_to, file: None, buttons: Buttons::None };
         let address = &self.event.reply_address;
         let draft = &mut self.drafts[index];
         let failure = match draft.message_id.clone() {

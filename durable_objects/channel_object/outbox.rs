@@ -13,6 +13,7 @@
 //! marked `withdraw`, deleted by delivery, then `withdrawn`.
 
 use crate::edge::durable::Sql;
+use crate::inbound::ReplyAddress;
 use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorageValue};
 
@@ -28,15 +29,20 @@ CREATE TABLE IF NOT EXISTS outbox (
     platform_message_id TEXT,
     last_error TEXT,
     created_at INTEGER NOT NULL,
-    file_id TEXT
+    file_id TEXT,
+    approval_id TEXT
 );
 CREATE INDEX IF NOT EXISTS outbox_by_turn ON outbox (turn, piece);
 ";
 
-/// Finds whether the table predates file pieces ([`UPGRADE`] adds their column).
-pub const PROBE: &str = "SELECT file_id FROM outbox LIMIT 0";
-/// A piece that is a file: its id among the conversation's files (`text` is its caption).
-pub const UPGRADE: &str = "ALTER TABLE outbox ADD COLUMN file_id TEXT";
+/// Columns added since the table was first made: (a probe that fails on a
+/// table without it, the statement that adds it).
+pub const UPGRADES: [(&str, &str); 2] = [
+    // A piece that is a file: its id among the conversation's files (`text` is its caption).
+    ("SELECT file_id FROM outbox LIMIT 0", "ALTER TABLE outbox ADD COLUMN file_id TEXT"),
+    // A piece that asks for an approval (with buttons) while it waits.
+    ("SELECT approval_id FROM outbox LIMIT 0", "ALTER TABLE outbox ADD COLUMN approval_id TEXT"),
+];
 /// One piece to send (or already sent) for a turn.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Entry {
@@ -52,6 +58,9 @@ pub struct Entry {
     pub created_at: i64,
     #[serde(default)]
     pub file_id: Option<String>,
+    /// The approval this piece asks for, while it waits (its buttons show).
+    #[serde(default)]
+    pub approval_id: Option<String>,
 }
 
 /// Records the turn's pieces (idempotently: a piece already recorded stays as
@@ -72,7 +81,7 @@ pub fn enqueue(sql: &Sql, turn: i64, pieces: &[String], reply_to: Option<&str>, 
 
 /// The columns of an [`Entry`], for each query that reads entries.
 const SELECT_ENTRIES: &str = "SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, \
-                              last_error, created_at, file_id FROM outbox";
+                              last_error, created_at, file_id, approval_id FROM outbox";
 
 /// File pieces are numbered from here, after any text piece or draft.
 const FIRST_FILE_PIECE: i64 = 1_000;
@@ -114,6 +123,56 @@ fn insert(
         ],
     )?;
     Ok(())
+}
+
+/// Approval messages are kept under this turn number, apart from every turn's replies.
+pub const APPROVALS_TURN: i64 = -1;
+
+/// The outbox id of an approval's message.
+pub fn approval_entry_id(approval_id: &str) -> String {
+    format!("approval:{approval_id}")
+}
+
+/// Records an approval's message (once per approval) and where it goes;
+/// returns its entry. An approval's message quotes nothing, so its
+/// `reply_to` keeps the address (JSON), for the edit once it is decided.
+pub fn enqueue_approval(
+    sql: &Sql,
+    approval_id: &str,
+    text: &str,
+    address: &ReplyAddress,
+    now_ms: i64,
+) -> Result<Entry> {
+    let id = approval_entry_id(approval_id);
+    sql.exec(
+        "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at, approval_id) \
+         VALUES (?, ?, 0, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHING",
+        vec![
+            id.as_str().into(),
+            SqlStorageValue::from(APPROVALS_TURN),
+            text.into(),
+            serde_json::to_string(address)?.into(),
+            SqlStorageValue::from(now_ms),
+            approval_id.into(),
+        ],
+    )?;
+    let entries: Vec<Entry> = sql.exec(&format!("{SELECT_ENTRIES} WHERE id = ?"), vec![id.into()])?.to_array()?;
+    entries.into_iter().next().ok_or_else(|| worker::Error::RustError("the approval entry is missing".into()))
+}
+
+/// Where an approval's message went (None: it was never asked here).
+pub fn approval_address(sql: &Sql, approval_id: &str) -> Result<Option<ReplyAddress>> {
+    let id = approval_entry_id(approval_id);
+    let entries: Vec<Entry> = sql.exec(&format!("{SELECT_ENTRIES} WHERE id = ?"), vec![id.into()])?.to_array()?;
+    Ok(entries.into_iter().next().and_then(|entry| serde_json::from_str(entry.reply_to.as_deref()?).ok()))
+}
+
+/// The approval was decided: its message shows the decision, without buttons.
+pub fn settle_approval(sql: &Sql, approval_id: &str, text: &str) -> Result<Option<Entry>> {
+    let id = approval_entry_id(approval_id);
+    sql.exec("UPDATE outbox SET text = ?, approval_id = NULL WHERE id = ?", vec![text.into(), id.as_str().into()])?;
+    let entries: Vec<Entry> = sql.exec(&format!("{SELECT_ENTRIES} WHERE id = ?"), vec![id.into()])?.to_array()?;
+    Ok(entries.into_iter().next())
 }
 
 /// Records a draft's first post as under way (`drafting`), before the call:

@@ -58,6 +58,7 @@ async fn run_turns(object: &ChannelObject) -> Result<()> {
     }
     let sql = object.state.storage().counted_sql();
     let database = object.env.d1(DATABASE_BINDING)?;
+    super::approvals::time_out_due(object, now).await?;
     give_up_on_silent_processes(object, &database, now).await?;
     let due = object.machine.borrow().schedule_due.get().cloned();
     if let Some(due) = due.filter(|due| due.at_ms <= now + WAKE_TOLERANCE_MS) {

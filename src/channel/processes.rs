@@ -72,12 +72,25 @@ pub struct ProcessStatus {
     /// The files it sent (a retried step sending one again sends nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files_sent: Vec<String>,
+    /// A call of this worker waits for a person's approval until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<AwaitedApproval>,
+}
+
+/// An approval a worker waits on: the channel's alarm times it out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AwaitedApproval {
+    pub id: String,
+    pub until_ms: i64,
 }
 
 impl ProcessStatus {
     /// When the channel stops waiting for it; a waiting worker waits on the
     /// person, not on itself, so it has no deadline.
     fn deadline(&self, timeouts: Timeouts) -> Option<i64> {
+        if let Some(approval) = &self.approval {
+            return Some(approval.until_ms);
+        }
         match self.kind {
             ProcessKind::Branch => Some(self.started_at_ms + timeouts.branch_ms),
             ProcessKind::Worker if self.waiting => None,
@@ -214,7 +227,7 @@ impl Processes {
         if process.kind != ProcessKind::Worker || !process.interactive {
             return Err(Refusal::NotInteractive(id.to_string()));
         }
-        if !process.waiting {
+        if !process.waiting || process.approval.is_some() {
             return Err(Refusal::Busy(id.to_string()));
         }
         process.waiting = false;
@@ -228,6 +241,44 @@ impl Processes {
         }
     }
 
+    /// A worker's call waits for approval `approval_id` until `until_ms`:
+    /// the worker is not silent meanwhile, the approval is what may time out.
+    /// False for a process that is not a running worker.
+    pub fn await_approval(&mut self, id: &str, approval_id: &str, until_ms: i64) -> bool {
+        match self.running.get_mut(id) {
+            Some(process) if process.kind == ProcessKind::Worker => {
+                process.approval = Some(AwaitedApproval { id: approval_id.to_string(), until_ms });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The approval was decided: the worker runs again, heard from now.
+    pub fn approval_settled(&mut self, approval_id: &str, now_ms: i64) -> bool {
+        let waiting =
+            self.running.values_mut().find(|process| process.approval.as_ref().is_some_and(|a| a.id == approval_id));
+        match waiting {
+            Some(process) => {
+                process.approval = None;
+                process.last_heard_ms = process.last_heard_ms.max(now_ms);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Approvals whose wait is over at `now_ms`: (process id, approval id).
+    pub fn approvals_due(&self, now_ms: i64) -> Vec<(String, String)> {
+        self.running
+            .iter()
+            .filter_map(|(id, process)| {
+                let approval = process.approval.as_ref().filter(|approval| approval.until_ms <= now_ms)?;
+                Some((id.clone(), approval.id.clone()))
+            })
+            .collect()
+    }
+
     /// The earliest time a running process times out.
     pub fn next_deadline(&self, timeouts: Timeouts) -> Option<i64> {
         self.running.values().filter_map(|process| process.deadline(timeouts)).min()
@@ -239,6 +290,7 @@ impl Processes {
         let expired: Vec<String> = self
             .running
             .iter()
+            .filter(|(_, process)| process.approval.is_none())
             .filter(|(_, process)| process.deadline(timeouts).is_some_and(|deadline| deadline <= now_ms))
             .map(|(id, _)| id.clone())
             .collect();
@@ -292,6 +344,7 @@ mod tests {
             waiting: false,
             last_heard_ms: 0,
             files_sent: Vec::new(),
+            approval: None,
         }
     }
 
@@ -384,5 +437,26 @@ mod tests {
         let expired = processes.expire(1_150, timeouts);
         assert_eq!(expired.len(), 1);
         assert!(processes.get("chat").is_some(), "a worker waiting on the person does not time out");
+    }
+
+    #[test]
+    fn a_worker_waiting_for_approval_is_not_silent_its_approval_times_out_instead() {
+        let timeouts = Timeouts { branch_ms: 1_000, worker_ms: 5_000 };
+        let mut processes = Processes::default();
+        processes.start("w", process(ProcessKind::Worker, true));
+        processes.start("b", process(ProcessKind::Branch, false));
+        assert!(!processes.await_approval("b", "a-branch", 100), "only workers wait for approvals");
+        assert!(processes.await_approval("w", "a1", 60_000));
+        // Long past the worker's own silence limit: it is not given up.
+        let expired = processes.expire(59_999, timeouts);
+        assert_eq!(expired.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), vec!["b"]);
+        assert_eq!(processes.next_deadline(timeouts), Some(60_000), "the alarm wakes for the approval");
+        assert!(processes.approvals_due(59_999).is_empty());
+        assert_eq!(processes.approvals_due(60_000), vec![("w".to_string(), "a1".to_string())]);
+        assert_eq!(processes.route("w"), Err(Refusal::Busy("w".into())), "no follow-up while a call waits");
+        assert!(processes.approval_settled("a1", 60_500));
+        assert!(!processes.approval_settled("a1", 60_600), "settled once");
+        assert!(processes.approvals_due(1_000_000).is_empty());
+        assert_eq!(processes.next_deadline(timeouts), Some(65_500), "the worker's own clock starts again");
     }
 }

@@ -18,6 +18,10 @@ pub enum ChannelRoute {
     TaskStart,
     /// The cron found a schedule of this conversation overdue.
     ScheduleWake,
+    /// Ask for an approval in the conversation (a message with buttons).
+    ApprovalAsk,
+    /// An approval was decided: show it on its message.
+    ApprovalSettled,
     /// The dashboard's socket that says when the conversation changed.
     Live,
     /// The web chat's socket.
@@ -31,13 +35,15 @@ pub enum ChannelRoute {
 }
 
 impl ChannelRoute {
-    pub const ALL: [ChannelRoute; 13] = [
+    pub const ALL: [ChannelRoute; 15] = [
         ChannelRoute::Inbound,
         ChannelRoute::ProcessEvent,
         ChannelRoute::HistoryFlush,
         ChannelRoute::HistoryCompacted,
         ChannelRoute::TaskStart,
         ChannelRoute::ScheduleWake,
+        ChannelRoute::ApprovalAsk,
+        ChannelRoute::ApprovalSettled,
         ChannelRoute::Live,
         ChannelRoute::ChatSocket,
         ChannelRoute::Envelopes,
@@ -55,6 +61,8 @@ impl ChannelRoute {
             ChannelRoute::HistoryCompacted => "/history/compacted",
             ChannelRoute::TaskStart => "/tasks/start",
             ChannelRoute::ScheduleWake => "/schedules/wake",
+            ChannelRoute::ApprovalAsk => "/approvals/ask",
+            ChannelRoute::ApprovalSettled => "/approvals/settled",
             ChannelRoute::Live => "/live",
             ChannelRoute::ChatSocket => "/chat/socket",
             ChannelRoute::Envelopes => "/envelopes",
@@ -72,7 +80,9 @@ impl ChannelRoute {
             | ChannelRoute::HistoryFlush
             | ChannelRoute::HistoryCompacted
             | ChannelRoute::TaskStart
-            | ChannelRoute::ScheduleWake => Verb::Post,
+            | ChannelRoute::ScheduleWake
+            | ChannelRoute::ApprovalAsk
+            | ChannelRoute::ApprovalSettled => Verb::Post,
             ChannelRoute::Live
             | ChannelRoute::ChatSocket
             | ChannelRoute::Envelopes

@@ -460,6 +460,26 @@ impl ChannelState {
         started
     }
 
+    /// A worker's call waits for approval until `until_ms` (the alarm times it out).
+    pub fn await_approval(&mut self, process_id: &str, approval_id: &str, until_ms: i64) -> bool {
+        let mut waiting = false;
+        self.processes.update(|processes| {
+            waiting = processes.await_approval(process_id, approval_id, until_ms);
+            waiting
+        });
+        waiting
+    }
+
+    /// The approval was decided or timed out: its worker runs again.
+    pub fn approval_settled(&mut self, approval_id: &str, now_ms: i64) -> bool {
+        let mut settled = false;
+        self.processes.update(|processes| {
+            settled = processes.approval_settled(approval_id, now_ms);
+            settled
+        });
+        settled
+    }
+
     /// Takes in a process's envelope; returns whether the channel should wake
     /// for it (a result or a question, not progress). Repeats are dropped.
     pub fn receive_process_event(&mut self, envelope: Envelope) -> bool {

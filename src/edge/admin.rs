@@ -286,7 +286,12 @@ pub async fn move_task(mut request: Request, env: &Env, id: &str, to: Option<&st
     let to = crate::tasks::TaskStatus::parse(&status)
         .ok_or_else(|| ApiError::BadRequest(format!("unknown status `{status}`")))?;
     let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let before = super::tasks::one(&database, id).await.map_err(internal)?.map(|task| task.status);
     super::tasks::move_task(&database, id, to, crate::tasks::Actor::Admin).await.map_err(ApiError::BadRequest)?;
+    // A proposal decided on the board is decided in its conversation too.
+    if before.as_deref() == Some(crate::tasks::TaskStatus::PendingApproval.as_str()) {
+        super::approvals::task_moved(env, id, to == crate::tasks::TaskStatus::Ready).await.map_err(internal)?;
+    }
     if to == crate::tasks::TaskStatus::Ready {
         super::tasks::run_ready_loop(env).await.map_err(internal)?;
     }
@@ -304,7 +309,7 @@ pub async fn delete_task(request: &Request, env: &Env, id: &str) -> Result<Respo
 }
 
 /// A small JSON object body (schedules, tasks).
-async fn json_object(request: &mut Request) -> Result<serde_json::Value, ApiError> {
+pub(super) async fn json_object(request: &mut Request) -> Result<serde_json::Value, ApiError> {
     let body = read_body(request, MAX_ADMIN_BODY_BYTES).await?;
     serde_json::from_slice::<serde_json::Value>(&body)
         .ok()

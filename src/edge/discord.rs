@@ -5,14 +5,14 @@ use serde_json::{json, Value};
 use worker::Method;
 
 use super::http::{download, get_manual, send_form, send_json, HttpAnswer, HttpFailure};
-use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
+use super::messenger::{Buttons, Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::files::{is_platform_file_url, Refusal, DISCORD_FILE_HOSTS};
 use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::discord::message::{create_message_body, reaction_path};
-use crate::platforms::discord::{edit_body, message_path, webhook_call, MESSAGE_LIMIT};
+use crate::platforms::discord::{approval_components, edit_body, message_path, webhook_call, MESSAGE_LIMIT};
 use crate::reply::reaction::Reaction;
 
 const API_TIMEOUT_MS: u64 = 10_000;
@@ -82,6 +82,9 @@ impl Messenger for Discord<'_> {
                 (if method == "PATCH" { Method::Patch } else { Method::Post }, path, body, false)
             }
         };
+        if let Buttons::Approval(id) = piece.buttons {
+            body["components"] = approval_components(id);
+        }
         let answer = match piece.file {
             None => self.call(method, &path, &body, as_bot).await?,
             Some(file) => {
@@ -106,7 +109,11 @@ impl Messenger for Discord<'_> {
         let path =
             message_path(address, message_id).ok_or_else(|| SendFailure::permanent("not a Discord address".into()))?;
         let as_bot = matches!(address, ReplyAddress::DiscordChannel { .. });
-        self.call(Method::Patch, &path, &edit_body(piece.text), as_bot).await.map(|_| ())
+        let mut body = edit_body(piece.text);
+        if piece.buttons == Buttons::Cleared {
+            body["components"] = json!([]);
+        }
+        self.call(Method::Patch, &path, &body, as_bot).await.map(|_| ())
     }
 
     async fn withdraw(&self, address: &ReplyAddress, message_id: &str) {

@@ -54,6 +54,19 @@ pub struct Piece<'a> {
     pub reply_to: Option<&'a str>,
     /// A file the piece sends (its text is then the file's caption).
     pub file: Option<&'a FileBody>,
+    /// Approve and Deny buttons under the text, or their removal by an edit.
+    pub buttons: Buttons<'a>,
+}
+
+/// The buttons a piece carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Buttons<'a> {
+    #[default]
+    None,
+    /// Approve and Deny for the approval with this id.
+    Approval(&'a str),
+    /// An edit that takes the buttons away (the approval was decided).
+    Cleared,
 }
 
 /// A file to send: what the conversation kept, with its bytes.

@@ -9,7 +9,7 @@ use crate::routes::{self, Found, Route, Verb};
 use crate::security::percent_decode;
 
 use super::failure::internal;
-use super::{admin, chat_files, config, identity, people, schedules, sessions, webhooks};
+use super::{admin, buttons, chat_files, config, identity, mcp_admin, people, schedules, sessions, webhooks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     // Loaded first, so every log line and error body knows the secrets to scrub.
@@ -114,6 +114,12 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::StartGateway => admin::gateway(&request, env, Method::Post, "/start").await,
         Route::StopGateway => admin::gateway(&request, env, Method::Delete, "/stop").await,
         Route::GatewayStatus => admin::gateway(&request, env, Method::Get, "/status").await,
+        Route::McpServers => mcp_admin::servers(&request, env).await,
+        Route::SaveMcpServer => mcp_admin::save(request, env, param("name")).await,
+        Route::RemoveMcpServer => mcp_admin::remove(&request, env, param("name")).await,
+        Route::RefreshMcpServer => mcp_admin::refresh(&request, env, param("name")).await,
+        Route::Approvals => mcp_admin::list_approvals(&request, env).await,
+        Route::ChatApproval => buttons::web(request, env, param("id")).await,
     }
 }
 

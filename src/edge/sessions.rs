@@ -296,6 +296,15 @@ pub fn chat_conversation(request: &Request, env: &Env) -> Result<String, ApiErro
     Ok(chat.conversation_key)
 }
 
+/// The conversation of this browser's web chat and its role (`guest` or
+/// `operator`), for a button pressed in it: 401 without a chat session, 403
+/// from another site.
+pub fn chat_identity(request: &Request, env: &Env) -> Result<(String, String), ApiError> {
+    let chat = chat_of(request, &config::load(env))?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
+    check_origin(request)?;
+    Ok((chat.conversation_key, chat.role))
+}
+
 /// `GET /api/channels/{key}/live`: a socket that says when the conversation changed.
 pub async fn watch_socket(request: &Request, env: &Env, conversation_key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;

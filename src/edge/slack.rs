@@ -4,14 +4,14 @@ use serde_json::{json, Value};
 use worker::Method;
 
 use super::http::{download, get_manual, post_json, send_form};
-use super::messenger::{FileBody, Interrupted, Messenger, Piece, SendFailure, Streaming};
+use super::messenger::{Buttons, FileBody, Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::files::{is_platform_file_url, Refusal, SLACK_FILE_HOSTS};
 use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::slack::{
-    find_piece, piece_lookup, post_message_body, update_message_body, MESSAGE_LIMIT, WORKING_REACTION,
+    approval_blocks, find_piece, piece_lookup, post_message_body, update_message_body, MESSAGE_LIMIT, WORKING_REACTION,
 };
 use crate::reply::reaction::Reaction;
 
@@ -50,6 +50,11 @@ impl Slack<'_> {
 }
 
 impl Slack<'_> {
+    /// A note only `user` sees in `channel` (a refused button press); best effort.
+    pub async fn tell_only(&self, channel: &str, user: &str, text: &str) {
+        let _ = self.call("chat.postEphemeral", &json!({ "channel": channel, "user": user, "text": text })).await;
+    }
+
     /// Slack's upload flow: an upload URL for the file's name and size, the
     /// bytes to it (on Slack's file host only), then the upload completed
     /// into the conversation with the piece's text as its comment. The file's
@@ -122,12 +127,20 @@ impl Messenger for Slack<'_> {
         if let Some(file) = piece.file {
             return self.upload(address, piece, file).await;
         }
-        let answer = self.call("chat.postMessage", &post_message_body(address, piece.text, piece.id)).await?;
+        let mut body = post_message_body(address, piece.text, piece.id);
+        if let Buttons::Approval(id) = piece.buttons {
+            body["blocks"] = approval_blocks(piece.text, Some(id));
+        }
+        let answer = self.call("chat.postMessage", &body).await?;
         Ok(answer["ts"].as_str().unwrap_or_default().to_string())
     }
 
     async fn edit(&self, address: &ReplyAddress, message_id: &str, piece: &Piece<'_>) -> Result<(), SendFailure> {
-        self.call("chat.update", &update_message_body(address, message_id, piece.text, piece.id)).await.map(|_| ())
+        let mut body = update_message_body(address, message_id, piece.text, piece.id);
+        if piece.buttons == Buttons::Cleared {
+            body["blocks"] = approval_blocks(piece.text, None);
+        }
+        self.call("chat.update", &body).await.map(|_| ())
     }
 
     async fn withdraw(&self, address: &ReplyAddress, message_id: &str) {

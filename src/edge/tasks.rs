@@ -103,19 +103,27 @@ pub async fn delete(db: &D1Database, id: i64) -> Result<bool> {
     Ok(changes(&result) > 0)
 }
 
-/// The branch tools over the board; the answer is text for the model.
-pub async fn branch_tool(db: &D1Database, conversation_key: &str, name: &str, arguments: &Value) -> Result<String> {
+/// A task the agent proposes (`task_create`'s arguments): created waiting
+/// for approval; the error is text for the model.
+pub async fn propose(
+    db: &D1Database,
+    conversation_key: &str,
+    arguments: &Value,
+) -> Result<std::result::Result<Task, String>> {
     let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).unwrap_or("").to_string();
+    let title = text("title");
+    if title.is_empty() {
+        return Ok(Err("`title` must be a non-empty string".into()));
+    }
+    let priority = Priority::parse(&text("priority")).unwrap_or(Priority::Medium);
+    let id = create(db, conversation_key, &title, &text("description"), priority).await?;
+    Ok(one(db, id).await?.ok_or_else(|| format!("task {id} is gone")))
+}
+
+/// The branch tools that read and change the board (`task_create` is
+/// [`propose`], with its approval); the answer is text for the model.
+pub async fn branch_tool(db: &D1Database, conversation_key: &str, name: &str, arguments: &Value) -> Result<String> {
     Ok(match name {
-        "task_create" => {
-            let title = text("title");
-            if title.is_empty() {
-                return Ok("error: `title` must be a non-empty string".into());
-            }
-            let priority = Priority::parse(&text("priority")).unwrap_or(Priority::Medium);
-            let id = create(db, conversation_key, &title, &text("description"), priority).await?;
-            format!("task {id} created; it waits for a person's approval before a worker takes it")
-        }
         "task_list" => serde_json::to_string(&list(db, Some(conversation_key), None).await?)?,
         _ => update(db, Some(conversation_key), None, arguments).await?,
     })

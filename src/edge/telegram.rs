@@ -4,13 +4,15 @@ use serde_json::{json, Value};
 use worker::Method;
 
 use super::http::{download, post_json, send_form, HttpAnswer, HttpFailure};
-use super::messenger::{FileBody, Interrupted, Messenger, Piece, SendFailure, Streaming};
+use super::messenger::{Buttons, FileBody, Interrupted, Messenger, Piece, SendFailure, Streaming};
 use crate::channel::participants::MembershipCount;
 use crate::config::Config;
 use crate::files::{Kind, Refusal};
 use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
-use crate::platforms::telegram::{is_not_modified, message_ref, send_message_body, sent_message_id, MESSAGE_LIMIT};
+use crate::platforms::telegram::{
+    approval_keyboard, is_not_modified, message_ref, send_message_body, sent_message_id, MESSAGE_LIMIT,
+};
 use crate::reply::markup::{shown, Flavor};
 use crate::reply::reaction::Reaction;
 
@@ -39,6 +41,13 @@ impl Telegram<'_> {
     async fn call(&self, method: &str, body: &Value) -> Result<Value, SendFailure> {
         let answer = post_json(Op::PlatformCall, &self.url(method), &[], body, API_TIMEOUT_MS).await;
         Self::answer(answer)
+    }
+
+    /// Answers a pressed button (`answerCallbackQuery`), so its spinner
+    /// stops: a short note, an alert when the press was refused; best effort.
+    pub async fn answer_button(&self, query_id: &str, text: &str, alert: bool) {
+        let body = json!({ "callback_query_id": query_id, "text": text, "show_alert": alert });
+        let _ = self.call("answerCallbackQuery", &body).await;
     }
 
     /// Sends a file piece: a photo as a photo, anything else as a document,
@@ -120,7 +129,13 @@ impl Messenger for Telegram<'_> {
         let answer = match piece.file {
             Some(file) => self.send_file(address, piece, file).await?,
             None => {
-                let body = |text: &str| send_message_body(address, text, piece.reply_to);
+                let body = |text: &str| {
+                    let mut body = send_message_body(address, text, piece.reply_to);
+                    if let Buttons::Approval(id) = piece.buttons {
+                        body["reply_markup"] = approval_keyboard(id);
+                    }
+                    body
+                };
                 self.call_html("sendMessage", piece.text, body).await?
             }
         };

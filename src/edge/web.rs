@@ -85,7 +85,7 @@ pub async fn guarded_get(config: &Config, url: &str, max_body: usize) -> Result<
 /// Cross-checks the guard against the runtime's own URL parser, which is the
 /// one `fetch` uses: `new URL(serialised).hostname` must be the host judged
 /// (both give IPv6 in brackets), or the URL is refused.
-fn runtime_agrees(url: Url) -> Result<Url, FetchRefusal> {
+pub fn runtime_agrees(url: Url) -> Result<Url, FetchRefusal> {
     let judged = url.host_str().unwrap_or_default();
     match RuntimeUrl::new(url.as_str()) {
         Ok(runtime) if runtime.hostname() == judged => Ok(url),

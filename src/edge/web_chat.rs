@@ -9,7 +9,7 @@ use crate::channel::participants::MembershipCount;
 use crate::inbound::{InboundEvent, ReplyAddress};
 
 use super::http::now_ms;
-use super::messenger::{Interrupted, Messenger, Piece, SendFailure, Streaming};
+use super::messenger::{Buttons, Interrupted, Messenger, Piece, SendFailure, Streaming};
 
 /// Sockets of web-chat pages.
 pub const CHAT: &str = "chat";
@@ -82,8 +82,22 @@ impl Messenger for WebChat<'_> {
                 None => return Err(SendFailure::permanent("no download link can be made (no signing key)".into())),
             },
         };
-        push(self.state, CHAT, &chat_message(&id, "assistant", self.bot_name, &text, now_ms()));
+        let mut line = chat_message(&id, "assistant", self.bot_name, &text, now_ms());
+        if let Buttons::Approval(approval) = piece.buttons {
+            line["approval"] = serde_json::json!({ "id": approval, "open": true });
+        }
+        push(self.state, CHAT, &line);
         Ok(id)
+    }
+
+    /// The page replaces the line with this id (an approval's, once decided).
+    async fn edit(&self, _address: &ReplyAddress, message_id: &str, piece: &Piece<'_>) -> Result<(), SendFailure> {
+        let mut line = chat_message(message_id, "assistant", self.bot_name, piece.text, now_ms());
+        if piece.buttons == Buttons::Cleared {
+            line["approval"] = serde_json::json!({ "open": false });
+        }
+        push(self.state, CHAT, &line);
+        Ok(())
     }
 
     /// Pushing again is harmless: the page keeps one copy per id.

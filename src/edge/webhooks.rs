@@ -26,7 +26,7 @@ fn header(request: &Request, name: &str) -> Result<Option<String>, ApiError> {
     request.headers().get(name).map_err(internal)
 }
 
-/// Slack Events API deliveries and slash commands (form-encoded).
+/// Slack Events API deliveries, slash commands and button presses (both form-encoded).
 pub async fn slack(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     let config = config::load(env);
     let signature = header(&request, slack::SIGNATURE_HEADER)?;
@@ -47,6 +47,11 @@ pub async fn slack(mut request: Request, env: &Env) -> Result<Response, ApiError
         _ => ApiError::Unauthorized("invalid Slack signature"),
     })?;
     if is_form {
+        // A button press (interactivity) comes form-encoded too, as `payload`.
+        if let Some(click) = slack::parse_click(&body) {
+            let click = click.map_err(|error| ApiError::BadRequest(error.to_string()))?;
+            return super::buttons::slack(env, &click).await;
+        }
         let event = slack::parse_command(&body).map_err(|error| ApiError::BadRequest(error.to_string()))?;
         deliver(env, &event).await?;
         return acknowledge(serde_json::json!({ "response_type": "ephemeral", "text": prompt::text("command_ack") }));
@@ -59,8 +64,9 @@ pub async fn slack(mut request: Request, env: &Env) -> Result<Response, ApiError
     }
 }
 
-/// Discord interactions: PONG, a deferred response for commands, a deferred
-/// update for components.
+/// Discord interactions: PONG, a deferred response for commands; a pressed
+/// approval button is answered with its decision, other components with a
+/// deferred update.
 pub async fn discord(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     let config = config::load(env);
     let signature = header(&request, discord::SIGNATURE_HEADER)?;
@@ -79,8 +85,12 @@ pub async fn discord(mut request: Request, env: &Env) -> Result<Response, ApiErr
         _ => ApiError::Unauthorized("invalid Discord signature"),
     })?;
     let interaction = discord::parse_interaction(&body).map_err(|error| ApiError::BadRequest(error.to_string()))?;
-    if let Interaction::Command(event) = &interaction {
-        deliver(env, event).await?;
+    match &interaction {
+        Interaction::Command(event) => {
+            deliver(env, event).await?;
+        }
+        Interaction::Component(click) => return acknowledge(super::buttons::discord(env, click).await?),
+        _ => {}
     }
     acknowledge(discord::immediate_response(&interaction))
 }
@@ -100,6 +110,7 @@ pub async fn telegram(mut request: Request, env: &Env) -> Result<Response, ApiEr
         Err(error) => Err(ApiError::BadRequest(error.to_string())),
         Ok(ParsedUpdate::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
         Ok(ParsedUpdate::Message(event)) => acknowledge(deliver(env, &event).await?),
+        Ok(ParsedUpdate::Click(click)) => acknowledge(super::buttons::telegram(env, &click).await?),
     }
 }
 

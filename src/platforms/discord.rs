@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use thiserror::Error;
 
+use crate::approval::{Click, Clicker};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::security::{decode_hex, is_fresh};
 
@@ -75,8 +76,9 @@ pub enum Interaction {
     Ping,
     /// A command for the channel: answer `{"type": 5}` at once, complete later.
     Command(Box<InboundEvent>),
-    /// A button or select: acknowledge with a deferred update (`{"type": 6}`).
-    Component,
+    /// A button or select: acknowledge with a deferred update (`{"type": 6}`),
+    /// unless it is an approval's (the edge answers those).
+    Component(Box<Click>),
     /// A command edgebot does not know (say, one registered by an older
     /// version): the person is told so, visible only to them.
     UnknownCommand,
@@ -90,8 +92,9 @@ struct Payload {
     kind: u8,
     #[serde(default)]
     token: Option<String>,
+    /// A command's data, or a component's (`custom_id`): read by kind.
     #[serde(default)]
-    data: Option<CommandData>,
+    data: Option<Value>,
     #[serde(default)]
     guild_id: Option<String>,
     #[serde(default)]
@@ -151,11 +154,14 @@ pub fn parse_interaction(body: &[u8]) -> Result<Interaction, DiscordError> {
     let payload: Payload = serde_json::from_slice(body).map_err(|error| DiscordError::Malformed(error.to_string()))?;
     match payload.kind {
         1 => return Ok(Interaction::Ping),
-        3 => return Ok(Interaction::Component),
+        3 => return component(payload),
         2 => {}
         other => return Err(DiscordError::UnhandledType(other)),
     }
-    let data = payload.data.ok_or_else(|| DiscordError::Malformed("command without data".into()))?;
+    let data: CommandData = payload
+        .data
+        .and_then(|data| serde_json::from_value(data).ok())
+        .ok_or_else(|| DiscordError::Malformed("command without data".into()))?;
     let text = match data.kind {
         1 if data.name == ASK_COMMAND => data
             .options
@@ -197,12 +203,32 @@ pub fn parse_interaction(body: &[u8]) -> Result<Interaction, DiscordError> {
     Ok(Interaction::Command(Box::new(event)))
 }
 
+/// A component interaction (a button pressed): who pressed it, where, and
+/// what it carries. One without a user is nobody's (no decision takes it).
+fn component(payload: Payload) -> Result<Interaction, DiscordError> {
+    let nobody = User { id: String::new(), username: String::new(), global_name: None, bot: false };
+    let user = payload.member.map(|member| member.user).or(payload.user).unwrap_or(nobody);
+    let channel_id = payload.channel_id.unwrap_or_default();
+    let data = payload.data.as_ref().and_then(|data| data["custom_id"].as_str()).unwrap_or_default();
+    let scope = payload.guild_id.unwrap_or_else(|| "dm".into());
+    Ok(Interaction::Component(Box::new(Click {
+        clicker: Clicker {
+            platform: "discord".into(),
+            name: user.global_name.unwrap_or(user.username),
+            user_id: user.id,
+        },
+        data: data.to_string(),
+        conversation: format!("discord:{scope}:{channel_id}"),
+        answer_to: None,
+    })))
+}
+
 /// The immediate answer to an interaction.
 pub fn immediate_response(interaction: &Interaction) -> Value {
     match interaction {
         Interaction::Ping => json!({ "type": 1 }),
         Interaction::Command(_) => json!({ "type": 5 }),
-        Interaction::Component => json!({ "type": 6 }),
+        Interaction::Component(_) => json!({ "type": 6 }),
         Interaction::UnknownCommand => json!({ "type": 4, "data": { "content": "unknown command", "flags": 64 } }),
     }
 }
@@ -234,6 +260,29 @@ pub fn message_path(address: &ReplyAddress, message_id: &str) -> Option<String> 
         }
         _ => None,
     }
+}
+
+/// The answer to an approval's button: the message updated to show the
+/// decision (its buttons gone), or a note only the presser sees.
+pub fn button_answer(decided: Result<&str, &str>) -> Value {
+    match decided {
+        Ok(text) => {
+            json!({ "type": 7, "data": { "content": text, "components": [], "allowed_mentions": { "parse": [] } } })
+        }
+        Err(note) => {
+            json!({ "type": 4, "data": { "content": note, "flags": 64, "allowed_mentions": { "parse": [] } } })
+        }
+    }
+}
+
+/// Approve and Deny buttons (message components: an action row of two
+/// buttons whose custom ids carry [`crate::approval::button_data`]).
+pub fn approval_components(approval_id: &str) -> Value {
+    use crate::approval::{button_data, Choice};
+    json!([{ "type": 1, "components": [
+        { "type": 2, "style": 3, "label": "Approve", "custom_id": button_data(Choice::Approve, approval_id) },
+        { "type": 2, "style": 4, "label": "Deny", "custom_id": button_data(Choice::Deny, approval_id) },
+    ] }])
 }
 
 /// The body of an edit: new content, still mentioning nobody.
@@ -369,5 +418,22 @@ mod tests {
         let interaction = parse_interaction(body.to_string().as_bytes()).unwrap();
         assert_eq!(interaction, Interaction::UnknownCommand);
         assert_eq!(immediate_response(&interaction)["data"]["flags"], 64, "only the asker sees it");
+    }
+
+    #[test]
+    fn a_component_is_a_click_and_its_answer_updates_or_tells_the_presser_alone() {
+        let components = approval_components("0123456789abcdef");
+        assert_eq!(components[0]["components"][0]["custom_id"], "approve:0123456789abcdef");
+        let body = json!({"id": "i1", "application_id": "A", "type": 3, "token": "t", "guild_id": "G",
+            "channel_id": "C", "member": {"user": {"id": "U", "username": "ada"}},
+            "data": {"custom_id": "deny:0123456789abcdef", "component_type": 2}});
+        let Interaction::Component(click) = parse_interaction(body.to_string().as_bytes()).unwrap() else {
+            panic!("not a component")
+        };
+        assert_eq!((click.clicker.user_id.as_str(), click.conversation.as_str()), ("U", "discord:G:C"));
+        assert_eq!(click.data, "deny:0123456789abcdef");
+        assert_eq!(button_answer(Ok("Denied"))["type"], 7);
+        assert_eq!(button_answer(Ok("Denied"))["data"]["components"], json!([]));
+        assert_eq!(button_answer(Err("not yours"))["data"]["flags"], 64);
     }
 }

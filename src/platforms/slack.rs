@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 use thiserror::Error;
 
+use crate::approval::{Click, Clicker};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::security::{decode_hex, is_fresh};
 
@@ -280,6 +281,35 @@ pub fn parse_command(body: &[u8]) -> Result<InboundEvent, SlackError> {
     Ok(InboundEvent { is_dm, is_command: true, ..event }.with_text_capped(INBOUND_TEXT_LIMIT))
 }
 
+/// A button pressed in Slack (an interactivity payload: the form field
+/// `payload`, a `block_actions` JSON). None for a form that is not one (a
+/// slash command); an error for a payload edgebot cannot read.
+pub fn parse_click(body: &[u8]) -> Option<Result<Click, SlackError>> {
+    let payload = form_fields(body).into_iter().find(|(key, _)| key == "payload")?.1;
+    let read = || -> Result<Click, SlackError> {
+        let payload: Value =
+            serde_json::from_str(&payload).map_err(|error| SlackError::Malformed(error.to_string()))?;
+        let text = |pointer: &str| payload.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string();
+        if text("/type") != "block_actions" {
+            return Err(SlackError::Malformed(format!("unhandled interaction `{}`", text("/type"))));
+        }
+        let user_id = text("/user/id");
+        let channel = text("/channel/id");
+        if user_id.is_empty() || channel.is_empty() {
+            return Err(SlackError::Malformed("a button press without its user or channel".into()));
+        }
+        let team = payload.pointer("/team/id").or_else(|| payload.pointer("/user/team_id"));
+        let name = [text("/user/name"), text("/user/username")].into_iter().find(|name| !name.is_empty());
+        Ok(Click {
+            clicker: Clicker { platform: "slack".into(), name: name.unwrap_or_else(|| user_id.clone()), user_id },
+            data: text("/actions/0/value"),
+            conversation: format!("slack:{}:{channel}", team.and_then(Value::as_str).unwrap_or_default()),
+            answer_to: None,
+        })
+    };
+    Some(read())
+}
+
 /// An `application/x-www-form-urlencoded` body's fields, `+` and `%XX` decoded.
 /// A field without `=` is dropped, as before `form_urlencoded` did the decoding.
 fn form_fields(body: &[u8]) -> Vec<(String, String)> {
@@ -312,6 +342,26 @@ pub fn post_message_body(address: &ReplyAddress, text: &str, piece_id: &str) -> 
         }
         _ => json!({ "text": text }),
     }
+}
+
+/// A message with Approve and Deny buttons (Block Kit): the text as a
+/// section, then the buttons, whose values carry [`crate::approval::button_data`].
+/// Without an id, the text alone (an edit that takes the buttons away).
+pub fn approval_blocks(text: &str, approval_id: Option<&str>) -> Value {
+    use crate::approval::{button_data, Choice};
+    // A section's text holds at most 3,000 characters.
+    let shown: String = text.chars().take(3_000).collect();
+    let mut blocks = vec![json!({ "type": "section", "text": { "type": "mrkdwn", "text": shown } })];
+    if let Some(id) = approval_id {
+        let button = |label: &str, style: &str, choice: Choice| {
+            json!({ "type": "button", "text": { "type": "plain_text", "text": label }, "style": style,
+                    "action_id": button_data(choice, id), "value": button_data(choice, id) })
+        };
+        blocks.push(json!({ "type": "actions", "block_id": "approval", "elements": [
+            button("Approve", "primary", Choice::Approve), button("Deny", "danger", Choice::Deny),
+        ] }));
+    }
+    Value::Array(blocks)
 }
 
 /// The `chat.update` body that gives a posted piece (a draft) new text,
@@ -560,5 +610,25 @@ mod tests {
         assert_eq!(event.conversation_key, "slack:T1:C9");
         assert_eq!(event.author.name, "ada");
         assert!(parse_command(b"text=hi").is_err());
+    }
+
+    #[test]
+    fn a_block_action_is_a_click_in_its_channel_and_the_blocks_carry_the_approval() {
+        let blocks = approval_blocks("Approve?", Some("0123456789abcdef"));
+        assert_eq!(blocks[1]["elements"][0]["value"], "approve:0123456789abcdef");
+        assert_eq!(blocks[1]["elements"][1]["value"], "deny:0123456789abcdef");
+        assert_eq!(approval_blocks("Approved", None).as_array().map(Vec::len), Some(1), "no buttons after");
+        let payload = json!({"type": "block_actions", "user": {"id": "U1", "username": "ada", "team_id": "T1"},
+            "team": {"id": "T1"}, "channel": {"id": "C1"}, "actions": [{"value": "approve:0123456789abcdef"}]});
+        let body: String =
+            form_urlencoded::Serializer::new(String::new()).append_pair("payload", &payload.to_string()).finish();
+        let click = parse_click(body.as_bytes()).expect("a payload").expect("readable");
+        assert_eq!((click.clicker.user_id.as_str(), click.conversation.as_str()), ("U1", "slack:T1:C1"));
+        assert_eq!(click.data, "approve:0123456789abcdef");
+        assert!(parse_click(b"command=%2Fask&text=hi").is_none(), "a slash command is not a click");
+        let other = form_urlencoded::Serializer::new(String::new())
+            .append_pair("payload", "{\"type\":\"view_submission\"}")
+            .finish();
+        assert!(parse_click(other.as_bytes()).expect("a payload").is_err());
     }
 }

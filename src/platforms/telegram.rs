@@ -4,6 +4,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use thiserror::Error;
 
+use crate::approval::{Click, Clicker};
 use crate::inbound::{Attachment, Author, InboundEvent, ReplyAddress};
 use crate::security::constant_time_eq;
 
@@ -55,6 +56,8 @@ impl BotIdentity {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParsedUpdate {
     Message(Box<InboundEvent>),
+    /// A button of an inline keyboard pressed (a callback query).
+    Click(Box<Click>),
     /// Acknowledged and dropped, with the reason (for logs).
     Ignored(&'static str),
 }
@@ -64,6 +67,24 @@ struct Update {
     update_id: i64,
     #[serde(default)]
     message: Option<Message>,
+    #[serde(default)]
+    callback_query: Option<CallbackQuery>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CallbackQuery {
+    id: String,
+    from: User,
+    #[serde(default)]
+    message: Option<CallbackMessage>,
+    #[serde(default)]
+    data: Option<String>,
+}
+
+/// The message a pressed button is under (only its chat is read).
+#[derive(Debug, Deserialize)]
+struct CallbackMessage {
+    chat: Chat,
 }
 
 #[derive(Debug, Deserialize)]
@@ -143,6 +164,22 @@ struct FileRef {
 /// error; updates without a usable message are acknowledged and ignored.
 pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, TelegramError> {
     let update: Update = serde_json::from_slice(body).map_err(|error| TelegramError::Malformed(error.to_string()))?;
+    if let Some(query) = update.callback_query {
+        let Some(chat) = query.message.map(|message| message.chat) else {
+            return Ok(ParsedUpdate::Ignored("a button under no message edgebot can see"));
+        };
+        let name = [Some(query.from.first_name.clone()), query.from.username.clone()]
+            .into_iter()
+            .flatten()
+            .find(|name| !name.is_empty())
+            .unwrap_or_else(|| query.from.id.to_string());
+        return Ok(ParsedUpdate::Click(Box::new(Click {
+            clicker: Clicker { platform: "telegram".into(), user_id: query.from.id.to_string(), name },
+            data: query.data.unwrap_or_default(),
+            conversation: format!("telegram:{}", chat.id),
+            answer_to: Some(query.id),
+        })));
+    }
     let Some(message) = update.message else {
         return Ok(ParsedUpdate::Ignored("update carries no new message"));
     };
@@ -280,6 +317,16 @@ pub fn send_message_body(address: &ReplyAddress, text: &str, reply_to_message_id
     body
 }
 
+/// Approve and Deny under a message: an inline keyboard whose buttons carry
+/// [`crate::approval::button_data`] back as callback queries.
+pub fn approval_keyboard(approval_id: &str) -> Value {
+    use crate::approval::{button_data, Choice};
+    json!({ "inline_keyboard": [[
+        { "text": "Approve", "callback_data": button_data(Choice::Approve, approval_id) },
+        { "text": "Deny", "callback_data": button_data(Choice::Deny, approval_id) },
+    ]] })
+}
+
 /// The chat and message of a message this bot sent: the body of
 /// `deleteMessage`, and of `editMessageText` with the new `text` added.
 pub fn message_ref(address: &ReplyAddress, message_id: &str) -> Option<Value> {
@@ -329,8 +376,23 @@ mod tests {
     fn message_of(parsed: ParsedUpdate) -> InboundEvent {
         match parsed {
             ParsedUpdate::Message(event) => *event,
-            ParsedUpdate::Ignored(reason) => panic!("ignored: {reason}"),
+            other => panic!("not a message: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_pressed_button_is_a_click_in_its_chat_and_the_keyboard_carries_the_approval() {
+        let keyboard = approval_keyboard("0123456789abcdef");
+        assert_eq!(keyboard["inline_keyboard"][0][0]["callback_data"], "approve:0123456789abcdef");
+        assert_eq!(keyboard["inline_keyboard"][0][1]["callback_data"], "deny:0123456789abcdef");
+        let update = json!({"update_id": 9, "callback_query": {"id": "cq1", "from": {"id": 42, "first_name": "Ada"},
+            "message": {"message_id": 5, "date": 1, "chat": {"id": -100, "type": "group"}}, "data": "deny:0123456789abcdef"}});
+        let ParsedUpdate::Click(click) = parse(update) else { panic!("not a click") };
+        assert_eq!((click.clicker.platform.as_str(), click.clicker.user_id.as_str()), ("telegram", "42"));
+        assert_eq!((click.data.as_str(), click.conversation.as_str()), ("deny:0123456789abcdef", "telegram:-100"));
+        assert_eq!(click.answer_to.as_deref(), Some("cq1"));
+        let unseen = json!({"update_id": 9, "callback_query": {"id": "cq2", "from": {"id": 42, "first_name": "Ada"}}});
+        assert!(matches!(parse(unseen), ParsedUpdate::Ignored(_)));
     }
 
     #[test]

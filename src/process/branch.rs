@@ -57,6 +57,11 @@ pub fn compose_messages(job: &BranchJob, bot_name: &str, identity: &str) -> Resu
 /// What a branch's tools do in the world (memory, history, tasks, workers).
 #[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
 pub trait BranchTools {
+    /// Tools from outside (MCP servers an operator opened to branches, those
+    /// that need no approval: a branch cannot wait for one).
+    fn extra_tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
     /// Runs a tool; errors are text the model reads.
     async fn call(&self, name: &str, arguments: &Value) -> String;
 }
@@ -180,7 +185,8 @@ pub async fn run_branch(
     tools: &impl BranchTools,
     mut messages: Vec<ChatMessage>,
 ) -> Result<(String, Usage), LlmError> {
-    let specs = branch_tools();
+    let mut specs = branch_tools();
+    specs.extend(tools.extra_tools());
     let mut usage = Usage::default();
     let mut last_words = String::new();
     for _ in 0..MAX_BRANCH_MODEL_CALLS {

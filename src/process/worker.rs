@@ -16,6 +16,8 @@ pub enum WorkerState {
     Running,
     /// An interactive worker waiting for a `route` follow-up.
     WaitingForInput,
+    /// A tool call waits for a person's approval (the run rests in D1).
+    WaitingForApproval,
     Done,
     Failed,
 }
@@ -29,6 +31,10 @@ pub enum WorkerEvent {
     AwaitInput,
     /// A follow-up arrived through `route`.
     FollowUp,
+    /// A tool call needs a person's approval first.
+    AwaitApproval,
+    /// The approval was decided (or timed out): the call runs or is refused.
+    Decided,
     Cancel,
     /// Out of budget, nudges, or retries.
     GiveUp,
@@ -55,7 +61,9 @@ impl WorkerState {
             (Running, AwaitInput) => Ok(WaitingForInput),
             (WaitingForInput, FollowUp) => Ok(Running),
             (WaitingForInput, Outcome) => Ok(Done),
-            (Running | WaitingForInput, Cancel | GiveUp) => Ok(Failed),
+            (Running, AwaitApproval) => Ok(WaitingForApproval),
+            (WaitingForApproval, Decided) => Ok(Running),
+            (Running | WaitingForInput | WaitingForApproval, Cancel | GiveUp) => Ok(Failed),
             (state, event) => Err(InvalidTransition { state, event }),
         }
     }
@@ -111,6 +119,10 @@ mod tests {
             (WaitingForInput, FollowUp, Running),
             (WaitingForInput, Outcome, Done),
             (WaitingForInput, Cancel, Failed),
+            (Running, AwaitApproval, WaitingForApproval),
+            (WaitingForApproval, Decided, Running),
+            (WaitingForApproval, Cancel, Failed),
+            (WaitingForApproval, GiveUp, Failed),
         ];
         for (state, event, next) in allowed {
             assert_eq!(state.apply(event), Ok(next), "{state:?} + {event:?}");
@@ -122,6 +134,11 @@ mod tests {
             (Done, FollowUp),
             (Failed, Outcome),
             (Failed, FollowUp),
+            (Running, Decided),
+            (WaitingForApproval, Outcome),
+            (WaitingForApproval, FollowUp),
+            (WaitingForInput, AwaitApproval),
+            (Done, Decided),
         ];
         for (state, event) in refused {
             assert_eq!(state.apply(event), Err(InvalidTransition { state, event }), "{state:?} + {event:?}");

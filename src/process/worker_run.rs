@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 use super::branch::{attachment_tools, task_update_tool};
 use super::worker::TURNS_PER_SEGMENT;
 use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
+use crate::approval::Verdict;
 use crate::llm::{object, ChatModel};
-use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolSpec, Usage};
+use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolCall, ToolSpec, Usage};
 use crate::prompt;
 
 /// The queue message that runs one step of a worker.
@@ -41,6 +42,21 @@ pub enum WorkerInput {
     FollowUp {
         message: String,
     },
+    /// A person decided on the call that waits for approval (or the wait timed out).
+    Decision {
+        call_id: String,
+        verdict: Verdict,
+        /// Who decided, as the worker is told.
+        by: String,
+    },
+}
+
+/// The decision on the call a run waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallDecision {
+    pub call_id: String,
+    pub verdict: Verdict,
+    pub by: String,
 }
 
 /// Everything a worker is between its steps.
@@ -58,15 +74,24 @@ pub struct WorkerRun {
     pub usage: Usage,
     /// Steps already finished, so a redelivered job is recognised.
     pub steps: Vec<String>,
+    /// Calls the model asked for that have no result yet: they wait behind
+    /// one that needs approval, and run, in order, once it is decided.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queued: Vec<ToolCall>,
+    /// The decision on the first queued call, until it is carried out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<CallDecision>,
 }
 
 /// How a segment ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum SegmentEnd {
     /// `set_status(kind: "outcome")`: the result.
     Outcome(String),
     /// An interactive worker asks for input (its question).
     Waiting(String),
+    /// This call needs a person's approval; the run rests until it is decided.
+    Approval(ToolCall),
     /// Out of segments or nudges: what it had.
     Failed(String),
     /// The channel cancelled it: nothing to report.
@@ -80,6 +105,14 @@ pub enum SegmentEnd {
 pub trait WorkerTools {
     /// Whether `web_search` is offered (a search provider is configured).
     fn has_search(&self) -> bool;
+    /// Tools from outside (MCP servers) offered beside the worker's own.
+    fn extra_tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+    /// Whether a call of `name` waits for a person's approval first.
+    fn needs_approval(&self, _name: &str) -> bool {
+        false
+    }
     /// Runs a tool; errors are text the model reads.
     async fn call(&self, name: &str, arguments: &Value) -> String;
     /// Passes a progress line to the channel's status block.
@@ -116,6 +149,8 @@ impl WorkerRun {
             outcome: None,
             usage: Usage::default(),
             steps: Vec::new(),
+            queued: Vec::new(),
+            decision: None,
         })
     }
 
@@ -131,6 +166,18 @@ impl WorkerRun {
                 }
                 Err(_) => false,
             },
+            WorkerInput::Decision { call_id, verdict, by } => {
+                let awaited = self.queued.first().is_some_and(|call| &call.id == call_id);
+                match (awaited, self.state.apply(WorkerEvent::Decided)) {
+                    (true, Ok(next)) => {
+                        self.state = next;
+                        self.decision =
+                            Some(CallDecision { call_id: call_id.clone(), verdict: *verdict, by: by.clone() });
+                        true
+                    }
+                    _ => false,
+                }
+            }
         }
     }
 
@@ -180,8 +227,13 @@ pub async fn run_segment(
     tools: &impl WorkerTools,
     run: &mut WorkerRun,
 ) -> Result<SegmentEnd, LlmError> {
-    let specs = worker_tools(tools.has_search());
+    let mut specs = worker_tools(tools.has_search());
+    specs.extend(tools.extra_tools());
     run.segments += 1;
+    // Calls left waiting behind an approval run first.
+    if let Some(end) = run_queued(tools, &specs, run).await {
+        return Ok(end);
+    }
     for _ in 0..TURNS_PER_SEGMENT {
         if tools.is_cancelled().await {
             run.transition(WorkerEvent::Cancel);
@@ -217,34 +269,9 @@ pub async fn run_segment(
         let mut assistant = ChatMessage::new(Role::Assistant, text);
         assistant.tool_calls = completion.tool_calls.clone();
         run.messages.push(assistant);
-        let mut outcome = None;
-        for call in &completion.tool_calls {
-            let result = if call.name == "set_status" {
-                let status = call.arguments.get("text").and_then(Value::as_str).unwrap_or("").trim().to_string();
-                let kind = call.arguments.get("kind").and_then(Value::as_str).unwrap_or("progress");
-                match (kind, status.is_empty()) {
-                    (_, true) => "error: `text` must be a non-empty string".to_string(),
-                    ("outcome", false) => {
-                        outcome = Some(status);
-                        "outcome recorded".to_string()
-                    }
-                    (_, false) => {
-                        tools.report_progress(&status).await;
-                        run.status = Some(status);
-                        "status updated".to_string()
-                    }
-                }
-            } else if specs.iter().any(|spec| spec.name == call.name) {
-                tools.call(&call.name, &call.arguments).await
-            } else {
-                format!("error: there is no tool named `{}`", call.name)
-            };
-            run.messages.push(ChatMessage::tool_result(&call.id, result));
-        }
-        if let Some(outcome) = outcome {
-            run.transition(WorkerEvent::Outcome);
-            run.outcome = Some(outcome.clone());
-            return Ok(SegmentEnd::Outcome(outcome));
+        run.queued = completion.tool_calls;
+        if let Some(end) = run_queued(tools, &specs, run).await {
+            return Ok(end);
         }
     }
     match after_segment(run.segments) {
@@ -252,6 +279,56 @@ pub async fn run_segment(
         AfterSegment::Fail => {
             run.transition(WorkerEvent::GiveUp);
             Ok(SegmentEnd::Failed(fallback_words(run, "")))
+        }
+    }
+}
+
+/// Answers the queued calls in order. A call that needs approval and has no
+/// decision yet stops there (the rest wait behind it); once every call is
+/// answered, an outcome one of them reported ends the run.
+async fn run_queued(tools: &impl WorkerTools, specs: &[ToolSpec], run: &mut WorkerRun) -> Option<SegmentEnd> {
+    while let Some(call) = run.queued.first().cloned() {
+        let result = if call.name == "set_status" {
+            set_status(tools, run, &call.arguments).await
+        } else if !specs.iter().any(|spec| spec.name == call.name) {
+            format!("error: there is no tool named `{}`", call.name)
+        } else if tools.needs_approval(&call.name) {
+            match run.decision.take().filter(|decision| decision.call_id == call.id) {
+                None => {
+                    run.transition(WorkerEvent::AwaitApproval);
+                    return Some(SegmentEnd::Approval(call));
+                }
+                Some(decision) => match decision.verdict.refusal(&decision.by) {
+                    Some(refusal) => refusal,
+                    None => tools.call(&call.name, &call.arguments).await,
+                },
+            }
+        } else {
+            tools.call(&call.name, &call.arguments).await
+        };
+        run.queued.remove(0);
+        run.messages.push(ChatMessage::tool_result(&call.id, result));
+    }
+    let outcome = run.outcome.clone().filter(|_| run.state == WorkerState::Running)?;
+    run.transition(WorkerEvent::Outcome);
+    Some(SegmentEnd::Outcome(outcome))
+}
+
+/// `set_status`: a progress line goes to the channel; an outcome is kept
+/// until the calls beside it are answered.
+async fn set_status(tools: &impl WorkerTools, run: &mut WorkerRun, arguments: &Value) -> String {
+    let status = arguments.get("text").and_then(Value::as_str).unwrap_or("").trim().to_string();
+    let kind = arguments.get("kind").and_then(Value::as_str).unwrap_or("progress");
+    match (kind, status.is_empty()) {
+        (_, true) => "error: `text` must be a non-empty string".to_string(),
+        ("outcome", false) => {
+            run.outcome = Some(status);
+            "outcome recorded".to_string()
+        }
+        (_, false) => {
+            tools.report_progress(&status).await;
+            run.status = Some(status);
+            "status updated".to_string()
         }
     }
 }
@@ -289,11 +366,19 @@ mod tests {
         calls: RefCell<Vec<String>>,
         cancelled: bool,
         heartbeats: RefCell<u32>,
+        /// An outside tool, offered; calls of it need approval.
+        guarded: Option<&'static str>,
     }
 
     impl WorkerTools for Tools {
         fn has_search(&self) -> bool {
             false
+        }
+        fn extra_tools(&self) -> Vec<ToolSpec> {
+            self.guarded.map(|name| ToolSpec::new(name, object(json!({}), &[]))).into_iter().collect()
+        }
+        fn needs_approval(&self, name: &str) -> bool {
+            self.guarded == Some(name)
         }
         async fn call(&self, name: &str, _arguments: &Value) -> String {
             self.calls.borrow_mut().push(name.to_string());
@@ -314,6 +399,69 @@ mod tests {
         Completion {
             tool_calls: vec![ToolCall { id: "c".into(), name: name.into(), arguments }],
             ..Completion::default()
+        }
+    }
+
+    fn calls(list: &[(&str, &str, Value)]) -> Completion {
+        let tool_calls = list
+            .iter()
+            .map(|(id, name, arguments)| ToolCall {
+                id: id.to_string(),
+                name: name.to_string(),
+                arguments: arguments.clone(),
+            })
+            .collect();
+        Completion { tool_calls, ..Completion::default() }
+    }
+
+    fn decision(call_id: &str, verdict: Verdict) -> WorkerInput {
+        WorkerInput::Decision { call_id: call_id.into(), verdict, by: "Ada (telegram:1)".into() }
+    }
+
+    #[test]
+    fn a_call_that_needs_approval_waits_with_the_calls_behind_it_and_runs_once_approved() {
+        let tools = Tools { guarded: Some("mcp_t_create"), ..Tools::default() };
+        let mut run = fresh(false);
+        let batch = calls(&[
+            ("a", "http_fetch", json!({"url": "https://example.com"})),
+            ("b", "mcp_t_create", json!({"title": "x"})),
+            ("c", "http_fetch", json!({"url": "https://example.org"})),
+        ]);
+        let ends = drive(vec![batch], &mut run, &tools);
+        assert!(matches!(&ends[..], [SegmentEnd::Approval(call)] if call.id == "b"), "{ends:?}");
+        assert_eq!(run.state, WorkerState::WaitingForApproval);
+        assert_eq!(*tools.calls.borrow(), vec!["http_fetch".to_string()], "the call before it ran; the rest wait");
+        assert_eq!(run.queued.len(), 2);
+        // Anything but the decision on that very call is refused.
+        assert!(!run.accept(&WorkerInput::Continue));
+        assert!(!run.accept(&decision("c", Verdict::Approved)));
+        assert!(!run.accept(&WorkerInput::FollowUp { message: "go".into() }));
+        assert!(run.accept(&decision("b", Verdict::Approved)));
+        let ends = drive(vec![tool("set_status", json!({"kind": "outcome", "text": "filed"}))], &mut run, &tools);
+        assert_eq!(ends, vec![SegmentEnd::Outcome("filed".into())]);
+        assert_eq!(tools.calls.borrow().len(), 3, "approved, then the call behind it");
+        assert!(run.queued.is_empty() && run.decision.is_none());
+        assert!(!run.accept(&decision("b", Verdict::Approved)), "a second click changes nothing");
+    }
+
+    #[test]
+    fn a_denied_or_timed_out_call_does_not_run_and_the_worker_is_told_why() {
+        for (verdict, words) in [(Verdict::Denied, "Ada (telegram:1) denied"), (Verdict::TimedOut, "time allowed")] {
+            let tools = Tools { guarded: Some("mcp_t_drop"), ..Tools::default() };
+            let mut run = fresh(false);
+            // The outcome comes in the same batch, before the guarded call: it waits too.
+            let batch = calls(&[
+                ("o", "set_status", json!({"kind": "outcome", "text": "dropped it"})),
+                ("d", "mcp_t_drop", json!({})),
+            ]);
+            let ends = drive(vec![batch], &mut run, &tools);
+            assert!(matches!(&ends[..], [SegmentEnd::Approval(call)] if call.id == "d"), "{ends:?}");
+            assert!(run.accept(&decision("d", verdict)));
+            let ends = drive(vec![], &mut run, &tools);
+            assert_eq!(ends, vec![SegmentEnd::Outcome("dropped it".into())]);
+            assert!(tools.calls.borrow().is_empty(), "{verdict:?}: nothing ran");
+            let told = run.messages.last().map(|message| message.content.clone()).unwrap_or_default();
+            assert!(told.starts_with("not run:") && told.contains(words), "{told}");
         }
     }
 

@@ -196,3 +196,70 @@ export interface Person {
 
 export const MAX_NOTES_PER_PERSON = 20;
 export const MAX_NOTE_CHARS = 200;
+
+/// How the Worker signs in to an MCP server: only the names of the Worker secrets
+/// holding a token or a client secret, never their values.
+export interface McpAuth {
+  kind: "none" | "bearer" | "oauth";
+  token_secret?: string;
+  token_url?: string;
+  client_id?: string;
+  client_secret_secret?: string;
+  scope?: string;
+}
+
+export interface McpTool {
+  name: string;
+  /** The name the model sees (mcp_<server>_<tool>). */
+  exposed_name: string;
+  description: string;
+  read_only: boolean;
+  exposed: boolean;
+  needs_approval: boolean;
+}
+
+export interface McpServer {
+  name: string;
+  url: string;
+  auth: McpAuth;
+  /** null: every listed tool. */
+  expose: string[] | null;
+  /** The operator's overrides, per tool. */
+  approval: Record<string, boolean>;
+  /** Branches may use its tools that need no approval. */
+  branches: boolean;
+  tools: McpTool[];
+  tools_at: number | null;
+  down_until: number | null;
+  last_error: string | null;
+  calls: number;
+}
+
+/// What PUT /api/mcp/servers/{name} takes.
+export interface McpServerConfig {
+  url: string;
+  auth: McpAuth;
+  expose: string[] | null;
+  approval: Record<string, boolean>;
+  branches: boolean;
+}
+
+/// Server names: lowercase letters, digits and underscores, up to 20.
+export const MCP_SERVER_NAME = "[a-z0-9_]{1,20}";
+
+/// A tool call or a task waiting for (or given) a person's approval.
+export interface Approval {
+  id: string;
+  conversation_key: string;
+  kind: "tool" | "task";
+  what: string;
+  /** JSON text. */
+  arguments: string;
+  asker_name: string;
+  asker_id: string;
+  status: "waiting" | "approved" | "denied" | "timed_out";
+  expires_at: number | null;
+  decided_by: string | null;
+  decided_at: number | null;
+  created_at: number;
+}

@@ -15,6 +15,8 @@ interface Line {
   text: string;
   at: number;
   pending?: boolean;
+  /** A question waiting for someone's approval: open while it can still be decided. */
+  approval?: { id: string; open: boolean } | null;
 }
 
 type Incoming =
@@ -75,6 +77,43 @@ function Text({ text }: { text: string }) {
   }
   parts.push(text.slice(last));
   return <span class="text">{parts}</span>;
+}
+
+/// Approve and Deny under a line asking for approval. The server pushes the line
+/// again, closed and with the outcome, so this only has to send the choice.
+function ApprovalButtons({ id }: { id: string }) {
+  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState(false);
+  const [error, setError] = useState("");
+  const [answer, setAnswer] = useState("");
+  const decide = async (choice: "approve" | "deny") => {
+    setBusy(true);
+    setError("");
+    try {
+      const response = await fetch(`/api/chat/approvals/${encodeURIComponent(id)}`, {
+        method: "POST",
+        body: JSON.stringify({ choice }),
+        credentials: "same-origin",
+        headers: { "content-type": "application/json", accept: "application/json" },
+      });
+      const reply = await response.json().catch(() => ({}));
+      if (!response.ok) throw new Error(reply.error ?? `failed (${response.status})`);
+      setDone(true);
+      setAnswer(typeof reply.message === "string" ? reply.message : "");
+    } catch (failure) {
+      setError(failure instanceof Error ? failure.message : String(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="approval">
+      <button type="button" class="approve" disabled={busy || done} onClick={() => decide("approve")}>Approve</button>
+      <button type="button" class="deny" disabled={busy || done} onClick={() => decide("deny")}>Deny</button>
+      {error && <span role="alert" class="error approval-error">{error}</span>}
+      {answer && <span class="muted approval-answer">{answer}</span>}
+    </div>
+  );
 }
 
 /// Merges lines by id (a server copy replaces a pending one), in time order.
@@ -218,9 +257,11 @@ function Chat({ session }: { session: Session }) {
       </header>
       <ol ref={list} id="messages" aria-live="polite" aria-label="Conversation">
         {lines.map((line) => (
-          <li key={line.id} data-id={line.id} class={`${line.role}${line.pending ? " pending" : ""}`}>
+          <li key={line.id} data-id={line.id} data-approval={line.approval?.id}
+            class={`${line.role}${line.pending ? " pending" : ""}`}>
             <span class="visually-hidden">{line.role === "user" ? "You" : line.author}: </span>
             <Text text={line.text} />
+            {line.approval?.open && <ApprovalButtons key={line.approval.id} id={line.approval.id} />}
           </li>
         ))}
       </ol>

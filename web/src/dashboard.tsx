@@ -1,6 +1,6 @@
 // The operator's dashboard: conversations, one conversation live, memory, people,
-// tasks and schedules, spend, identity, settings. Hash routes keep it one static page;
-// each page lives in its own file under dashboard/.
+// tasks and schedules, tools (MCP servers and approvals), spend, identity, settings.
+// Hash routes keep it one static page; each page lives in its own file under dashboard/.
 
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
@@ -14,17 +14,18 @@ import { SpendPage } from "./dashboard/spend";
 import { PeoplePage } from "./dashboard/people";
 import { SettingsPage } from "./dashboard/settings";
 import { IdentityPage } from "./dashboard/identity";
+import { ToolsPage } from "./dashboard/tools";
 
 type Route =
   | { page: "conversations" }
   | { page: "conversation"; key: string }
-  | { page: "memory" | "people" | "tasks" | "spend" | "identity" | "settings" };
+  | { page: "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" };
 
 function route(hash: string): Route {
   const [, page = "", ...rest] = hash.replace(/^#/, "").split("/");
   if (page === "c" && rest.length) return { page: "conversation", key: decodeURIComponent(rest.join("/")) };
-  if (["memory", "people", "tasks", "spend", "identity", "settings"].includes(page)) {
-    return { page: page as "memory" | "people" | "tasks" | "spend" | "identity" | "settings" };
+  if (["memory", "people", "tasks", "tools", "spend", "identity", "settings"].includes(page)) {
+    return { page: page as "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" };
   }
   return { page: "conversations" };
 }
@@ -60,6 +61,7 @@ function App() {
       {current.page === "memory" && <MemoryPage />}
       {current.page === "people" && <PeoplePage />}
       {current.page === "tasks" && <TasksPage />}
+      {current.page === "tools" && <ToolsPage />}
       {current.page === "spend" && <SpendPage />}
       {current.page === "identity" && <IdentityPage />}
       {current.page === "settings" && <SettingsPage />}

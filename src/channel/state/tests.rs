@@ -292,6 +292,7 @@ fn branch(question: &str, origin: &InboundEvent) -> ProcessStatus {
         waiting: false,
         last_heard_ms: 0,
         files_sent: Vec::new(),
+        approval: None,
     }
 }
 

@@ -54,6 +54,7 @@ fn process(kind: ProcessKind, interactive: bool) -> ProcessStatus {
         waiting: false,
         last_heard_ms: 0,
         files_sent: Vec::new(),
+        approval: None,
     }
 }
 

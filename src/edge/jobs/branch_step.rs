@@ -6,13 +6,20 @@ use serde_json::Value;
 use worker::{D1Database, Env};
 
 use super::{deliver, worker_step};
+use crate::approval::Kind;
+use crate::budget::Person;
 use crate::config::Config;
+use crate::edge::approvals::{self, Approval};
 use crate::edge::config::DATABASE_BINDING;
+use crate::edge::d1::Metered;
 use crate::edge::http::now_ms;
 use crate::edge::log::Emit;
+use crate::edge::mcp::Toolbox;
 use crate::edge::model::HttpModel;
 use crate::edge::{files, history, memory, people, tasks, usage};
+use crate::inbound::InboundEvent;
 use crate::llm::LlmError;
+use crate::llm::ToolSpec;
 use crate::log_line::LogLine;
 use crate::process::branch::{compose_messages, run_branch, BranchJob, BranchTools};
 use crate::process::envelope::{Envelope, MessageType};
@@ -67,6 +74,8 @@ async fn think(
         conversation_key: &branch.conversation_key,
         branch_id: &branch.id,
         people: &branch.people,
+        origin: &branch.origin,
+        mcp: Toolbox::open(config, env, database, true).await,
     };
     let started = now_ms();
     let (conclusion, spent) = run_branch(&model, model.model_name(), &tools, messages).await?;
@@ -94,9 +103,17 @@ struct EdgeTools<'a> {
     /// The people writing in the turn that started the branch: the only
     /// profiles its person tools may change.
     people: &'a [crate::people::Profile],
+    /// The message the branch thinks about (whoever wrote it proposes its tasks).
+    origin: &'a InboundEvent,
+    /// Tools of MCP servers open to branches, those that need no approval.
+    mcp: Toolbox<'a>,
 }
 
 impl BranchTools for EdgeTools<'_> {
+    fn extra_tools(&self) -> Vec<ToolSpec> {
+        self.mcp.specs()
+    }
+
     async fn call(&self, name: &str, arguments: &Value) -> String {
         let result = match name {
             "memory_save" | "memory_recall" | "memory_delete" => {
@@ -126,7 +143,18 @@ impl EdgeTools<'_> {
                     found.iter().map(|row| format!("{}: {}\n", row.author_name, row.content)).collect()
                 }
             }
-            "task_create" | "task_list" | "task_update" => tasks::branch_tool(db, key, name, arguments).await?,
+            "task_create" => match tasks::propose(db, key, arguments).await? {
+                Ok(task) => {
+                    self.ask_approval(&task).await?;
+                    format!(
+                        "task {} created; it waits for a person's approval (buttons in the conversation) before a \
+                         worker takes it",
+                        task.id
+                    )
+                }
+                Err(why) => format!("error: {why}"),
+            },
+            "task_list" | "task_update" => tasks::branch_tool(db, key, name, arguments).await?,
             "attachment_read" => files::read(self.env, db, key, &argument("id")).await,
             "attachment_recall" => files::recall(db, key).await,
             "send_file" => {
@@ -138,7 +166,27 @@ impl EdgeTools<'_> {
                 let shown: Vec<_> = workers.iter().filter(|worker| id.is_empty() || worker.id == id).collect();
                 serde_json::to_string(&shown)?
             }
-            other => format!("error: there is no tool named `{other}`"),
+            other => match self.mcp.call(other, arguments).await {
+                Some(result) => result,
+                None => format!("error: there is no tool named `{other}`"),
+            },
         })
+    }
+
+    /// A proposed task waits for a person: its approval is recorded and
+    /// asked in the conversation, with the same buttons as a tool call's.
+    async fn ask_approval(&self, task: &tasks::Task) -> worker::Result<()> {
+        let asker = Person::of(self.conversation_key, &self.origin.author);
+        let approval = Approval::new(
+            self.conversation_key,
+            Kind::Task,
+            &task.id.to_string(),
+            None,
+            (&task.title, &task.description),
+            asker.as_ref(),
+            None,
+        );
+        approvals::record(self.db, &approval)?.run_counted().await?;
+        approvals::ask(self.env, &approval, self.branch_id).await
     }
 }

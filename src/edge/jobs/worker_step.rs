@@ -11,13 +11,17 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, Env};
 
 use super::deliver;
+use crate::approval::{shown_arguments, Kind};
 use crate::config::Config;
+use crate::edge::approvals::{self, Approval};
 use crate::edge::config::DATABASE_BINDING;
 use crate::edge::d1::Metered;
 use crate::edge::http::now_ms;
 use crate::edge::log::Emit;
+use crate::edge::mcp::Toolbox;
 use crate::edge::model::HttpModel;
 use crate::edge::{files, tasks, usage, web};
+use crate::llm::{ChatMessage, Role, ToolSpec};
 use crate::log_line::LogLine;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::process::worker::WorkerState;
@@ -33,6 +37,9 @@ const HEARTBEAT_INTERVAL_MS: i64 = 60_000;
 struct Pending {
     report: Option<Envelope>,
     next: Option<WorkerJob>,
+    /// A call waits for this approval: ask for it in the conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ask: Option<Approval>,
 }
 
 #[derive(Deserialize)]
@@ -70,8 +77,15 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         return Ok(()); // cancelled, already done, or not for this state: a repeat does nothing
     }
     let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
+    let mcp = Toolbox::open(config, env, &db, false).await;
+    for note in &mcp.notes {
+        // Said once: a server still down at the next step is not said again.
+        if run.messages.last().is_none_or(|last| &last.content != note) {
+            run.messages.push(ChatMessage::new(Role::User, note.clone()));
+        }
+    }
     let tools =
-        EdgeTools { config, env, db: &db, job, progress_reports: Cell::new(0), last_heartbeat_ms: Cell::new(0) };
+        EdgeTools { config, env, db: &db, job, mcp, progress_reports: Cell::new(0), last_heartbeat_ms: Cell::new(0) };
     let usage_before = run.usage;
     let started = now_ms();
     let spender = usage::Spender { conversation_key: job.conversation_key.clone(), person: job.person.clone() };
@@ -93,7 +107,20 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         },
     };
     run.steps.push(job.step.clone());
-    let pending = decide(job, &run, end);
+    let ask = match &end {
+        SegmentEnd::Approval(call) => Some(Approval::new(
+            &job.conversation_key,
+            Kind::Tool,
+            &job.id,
+            Some(&call.id),
+            (&call.name, &shown_arguments(&call.arguments)),
+            job.person.as_ref(),
+            Some(now_ms() + config.approval_timeout_ms),
+        )),
+        _ => None,
+    };
+    let mut pending = decide(job, &run, end);
+    pending.ask = ask;
     let spent = crate::llm::Usage {
         input_tokens: run.usage.input_tokens - usage_before.input_tokens,
         output_tokens: run.usage.output_tokens - usage_before.output_tokens,
@@ -115,7 +142,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
 pub async fn give_up(env: &Env, job: &WorkerJob) -> Result<(), String> {
     let db = env.d1(DATABASE_BINDING).map_err(text)?;
     let envelope = report(job, MessageType::Error, "failed", "the worker failed after several attempts".into());
-    let pending = Pending { report: Some(envelope), next: None };
+    let pending = Pending { report: Some(envelope), next: None, ask: None };
     db.prepare("UPDATE workers SET state = 'failed', pending = ?1, updated_at = ?2 WHERE id = ?3")
         .bind(&[serde_json::to_string(&pending).map_err(text)?.into(), now(), job.id.as_str().into()])
         .map_err(text)?
@@ -131,17 +158,19 @@ fn decide(job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) -> Pending {
     let step = &job.step;
     match end {
         SegmentEnd::Outcome(outcome) => {
-            Pending { report: Some(report(job, MessageType::Done, "done", outcome)), next: None }
+            Pending { report: Some(report(job, MessageType::Done, "done", outcome)), ..Pending::default() }
         }
         SegmentEnd::Waiting(question) => Pending {
             report: Some(report(job, MessageType::Waiting, &format!("{step}:waiting"), question)),
-            next: None,
+            ..Pending::default()
         },
         SegmentEnd::Failed(words) => {
-            Pending { report: Some(report(job, MessageType::Error, "failed", words)), next: None }
+            Pending { report: Some(report(job, MessageType::Error, "failed", words)), ..Pending::default() }
         }
-        SegmentEnd::Cancelled => Pending::default(),
+        // The approval itself is asked for by the caller.
+        SegmentEnd::Cancelled | SegmentEnd::Approval(_) => Pending::default(),
         SegmentEnd::Continue => Pending {
+            ask: None,
             report: None,
             next: Some(WorkerJob {
                 id: job.id.clone(),
@@ -159,6 +188,9 @@ fn report(job: &WorkerJob, kind: MessageType, suffix: &str, body: String) -> Env
 }
 
 async fn carry_out(env: &Env, job: &WorkerJob, pending: &Pending) -> Result<(), String> {
+    if let Some(approval) = &pending.ask {
+        approvals::ask(env, approval, &job.id).await.map_err(text)?;
+    }
     if let Some(envelope) = &pending.report {
         deliver(env, &job.conversation_key, envelope).await.map_err(text)?;
         // A worker the ready-task loop started settles its task.
@@ -190,11 +222,21 @@ struct EdgeTools<'a> {
     progress_reports: Cell<u32>,
     /// When the last heartbeat went out (0: none yet in this step).
     last_heartbeat_ms: Cell<i64>,
+    /// Tools from MCP servers.
+    mcp: Toolbox<'a>,
 }
 
 impl WorkerTools for EdgeTools<'_> {
     fn has_search(&self) -> bool {
         self.config.search_api_key.is_set()
+    }
+
+    fn extra_tools(&self) -> Vec<ToolSpec> {
+        self.mcp.specs()
+    }
+
+    fn needs_approval(&self, name: &str) -> bool {
+        self.mcp.needs_approval(name)
     }
 
     async fn call(&self, name: &str, arguments: &Value) -> String {
@@ -218,7 +260,10 @@ impl WorkerTools for EdgeTools<'_> {
             "task_update" => tasks::update(self.db, Some(&self.job.conversation_key), Some(&self.job.id), arguments)
                 .await
                 .unwrap_or_else(|error| format!("error: {error}")),
-            other => format!("error: there is no tool named `{other}`"),
+            other => match self.mcp.call(other, arguments).await {
+                Some(result) => result,
+                None => format!("error: there is no tool named `{other}`"),
+            },
         }
     }
 
@@ -303,6 +348,9 @@ async fn save(
         ])?;
     let spender = usage::Spender { conversation_key: job.conversation_key.clone(), person: job.person.clone() };
     let mut statements = vec![update];
+    if let Some(approval) = &pending.ask {
+        statements.push(approvals::record(db, approval)?);
+    }
     statements.extend(usage::add(db, &spender, "worker", spent, now_ms())?);
     crate::edge::d1::batch(db, statements).await?;
     Ok(())

@@ -47,6 +47,7 @@ export function Nav({ current, onSignOut }: { current: string; onSignOut: () => 
       {link("#/memory", "Memory", "memory")}
       {link("#/people", "People", "people")}
       {link("#/tasks", "Tasks & schedules", "tasks")}
+      {link("#/tools", "Tools", "tools")}
       {link("#/spend", "Spend", "spend")}
       {link("#/identity", "Identity", "identity")}
       {link("#/settings", "Settings", "settings")}
