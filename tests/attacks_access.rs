@@ -65,6 +65,11 @@ fn admin_routes() -> Vec<(Method, &'static str)> {
         (Method::POST, "/api/discord/gateway"),
         (Method::DELETE, "/api/discord/gateway"),
         get("/api/discord/gateway"),
+        get("/api/mcp/servers"),
+        (Method::PUT, "/api/mcp/servers/planted"),
+        (Method::DELETE, "/api/mcp/servers/planted"),
+        (Method::POST, "/api/mcp/servers/planted/refresh"),
+        get("/api/approvals"),
     ]
 }
 

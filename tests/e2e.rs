@@ -17,6 +17,7 @@ mod history;
 mod hostile;
 mod identity;
 mod leaks;
+mod mcp;
 mod memory;
 mod models;
 mod outbound;

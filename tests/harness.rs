@@ -27,8 +27,6 @@ use serde_json::{json, Value};
 
 pub use fake_api::{FakeApi, Flavor};
 pub use fake_llm::{FakeLlm, Scripted};
-#[allow(unused_imports)] // no test uses it yet
-pub use fake_mcp::FakeMcp;
 pub use worker::Worker;
 
 pub const TELEGRAM_SECRET: &str = "test-webhook-secret";

@@ -99,3 +99,29 @@ fn say_blocking(
     let _ = socket.close(None);
     seen
 }
+
+/// The chat so far, as a page that (re)connects gets it: the `history` lines.
+pub async fn history(env: &TestEnv, cookie: &str) -> Vec<Value> {
+    let (base_url, cookie) = (env.worker.base_url.clone(), cookie.to_string());
+    tokio::task::spawn_blocking(move || {
+        let address = base_url.trim_start_matches("http://");
+        let stream = TcpStream::connect(address).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut request = format!("ws://{address}/api/chat/socket").into_client_request().unwrap();
+        request.headers_mut().insert("cookie", cookie.parse().unwrap());
+        request.headers_mut().insert("origin", base_url.parse().unwrap());
+        let (mut socket, _) = tungstenite::client::client(request, stream).expect("the chat socket opens");
+        socket.send(Message::text(json!({ "type": "hello" }).to_string())).unwrap();
+        loop {
+            if let Message::Text(text) = socket.read().expect("the history comes") {
+                let line: Value = serde_json::from_str(text.as_str()).unwrap_or_default();
+                if line["type"] == "history" {
+                    let _ = socket.close(None);
+                    return line["messages"].as_array().cloned().unwrap_or_default();
+                }
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
