@@ -442,7 +442,9 @@ fn the_slack_manifest_points_every_request_at_the_worker() {
     assert!(output.status.success());
     let manifest = String::from_utf8(output.stdout).unwrap();
     assert!(!manifest.contains("${WORKER_URL}"), "the placeholder is filled in");
-    assert_eq!(manifest.matches("url: https://edgebot.ada.workers.dev/webhooks/slack").count(), 2, "{manifest}");
+    // Events, the slash command and button presses (interactivity) all come to the one route.
+    assert_eq!(manifest.matches("url: https://edgebot.ada.workers.dev/webhooks/slack").count(), 3, "{manifest}");
+    assert!(manifest.contains("interactivity:\n    is_enabled: true"), "approval buttons need it: {manifest}");
     assert!(manifest.contains("- command: /ask"));
     for event in ["app_mention", "message.channels", "message.groups", "message.im", "message.mpim"] {
         assert!(manifest.contains(&format!("      - {event}\n")), "bot event {event}");

@@ -229,11 +229,13 @@ pub async fn run_segment(
 ) -> Result<SegmentEnd, LlmError> {
     let mut specs = worker_tools(tools.has_search());
     specs.extend(tools.extra_tools());
-    run.segments += 1;
-    // Calls left waiting behind an approval run first.
-    if let Some(end) = run_queued(tools, &specs, run).await {
-        return Ok(end);
+    if run.decision.is_some() {
+        // Resuming after a decision: the decided call and the calls behind it
+        // run, and the run is saved (a step of its own) before the model is
+        // asked again, so a retried step never runs an approved call twice.
+        return Ok(run_queued(tools, &specs, run).await.unwrap_or(SegmentEnd::Continue));
     }
+    run.segments += 1;
     for _ in 0..TURNS_PER_SEGMENT {
         if tools.is_cancelled().await {
             run.transition(WorkerEvent::Cancel);
@@ -437,8 +439,11 @@ mod tests {
         assert!(!run.accept(&decision("c", Verdict::Approved)));
         assert!(!run.accept(&WorkerInput::FollowUp { message: "go".into() }));
         assert!(run.accept(&decision("b", Verdict::Approved)));
+        let segments = run.segments;
         let ends = drive(vec![tool("set_status", json!({"kind": "outcome", "text": "filed"}))], &mut run, &tools);
-        assert_eq!(ends, vec![SegmentEnd::Outcome("filed".into())]);
+        // The approved calls run in a step of their own; the model is asked in the next.
+        assert_eq!(ends, vec![SegmentEnd::Continue, SegmentEnd::Outcome("filed".into())]);
+        assert_eq!(run.segments, segments + 1, "the resumption is not a segment of model calls");
         assert_eq!(tools.calls.borrow().len(), 3, "approved, then the call behind it");
         assert!(run.queued.is_empty() && run.decision.is_none());
         assert!(!run.accept(&decision("b", Verdict::Approved)), "a second click changes nothing");

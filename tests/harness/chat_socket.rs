@@ -53,13 +53,7 @@ fn say_blocking(
     files: &[String],
     until: Option<fn(&Value) -> bool>,
 ) -> Vec<(Instant, Value)> {
-    let address = base_url.trim_start_matches("http://");
-    let stream = TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut request = format!("ws://{address}/api/chat/socket").into_client_request().unwrap();
-    request.headers_mut().insert("cookie", cookie.parse().unwrap());
-    request.headers_mut().insert("origin", base_url.parse().unwrap());
-    let (mut socket, _) = tungstenite::client::client(request, stream).expect("the chat socket opens");
+    let mut socket = open(base_url, cookie);
     // Short reads from here on, so each line's arrival is timed closely.
     socket.get_mut().set_read_timeout(Some(Duration::from_millis(20))).unwrap();
     // The page's own id for the message: 8 to 64 letters, digits and dashes.
@@ -104,13 +98,7 @@ fn say_blocking(
 pub async fn history(env: &TestEnv, cookie: &str) -> Vec<Value> {
     let (base_url, cookie) = (env.worker.base_url.clone(), cookie.to_string());
     tokio::task::spawn_blocking(move || {
-        let address = base_url.trim_start_matches("http://");
-        let stream = TcpStream::connect(address).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut request = format!("ws://{address}/api/chat/socket").into_client_request().unwrap();
-        request.headers_mut().insert("cookie", cookie.parse().unwrap());
-        request.headers_mut().insert("origin", base_url.parse().unwrap());
-        let (mut socket, _) = tungstenite::client::client(request, stream).expect("the chat socket opens");
+        let mut socket = open(&base_url, &cookie);
         socket.send(Message::text(json!({ "type": "hello" }).to_string())).unwrap();
         loop {
             if let Message::Text(text) = socket.read().expect("the history comes") {
@@ -124,4 +112,16 @@ pub async fn history(env: &TestEnv, cookie: &str) -> Vec<Value> {
     })
     .await
     .unwrap()
+}
+
+/// The chat socket as the page opens it (its cookie, its origin), reads waiting up to 5 s.
+fn open(base_url: &str, cookie: &str) -> tungstenite::WebSocket<TcpStream> {
+    let address = base_url.trim_start_matches("http://");
+    let stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut request = format!("ws://{address}/api/chat/socket").into_client_request().unwrap();
+    request.headers_mut().insert("cookie", cookie.parse().unwrap());
+    request.headers_mut().insert("origin", base_url.parse().unwrap());
+    let (socket, _) = tungstenite::client::client(request, stream).expect("the chat socket opens");
+    socket
 }

@@ -79,8 +79,8 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
     let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
     let mcp = Toolbox::open(config, env, &db, false).await;
     for note in &mcp.notes {
-        // Said once: a server still down at the next step is not said again.
-        if run.messages.last().is_none_or(|last| &last.content != note) {
+        // Said once, and never between a call and its result.
+        if run.queued.is_empty() && !run.messages.iter().any(|message| &message.content == note) {
             run.messages.push(ChatMessage::new(Role::User, note.clone()));
         }
     }
