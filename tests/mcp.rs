@@ -128,7 +128,8 @@ async fn an_operator_adds_a_server_and_a_worker_lists_and_calls_its_tools_over_a
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_waits_for_the_askers_press_on_telegram_and_nobody_else_decides_it() {
-    let (env, fake) = start(&[]).await;
+    // User 99 is an operator on Slack, not on Telegram.
+    let (env, fake) = start(&[("APPROVERS", "slack:99")]).await;
     add_tracker(&env, &fake.url()).await;
     env.llm.push(spawn("file an issue about the slow login", false, "I'll file it once you approve."));
     env.llm.push_for(WORKER, call("mcp_tracker_create_issue", json!({ "title": "Login is slow" })));
@@ -177,8 +178,8 @@ async fn a_call_waits_for_the_askers_press_on_telegram_and_nobody_else_decides_i
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_restart_while_waiting_loses_nothing() {
-    let (mut env, fake) = start(&[]).await;
+async fn a_restart_while_waiting_loses_nothing_and_an_operator_may_decide() {
+    let (mut env, fake) = start(&[("APPROVERS", "telegram:5")]).await;
     add_tracker(&env, &fake.url()).await;
     env.llm.push(spawn("file an issue", false, "Waiting for your yes."));
     env.llm.push_for(WORKER, call("mcp_tracker_create_issue", json!({ "title": "Crash" })));
@@ -187,13 +188,16 @@ async fn a_restart_while_waiting_loses_nothing() {
     env.telegram_update(&dm_update(1, 73, "file an issue: crash")).await;
     let (_, id) = telegram_buttons(&env).await;
     env.crash_and_restart().await;
-    env.telegram_update(&press(2, 73, 73, &format!("approve:{id}"))).await;
+    // Telegram operator 5 (not the asker) decides.
+    env.telegram_update(&press(2, 5, 73, &format!("approve:{id}"))).await;
     wait_for("the outcome after the restart", Duration::from_secs(40), || async {
         env.telegram.calls("sendMessage").iter().any(|call| call["text"] == "Filed.").then_some(())
     })
     .await;
     assert_eq!(fake.tool_calls().iter().filter(|(tool, _)| tool == "create_issue").count(), 1);
-    assert_eq!(approval(&env, &id).await["status"], "approved");
+    let decided = approval(&env, &id).await;
+    assert_eq!(decided["status"], "approved");
+    assert!(decided["decided_by"].as_str().unwrap().contains("telegram:5"), "{decided}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -534,4 +538,54 @@ async fn a_person_approves_in_the_chat_page_and_the_dashboard_shows_the_decision
     dashboard.wait_for_text("li[data-server=tracker]", "mcp_tracker_lookup", Duration::from_secs(10)).await;
     assert!(!dashboard.text("body").await.contains(TOKEN), "no secret on the page");
     dashboard.screenshot("dashboard-tools").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oauth_client_credentials_fetch_a_token_once_and_branches_see_only_tools_needing_no_approval() {
+    const CLIENT_SECRET: &str = "client-secret-4b2e8f1d";
+    const ACCESS: &str = "access-token-9d8c7b6a5f";
+    let (env, fake) = start(&[("MCP_TRACKER_SECRET", CLIENT_SECRET)]).await;
+    fake.oauth_client("edgebot", CLIENT_SECRET, ACCESS);
+    let settings = json!({ "url": fake.url(), "branches": true, "auth": { "kind": "oauth",
+        "token_url": format!("{}/token", fake.base_url), "client_id": "edgebot",
+        "client_secret_secret": "MCP_TRACKER_SECRET" } });
+    let (code, server) = env.admin_send(reqwest::Method::PUT, "/api/mcp/servers/tracker", Some(settings)).await;
+    assert_eq!(code, 200, "{server}");
+    assert_eq!(server["tools"].as_array().unwrap().len(), 4, "listed with the token: {server}");
+    let shown = env.admin_text("/api/mcp/servers").await;
+    assert!(!shown.contains(ACCESS) && !shown.contains(CLIENT_SECRET), "{shown}");
+
+    env.llm.push(Scripted::ToolCalls(vec![
+        ("branch".into(), json!({ "question": "what does issue 5 say?" })),
+        ("reply".into(), json!({ "content": "Checking." })),
+    ]));
+    env.llm.push_for("You are a branch", call("mcp_tracker_lookup", json!({ "number": 5 })));
+    env.llm.push_for("You are a branch", Scripted::Text("Issue 5 is about the slow login.".into()));
+    env.llm.reply("Issue 5 is about the slow login.");
+    env.telegram_update(&dm_update(1, 77, "what does issue 5 say?")).await;
+    wait_for("the answer", Duration::from_secs(40), || async {
+        env.telegram
+            .calls("sendMessage")
+            .iter()
+            .any(|call| call["text"] == "Issue 5 is about the slow login.")
+            .then_some(())
+    })
+    .await;
+    let branch: Vec<Value> = env
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|request| crate::harness::all_message_text(request).contains("You are a branch"))
+        .collect();
+    let offered: Vec<&str> =
+        branch[0]["tools"].as_array().unwrap().iter().filter_map(|tool| tool["function"]["name"].as_str()).collect();
+    assert!(offered.contains(&"mcp_tracker_lookup"), "{offered:?}");
+    assert!(!offered.contains(&"mcp_tracker_create_issue"), "a branch cannot wait for an approval: {offered:?}");
+    assert_eq!(tool_results(&branch[1])[0], "Issue #5: The login page is slow (open)");
+    // One token for the listing and the branch's call: kept in D1 until it expires.
+    let grants = fake.token_requests();
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert!(grants[0].contains("grant_type=client_credentials"));
+    let call = fake.received().into_iter().find(|call| call.method == "tools/call").unwrap();
+    assert_eq!(call.authorization.as_deref(), Some(format!("Bearer {ACCESS}").as_str()));
 }

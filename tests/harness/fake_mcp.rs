@@ -62,6 +62,9 @@ struct McpState {
     token: Option<String>,
     /// A tool was added: the next SSE answer announces `notifications/tools/list_changed`.
     list_changed: bool,
+    /// OAuth client credentials `/token` takes (client id, secret), and the form bodies it got.
+    client: Option<(String, String)>,
+    token_requests: Vec<String>,
 }
 
 type Shared = Arc<Mutex<McpState>>;
@@ -85,11 +88,14 @@ impl FakeMcp {
             slow_delay: Duration::from_secs(3),
             token: None,
             list_changed: false,
+            client: None,
+            token_requests: Vec::new(),
         }));
         let router = Router::new()
             .route("/mcp", post(post_mcp).get(get_mcp))
             .route("/redirect-away", get(redirect_away).post(redirect_away))
             .route("/mcp-moved", post(mcp_moved))
+            .route("/token", post(token))
             .with_state(state.clone());
         let server = ServerHandle::serve(router).await;
         state.lock().unwrap().base_url = server.base_url.clone();
@@ -127,6 +133,20 @@ impl FakeMcp {
     /// Default: no check.
     pub fn require_token(&self, token: &str) {
         self.state.lock().unwrap().token = Some(token.to_string());
+    }
+
+    /// An OAuth token endpoint at `{base_url}/token`: a client-credentials
+    /// grant for this client gets an access token (the one [`Self::require_token`]
+    /// then asks for), valid an hour.
+    pub fn oauth_client(&self, client_id: &str, client_secret: &str, access_token: &str) {
+        let mut state = self.state.lock().unwrap();
+        state.client = Some((client_id.to_string(), client_secret.to_string()));
+        state.token = Some(access_token.to_string());
+    }
+
+    /// The form bodies `/token` received.
+    pub fn token_requests(&self) -> Vec<String> {
+        self.state.lock().unwrap().token_requests.clone()
     }
 
     /// Adds a tool to the list from now on (for refresh tests); the next SSE
@@ -219,6 +239,25 @@ fn sse(messages: Vec<Value>) -> Response {
         .header("cache-control", "no-cache")
         .body(Body::from_stream(futures_util::stream::iter(events)))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// `POST /token`: OAuth 2.0 client credentials (form-encoded), as an authorization server answers.
+async fn token(State(state): State<Shared>, body: Bytes) -> Response {
+    let mut state = state.lock().unwrap();
+    let form = String::from_utf8_lossy(&body).to_string();
+    state.token_requests.push(form.clone());
+    let fields: Vec<(String, String)> = url::form_urlencoded::parse(form.as_bytes()).into_owned().collect();
+    let field = |name: &str| fields.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
+    let granted = field("grant_type").as_deref() == Some("client_credentials")
+        && state.client.as_ref().is_some_and(|(id, secret)| {
+            field("client_id").as_ref() == Some(id) && field("client_secret").as_ref() == Some(secret)
+        });
+    match (granted, state.token.clone()) {
+        (true, Some(access_token)) => {
+            Json(json!({ "access_token": access_token, "token_type": "Bearer", "expires_in": 3600 })).into_response()
+        }
+        _ => (StatusCode::UNAUTHORIZED, Json(json!({ "error": "invalid_client" }))).into_response(),
+    }
 }
 
 async fn post_mcp(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
