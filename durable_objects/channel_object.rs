@@ -450,7 +450,7 @@ impl ChannelObject {
             );
             // An approval still waiting shows its buttons again.
             if let Some(approval) = &entry.approval_id {
-                line["approval"] = serde_json::json!({ "id": approval, "open": true });
+                web_chat::with_buttons(&mut line, approval);
             }
             lines.push((entry.created_at, line));
         }

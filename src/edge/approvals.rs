@@ -11,7 +11,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Env};
 
 use super::channel_stub;
-use super::config::DATABASE_BINDING;
+use super::config::{redactor, DATABASE_BINDING};
 use super::d1::{changes, number, text_or_null, Metered};
 use super::http::now_ms;
 use super::log::Emit;
@@ -71,7 +71,8 @@ impl Approval {
             subject: subject.to_string(),
             call_id: call_id.map(str::to_string),
             what: what.to_string(),
-            arguments: arguments.to_string(),
+            // Kept and shown (the dashboard too) without any configured secret.
+            arguments: redactor().redact(arguments).into_owned(),
             asker_platform: platform.map(str::to_string),
             asker_id: id.map(str::to_string),
             asker_name: asker.map(|person| person.name.clone()),

@@ -390,63 +390,39 @@ impl<'a> Client<'a> {
         let established = self.established.borrow().clone();
         let controller = AbortController::default();
         let signal = controller.signal();
+        let network = |error: worker::Error| Failure::Unreachable(redactor().redact(&error.to_string()).into_owned());
         let exchange = async move {
             let mut url = endpoint.clone();
             for _ in 0..=MAX_REDIRECTS {
-                let headers = Headers::new();
-                headers.set("accept", mcp::ACCEPT)?;
-                headers.set("content-type", "application/json")?;
-                if let Some(value) = &authorization {
-                    headers.set("authorization", value)?;
-                }
-                if let Some(open) = &established {
-                    if let Some(session) = &open.session {
-                        headers.set(mcp::SESSION_HEADER, session)?;
-                    }
-                    headers.set(mcp::VERSION_HEADER, &open.version)?;
-                }
-                let mut init = RequestInit::new();
-                init.with_method(Method::Post)
-                    .with_headers(headers)
-                    .with_redirect(RequestRedirect::Manual)
-                    .with_body(Some(body.to_string().into()));
-                let request = Request::new_with_init(url.as_str(), &init)?;
+                let request =
+                    post_request(&url, &body, authorization.as_deref(), established.as_ref()).map_err(network)?;
                 ops::count(Op::McpRequest);
-                let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
+                let mut response = Fetch::Request(request).send_with_signal(&signal).await.map_err(network)?;
                 let status = response.status_code();
                 if matches!(status, 307 | 308) {
-                    let location = response.headers().get("location")?.unwrap_or_default();
-                    url = same_origin(self.config, &endpoint, &url, &location).map_err(worker::Error::RustError)?;
+                    let location = response.headers().get("location").map_err(network)?.unwrap_or_default();
+                    url = same_origin(self.config, &endpoint, &url, &location).map_err(Failure::Refused)?;
                     continue;
                 }
-                let session = response.headers().get(mcp::SESSION_HEADER)?;
-                let kind = response.headers().get("content-type")?.unwrap_or_default();
+                let session = response.headers().get(mcp::SESSION_HEADER).map_err(network)?;
+                let kind = response.headers().get("content-type").map_err(network)?.unwrap_or_default();
                 let answer = match id {
-                    Some(id) if (200..300).contains(&status) => Some(if kind.starts_with("text/event-stream") {
-                        read_answer(response.stream()?, id).await
-                    } else {
-                        let bytes = whole_body(response).await?;
-                        match bytes.len() > MAX_ANSWER_BYTES {
-                            true => Err(McpError::Malformed("the answer is too large".into())),
-                            false => mcp::answer_from_json(&String::from_utf8_lossy(&bytes), id),
-                        }
-                    }),
+                    Some(id) if (200..300).contains(&status) => {
+                        let stream = response.stream().map_err(network)?;
+                        Some(match kind.starts_with("text/event-stream") {
+                            true => read_answer(stream, id).await,
+                            false => read_json(stream, id).await,
+                        })
+                    }
                     _ => None,
                 };
                 return Ok(Posted { status, session, answer });
             }
-            Err(worker::Error::RustError("too many redirects".into()))
+            Err(Failure::Refused("too many redirects".into()))
         };
         let deadline = Delay::from(Duration::from_millis(timeout_ms));
         match select(Box::pin(exchange), deadline).await {
-            Either::Left((Ok(posted), _)) => Ok(posted),
-            Either::Left((Err(error), _)) => {
-                let text = redactor().redact(&error.to_string()).into_owned();
-                match text.starts_with("refused") || text.contains("redirect") {
-                    true => Err(Failure::Refused(text)),
-                    false => Err(Failure::Unreachable(text)),
-                }
-            }
+            Either::Left((posted, _)) => posted,
             Either::Right(_) => {
                 controller.abort();
                 Err(Failure::TimedOut)
@@ -561,6 +537,45 @@ fn same_origin(config: &Config, endpoint: &Url, from: &Url, location: &str) -> R
         ));
     }
     checked(config, next.as_str()).map_err(|why| format!("refused: {why}"))
+}
+
+/// One POST of a JSON-RPC message, with the session's headers; redirects are the caller's to check.
+fn post_request(
+    url: &Url,
+    body: &Value,
+    authorization: Option<&str>,
+    established: Option<&Established>,
+) -> worker::Result<Request> {
+    let headers = Headers::new();
+    headers.set("accept", mcp::ACCEPT)?;
+    headers.set("content-type", "application/json")?;
+    if let Some(value) = authorization {
+        headers.set("authorization", value)?;
+    }
+    if let Some(open) = established {
+        if let Some(session) = &open.session {
+            headers.set(mcp::SESSION_HEADER, session)?;
+        }
+        headers.set(mcp::VERSION_HEADER, &open.version)?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_redirect(RequestRedirect::Manual)
+        .with_body(Some(body.to_string().into()));
+    Request::new_with_init(url.as_str(), &init)
+}
+
+/// Reads a JSON answer, at most [`MAX_ANSWER_BYTES`] of it (a larger one is refused unread).
+async fn read_json(mut stream: worker::ByteStream, id: u64) -> Result<mcp::Answer, McpError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        body.extend_from_slice(&chunk.map_err(|error| McpError::Malformed(error.to_string()))?);
+        if body.len() > MAX_ANSWER_BYTES {
+            return Err(McpError::Malformed("the answer is too large".into()));
+        }
+    }
+    mcp::answer_from_json(&String::from_utf8_lossy(&body), id)
 }
 
 /// Reads an event stream until the message answering `id` (notifications

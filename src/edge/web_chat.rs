@@ -54,6 +54,12 @@ pub fn chat_message(id: &str, role: &str, author: &str, text: &str, at: i64) -> 
     serde_json::json!({ "type": "message", "id": id, "role": role, "author": author, "text": text, "at": at })
 }
 
+/// Approve and Deny under a chat line, for the approval with this id (the
+/// page sends the choice to `POST /api/chat/approvals/{id}`).
+pub fn with_buttons(line: &mut serde_json::Value, approval: &str) {
+    line["approval"] = serde_json::json!({ "id": approval, "open": true });
+}
+
 /// The chat id of a reply piece (`Piece::id` is `{conversation}/{turn}:{piece}`).
 pub fn reply_id(outbox_id: &str) -> String {
     format!("out:{}", outbox_id.rsplit_once('/').map_or(outbox_id, |(_, entry)| entry))
@@ -84,7 +90,7 @@ impl Messenger for WebChat<'_> {
         };
         let mut line = chat_message(&id, "assistant", self.bot_name, &text, now_ms());
         if let Buttons::Approval(approval) = piece.buttons {
-            line["approval"] = serde_json::json!({ "id": approval, "open": true });
+            with_buttons(&mut line, approval);
         }
         push(self.state, CHAT, &line);
         Ok(id)

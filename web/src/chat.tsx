@@ -119,7 +119,11 @@ function ApprovalButtons({ id }: { id: string }) {
 /// Merges lines by id (a server copy replaces a pending one), in time order.
 function merge(lines: Line[], incoming: Line[]): Line[] {
   const byId = new Map(lines.map((line) => [line.id, line]));
-  for (const line of incoming) byId.set(line.id, line);
+  // A line sent again (an approval once decided) keeps its place.
+  for (const line of incoming) {
+    const known = byId.get(line.id);
+    byId.set(line.id, known ? { ...line, at: known.at } : line);
+  }
   return [...byId.values()].sort((a, b) => a.at - b.at);
 }
 

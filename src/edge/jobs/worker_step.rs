@@ -107,20 +107,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         },
     };
     run.steps.push(job.step.clone());
-    let ask = match &end {
-        SegmentEnd::Approval(call) => Some(Approval::new(
-            &job.conversation_key,
-            Kind::Tool,
-            &job.id,
-            Some(&call.id),
-            (&call.name, &shown_arguments(&call.arguments)),
-            job.person.as_ref(),
-            Some(now_ms() + config.approval_timeout_ms),
-        )),
-        _ => None,
-    };
-    let mut pending = decide(job, &run, end);
-    pending.ask = ask;
+    let pending = decide(config, job, &run, end);
     let spent = crate::llm::Usage {
         input_tokens: run.usage.input_tokens - usage_before.input_tokens,
         output_tokens: run.usage.output_tokens - usage_before.output_tokens,
@@ -154,7 +141,7 @@ pub async fn give_up(env: &Env, job: &WorkerJob) -> Result<(), String> {
 }
 
 /// What a segment's end owes the world.
-fn decide(job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) -> Pending {
+fn decide(config: &Config, job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) -> Pending {
     let step = &job.step;
     match end {
         SegmentEnd::Outcome(outcome) => {
@@ -167,8 +154,19 @@ fn decide(job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) -> Pending {
         SegmentEnd::Failed(words) => {
             Pending { report: Some(report(job, MessageType::Error, "failed", words)), ..Pending::default() }
         }
-        // The approval itself is asked for by the caller.
-        SegmentEnd::Cancelled | SegmentEnd::Approval(_) => Pending::default(),
+        SegmentEnd::Approval(call) => Pending {
+            ask: Some(Approval::new(
+                &job.conversation_key,
+                Kind::Tool,
+                &job.id,
+                Some(&call.id),
+                (&call.name, &shown_arguments(&call.arguments)),
+                job.person.as_ref(),
+                Some(now_ms() + config.approval_timeout_ms),
+            )),
+            ..Pending::default()
+        },
+        SegmentEnd::Cancelled => Pending::default(),
         SegmentEnd::Continue => Pending {
             ask: None,
             report: None,
