@@ -32,6 +32,8 @@ pub enum Verdict {
     Approved,
     Denied,
     TimedOut,
+    /// The work that asked was stopped before anyone decided.
+    Withdrawn,
 }
 
 impl Verdict {
@@ -41,6 +43,7 @@ impl Verdict {
             Verdict::Approved => "approved",
             Verdict::Denied => "denied",
             Verdict::TimedOut => "timed_out",
+            Verdict::Withdrawn => "withdrawn",
         }
     }
 
@@ -56,6 +59,7 @@ impl Verdict {
                  outcome that it was not approved in time."
                     .into(),
             ),
+            Verdict::Withdrawn => Some("not run: the work was stopped before anyone decided.".into()),
         }
     }
 }
@@ -222,6 +226,7 @@ mod tests {
         assert_eq!(Verdict::Approved.refusal("Ada"), None);
         assert!(Verdict::Denied.refusal("Ada (slack:U1)").unwrap().contains("Ada (slack:U1) denied"));
         assert!(Verdict::TimedOut.refusal("").unwrap().contains("in the time allowed"));
+        assert!(Verdict::Withdrawn.refusal("").unwrap().starts_with("not run"));
         assert_eq!(Choice::Deny.verdict().as_str(), "denied");
         let long = serde_json::json!({ "body": "x".repeat(5_000) });
         assert!(shown_arguments(&long).chars().count() <= SHOWN_ARGUMENTS_CHARS + 1);

@@ -302,5 +302,6 @@ mod tests {
         assert!(settled("approved").starts_with("**Approved** by Bo"));
         assert!(settled("denied").contains("was not run"));
         assert!(settled("timed_out").starts_with("**Timed out:**"));
+        assert!(settled("withdrawn").starts_with("**Withdrawn:**"));
     }
 }

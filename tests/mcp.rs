@@ -589,3 +589,31 @@ async fn oauth_client_credentials_fetch_a_token_once_and_branches_see_only_tools
     let call = fake.received().into_iter().find(|call| call.method == "tools/call").unwrap();
     assert_eq!(call.authorization.as_deref(), Some(format!("Bearer {ACCESS}").as_str()));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stopping_the_work_withdraws_its_approval_and_its_buttons() {
+    let (env, fake) = start(&[]).await;
+    add_tracker(&env, &fake.url()).await;
+    env.llm.push(spawn("file an issue", false, "Asking for approval."));
+    env.llm.push_for(WORKER, call("mcp_tracker_create_issue", json!({ "title": "Never mind" })));
+    env.telegram_update(&dm_update(1, 78, "file an issue")).await;
+    let (_, id) = telegram_buttons(&env).await;
+    let worker = env.admin("/api/channels/telegram:78/workers").await[0]["id"].as_str().unwrap().to_string();
+    env.llm.push(Scripted::ToolCalls(vec![
+        ("cancel".into(), json!({ "id": worker })),
+        ("reply".into(), json!({ "content": "Stopped." })),
+    ]));
+    env.telegram_update(&dm_update(2, 78, "never mind, stop")).await;
+    wait_for("the approval withdrawn", Duration::from_secs(20), || async {
+        (approval(&env, &id).await["status"] == "withdrawn").then_some(())
+    })
+    .await;
+    let edits = env.telegram.calls("editMessageText");
+    let edit = edits.iter().find(|edit| edit["text"].as_str().is_some_and(|text| text.contains("Withdrawn")));
+    assert!(edit.is_some_and(|edit| edit.get("reply_markup").is_none()), "{edits:?}");
+    env.telegram_update(&press(3, 78, 78, &format!("approve:{id}"))).await;
+    let answer = env.telegram.calls("answerCallbackQuery").pop().unwrap();
+    assert!(answer["text"].as_str().unwrap().starts_with("Already decided: withdrawn"), "{answer}");
+    env.settle().await;
+    assert!(fake.tool_calls().iter().all(|(tool, _)| tool != "create_issue"));
+}

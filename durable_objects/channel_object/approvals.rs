@@ -117,6 +117,15 @@ pub(super) async fn time_out_due(object: &ChannelObject, now: i64) -> Result<()>
     Ok(())
 }
 
+/// The work waiting on `approval_id` was stopped: the approval is withdrawn
+/// and its message says so.
+pub(super) async fn withdraw(object: &ChannelObject, approval_id: &str) -> Result<()> {
+    match approvals::withdraw(&object.env, approval_id).await? {
+        Some(text) => show(object, approval_id, &text).await,
+        None => Ok(()),
+    }
+}
+
 /// The approval's message shows the decision, its buttons gone (best effort:
 /// the decision stands either way).
 async fn show(object: &ChannelObject, approval_id: &str, text: &str) -> Result<()> {

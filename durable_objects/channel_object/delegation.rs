@@ -84,6 +84,10 @@ pub(super) async fn delegate(
                 if stopped.kind == ProcessKind::Worker {
                     crate::edge::jobs::cancel_worker(database, process, conversation_key).await?;
                 }
+                // A call it left waiting for approval will not run: its buttons go.
+                if let Some(approval) = &stopped.approval {
+                    super::approvals::withdraw(object, &approval.id).await?;
+                }
                 let to = format!("{}:{process}", stopped.kind.label().to_lowercase());
                 let envelope = Envelope::new(
                     format!("{id}:cancel"),

@@ -299,6 +299,19 @@ async fn record_verdict(
     Ok(Some(now))
 }
 
+/// The work waiting on approval `id` was stopped (the channel's `cancel`):
+/// the approval is withdrawn. Returns its message's new text, or None if it
+/// was decided already.
+pub async fn withdraw(env: &Env, id: &str) -> worker::Result<Option<String>> {
+    let db = env.d1(DATABASE_BINDING)?;
+    let Some(approval) = one(&db, id).await? else {
+        return Ok(None);
+    };
+    let by = "nobody (the work was stopped)";
+    let recorded = record_verdict(&db, &approval, Verdict::Withdrawn, by).await?;
+    Ok(recorded.map(|_| approval.settled_text(Verdict::Withdrawn, by)))
+}
+
 /// An operator moved a proposed task on the board: its approval is decided
 /// by that, and its message says so (its buttons gone).
 pub async fn task_moved(env: &Env, task_id: i64, approved: bool) -> worker::Result<()> {

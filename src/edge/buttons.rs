@@ -74,20 +74,17 @@ pub async fn web(mut request: Request, env: &Env, id: &str) -> Result<Response, 
     let body = read_body(&mut request, MAX_BODY_BYTES).await?;
     let choice =
         serde_json::from_slice::<Value>(&body).ok().and_then(|body| body["choice"].as_str().map(str::to_string));
-    let data = format!("{}:{id}", choice.as_deref().unwrap_or_default());
-    if parse_button(&data).is_none() {
+    let data = format!("{}:{id}", choice.unwrap_or_default());
+    let Some((choice, id)) = parse_button(&data) else {
         return Err(ApiError::BadRequest("send {\"choice\": \"approve\" or \"deny\"} for an approval's id".into()));
-    }
-    let session = conversation.strip_prefix("web:").unwrap_or_default();
-    let name = if role == "operator" { "Operator" } else { "Guest" };
-    let clicker = Clicker { platform: "web".into(), user_id: format!("{session}:{role}"), name: name.into() };
-    let click = Click { clicker, data, conversation, answer_to: None };
-    let config = config::load(env);
-    let Some((choice, id)) = parse_button(&click.data) else {
-        return Err(ApiError::BadRequest("not an approval's button".into()));
     };
+    let session = conversation.strip_prefix("web:").unwrap_or_default();
     let operator = role == "operator";
-    let decided = approvals::decide_as(&config, env, id, choice, &click, operator).await.map_err(internal)?;
+    let name = if operator { "Operator" } else { "Guest" };
+    let clicker = Clicker { platform: "web".into(), user_id: format!("{session}:{role}"), name: name.into() };
+    let click = Click { clicker, data: data.clone(), conversation, answer_to: None };
+    let decided =
+        approvals::decide_as(&config::load(env), env, id, choice, &click, operator).await.map_err(internal)?;
     match decided {
         Ok(text) => Response::from_json(&json!({ "ok": true, "message": text })).map_err(internal),
         Err(note) => Err(ApiError::Refused(note)),
