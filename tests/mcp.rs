@@ -275,6 +275,8 @@ async fn an_unanswered_call_times_out_on_discord_and_the_worker_goes_on_without_
         let asked = sent
             .iter()
             .find(|call| call.body.get("components").is_some_and(|c| c.as_array().is_some_and(|c| !c.is_empty())))?;
+        // A follow-up message: the command's own answer is not replaced.
+        assert_eq!(asked.method, "POST", "{asked:?}");
         let custom = asked.body["components"][0]["components"][0]["custom_id"].as_str()?.to_string();
         Some(custom.trim_start_matches("approve:").to_string())
     })

@@ -57,7 +57,8 @@ pub(super) async fn ask(object: &ChannelObject, mut request: Request) -> Result<
         None => Buttons::None, // decided before it could be shown (on the board)
     };
     let piece_id = format!("{}/{}", ask.conversation_key, entry.id);
-    let piece = Piece { id: &piece_id, index: 0, text: &entry.text, reply_to: None, file: None, buttons };
+    // Never the first piece of a reply: on a Discord command that would replace the deferred answer.
+    let piece = Piece { id: &piece_id, index: 1, text: &entry.text, reply_to: None, file: None, buttons };
     for attempt in 1..=object.config.send_max_attempts {
         outbox::mark_sending(&sql, &entry.id)?;
         let failure = match platform.send(&address, &piece).await {
