@@ -509,12 +509,7 @@ async fn a_person_approves_in_the_chat_page_and_the_dashboard_shows_the_decision
     env.llm.push_for(WORKER, call("mcp_tracker_create_issue", json!({ "title": "From the page" })));
     env.llm.push_for(WORKER, status("outcome", "Filed issue #101."));
     env.llm.reply("Filed it as #101.");
-    let browser = Browser::start(390, 800).await;
-    browser.goto(&format!("{}/chat/", env.worker.base_url)).await;
-    browser.wait_for_text("body", "Invitation", Duration::from_secs(10)).await;
-    browser.type_into("#invite", INVITE).await;
-    browser.click("button[type=submit]").await;
-    browser.wait_for_text("#connection", "connected", Duration::from_secs(10)).await;
+    let browser = crate::web::join_chat(&env, INVITE).await;
     browser.type_into("#message", "file an issue from the page").await;
     browser.click("#send").await;
     browser.wait_for_text("#messages", "Approval needed", Duration::from_secs(30)).await;
@@ -528,10 +523,7 @@ async fn a_person_approves_in_the_chat_page_and_the_dashboard_shows_the_decision
     browser.screenshot("chat-approval-decided").await;
 
     let dashboard = Browser::start(1280, 900).await;
-    dashboard.goto(&format!("{}/dashboard/", env.worker.base_url)).await;
-    dashboard.wait_for_text("body", "Admin token", Duration::from_secs(10)).await;
-    dashboard.type_into("#token", ADMIN_TOKEN).await;
-    dashboard.click("button[type=submit]").await;
+    crate::web::sign_in(&dashboard, &env).await;
     dashboard.wait_for_text("nav", "Tools", Duration::from_secs(10)).await;
     dashboard.goto(&format!("{}/dashboard/#/tools", env.worker.base_url)).await;
     dashboard.wait_for_text("#approvals", "approved", Duration::from_secs(10)).await;

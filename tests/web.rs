@@ -18,7 +18,7 @@ fn status(kind: &str, text: &str) -> Scripted {
     Scripted::ToolCalls(vec![("set_status".into(), json!({ "kind": kind, "text": text }))])
 }
 
-async fn sign_in(browser: &Browser, env: &TestEnv) {
+pub(crate) async fn sign_in(browser: &Browser, env: &TestEnv) {
     browser.goto(&format!("{}/dashboard/", env.worker.base_url)).await;
     browser.wait_for_text("body", "Admin token", Duration::from_secs(10)).await;
     browser.type_into("#token", ADMIN_TOKEN).await;
@@ -26,12 +26,12 @@ async fn sign_in(browser: &Browser, env: &TestEnv) {
     browser.wait_for_text("nav", "Conversations", Duration::from_secs(10)).await;
 }
 
-/// Opens the web chat on a phone-sized page with the invitation; returns once its socket is up.
-async fn join_chat(env: &TestEnv) -> Browser {
+/// Opens the web chat on a phone-sized page with `invite`; returns once its socket is up.
+pub(crate) async fn join_chat(env: &TestEnv, invite: &str) -> Browser {
     let browser = Browser::start(390, 800).await;
     browser.goto(&format!("{}/chat/", env.worker.base_url)).await;
     browser.wait_for_text("body", "Invitation", Duration::from_secs(10)).await;
-    browser.type_into("#invite", INVITE).await;
+    browser.type_into("#invite", invite).await;
     browser.click("button[type=submit]").await;
     browser.wait_for_text("#connection", "connected", Duration::from_secs(10)).await;
     browser
@@ -242,7 +242,7 @@ async fn the_people_page_lists_a_person_edits_a_note_links_an_id_and_fits_360_px
 async fn the_web_chat_answers_without_a_reload_and_keeps_the_conversation_across_one() {
     let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE)]).await;
     env.llm.reply("Hello from the model, over the socket.");
-    let browser = join_chat(&env).await;
+    let browser = join_chat(&env, INVITE).await;
     mark_page(&browser).await;
 
     browser.type_into("#message", "hi there, who are you?").await;
@@ -296,7 +296,7 @@ async fn the_web_chat_catches_up_after_a_dropped_network_and_sends_what_was_type
     let env = TestEnv::start_with(&[("WEB_CHAT_TOKEN", INVITE), ("LLM_TIMEOUT_MS", "10000")]).await;
     env.llm.push(Scripted::SlowReply(Duration::from_secs(2), "An answer that came while you were away.".into()));
     env.llm.reply("Got your second message too.");
-    let browser = join_chat(&env).await;
+    let browser = join_chat(&env, INVITE).await;
     browser.eval(CAPTURE_SOCKET, json!([])).await;
     mark_page(&browser).await;
 

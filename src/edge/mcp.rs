@@ -521,7 +521,7 @@ impl<'a> Client<'a> {
 }
 
 /// A URL edgebot may send to: the fetch guard's rules, cross-checked with the runtime's parser.
-fn checked(config: &Config, url: &str) -> Result<Url, String> {
+pub(super) fn checked(config: &Config, url: &str) -> Result<Url, String> {
     check_url(url, &config.fetch_allowed_hosts)
         .and_then(super::web::runtime_agrees)
         .map_err(|refusal| refusal.to_string())

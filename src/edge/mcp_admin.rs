@@ -34,10 +34,11 @@ pub async fn save(mut request: Request, env: &Env, name: &str) -> Result<Respons
         serde_json::from_value(body).map_err(|error| ApiError::BadRequest(format!("unreadable settings: {error}")))?;
     settings.check().map_err(ApiError::BadRequest)?;
     let config = config::load(env);
-    crate::process::fetch_guard::check_url(&settings.url, &config.fetch_allowed_hosts)
+    // The same check every request to the server passes.
+    mcp::checked(&config, &settings.url)
         .map_err(|refusal| ApiError::BadRequest(format!("the URL is refused: {refusal}")))?;
     if let crate::mcp::Auth::Oauth { token_url, .. } = &settings.auth {
-        crate::process::fetch_guard::check_url(token_url, &config.fetch_allowed_hosts)
+        mcp::checked(&config, token_url)
             .map_err(|refusal| ApiError::BadRequest(format!("the token URL is refused: {refusal}")))?;
     }
     let db = env.d1(DATABASE_BINDING).map_err(internal)?;
