@@ -71,6 +71,13 @@ pub struct ChannelObject {
     index_flush_pending: Rc<Cell<bool>>,
     /// The unsent-piece count last written to D1 (None: not yet by this object).
     reported_unsent: Cell<Option<i64>>,
+    /// When the chat may next be called (a platform's rate limit, the edit
+    /// pace): drafts and delivery both keep it. A rate limit longer than a
+    /// moment also sets the alarm, so the wait survives the object.
+    pace: Cell<crate::reply::pace::Pace>,
+    /// Alarm runs in a row that failed (a turn still unrun after
+    /// [`crate::channel::turn::APOLOGISE_AFTER_FAILURES`] ends in the apology).
+    alarm_failures: Cell<u32>,
 }
 
 impl DurableObject for ChannelObject {
@@ -102,6 +109,8 @@ impl DurableObject for ChannelObject {
             saved_versions: RefCell::new(saved_versions),
             index_flush_pending: Rc::default(),
             reported_unsent: Cell::new(None),
+            pace: Cell::default(),
+            alarm_failures: Cell::new(0),
         }
     }
 
@@ -109,9 +118,26 @@ impl DurableObject for ChannelObject {
         durable::served(self.serve(request)).await
     }
 
+    /// Runs what is due. A run that fails is rescheduled here, with a
+    /// backoff, before the platform's few retries of a failing alarm could
+    /// give up on it; a turn whose runs keep failing ends in the apology
+    /// (`turn_runner`), and the cron's sweeper wakes whatever still waits.
     async fn alarm(&self) -> Result<Response> {
         durable::served(async {
-            turn_runner::run(self).await?;
+            match turn_runner::run(self).await {
+                Ok(()) => self.alarm_failures.set(0),
+                Err(error) => {
+                    let failures = self.alarm_failures.get() + 1;
+                    self.alarm_failures.set(failures);
+                    let retry_in = crate::channel::turn::alarm_retry_ms(failures);
+                    LogLine::error("alarm_failed")
+                        .field("failures", failures)
+                        .field("retry_in_ms", retry_in)
+                        .reason(&error)
+                        .emit();
+                    self.state.storage().set_alarm_counted(retry_in as i64).await?;
+                }
+            }
             Response::ok("")
         })
         .await
@@ -227,6 +253,18 @@ impl ChannelObject {
                 self.step(|machine| machine.set_schedule_due(Some(due)))?;
                 self.state.storage().set_alarm_counted(0).await?;
                 Response::ok("")
+            }
+            ChannelRoute::SweepWake => {
+                // The sweeper saw an inbound waiting past its bound: run what
+                // waits now. The index is written again either way, so a
+                // stale mark clears and a live one is seen by the next sweep.
+                let open = inbox::has_open(&self.state.storage().counted_sql())?;
+                if open {
+                    LogLine::warn("woken_by_sweeper").emit();
+                    self.state.storage().set_alarm_counted(0).await?;
+                }
+                self.flush_index_soon();
+                Response::from_json(&serde_json::json!({ "open": open }))
             }
             ChannelRoute::ApprovalAsk => approvals::ask(self, request).await,
             ChannelRoute::ApprovalSettled => approvals::settled(self, request).await,
@@ -472,14 +510,16 @@ impl ChannelObject {
         wasm_bindgen_futures::spawn_local(async move {
             sleep_ms(INDEX_FLUSH_DELAY_MS).await;
             pending.set(false);
-            let flushed = async {
-                let Some(row) = stats::read(&sql)? else { return Ok(()) };
-                crate::edge::conversations::upsert(&env.d1(DATABASE_BINDING)?, &row, now_ms()).await
-            };
-            if let Err(error) = flushed.await {
-                LogLine::error("conversation_index_not_written").reason(&error).emit();
-            }
+            write_index(&sql, &env).await;
         });
+    }
+
+    /// Writes the conversation's index now: a turn resumed after its run
+    /// broke off (the Worker stopped mid-turn) tells the sweeper it waits
+    /// before anything else, since the write the inbound scheduled may have
+    /// died with the run.
+    async fn flush_index_now(&self) {
+        write_index(&self.state.storage().counted_sql(), &self.env).await;
     }
 }
 
@@ -532,6 +572,17 @@ impl ChannelObject {
             None => CountOutcome::TimedOut,
         };
         (answer.flatten(), Some(CountRead { outcome, at_ms: now_ms() }))
+    }
+}
+
+/// Writes the conversation's counts and whether an inbound waits to D1's index (best effort: logged).
+async fn write_index(sql: &crate::edge::durable::Sql, env: &Env) {
+    let flushed = async {
+        let Some(row) = stats::read(sql)? else { return Ok(()) };
+        crate::edge::conversations::upsert(&env.d1(DATABASE_BINDING)?, &row, now_ms()).await
+    };
+    if let Err(error) = flushed.await {
+        LogLine::error("conversation_index_not_written").reason(&error).emit();
     }
 }
 

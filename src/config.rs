@@ -27,6 +27,9 @@ pub const DEFAULT_MCP_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_LLM_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_LLM_BACKOFF_MS: u64 = 500;
 pub const DEFAULT_SEND_MAX_ATTEMPTS: u32 = 3;
+/// An acknowledged inbound with no outcome this long after it arrived is
+/// woken by the cron's sweeper (which runs every minute).
+pub const DEFAULT_SWEEP_AFTER_MS: u64 = 120_000;
 /// Group bursts: wait this long after the last message before a turn...
 pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
@@ -142,6 +145,9 @@ pub struct Config {
     pub llm_timeout_ms: u64,
     pub llm_retry: RetryPolicy,
     pub send_max_attempts: u32,
+    /// How long an acknowledged inbound may go without an outcome before the
+    /// sweeper wakes its conversation.
+    pub sweep_after_ms: i64,
     pub channel: ChannelSettings,
     /// The limits on failed sign-ins and token checks.
     pub sign_in: crate::sign_in_limit::Limits,
@@ -272,6 +278,7 @@ impl Config {
                 base_backoff_ms: number("LLM_BACKOFF_MS", DEFAULT_LLM_BACKOFF_MS),
             },
             send_max_attempts: number("SEND_MAX_ATTEMPTS", DEFAULT_SEND_MAX_ATTEMPTS.into()).clamp(1, 10) as u32,
+            sweep_after_ms: number("SWEEP_AFTER_MS", DEFAULT_SWEEP_AFTER_MS).max(1_000) as i64,
             channel: ChannelSettings {
                 triggers: Triggers::parse(&text("ENGAGE_TRIGGERS", "dm,mention,reply")),
                 stickiness: !text("STICKINESS", "on").eq_ignore_ascii_case("off"),

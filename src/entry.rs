@@ -20,7 +20,7 @@ async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Conte
 }
 
 #[event(scheduled)]
-async fn scheduled(_event: ScheduledEvent, env: Env, _context: ScheduleContext) {
+async fn scheduled(event: ScheduledEvent, env: Env, _context: ScheduleContext) {
     count(Op::WorkerInvocation);
-    edge::cron::tick(&env).await
+    edge::cron::run(&event.cron(), &env).await
 }

@@ -129,6 +129,18 @@ pub struct Completion {
     pub usage: Usage,
 }
 
+impl Completion {
+    /// The answer, if it says anything: one with neither text nor a tool call
+    /// is no answer at all (a provider's empty message, a body with no
+    /// choices), and is treated as a garbled one, so it is retried.
+    pub fn checked(self) -> Result<Completion, LlmError> {
+        match self.content.is_none() && self.tool_calls.is_empty() {
+            true => Err(LlmError::Malformed("the answer holds neither text nor a tool call".into())),
+            false => Ok(self),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,

@@ -20,6 +20,7 @@ mod leaks;
 mod mcp;
 mod memory;
 mod models;
+mod never_silent;
 mod outbound;
 mod people;
 mod processes;

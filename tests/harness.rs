@@ -127,6 +127,19 @@ impl TestEnv {
         self.worker = Worker::start(&self.vars, self.state.path()).await;
     }
 
+    /// Kills the Worker, deletes every Durable Object alarm from its persisted
+    /// state (as a platform that dropped them would leave it), and starts it again.
+    pub async fn crash_losing_alarms(&mut self) {
+        self.worker.kill();
+        worker::drop_alarms(self.state.path());
+        self.worker = Worker::start(&self.vars, self.state.path()).await;
+    }
+
+    /// Where the Worker's local state lives.
+    pub fn state_dir(&self) -> &std::path::Path {
+        self.state.path()
+    }
+
     /// Stops the Worker, runs SQL on its local D1 (`wrangler d1 execute`), and
     /// starts it again on the same state; returns each statement's rows.
     pub async fn sql_while_stopped(&mut self, sql: &str) -> Value {
@@ -190,6 +203,13 @@ impl TestEnv {
     /// Fires the cron trigger as the scheduler would (`wrangler dev --test-scheduled`).
     pub async fn cron(&self) {
         let url = format!("{}/__scheduled?cron=*/15+*+*+*+*", self.worker.base_url);
+        let response = self.client.get(url).send().await.expect("scheduled request");
+        assert!(response.status().is_success(), "the scheduled handler ran");
+    }
+
+    /// Fires the every-minute trigger (the sweeper), as the scheduler would.
+    pub async fn cron_every_minute(&self) {
+        let url = format!("{}/__scheduled?cron=*+*+*+*+*", self.worker.base_url);
         let response = self.client.get(url).send().await.expect("scheduled request");
         assert!(response.status().is_success(), "the scheduled handler ran");
     }

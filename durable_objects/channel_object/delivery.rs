@@ -1,5 +1,13 @@
 //! Sends a turn's outbox, each piece at most once: bounded retries, rate
 //! limits that resume the turn later, and sends a crash interrupted.
+//!
+//! Every call goes out under the chat's [`Pace`]: a platform's rate limit
+//! holds the whole chat until its wait is over (a short wait is slept here,
+//! a longer one resumes the turn from the alarm), and a final edit keeps the
+//! platform's edit pace after the drafts. `SEND_MAX_ATTEMPTS` bounds every
+//! failed call a piece makes, its draft's included.
+
+use std::cell::Cell;
 
 use worker::{Env, Result};
 
@@ -11,16 +19,20 @@ use crate::edge::files;
 use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::log::Emit;
-use crate::edge::messenger::{Buttons, Interrupted, Messenger, Piece};
+use crate::edge::messenger::{Buttons, Interrupted, Messenger, Piece, Streaming};
 use crate::edge::outbound::Platform;
 use crate::inbound::InboundEvent;
 use crate::llm::HistoryRole;
 use crate::log_line::LogLine;
 use crate::prompt;
 use crate::reply::markup::{escape, shown};
+use crate::reply::pace::Pace;
 
 /// Wait between attempts at one platform send.
 const SEND_BACKOFF_MS: u64 = 500;
+/// A hold this short (or shorter) is slept here; a longer one ends the
+/// alarm and resumes the turn when it is over.
+const SLEEP_THROUGH_MS: u64 = 1_000;
 
 /// How a turn's delivery ended.
 pub(super) enum Delivery {
@@ -30,15 +42,51 @@ pub(super) enum Delivery {
     RateLimited { resume_at: i64 },
 }
 
+/// What delivery works with: the channel's settings and storage, the chat's
+/// platform, and the chat's pace (shared with the drafts).
+pub(super) struct Outlet<'a> {
+    pub config: &'a Config,
+    pub env: &'a Env,
+    pub platform: &'a Platform<'a>,
+    pub sql: &'a Sql,
+    pub pace: &'a Cell<Pace>,
+}
+
+impl Outlet<'_> {
+    /// Waits until the chat may be called: None when it may go now (after a
+    /// short sleep), or when to resume the turn.
+    async fn clear_to_call(&self) -> Option<i64> {
+        let wait = self.pace.get().wait_ms(now_ms());
+        if wait > SLEEP_THROUGH_MS {
+            return Some(self.pace.get().not_before_ms());
+        }
+        if wait > 0 {
+            sleep_ms(wait).await;
+        }
+        None
+    }
+
+    /// A call was refused with a rate limit: the chat waits from now; returns when it may go again.
+    fn refused(&self, retry_after_ms: u64) -> i64 {
+        let mut pace = self.pace.get();
+        pace.refused(now_ms(), retry_after_ms);
+        self.pace.set(pace);
+        pace.not_before_ms()
+    }
+
+    /// An edit went out: the next one keeps the platform's edit pace.
+    fn edited(&self) {
+        if let Streaming::Messages { edit_every_ms } = self.platform.streaming() {
+            let mut pace = self.pace.get();
+            pace.edited(now_ms(), edit_every_ms);
+            self.pace.set(pace);
+        }
+    }
+}
+
 /// Sends the turn's unsent pieces in order; returns every piece sent so far, as history.
-pub(super) async fn deliver(
-    config: &Config,
-    env: &Env,
-    platform: &Platform<'_>,
-    sql: &Sql,
-    event: &InboundEvent,
-    turn: i64,
-) -> Result<Delivery> {
+pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64) -> Result<Delivery> {
+    let Outlet { config, env, platform, sql, .. } = *outlet;
     let mut sent = Vec::new();
     // The note is plain text, escaped for the platform like any text.
     let resend_note = format!("{}\n\n", escape(platform.flavor(), prompt::text("resend_note").trim_end(), false));
@@ -72,18 +120,23 @@ pub(super) async fn deliver(
                 withdraw(platform, sql, event, &entry, &piece).await?;
                 continue;
             }
-            "draft" | "drafting" => match finish_draft(config, platform, sql, event, &entry, &piece).await? {
+            "draft" | "drafting" => match finish_draft(outlet, event, &entry, &piece).await? {
                 Finishing::Edited(message_id) => {
                     sent.push(history_row(config, platform, event, &entry, &resend_note, message_id));
                     continue;
                 }
                 Finishing::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
-                Finishing::SendAnew => {
+                Finishing::GaveUp => continue,
+                Finishing::SendAnew { attempts } => {
                     entry.status = "pending".into();
-                    entry.attempts = 0;
+                    entry.attempts = attempts as i64;
                 }
             },
             _ => {}
+        }
+        let unsent = matches!(entry.status.as_str(), "pending" | "sending");
+        if let Some(resume_at) = outlet.clear_to_call().await.filter(|_| unsent) {
+            return Ok(Delivery::RateLimited { resume_at });
         }
         // Found mid-send: the Worker stopped during the call. Ask the platform.
         let interrupted = match entry.status.as_str() {
@@ -114,7 +167,7 @@ pub(super) async fn deliver(
             ("pending", _) | (_, Some(Interrupted::Resend | Interrupted::Unsure)) => {
                 let piece = Piece { text: &text, ..piece };
                 let unsent = Unsent { id: &entry.id, created_at: entry.created_at, attempts, note: &resend_note };
-                match send_with_retries(config, platform, sql, event, unsent, &piece).await? {
+                match send_with_retries(outlet, event, unsent, &piece).await? {
                     Sending::Sent(id) => Some(id),
                     Sending::Failed => None,
                     Sending::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
@@ -167,49 +220,69 @@ enum Finishing {
     Edited(String),
     /// Rate limited: try again at this time.
     RetryAt(i64),
-    /// No draft to edit (never posted, deleted, too old): send the piece as a new message.
-    SendAnew,
+    /// Its calls failed `SEND_MAX_ATTEMPTS` times: given up, recorded in the outbox.
+    GaveUp,
+    /// No draft to edit (never posted, deleted, too old): send the piece as a
+    /// new message, with what is left of its attempts.
+    SendAnew { attempts: u32 },
 }
 
-/// Edits a draft to its piece's final text, with bounded retries. A draft
-/// whose post a crash interrupted is looked up first.
+/// Edits a draft to its piece's final text, with bounded retries counted
+/// with its draft's failed calls. A draft whose post a crash interrupted is
+/// looked up first.
 async fn finish_draft(
-    config: &Config,
-    platform: &Platform<'_>,
-    sql: &Sql,
+    outlet: &Outlet<'_>,
     event: &InboundEvent,
     entry: &outbox::Entry,
     piece: &Piece<'_>,
 ) -> Result<Finishing> {
+    let Outlet { config, platform, sql, .. } = *outlet;
+    let mut attempts = entry.attempts.max(0) as u32;
     let Some(message_id) = draft_message(platform, sql, event, entry, piece, true).await? else {
         outbox::mark_pending(sql, &entry.id)?;
-        return Ok(Finishing::SendAnew);
+        return Ok(Finishing::SendAnew { attempts });
     };
     loop {
+        if attempts >= config.send_max_attempts {
+            outbox::mark_attempt_failed(sql, &entry.id, "gave up after its attempts", true)?;
+            return Ok(Finishing::GaveUp);
+        }
+        if let Some(resume_at) = outlet.clear_to_call().await {
+            return Ok(Finishing::RetryAt(resume_at));
+        }
         let failure = match platform.edit(&event.reply_address, &message_id, piece).await {
             Ok(()) => {
+                outlet.edited();
                 outbox::mark_sent(sql, &entry.id, &message_id)?;
                 return Ok(Finishing::Edited(message_id));
             }
             Err(failure) => failure,
         };
-        let attempts = outbox::mark_edit_failed(sql, &entry.id, &failure.message)?.max(0) as u32;
-        let give_up = !failure.retryable || attempts >= config.send_max_attempts;
+        attempts = outbox::mark_call_failed(sql, &entry.id, &failure.message)?.max(0) as u32;
+        // An edit the platform will never take (the message is gone, too
+        // old): the piece goes out as a new message, if attempts are left.
+        let send_anew = !failure.retryable && attempts < config.send_max_attempts;
         LogLine::warn("draft_edit_failed")
             .conversation(&event.conversation_key)
             .id(&entry.id)
             .field("attempt", attempts)
-            .field("sent_anew", give_up)
+            .field("sent_anew", send_anew)
             .reason(&failure.message)
             .emit();
-        if give_up {
+        if send_anew {
             outbox::mark_pending(sql, &entry.id)?;
-            return Ok(Finishing::SendAnew);
+            return Ok(Finishing::SendAnew { attempts });
         }
-        if let Some(wait) = failure.retry_after_ms {
-            return Ok(Finishing::RetryAt(now_ms() + wait as i64));
+        if !failure.retryable {
+            attempts = config.send_max_attempts;
+            continue;
         }
-        sleep_ms(SEND_BACKOFF_MS).await;
+        match failure.retry_after_ms {
+            Some(wait) => {
+                outlet.refused(wait);
+            }
+            None => sleep_ms(SEND_BACKOFF_MS).await,
+        }
     }
 }
 
@@ -272,20 +345,22 @@ struct Unsent<'a> {
 }
 
 async fn send_with_retries(
-    config: &Config,
-    platform: &Platform<'_>,
-    sql: &Sql,
+    outlet: &Outlet<'_>,
     event: &InboundEvent,
     unsent: Unsent<'_>,
     piece: &Piece<'_>,
 ) -> Result<Sending> {
+    let Outlet { config, platform, sql, .. } = *outlet;
     let Unsent { id, mut attempts, .. } = unsent;
     if attempts >= config.send_max_attempts {
-        outbox::mark_attempt_failed(sql, id, "interrupted mid-send too often", true)?;
+        outbox::mark_attempt_failed(sql, id, "gave up after its attempts (drafts and interrupted sends count)", true)?;
         return Ok(Sending::Failed);
     }
     let mut text = piece.text.to_string();
     loop {
+        if let Some(resume_at) = outlet.clear_to_call().await {
+            return Ok(Sending::RetryAt(resume_at));
+        }
         let piece = Piece { text: &text, ..*piece };
         outbox::mark_sending(sql, id)?;
         let failure = match platform.send(&event.reply_address, &piece).await {
@@ -309,7 +384,7 @@ async fn send_with_retries(
             return Ok(Sending::Failed);
         }
         if let Some(wait) = failure.retry_after_ms {
-            return Ok(Sending::RetryAt(now_ms() + wait as i64));
+            return Ok(Sending::RetryAt(outlet.refused(wait)));
         }
         sleep_ms(SEND_BACKOFF_MS).await;
         // No answer is not a no: the platform may have the message. Settle

@@ -5,16 +5,19 @@
 //! rather than a second message, and a turn resumed after a crash edits the
 //! drafts it had posted instead of posting them again.
 
+use std::cell::Cell;
+
 use worker::Result;
 
 use super::outbox;
 use crate::edge::durable::Sql;
 use crate::edge::http::now_ms;
 use crate::edge::log::Emit;
-use crate::edge::messenger::{Buttons, Interrupted, Messenger, Piece};
+use crate::edge::messenger::{Buttons, Messenger, Piece};
 use crate::edge::outbound::Platform;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
+use crate::reply::pace::Pace;
 
 /// The message a reply quotes: in a group, the one it answers; a DM or a
 /// command needs no quote.
@@ -34,8 +37,8 @@ struct Draft {
     message_id: Option<String>,
     /// What it shows.
     shown: String,
-    /// A post of it was under way when the Worker stopped: it may have landed.
-    unsettled_since: Option<i64>,
+    /// Calls for it that failed (drafts and the final send count together).
+    failures: u32,
 }
 
 /// The draft messages of one turn.
@@ -45,38 +48,54 @@ pub(super) struct MessageDrafts<'a> {
     event: &'a InboundEvent,
     turn: i64,
     edit_every_ms: u64,
+    /// The chat's pace, shared with delivery: a rate limit holds every call.
+    pace: &'a Cell<Pace>,
+    /// `SEND_MAX_ATTEMPTS`: a piece's failed calls, draft or final, stop here.
+    max_attempts: u32,
     drafts: Vec<Draft>,
+    /// A post failed or may have landed: no more drafting this turn; delivery
+    /// settles that piece (its failure counted) and sends the rest in order.
+    stopped: bool,
 }
 
 impl<'a> MessageDrafts<'a> {
     /// The turn's drafts so far: none, or those an earlier run of it posted.
+    /// A post a crash interrupted is left to delivery, which asks the
+    /// platform whether it landed before anything is sent again.
     pub(super) fn resume(
         platform: &'a Platform<'a>,
         sql: &'a Sql,
         event: &'a InboundEvent,
         turn: i64,
         edit_every_ms: u64,
+        pace: &'a Cell<Pace>,
+        max_attempts: u32,
     ) -> Result<Self> {
         let mut drafts: Vec<Draft> = Vec::new();
+        let mut stopped = false;
         for row in outbox::drafts(sql, turn)? {
             let index = row.piece.max(0) as usize;
             if drafts.len() <= index {
                 drafts.resize_with(index + 1, Draft::default);
             }
-            drafts[index] = Draft {
-                unsettled_since: (row.status == "drafting").then_some(row.created_at),
-                message_id: row.platform_message_id,
-                shown: row.text,
-            };
+            stopped |= row.status == "drafting";
+            drafts[index] =
+                Draft { message_id: row.platform_message_id, shown: row.text, failures: row.attempts.max(0) as u32 };
         }
-        Ok(MessageDrafts { platform, sql, event, turn, edit_every_ms, drafts })
+        Ok(MessageDrafts { platform, sql, event, turn, edit_every_ms, pace, max_attempts, drafts, stopped })
     }
 
     /// Brings the first draft that differs from `pieces` (the reply so far,
     /// ready to show) up to date with one platform call: a post for a piece
     /// not yet shown, else an edit. Returns how long to wait before the next
-    /// call: the platform's edit pace, or what its rate limit asked.
+    /// call: the platform's edit pace, or what its rate limit asked. Nothing
+    /// is called while the chat's pace holds, after a post that failed, or
+    /// for a piece whose calls failed `SEND_MAX_ATTEMPTS` times.
     pub(super) async fn update(&mut self, pieces: &[String]) -> Result<u64> {
+        let wait = self.pace.get().wait_ms(now_ms());
+        if wait > 0 || self.stopped {
+            return Ok(wait.max(self.edit_every_ms));
+        }
         let differs =
             |(index, text): &(usize, &String)| self.drafts.get(*index).is_none_or(|draft| draft.shown != **text);
         let Some((index, text)) = pieces.iter().enumerate().find(differs) else {
@@ -84,6 +103,10 @@ impl<'a> MessageDrafts<'a> {
         };
         if self.drafts.len() <= index {
             self.drafts.resize_with(index + 1, Draft::default);
+        }
+        if self.drafts[index].failures >= self.max_attempts {
+            self.stopped = true;
+            return Ok(self.edit_every_ms);
         }
         let row = format!("{}:{index}", self.turn);
         let id = piece_id(self.event, &row);
@@ -95,46 +118,57 @@ impl<'a> MessageDrafts<'a> {
             Some(message_id) => match self.platform.edit(address, &message_id, &piece).await {
                 Ok(()) => {
                     draft.shown = text.clone();
+                    self.pace.set(paced(self.pace.get(), self.edit_every_ms));
                     return Ok(self.edit_every_ms);
                 }
                 // The next edit, or the final one, tries again.
-                Err(failure) => failure,
+                Err(failure) => {
+                    draft.failures = outbox::mark_call_failed(self.sql, &row, &failure.message)?.max(0) as u32;
+                    failure
+                }
             },
             None => {
-                if let Some(since) = draft.unsettled_since.take() {
-                    // Posted before a crash? Then edit that message, never post twice.
-                    if let Interrupted::Landed(message_id) = self.platform.interrupted(address, &piece, since).await {
-                        outbox::mark_drafted(self.sql, &row, &message_id)?;
-                        draft.message_id = Some(message_id);
-                        return Ok(0);
-                    }
-                }
-                let started = now_ms();
-                outbox::start_draft(self.sql, self.turn, index as i64, text, reply_to, started)?;
+                outbox::start_draft(self.sql, self.turn, index as i64, text, reply_to, now_ms())?;
                 match self.platform.send(address, &piece).await {
                     Ok(message_id) => {
                         outbox::mark_drafted(self.sql, &row, &message_id)?;
-                        *draft = Draft { message_id: Some(message_id), shown: text.clone(), unsettled_since: None };
+                        *draft = Draft { message_id: Some(message_id), shown: text.clone(), failures: draft.failures };
+                        self.pace.set(paced(self.pace.get(), self.edit_every_ms));
                         return Ok(self.edit_every_ms);
                     }
-                    // No answer: it may have landed. Asked before the next post.
+                    // No answer: it may have landed; delivery asks before anything is sent again.
                     Err(failure) if failure.ambiguous => {
-                        draft.unsettled_since = Some(started);
+                        outbox::mark_call_failed(self.sql, &row, &failure.message)?;
+                        self.stopped = true;
                         failure
                     }
+                    // Refused: the piece is sent whole by delivery, this call counted.
                     Err(failure) => {
-                        outbox::drop_draft(self.sql, &row)?;
+                        outbox::draft_refused(self.sql, &row, &failure.message)?;
+                        self.stopped = true;
                         failure
                     }
                 }
             }
         };
+        if let Some(retry_after_ms) = failure.retry_after_ms {
+            let mut pace = self.pace.get();
+            pace.refused(now_ms(), retry_after_ms);
+            self.pace.set(pace);
+        }
         LogLine::warn("draft_failed")
             .conversation(&self.event.conversation_key)
             .id(&row)
             .field("retry_after_ms", failure.retry_after_ms.unwrap_or_default())
+            .field("drafting_stopped", self.stopped)
             .reason(&failure.message)
             .emit();
-        Ok(failure.retry_after_ms.unwrap_or(self.edit_every_ms).max(self.edit_every_ms))
+        Ok(self.pace.get().wait_ms(now_ms()).max(self.edit_every_ms))
     }
+}
+
+/// The pace after a call that went out now.
+fn paced(mut pace: Pace, edit_every_ms: u64) -> Pace {
+    pace.edited(now_ms(), edit_every_ms);
+    pace
 }

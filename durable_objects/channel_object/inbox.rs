@@ -21,6 +21,7 @@ CREATE TABLE IF NOT EXISTS inbox (
     membership TEXT
 );
 CREATE INDEX IF NOT EXISTS inbox_by_received ON inbox (received_at);
+CREATE INDEX IF NOT EXISTS inbox_open ON inbox (received_at) WHERE status IN ('queued', 'held');
 ";
 
 /// Objects created before the membership note existed get the column
@@ -41,6 +42,14 @@ pub fn contains(sql: &Sql, delivery_id: &str) -> Result<bool> {
 pub fn has_queued(sql: &Sql) -> Result<bool> {
     let rows: Vec<serde_json::Value> =
         sql.exec("SELECT 1 AS found FROM inbox WHERE status = 'queued' LIMIT 1", None)?.to_array()?;
+    Ok(!rows.is_empty())
+}
+
+/// Whether an acknowledged inbound still waits for its outcome (queued for,
+/// or in, a turn, or held for the member count).
+pub fn has_open(sql: &Sql) -> Result<bool> {
+    let rows: Vec<serde_json::Value> =
+        sql.exec("SELECT 1 AS found FROM inbox WHERE status IN ('queued', 'held') LIMIT 1", None)?.to_array()?;
     Ok(!rows.is_empty())
 }
 

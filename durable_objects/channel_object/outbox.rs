@@ -8,7 +8,9 @@
 //! A streamed piece starts as a draft: `drafting` (recorded before the post of
 //! its first words), then `draft` (posted: its message id is known, and it is
 //! edited as the model writes). When the turn's reply is known its text becomes
-//! the draft's, and delivery's edit makes it `sent`. A draft the reply did not
+//! the draft's, and delivery's edit makes it `sent`. A draft whose post was
+//! refused becomes `pending` (sent whole by delivery); every failed call of a
+//! piece, draft or final, counts among its attempts. A draft the reply did not
 //! need (the model wrote fewer pieces the second time, or chose `skip`) is
 //! marked `withdraw`, deleted by delivery, then `withdrawn`.
 
@@ -63,9 +65,9 @@ pub struct Entry {
     pub approval_id: Option<String>,
 }
 
-/// Records the turn's pieces (idempotently: a piece already recorded stays as
-/// it is, but a draft takes the piece's final text), and marks the drafts
-/// beyond the last piece to be withdrawn.
+/// Records the turn's pieces (idempotently: a piece already sent stays as it
+/// is, but a draft, or a piece whose draft was refused, takes the piece's
+/// final text), and marks the drafts beyond the last piece to be withdrawn.
 pub fn enqueue(sql: &Sql, turn: i64, pieces: &[String], reply_to: Option<&str>, now_ms: i64) -> Result<()> {
     for (index, text) in pieces.iter().enumerate() {
         // Only the first piece quotes the message it answers.
@@ -111,7 +113,7 @@ fn insert(
 ) -> Result<()> {
     sql.exec(
         "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (id) DO UPDATE SET text = excluded.text WHERE outbox.status IN ('draft', 'drafting')",
+         ON CONFLICT (id) DO UPDATE SET text = excluded.text WHERE outbox.status IN ('draft', 'drafting', 'pending')",
         vec![
             format!("{turn}:{piece}").into(),
             SqlStorageValue::from(turn),
@@ -190,9 +192,14 @@ pub fn mark_drafted(sql: &Sql, id: &str, platform_message_id: &str) -> Result<()
     Ok(())
 }
 
-/// A draft's post failed for certain: there is no draft (the piece is sent whole later).
-pub fn drop_draft(sql: &Sql, id: &str) -> Result<()> {
-    sql.exec("DELETE FROM outbox WHERE id = ? AND status = 'drafting'", vec![id.into()])?;
+/// A draft's post was refused: there is no draft, and the piece is sent
+/// whole by delivery, with this call counted among its attempts.
+pub fn draft_refused(sql: &Sql, id: &str, error: &str) -> Result<()> {
+    sql.exec(
+        "UPDATE outbox SET status = 'pending', attempts = attempts + 1, last_error = ? \
+         WHERE id = ? AND status = 'drafting'",
+        vec![error.into(), id.into()],
+    )?;
     Ok(())
 }
 
@@ -211,8 +218,9 @@ pub fn mark_withdrawn(sql: &Sql, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// A draft's final edit failed: counted, and the error kept. Returns the attempts so far.
-pub fn mark_edit_failed(sql: &Sql, id: &str, error: &str) -> Result<i64> {
+/// A call for a piece failed (a draft's post or edit, or the final edit):
+/// counted, and the error kept. Returns the attempts so far.
+pub fn mark_call_failed(sql: &Sql, id: &str, error: &str) -> Result<i64> {
     counting_attempt(
         sql,
         "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ? RETURNING attempts",
@@ -221,9 +229,10 @@ pub fn mark_edit_failed(sql: &Sql, id: &str, error: &str) -> Result<i64> {
 }
 
 /// A draft that cannot be finished by an edit (its message is gone, or never
-/// posted) is sent as a new message instead, with attempts of its own.
+/// posted) is sent as a new message instead; the calls its draft made still
+/// count (`SEND_MAX_ATTEMPTS` bounds every call a piece makes).
 pub fn mark_pending(sql: &Sql, id: &str) -> Result<()> {
-    sql.exec("UPDATE outbox SET status = 'pending', attempts = 0 WHERE id = ?", vec![id.into()])?;
+    sql.exec("UPDATE outbox SET status = 'pending' WHERE id = ?", vec![id.into()])?;
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! The conversation's running counts, kept with each inbound (one row), and
-//! mirrored to the dashboard's D1 index at most once a second.
+//! mirrored to the dashboard's D1 index a few seconds after it moved, with
+//! whether an inbound still waits for its outcome (the sweeper reads that).
 
 use worker::{Result, SqlStorageValue};
 
@@ -46,11 +47,20 @@ struct Row {
     engaged: i64,
     observed: i64,
     last_activity: i64,
+    awaiting_since: Option<i64>,
 }
 
-/// The conversation as the index shows it (None before its first inbound).
+/// The conversation as the index shows it (None before its first inbound),
+/// with when its oldest inbound still waiting for an outcome arrived (read
+/// through the inbox's partial index of open rows, so only those are read).
 pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
-    let rows: Vec<Row> = sql.exec("SELECT * FROM stats WHERE id = 1", None)?.to_array()?;
+    let rows: Vec<Row> = sql
+        .exec(
+            "SELECT s.*, (SELECT min(received_at) FROM inbox WHERE status IN ('queued', 'held')) AS awaiting_since \
+             FROM stats s WHERE id = 1",
+            None,
+        )?
+        .to_array()?;
     Ok(rows.into_iter().next().map(|row| Conversation {
         platform: row.conversation_key.split(':').next().unwrap_or_default().to_string(),
         conversation_key: row.conversation_key,
@@ -59,5 +69,6 @@ pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
         message_count: row.messages,
         engaged_count: row.engaged,
         observed_count: row.observed,
+        awaiting_since: row.awaiting_since,
     }))
 }

@@ -9,15 +9,16 @@ use std::task::{Poll, Waker};
 use futures_util::future::{join3, select};
 use worker::{D1Database, Result};
 
+use super::delivery::Outlet;
 use super::drafts::MessageDrafts;
 use super::scheduled_runs::scheduled_runs;
 use super::{history as history_store, ChannelObject};
 use crate::budget::{Scope, Spend};
 use crate::channel::history_mirror::kept_rows;
 use crate::channel::state::{TurnResult, TurnSnapshot};
-use crate::channel::turn::{compose_messages, run_turn, Action, TurnContext};
+use crate::channel::turn::{compose_messages, run_turn, Action, Ending, TurnContext};
 use crate::edge::config::redactor;
-use crate::edge::durable::{MeteredStorage, Sql};
+use crate::edge::durable::MeteredStorage;
 use crate::edge::files;
 use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
@@ -73,8 +74,18 @@ pub(super) struct Thought {
     pub(super) people: Vec<Profile>,
 }
 
+impl Thought {
+    /// The turn ends in the apology ([`Ending::Apology`]): the model's words,
+    /// if any, are dropped, so the person reads one message, never a half answer.
+    pub(super) fn apologise(&mut self) {
+        self.model_failed = true;
+        self.texts = vec![prompt::text("model_failure")];
+        self.reactions.clear();
+    }
+}
+
 /// Asks the model. A model that keeps failing yields the friendly failure
-/// message, never silence.
+/// message, never silence ([`Ending`]).
 pub(super) async fn think(
     object: &ChannelObject,
     database: &D1Database,
@@ -200,8 +211,8 @@ pub(super) async fn think(
         people,
         ..Thought::default()
     };
-    match outcome {
-        Ok(outcome) => {
+    match Ending::of(outcome) {
+        Ending::Answered(outcome) => {
             thought.result.usage = outcome.usage;
             for action in outcome.actions {
                 match action {
@@ -213,10 +224,10 @@ pub(super) async fn think(
                 }
             }
         }
-        Err(error) => {
-            LogLine::error("turn_failed").conversation(conversation_key).id(&turn.id).reason(&error).emit();
-            thought.model_failed = true;
-            thought.texts.push(prompt::text("model_failure"));
+        Ending::Apology { reason, usage } => {
+            LogLine::error("turn_failed").conversation(conversation_key).id(&turn.id).reason(&reason).emit();
+            thought.result.usage = usage;
+            thought.apologise();
         }
     }
     // A file that was not kept is said plainly, after the reply, whatever the model makes of it.
@@ -335,13 +346,13 @@ impl Draft {
 /// takes it. A draft call under way when the model finishes is finished, not
 /// abandoned, so its outcome is recorded.
 pub(super) async fn while_working<T>(
-    platform: &Platform<'_>,
-    sql: &Sql,
+    outlet: &Outlet<'_>,
     event: &InboundEvent,
     turn: i64,
     draft: &Draft,
     work: impl Future<Output = T>,
 ) -> T {
+    let Outlet { platform, sql, .. } = *outlet;
     let renew = async {
         loop {
             draft.pause(WORKING_RENEW_MS).await;
@@ -361,7 +372,8 @@ pub(super) async fn while_working<T>(
             Streaming::Off => return Ok(()),
             Streaming::Socket => None,
             Streaming::Messages { edit_every_ms } => {
-                Some(MessageDrafts::resume(platform, sql, event, turn, edit_every_ms)?)
+                let max_attempts = outlet.config.send_max_attempts;
+                Some(MessageDrafts::resume(platform, sql, event, turn, edit_every_ms, outlet.pace, max_attempts)?)
             }
         };
         let mut shown = Vec::new();

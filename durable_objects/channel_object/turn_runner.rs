@@ -11,13 +11,14 @@
 use worker::{D1Database, Result};
 
 use super::delegation::{delegate, give_up_on_silent_processes};
-use super::delivery::{deliver, Delivery};
+use super::delivery::{deliver, Delivery, Outlet};
 use super::drafts::quoted;
 use super::history_upkeep::{compact, mirror_history};
 use super::scheduled_runs::{scheduled_runs, take_scheduled_runs};
-use super::thinking::{over_budget_thought, think, while_working, Draft};
+use super::thinking::{over_budget_thought, think, while_working, Draft, Thought};
 use super::{history as history_store, inbox, outbox, pending, ChannelObject};
 use crate::channel::state::{TurnResult, TurnSnapshot};
+use crate::channel::turn::APOLOGISE_AFTER_FAILURES;
 use crate::edge::config::{redactor, DATABASE_BINDING};
 use crate::edge::durable::{MeteredStorage, Sql};
 use crate::edge::http::now_ms;
@@ -64,6 +65,11 @@ async fn run_turns(object: &ChannelObject) -> Result<()> {
     if let Some(due) = due.filter(|due| due.at_ms <= now + WAKE_TOLERANCE_MS) {
         take_scheduled_runs(object, &database, &due.conversation_key, now).await?;
     }
+    if object.machine.borrow().current_turn.get().is_some_and(|turn| turn.result.is_none()) {
+        // A turn that broke off before its answer (the Worker stopped): the
+        // sweeper learns it waits before this run, too, can break off.
+        object.flush_index_now().await;
+    }
     for _ in 0..MAX_TURNS_PER_ALARM {
         let Some(turn) = object.step(|machine| machine.begin_turn())? else {
             // Nothing to run now; wake for what comes next (a process's deadline).
@@ -94,6 +100,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         return Ok(None);
     };
     let platform = outbound::for_address(config, &object.state, &last.reply_address);
+    let outlet = Outlet { config, env: &object.env, platform: &platform, sql, pace: &object.pace };
     let log = |line: LogLine| line.conversation(&last.conversation_key).id(&turn.id).platform(platform.name());
     // Reactions the model chose; a turn resumed after a crash has lost them (a small loss).
     let mut reactions = Vec::new();
@@ -102,7 +109,20 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     if turn.result.is_none() {
         // Over a budget: no model call; the person hears why once a day.
         let spender = Spender::of(last);
-        let mut thought = match spend::over_budget(database, &config.budgets, &spender).await {
+        let failures = object.alarm_failures.get();
+        let over_budget = match failures >= APOLOGISE_AFTER_FAILURES {
+            true => None,
+            false => spend::over_budget(database, &config.budgets, &spender).await,
+        };
+        let mut thought = match over_budget {
+            // The turn's runs kept failing before it could answer: it ends
+            // now, in the apology, rather than wait on what keeps failing.
+            None if failures >= APOLOGISE_AFTER_FAILURES => {
+                log(LogLine::error("turn_failed")).field("alarm_failures", failures).emit();
+                let mut thought = Thought::default();
+                thought.apologise();
+                thought
+            }
             Some(scope) => over_budget_thought(database, scope, &spender).await,
             None => {
                 platform.show_working(last).await;
@@ -112,7 +132,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
                 let streams = platform.streaming() != Streaming::Off;
                 let live = streams.then_some(&write as &dyn Fn(&str));
                 let thinking = think(object, database, turn, &platform, live);
-                let thought = while_working(&platform, sql, last, turn.id as i64, &draft, thinking).await?;
+                let thought = while_working(&outlet, last, turn.id as i64, &draft, thinking).await?;
                 if let Err(error) = usage::record(database, &spender, usage::CHANNEL, thought.spend, now_ms()).await {
                     log(LogLine::warn("usage_not_recorded")).field("process", "channel").reason(&error).emit();
                 }
@@ -155,7 +175,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         outbox::enqueue_files(sql, turn.id as i64, &thought.files, now_ms())?;
         object.step(|machine| machine.record_turn_result(result))?;
     }
-    let delivery = deliver(config, &object.env, &platform, sql, last, turn.id as i64).await?;
+    let delivery = deliver(&outlet, last, turn.id as i64).await?;
     pending::report(object, sql, database, &last.conversation_key).await;
     let sent = match delivery {
         Delivery::Done(sent) => sent,
@@ -180,6 +200,8 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
     let result = TurnResult { sent_messages: sent.len() as u64, ..object.machine.borrow().current_result() };
     object.step(|machine| machine.finish_turn(&result, &config.channel, now_ms()))?;
+    // The index learns the inbounds have their outcome (the sweeper reads it).
+    object.flush_index_soon();
     let line = log(LogLine::info("turn_finished")).duration_ms(now_ms() - started).tokens(result.usage);
     line.field("messages", turn.messages.len()).field("sent", sent.len()).emit();
     Ok(None)

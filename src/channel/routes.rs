@@ -18,6 +18,9 @@ pub enum ChannelRoute {
     TaskStart,
     /// The cron found a schedule of this conversation overdue.
     ScheduleWake,
+    /// The cron's sweeper found an acknowledged inbound of this conversation
+    /// with no outcome past the bound: run what waits.
+    SweepWake,
     /// Ask for an approval in the conversation (a message with buttons).
     ApprovalAsk,
     /// An approval was decided: show it on its message.
@@ -35,13 +38,14 @@ pub enum ChannelRoute {
 }
 
 impl ChannelRoute {
-    pub const ALL: [ChannelRoute; 15] = [
+    pub const ALL: [ChannelRoute; 16] = [
         ChannelRoute::Inbound,
         ChannelRoute::ProcessEvent,
         ChannelRoute::HistoryFlush,
         ChannelRoute::HistoryCompacted,
         ChannelRoute::TaskStart,
         ChannelRoute::ScheduleWake,
+        ChannelRoute::SweepWake,
         ChannelRoute::ApprovalAsk,
         ChannelRoute::ApprovalSettled,
         ChannelRoute::Live,
@@ -61,6 +65,7 @@ impl ChannelRoute {
             ChannelRoute::HistoryCompacted => "/history/compacted",
             ChannelRoute::TaskStart => "/tasks/start",
             ChannelRoute::ScheduleWake => "/schedules/wake",
+            ChannelRoute::SweepWake => "/sweep/wake",
             ChannelRoute::ApprovalAsk => "/approvals/ask",
             ChannelRoute::ApprovalSettled => "/approvals/settled",
             ChannelRoute::Live => "/live",
@@ -81,6 +86,7 @@ impl ChannelRoute {
             | ChannelRoute::HistoryCompacted
             | ChannelRoute::TaskStart
             | ChannelRoute::ScheduleWake
+            | ChannelRoute::SweepWake
             | ChannelRoute::ApprovalAsk
             | ChannelRoute::ApprovalSettled => Verb::Post,
             ChannelRoute::Live

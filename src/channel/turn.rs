@@ -97,6 +97,57 @@ pub struct TurnOutcome {
     pub model_calls: u32,
 }
 
+/// How a turn ends for the people in it. Every way a turn can end is one of
+/// these two, decided here and nowhere else: whatever failed (the model
+/// before, during or after streaming, a garbled or empty answer, a timeout,
+/// the turn's own storage), the person gets either the model's answer or the
+/// documented apology, never nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// The model answered: its replies, reactions and work handed on, or a
+    /// silence it chose (`skip`, `NO_REPLY`).
+    Answered(TurnOutcome),
+    /// The model failed, or stopped without a word and without choosing
+    /// silence: the person gets the apology (`prompts/model_failure`), once.
+    Apology {
+        /// Why, for the log (never shown to the person).
+        reason: String,
+        /// What the calls that did answer cost.
+        usage: Usage,
+    },
+}
+
+impl Ending {
+    /// The rule: an error is an apology, and so is an answer that did nothing.
+    pub fn of<E: std::fmt::Display>(result: Result<TurnOutcome, E>) -> Ending {
+        match result {
+            Err(error) => Ending::Apology { reason: error.to_string(), usage: Usage::default() },
+            Ok(outcome) if outcome.actions.is_empty() => Ending::Apology {
+                reason: format!("the model stopped after {} call(s) without answering", outcome.model_calls),
+                usage: outcome.usage,
+            },
+            Ok(outcome) => Ending::Answered(outcome),
+        }
+    }
+
+    /// A turn that could not be run at all (its storage kept failing).
+    pub fn failed(reason: impl Into<String>) -> Ending {
+        Ending::Apology { reason: reason.into(), usage: Usage::default() }
+    }
+}
+
+/// A turn whose alarm runs failed this many times in a row (its storage or a
+/// binding erring, not the model: the model's failures end in [`Ending`]
+/// within one run) is not run again: it ends in the apology.
+pub const APOLOGISE_AFTER_FAILURES: u32 = 3;
+
+/// How long after its `failures`-th failure in a row a channel's alarm runs
+/// again: 1 s, doubling, at most a minute. The channel reschedules itself,
+/// so the platform's own few retries of a failing alarm are never the last word.
+pub fn alarm_retry_ms(failures: u32) -> u64 {
+    (1_000u64 << failures.saturating_sub(1).min(6)).min(60_000)
+}
+
 /// The channel tools offered to the model.
 pub fn channel_tools() -> Vec<ToolSpec> {
     let text = |description: &str| json!({ "type": "string", "description": description });

@@ -1,19 +1,68 @@
-//! One cron tick (wrangler.toml: every 15 minutes): the Discord Gateway kept
-//! connected, overdue schedules woken, ready tasks started, the cortex, then
-//! files past their keeping time deleted.
-//! Each part runs whatever the others did; the tick is logged and kept for
-//! `/api/status`.
+//! The cron triggers (wrangler.toml). Every minute, the sweeper: it wakes
+//! conversations holding an acknowledged inbound with no outcome past
+//! `SWEEP_AFTER_MS`, so no message depends on one alarm chain succeeding.
+//! Every 15 minutes, the tick: the Discord Gateway kept connected, overdue
+//! schedules woken, ready tasks started, the cortex, then files past their
+//! keeping time deleted. Each part runs whatever the others did; the tick is
+//! logged and kept for `/api/status`.
 
 use worker::Env;
 
 use super::http::now_ms;
 use super::log::Emit;
-use super::{config, cortex, files, gateway, schedules, status, tasks};
+use super::{channel_stub, config, conversations, cortex, files, gateway, schedules, status, tasks};
+use crate::channel::routes::ChannelRoute;
 use crate::log_line::{Level, LogLine};
 use crate::status::{outcome, CronTick};
 
+/// The sweeper's trigger (wrangler.toml); any other trigger runs the tick.
+pub const SWEEP_CRON: &str = "* * * * *";
+/// Conversations one sweep wakes at most (the longest waiting first).
+const SWEEP_BATCH: usize = 200;
+
+/// Runs what the trigger `cron` is for.
+pub async fn run(cron: &str, env: &Env) {
+    match cron {
+        SWEEP_CRON => sweep(env).await,
+        _ => tick(env).await,
+    }
+}
+
+/// Wakes every conversation whose oldest open inbound waited past the bound;
+/// its channel object runs what waits (or clears a stale mark).
+async fn sweep(env: &Env) {
+    let config = config::load(env);
+    if config.refusal().is_some() {
+        return;
+    }
+    let started = now_ms();
+    let swept = async {
+        let database = env.d1(config::DATABASE_BINDING)?;
+        let waiting = conversations::awaiting(&database, started - config.sweep_after_ms, SWEEP_BATCH).await?;
+        let mut woken = 0;
+        for conversation_key in &waiting {
+            match channel_stub::post(env, conversation_key, ChannelRoute::SweepWake, String::new()).await {
+                Ok(_) => woken += 1,
+                Err(error) => {
+                    LogLine::warn("sweep_wake_failed").conversation(conversation_key).reason(&error).emit();
+                }
+            }
+        }
+        Ok::<_, worker::Error>((waiting.len(), woken))
+    };
+    match swept.await {
+        Ok((0, _)) => {}
+        Ok((waiting, woken)) => LogLine::warn("swept")
+            .field("waiting", waiting)
+            .field("woken", woken)
+            .duration_ms(now_ms() - started)
+            .emit(),
+        Err(error) => LogLine::error("sweep_failed").reason(&error).emit(),
+    }
+}
+
 /// Runs the tick's parts in turn and records how each went.
-pub async fn tick(env: &Env) {
+async fn tick(env: &Env) {
     let config = config::load(env);
     if let Some(refusal) = config.refusal() {
         // Refused at start: the cron does nothing either (every request says why).

@@ -27,6 +27,15 @@ pub struct HttpAnswer {
     pub location: Option<String>,
 }
 
+/// What [`post_events`] got: a stream whose events were handed on, or a body read whole.
+pub struct EventsAnswer {
+    pub status: u16,
+    /// The whole body when the answer was not an event stream (empty otherwise).
+    pub body: Vec<u8>,
+    /// The answer was an event stream.
+    pub events: bool,
+}
+
 #[derive(Debug)]
 pub enum HttpFailure {
     Timeout,
@@ -84,7 +93,7 @@ pub async fn post_events(
     body: &serde_json::Value,
     timeout_ms: u64,
     on_event: &mut dyn FnMut(&str),
-) -> Result<HttpAnswer, HttpFailure> {
+) -> Result<EventsAnswer, HttpFailure> {
     let network = |error: worker::Error| HttpFailure::Network(error.to_string());
     let request = build_request(Method::Post, url, headers, body).map_err(network)?;
     ops::count(kind);
@@ -101,22 +110,20 @@ pub async fn post_events(
         Either::Left((answer, _)) => answer.map_err(network)?,
         Either::Right(_) => return Err(timed_out()),
     };
-    let retry_after_secs = response
-        .headers()
-        .get("retry-after")
-        .map_err(network)?
-        .and_then(|value| crate::platforms::parse_retry_after(&value));
     let status = response.status_code();
-    if !(200..300).contains(&status) {
+    // An error, or a server that answered whole although asked for a stream
+    // (some OpenAI-compatible servers ignore `stream`): the body as it is.
+    let content_type = response.headers().get("content-type").map_err(network)?.unwrap_or_default();
+    if !(200..300).contains(&status) || !content_type.starts_with("text/event-stream") {
         let body = match select(Box::pin(whole_body(response)), deadline()).await {
             Either::Left((body, _)) => body.map_err(network)?,
             Either::Right(_) => return Err(timed_out()),
         };
-        return Ok(HttpAnswer { status, body, retry_after_secs, location: None });
+        return Ok(EventsAnswer { status, body, events: false });
     }
     let stream = response.stream().map_err(network)?;
     match read_events(stream, timeout_ms, on_event).await {
-        Ok(()) => Ok(HttpAnswer { status, body: Vec::new(), retry_after_secs, location: None }),
+        Ok(()) => Ok(EventsAnswer { status, body: Vec::new(), events: true }),
         Err(HttpFailure::Timeout) => Err(timed_out()),
         Err(failure) => Err(failure),
     }

@@ -150,7 +150,13 @@ impl HttpModel<'_> {
         if !(200..300).contains(&answer.status) {
             return Err(LlmError::Status(answer.status));
         }
-        assembling.finish()
+        match answer.events {
+            true => assembling.finish(),
+            false => match provider {
+                Provider::Anthropic => anthropic::parse_response(&answer.body),
+                _ => openai::parse_response(&answer.body),
+            },
+        }
     }
 
     /// Tries the chain: each model with bounded retries, rate-limited ones cooling down.
@@ -159,12 +165,15 @@ impl HttpModel<'_> {
         let order: Vec<ModelSpec> =
             COOLDOWNS.with(|cooldowns| cooldowns.borrow().order(&self.chain, now_ms()).into_iter().cloned().collect());
         let mut last_error = LlmError::Config("no model configured".into());
-        for spec in &order {
+        for (place, spec) in order.iter().enumerate() {
+            // A rate limit moves on to the next model at once; the last one
+            // has nowhere to move, so it is retried after the backoff.
+            let has_fallback = place + 1 < order.len();
             let mut attempt = 1;
             loop {
                 sleep_ms(policy.backoff_before(attempt)).await;
                 let started = now_ms();
-                let error = match self.complete_once(spec, request, watch).await {
+                let error = match self.complete_once(spec, request, watch).await.and_then(Completion::checked) {
                     Ok(completion) => {
                         let mut spent = self.spent.get();
                         spent.add(Spend::of_call(&spec.key(), completion.usage));
@@ -186,8 +195,8 @@ impl HttpModel<'_> {
                     .duration_ms(now_ms() - started)
                     .reason(&error)
                     .emit();
-                // A rate limit moves on at once; other transient failures retry first.
-                if error.is_retryable() && error != LlmError::Status(429) && attempt < policy.max_attempts {
+                let moves_on = error == LlmError::Status(429) && has_fallback;
+                if error.is_retryable() && !moves_on && attempt < policy.max_attempts {
                     attempt += 1;
                     continue;
                 }

@@ -93,6 +93,9 @@ impl Assembler {
                 output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
             };
         }
+        if chunk.pointer("/choices/0/finish_reason").is_some_and(|reason| !reason.is_null()) {
+            self.finished = true;
+        }
         let Some(delta) = chunk.pointer("/choices/0/delta") else {
             return Ok(());
         };
@@ -204,8 +207,13 @@ impl Assembler {
     }
 
     /// The whole answer, as [`super::openai::parse_response`] or
-    /// [`super::anthropic::parse_response`] would give it.
+    /// [`super::anthropic::parse_response`] would give it. A stream that
+    /// stopped before the provider said the answer was complete (a dropped
+    /// connection, a cut body) is no answer: what arrived may be half a sentence.
     pub fn finish(self) -> Result<Completion, LlmError> {
+        if !self.finished {
+            return Err(LlmError::Malformed("the stream ended before the answer did".into()));
+        }
         let mut tool_calls = Vec::new();
         for (position, (_, call)) in self.calls.into_iter().enumerate() {
             if call.name.is_empty() {
@@ -295,6 +303,7 @@ mod tests {
         ] {
             assembler.take(&chunk.to_string()).unwrap();
         }
+        assembler.take("[DONE]").unwrap();
         let completion = assembler.finish().unwrap();
         assert_eq!(completion.content.as_deref(), Some("Hello"));
         assert_eq!(completion.tool_calls[0].arguments, json!({"emoji": "👍"}));
@@ -302,6 +311,7 @@ mod tests {
         // Models that answer in OpenAI's shape stream as OpenAI's.
         let mut assembler = Assembler::new(Wire::WorkersAi);
         assembler.take(&json!({"choices": [{"delta": {"content": "Hi"}}]}).to_string()).unwrap();
+        assembler.take("[DONE]").unwrap();
         assert_eq!(assembler.finish().unwrap().content.as_deref(), Some("Hi"));
     }
 
@@ -349,6 +359,7 @@ mod tests {
         for chunk in openai_chunks(r#"{"reason":"not for me"}"#, 4) {
             assembler.take(&chunk).unwrap();
         }
+        assert!(assembler.is_finished());
         assert_eq!(assembler.partial_argument("reply", "content"), None);
         let mut skipping = assembler.clone();
         skipping.calls[0].1.name = "skip".into();
@@ -385,6 +396,43 @@ mod tests {
             [ToolCall { id: "toolu_1".into(), name: "reply".into(), arguments: json!({"content": "Hello"}) }]
         );
         assert_eq!(completion.usage, Usage { input_tokens: 30, output_tokens: 9 });
+    }
+
+    #[test]
+    fn a_stream_cut_before_the_provider_finished_is_no_answer() {
+        let arguments = json!({"content": "Volcanoes form where magma rises"}).to_string();
+        let chunks = openai_chunks(&arguments, 6);
+        // Everything but the finish reason, the usage and [DONE]: the text was
+        // whole as far as it went, but nobody said the answer was over.
+        let cut = &chunks[..chunks.len() - 3];
+        let mut assembler = Assembler::new(Wire::OpenAi);
+        for chunk in cut {
+            assembler.take(chunk).unwrap();
+        }
+        assert!(!assembler.is_finished());
+        assert!(matches!(assembler.clone().finish(), Err(LlmError::Malformed(_))));
+        // A finish reason alone ends it (some servers send no [DONE]).
+        assembler.take(&chunks[chunks.len() - 3]).unwrap();
+        assert!(assembler.is_finished());
+        assert_eq!(assembler.finish().unwrap().tool_calls[0].arguments["content"], "Volcanoes form where magma rises");
+
+        let mut anthropic = Assembler::new(Wire::Anthropic);
+        anthropic
+            .take(&json!({"type": "content_block_delta", "delta": {"type": "text_delta", "text": "Hi"}}).to_string())
+            .unwrap();
+        assert!(matches!(anthropic.finish(), Err(LlmError::Malformed(_))), "no message_stop, no answer");
+    }
+
+    #[test]
+    fn an_answer_that_says_nothing_is_garbled() {
+        assert!(matches!(Completion::default().checked(), Err(LlmError::Malformed(_))));
+        let text = Completion { content: Some("hi".into()), ..Completion::default() };
+        assert_eq!(text.clone().checked(), Ok(text));
+        let call = Completion {
+            tool_calls: vec![ToolCall { id: "c".into(), name: "skip".into(), arguments: json!({}) }],
+            ..Completion::default()
+        };
+        assert!(call.checked().is_ok());
     }
 
     #[test]

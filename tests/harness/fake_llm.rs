@@ -39,6 +39,10 @@ pub enum Scripted {
     /// A `reply` tool call that repeats the turn's "Current message(s)"
     /// section, so a test can tell which inbounds each answer covered.
     Echo,
+    /// A `reply` tool call with this text whose answer breaks off halfway: a
+    /// stream that stops without its finish (no finish reason, no `[DONE]`),
+    /// or a whole body cut in the middle.
+    CutOff(String),
 }
 
 #[derive(Default)]
@@ -186,11 +190,20 @@ async fn complete(State(script): State<Arc<Mutex<Script>>>, Json(request): Json<
         Some(Scripted::Echo) => Some(Scripted::Reply(format!("echo: {}", current_section(&request_copy)))),
         other => other,
     };
+    let (answer, cut_off) = match answer {
+        Some(Scripted::CutOff(text)) => (Some(Scripted::Reply(text)), true),
+        other => (other, false),
+    };
     let response = answer_with(answer).await;
     let pace = script.lock().unwrap().pace;
-    let response = match request_copy["stream"] == json!(true) {
-        true => as_events(response, pace, script.clone()).await,
-        false => response,
+    let response = match (request_copy["stream"] == json!(true), cut_off) {
+        (true, _) => as_events(response, pace, script.clone(), cut_off).await,
+        (false, true) => {
+            let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap_or_default();
+            let half = body.slice(..body.len() / 2);
+            Response::builder().header("content-type", "application/json").body(axum::body::Body::from(half)).unwrap()
+        }
+        (false, false) => response,
     };
     script.lock().unwrap().in_flight -= 1;
     response
@@ -212,8 +225,9 @@ impl Default for Pace {
 }
 
 /// A completion sent as OpenAI's streamed chunks (server-sent events), paced;
-/// anything else (an error status, a raw body) as it was.
-async fn as_events(response: Response, pace: Pace, script: Arc<Mutex<Script>>) -> Response {
+/// anything else (an error status, a raw body) as it was. `cut_off` ends the
+/// stream halfway through the answer's chunks, with no finish.
+async fn as_events(response: Response, pace: Pace, script: Arc<Mutex<Script>>, cut_off: bool) -> Response {
     if response.status() != StatusCode::OK {
         return response;
     }
@@ -242,6 +256,9 @@ async fn as_events(response: Response, pace: Pace, script: Arc<Mutex<Script>>) -
     chunks.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string());
     chunks.push(json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).to_string());
     chunks.push("[DONE]".to_string());
+    if cut_off {
+        chunks.truncate(chunks.len() / 2);
+    }
     let frames = futures_util::stream::unfold(0, move |at| {
         let (chunks, script) = (chunks.clone(), script.clone());
         async move {
@@ -311,7 +328,7 @@ async fn answer_with(answer: Option<Scripted>) -> Response {
             tokio::time::sleep(duration).await;
             (StatusCode::INTERNAL_SERVER_ERROR, "too late").into_response()
         }
-        Some(Scripted::Delayed(..) | Scripted::Gated(..) | Scripted::Echo) | None => {
+        Some(Scripted::Delayed(..) | Scripted::Gated(..) | Scripted::Echo | Scripted::CutOff(..)) | None => {
             (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "script exhausted"}}))).into_response()
         }
     }

@@ -90,6 +90,26 @@ fn migrated_template() -> &'static Path {
 
 /// Runs SQL on the local D1 in `state_dir` (no Worker may be running on it) and
 /// returns each statement's rows, as `wrangler d1 execute --json` gives them.
+/// Deletes every channel object's alarm kept in `state_dir` (the Worker must
+/// be stopped): local workerd keeps each object's alarm twice, in the
+/// object's own database (`_cf_METADATA`, key 1) and in its namespace's
+/// scheduler (`metadata.sqlite`, `_cf_ALARM`).
+pub fn drop_alarms(state_dir: &Path) {
+    let channels = state_dir.join("v3/do/edgebot-ChannelObject");
+    {
+        for file in std::fs::read_dir(&channels).expect("the channel objects' state").flatten() {
+            let path = file.path();
+            let sql = match path.file_name().and_then(|name| name.to_str()) {
+                Some("metadata.sqlite") => "DELETE FROM _cf_ALARM;",
+                Some(name) if name.ends_with(".sqlite") => "DELETE FROM _cf_METADATA WHERE key = 1;",
+                _ => continue,
+            };
+            let status = Command::new("sqlite3").arg(&path).arg(sql).status().expect("sqlite3 (make test installs it)");
+            assert!(status.success(), "{sql} in {}", path.display());
+        }
+    }
+}
+
 pub fn d1_execute(state_dir: &Path, sql: &str) -> serde_json::Value {
     let stdout = wrangler_d1(&["execute", "DB", "--json", "--yes", "--command", sql], state_dir);
     serde_json::from_slice(&stdout).expect("d1 execute --json output")

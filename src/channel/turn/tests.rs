@@ -169,6 +169,56 @@ fn model_errors_end_the_turn_as_errors() {
 }
 
 #[test]
+fn every_turn_ends_in_an_answer_a_chosen_silence_or_the_apology() {
+    let apology = |ending: &Ending| matches!(ending, Ending::Apology { .. });
+    // Failures: each model error, and answers that did nothing.
+    for error in [
+        LlmError::Status(500),
+        LlmError::Status(429),
+        LlmError::Timeout,
+        LlmError::Malformed("the stream ended before the answer did".into()),
+        LlmError::Network("reset".into()),
+        LlmError::Config("no key".into()),
+    ] {
+        let model = ScriptedModel::new(vec![Err(error.clone())]);
+        assert!(apology(&Ending::of(run(&model))), "{error}");
+    }
+    let exhausted = ScriptedModel::new((0..10).map(|_| Ok(call("unknown_tool", json!({})))).collect());
+    let ending = Ending::of(run(&exhausted));
+    assert!(apology(&ending), "five calls and no answer: {ending:?}");
+    let Ending::Apology { usage, .. } =
+        Ending::of(Ok::<_, LlmError>(TurnOutcome { model_calls: 2, ..TurnOutcome::default() }))
+    else {
+        panic!("an outcome with no action is no answer");
+    };
+    assert_eq!(usage, Usage::default());
+    assert!(apology(&Ending::failed("storage")));
+
+    // Answers: a reply, and every silence or hand-over the model chose.
+    for answer in [
+        call("reply", json!({"content": "hello"})),
+        call("skip", json!({"reason": "chatter"})),
+        Completion { content: Some("NO_REPLY".into()), ..Completion::default() },
+        call("react", json!({"emoji": "👍"})),
+        call("branch", json!({"question": "is it raining?"})),
+        call("spawn_worker", json!({"task": "count the rows"})),
+    ] {
+        let ending = Ending::of(run(&ScriptedModel::new(vec![Ok(answer.clone()), Ok(call("skip", json!({})))])));
+        assert!(matches!(ending, Ending::Answered(_)), "{answer:?}: {ending:?}");
+    }
+}
+
+#[test]
+fn a_failing_alarm_comes_back_sooner_than_the_platform_gives_up_and_never_later_than_a_minute() {
+    let waits: Vec<u64> = (1..=9).map(alarm_retry_ms).collect();
+    assert_eq!(waits, [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]);
+    assert_eq!(alarm_retry_ms(0), 1_000);
+    assert_eq!(alarm_retry_ms(u32::MAX), 60_000);
+    let until_apology: u64 = (1..APOLOGISE_AFTER_FAILURES).map(alarm_retry_ms).sum();
+    assert!(until_apology <= 10_000, "a person hears the apology within seconds: {until_apology} ms");
+}
+
+#[test]
 fn the_prompt_holds_system_history_and_current_messages_in_order() {
     let history = vec![
         HistoryEntry { role: HistoryRole::User, author_name: "Ada".into(), content: "my cat is Tom".into() },
@@ -496,6 +546,7 @@ impl ChatModel for StreamingModel {
                 watch(&assembler);
             }
         }
+        assembler.take("[DONE]")?;
         assembler.finish()
     }
 }
