@@ -15,6 +15,8 @@ pub mod fake_gateway;
 pub mod fake_llm;
 #[path = "harness/fake_mcp.rs"]
 pub mod fake_mcp;
+#[path = "harness/hog.rs"]
+pub mod hog;
 #[path = "harness/server.rs"]
 mod server;
 #[path = "harness/worker.rs"]
@@ -133,11 +135,6 @@ impl TestEnv {
         self.worker.kill();
         worker::drop_alarms(self.state.path());
         self.worker = Worker::start(&self.vars, self.state.path()).await;
-    }
-
-    /// Where the Worker's local state lives.
-    pub fn state_dir(&self) -> &std::path::Path {
-        self.state.path()
     }
 
     /// Stops the Worker, runs SQL on its local D1 (`wrangler d1 execute`), and

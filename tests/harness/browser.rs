@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+/// How long a click or a keystroke waits for its element to be there and stay there.
+const ACT_TIMEOUT: Duration = Duration::from_secs(15);
 
 pub struct Browser {
     driver: Child,
@@ -88,19 +90,64 @@ impl Browser {
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        self.try_call(method, path, body).await.unwrap_or_else(|error| panic!("WebDriver {path}: {error}"))
+    }
+
+    /// A WebDriver call, its error as a value (`error: message`).
+    async fn try_call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, String> {
         let mut request = self.client.request(method, format!("{}{path}", self.base));
         if let Some(body) = body {
             request = request.json(&body);
         }
         let answer: Value = request.send().await.expect("WebDriver call").json().await.expect("WebDriver JSON");
-        if let Some(error) = answer["value"]["error"].as_str() {
-            panic!("WebDriver {path}: {error}: {}", answer["value"]["message"]);
+        match answer["value"]["error"].as_str() {
+            Some(error) => Err(format!("{error}: {}", answer["value"]["message"])),
+            None => Ok(answer),
         }
-        answer
     }
 
     async fn session_call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
         self.call(method, &format!("/session/{}{path}", self.session), body).await["value"].take()
+    }
+
+    /// Finds the element matching `css` and does `action` to it (a path under
+    /// `/element/{id}`), again and again until it works or [`ACT_TIMEOUT`]
+    /// passes: on a slow machine the element may not be there yet, or the
+    /// page may re-render it between the find and the act (a stale element).
+    async fn act_on(&self, css: &str, action: &str, body: Value) {
+        let deadline = tokio::time::Instant::now() + ACT_TIMEOUT;
+        let session = format!("/session/{}", self.session);
+        loop {
+            let find = json!({ "using": "css selector", "value": css });
+            let found = self.try_call(reqwest::Method::POST, &format!("{session}/element"), Some(find)).await;
+            let id = found.map(|found| {
+                let value = &found["value"];
+                value
+                    .as_object()
+                    .and_then(|map| map.values().next())
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            });
+            let done = match id {
+                Ok(id) => {
+                    self.try_call(
+                        reqwest::Method::POST,
+                        &format!("{session}/element/{id}/{action}"),
+                        Some(body.clone()),
+                    )
+                    .await
+                }
+                Err(error) => Err(error),
+            };
+            match done {
+                Ok(_) => return,
+                Err(error) if tokio::time::Instant::now() > deadline => {
+                    panic!("WebDriver {action} on {css}: {error} (for {ACT_TIMEOUT:?})")
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
     }
 
     pub async fn goto(&self, url: &str) {
@@ -119,26 +166,15 @@ impl Browser {
         self.session_call(reqwest::Method::POST, "/execute/async", Some(body)).await
     }
 
-    async fn element(&self, css: &str) -> String {
-        let found = self.session_call(
-            reqwest::Method::POST,
-            "/element",
-            Some(json!({ "using": "css selector", "value": css })),
-        );
-        let found = found.await;
-        found.as_object().and_then(|map| map.values().next()).and_then(Value::as_str).expect("element id").to_string()
-    }
-
-    /// Clicks the element as a person would (WebDriver scrolls it into view).
+    /// Clicks the element as a person would (WebDriver scrolls it into view),
+    /// once it is there.
     pub async fn click(&self, css: &str) {
-        let id = self.element(css).await;
-        self.session_call(reqwest::Method::POST, &format!("/element/{id}/click"), Some(json!({}))).await;
+        self.act_on(css, "click", json!({})).await;
     }
 
-    /// Types into the element, key by key.
+    /// Types into the element, key by key, once it is there.
     pub async fn type_into(&self, css: &str, text: &str) {
-        let id = self.element(css).await;
-        self.session_call(reqwest::Method::POST, &format!("/element/{id}/value"), Some(json!({ "text": text }))).await;
+        self.act_on(css, "value", json!({ "text": text })).await;
     }
 
     /// The text of the first element matching `css` ("" when there is none).
