@@ -44,10 +44,10 @@ $(WORKER): $(NAMED)
 	@# The name section only serves stack traces; dropping it saves ~70 KB gzipped.
 	wasm-opt --all-features --strip-debug --strip-producers $(NAMED) -o $(WORKER)
 
+# Writes .dev.vars with fresh random tokens if there is none, migrates local D1,
+# serves, and prints where to go and what is missing (scripts/dev.mjs).
 dev: build
-	@test -f .dev.vars || { cp .dev.vars.example .dev.vars; echo "created .dev.vars from .dev.vars.example: fill in your keys"; }
-	wrangler d1 migrations apply DB --local
-	wrangler dev --port $(PORT) --test-scheduled
+	@PORT=$(PORT) node scripts/dev.mjs
 
 test: build
 	@scripts/setup-browser.sh
@@ -55,6 +55,9 @@ test: build
 	cargo test --test pricing
 	cargo test --test layers
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
+	scripts/check-e2e-logs.sh
+	@# The tests that load the whole machine (a CPU hog, a build), one at a time.
+	cargo test --test e2e -- --ignored --test-threads=1 $(FILTER)
 	scripts/check-e2e-logs.sh
 	cargo test --test deploy
 	@$(MAKE) -s deploy-check

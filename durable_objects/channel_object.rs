@@ -13,6 +13,7 @@ mod envelopes;
 mod history;
 mod history_upkeep;
 mod inbox;
+mod notices;
 mod outbox;
 mod pending;
 mod scheduled_runs;
@@ -83,8 +84,15 @@ pub struct ChannelObject {
 impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().counted_sql();
-        for schema in [inbox::SCHEMA, outbox::SCHEMA, slots::SCHEMA, envelopes::SCHEMA, stats::SCHEMA, history::SCHEMA]
-        {
+        for schema in [
+            inbox::SCHEMA,
+            outbox::SCHEMA,
+            slots::SCHEMA,
+            envelopes::SCHEMA,
+            stats::SCHEMA,
+            history::SCHEMA,
+            notices::SCHEMA,
+        ] {
             if let Err(error) = sql.exec(schema, None) {
                 LogLine::error("channel_schema_failed").reason(&error).emit();
             }

@@ -30,6 +30,7 @@ pub mod schedule;
 pub mod secret;
 pub mod security;
 pub mod session;
+pub mod setup;
 pub mod sign_in_limit;
 pub mod sorting;
 pub mod status;

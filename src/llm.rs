@@ -3,6 +3,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod readiness;
 pub mod routing;
 pub mod stream;
 pub mod vision;

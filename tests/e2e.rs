@@ -11,6 +11,7 @@ mod attacks_reply;
 mod discord;
 mod exactly_once;
 mod files;
+mod first_run;
 mod gateway;
 mod harness;
 mod history;

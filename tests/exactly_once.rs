@@ -250,6 +250,7 @@ impl Tally {
 /// 200 groups and 160 DMs, from 16 connections, with every core busy with
 /// other work the whole time.
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "loads the whole machine (a CPU hog): `make test` runs it alone"]
 async fn under_load_and_a_cpu_hog_every_acknowledged_message_is_answered_exactly_once() {
     // The local runtime is one thread: under this load a model answer can
     // take seconds to be read, which is not what this test is about.
@@ -306,6 +307,7 @@ async fn under_load_and_a_cpu_hog_every_acknowledged_message_is_answered_exactly
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "loads the whole machine (a CPU hog): `make test` runs it alone"]
 async fn a_crash_under_a_cpu_hog_while_telegram_replies_are_in_flight_leaves_nobody_in_silence() {
     let mut env = TestEnv::start_with(&[("SWEEP_AFTER_MS", "20000")]).await;
     let _hog = CpuHog::start();

@@ -36,7 +36,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("processes", &["process"]),
     ("channel", &["channel"]),
     ("configuration", &["config"]),
-    ("views", &["download_link", "session", "status"]),
+    ("views", &["download_link", "session", "setup", "status"]),
     ("edges", &["edge"]),
     ("objects", &["durable_objects"]),
     ("entry", &["entry"]),

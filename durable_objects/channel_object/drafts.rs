@@ -85,6 +85,11 @@ impl<'a> MessageDrafts<'a> {
         Ok(MessageDrafts { platform, sql, event, turn, edit_every_ms, pace, max_attempts, drafts, stopped })
     }
 
+    /// Whether the reply has shown anything yet (or drafting stopped).
+    pub(super) fn has_opened(&self) -> bool {
+        self.stopped || self.drafts.iter().any(|draft| draft.message_id.is_some())
+    }
+
     /// Brings the first draft that differs from `pieces` (the reply so far,
     /// ready to show) up to date with one platform call: a post for a piece
     /// not yet shown, else an edit. Returns how long to wait before the next

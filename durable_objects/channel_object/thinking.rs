@@ -12,7 +12,7 @@ use worker::{D1Database, Result};
 use super::delivery::Outlet;
 use super::drafts::MessageDrafts;
 use super::scheduled_runs::scheduled_runs;
-use super::{history as history_store, ChannelObject};
+use super::{history as history_store, notices, ChannelObject};
 use crate::budget::{Scope, Spend};
 use crate::channel::history_mirror::kept_rows;
 use crate::channel::state::{TurnResult, TurnSnapshot};
@@ -23,6 +23,7 @@ use crate::edge::files;
 use crate::edge::history::StoredMessage;
 use crate::edge::http::{now_ms, sleep_ms};
 use crate::edge::log::Emit;
+use crate::edge::memory::AI_BINDING;
 use crate::edge::messenger::{Messenger, Streaming};
 use crate::edge::model::HttpModel;
 use crate::edge::outbound::Platform;
@@ -31,7 +32,7 @@ use crate::edge::schedules;
 use crate::edge::spend;
 use crate::edge::usage::Spender;
 use crate::inbound::InboundEvent;
-use crate::llm::{HistoryEntry, HistoryRole};
+use crate::llm::{HistoryEntry, HistoryRole, LlmError};
 use crate::log_line::LogLine;
 use crate::people::{self, Profile};
 use crate::process::compaction::estimate_tokens;
@@ -161,13 +162,20 @@ pub(super) async fn think(
     let mut estimated_tokens = 0;
     let schedules_changed = std::cell::Cell::new(false);
     let model = HttpModel::new(config, &object.env, &config.channel_model);
+    // A model that cannot be called (no key, no binding) is known before any call: none is made.
+    let not_set_up = crate::setup::model_problem(config, object.env.ai(AI_BINDING).is_ok());
     let outcome = async {
-        let mut messages = compose_messages(&context).map_err(|error| error.to_string())?;
+        if let Some(problem) = &not_set_up {
+            return Err(LlmError::Config(problem.explain()));
+        }
+        // A template that does not render is a fault like a garbled answer: the apology.
+        let mut messages =
+            compose_messages(&context).map_err(|error| LlmError::Malformed(format!("the prompt: {error}")))?;
         if let Some(turn_message) = messages.last_mut() {
             turn_message.images = files.images.clone();
         }
         estimated_tokens = estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
-        let model = model.as_ref().map_err(|error| error.to_string())?;
+        let model = model.as_ref().map_err(Clone::clone)?;
         let tools = ChannelTools {
             config,
             db: database,
@@ -186,9 +194,7 @@ pub(super) async fn think(
                 crate::budget::person_key(conversation_key, &answering.author.id).as_deref(),
             ),
         };
-        run_turn(model, model.model_name(), messages, &turn.processes, &tools, live)
-            .await
-            .map_err(|error| error.to_string())
+        run_turn(model, model.model_name(), messages, &turn.processes, &tools, live).await
     }
     .await;
     let mut fork = earlier.clone();
@@ -211,8 +217,13 @@ pub(super) async fn think(
         people,
         ..Thought::default()
     };
-    match Ending::of(outcome) {
+    let ending = match not_set_up {
+        Some(problem) => Ending::NotSetUp(problem),
+        None => Ending::of(outcome, &config.channel_model),
+    };
+    match ending {
         Ending::Answered(outcome) => {
+            crate::edge::status::note_model_problem(&object.env, None).await;
             thought.result.usage = outcome.usage;
             for action in outcome.actions {
                 match action {
@@ -228,6 +239,27 @@ pub(super) async fn think(
             LogLine::error("turn_failed").conversation(conversation_key).id(&turn.id).reason(&reason).emit();
             thought.result.usage = usage;
             thought.apologise();
+        }
+        Ending::NotSetUp(problem) => {
+            // Said once an hour per conversation: a person writing again
+            // meanwhile is not told the same thing each time.
+            let tell = notices::due(&sql, notices::NOT_SET_UP, now_ms(), notices::NOT_SET_UP_EVERY_MS)?;
+            LogLine::warn("model_not_set_up")
+                .conversation(conversation_key)
+                .id(&turn.id)
+                .field("setting", problem.setting())
+                .field("told", tell)
+                .reason(&problem.explain())
+                .emit();
+            crate::edge::status::note_model_problem(&object.env, Some(&problem)).await;
+            thought.model_failed = true;
+            if tell {
+                let notice = prompt::render(
+                    "not_set_up",
+                    serde_json::json!({ "what": problem.for_people(), "setting": problem.setting() }),
+                );
+                thought.texts.push(notice.map_err(|error| worker::Error::RustError(error.to_string()))?);
+            }
         }
     }
     // A file that was not kept is said plainly, after the reply, whatever the model makes of it.
@@ -328,6 +360,14 @@ impl Draft {
         select(pin!(sleep_ms(milliseconds)), pin!(finished)).await;
     }
 
+    /// Waits `milliseconds`, or less if the model writes more or finishes;
+    /// then the text as it is now is looked at again.
+    async fn wait_for_more(&self, milliseconds: u64) {
+        let news = self.until(|draft| draft.fresh.get() || draft.finished.get());
+        select(pin!(sleep_ms(milliseconds)), pin!(news)).await;
+        self.fresh.set(true);
+    }
+
     /// The next text to show, once it changed; None when the model is done.
     async fn next(&self) -> Option<String> {
         self.until(|draft| draft.fresh.get() || draft.finished.get()).await;
@@ -377,10 +417,20 @@ pub(super) async fn while_working<T>(
             }
         };
         let mut shown = Vec::new();
+        let mut first_words_at = None;
         while let Some(text) = draft.next().await {
             let ready = live::shown(&text, false, platform.flavor(), platform.message_limit(), &redactor()).pieces;
             if ready.concat().is_empty() || ready == shown {
                 continue;
+            }
+            // A reply's first post waits for something worth a notification;
+            // an answer complete by then goes out whole, with no edit.
+            if messages.as_ref().is_some_and(|messages| !messages.has_opened()) {
+                let waited = (now_ms() - *first_words_at.get_or_insert_with(now_ms)).max(0) as u64;
+                if !live::worth_opening(&ready[0], waited) {
+                    draft.wait_for_more(live::OPENING_WAIT_MS.saturating_sub(waited)).await;
+                    continue;
+                }
             }
             let wait = match messages.as_mut() {
                 Some(messages) => messages.update(&ready).await?,

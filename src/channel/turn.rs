@@ -9,6 +9,7 @@ use serde_json::json;
 use super::processes::{ProcessKind, ProcessReport, Processes};
 use super::state::{Notice, ObservedMessage};
 use crate::inbound::InboundEvent;
+use crate::llm::readiness::{self, ModelProblem};
 use crate::llm::stream::Assembler;
 use crate::llm::{
     object, ChatMessage, ChatModel, ChatRequest, HistoryEntry, HistoryRole, LlmError, Role, ToolSpec, Usage,
@@ -98,10 +99,11 @@ pub struct TurnOutcome {
 }
 
 /// How a turn ends for the people in it. Every way a turn can end is one of
-/// these two, decided here and nowhere else: whatever failed (the model
-/// before, during or after streaming, a garbled or empty answer, a timeout,
-/// the turn's own storage), the person gets either the model's answer or the
-/// documented apology, never nothing.
+/// these, decided here and nowhere else: whatever failed (the model before,
+/// during or after streaming, a garbled or empty answer, a timeout, the
+/// turn's own storage), the person gets the model's answer, the documented
+/// apology, or, when the model cannot answer until an operator acts, the
+/// "not set up yet" notice; never nothing.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
     /// The model answered: its replies, reactions and work handed on, or a
@@ -115,13 +117,22 @@ pub enum Ending {
         /// What the calls that did answer cost.
         usage: Usage,
     },
+    /// No model can answer until an operator fixes a setting (no key, a
+    /// refused key, a server that cannot be reached): the person is told so
+    /// (`prompts/not_set_up`), not asked to try again.
+    NotSetUp(ModelProblem),
 }
 
 impl Ending {
-    /// The rule: an error is an apology, and so is an answer that did nothing.
-    pub fn of<E: std::fmt::Display>(result: Result<TurnOutcome, E>) -> Ending {
+    /// The rule: a setup problem is the notice, any other error is the
+    /// apology, and so is an answer that did nothing. `chain` is the model
+    /// chain the turn called.
+    pub fn of(result: Result<TurnOutcome, LlmError>, chain: &str) -> Ending {
         match result {
-            Err(error) => Ending::Apology { reason: error.to_string(), usage: Usage::default() },
+            Err(error) => match readiness::problem_of(&error, chain) {
+                Some(problem) => Ending::NotSetUp(problem),
+                None => Ending::Apology { reason: error.to_string(), usage: Usage::default() },
+            },
             Ok(outcome) if outcome.actions.is_empty() => Ending::Apology {
                 reason: format!("the model stopped after {} call(s) without answering", outcome.model_calls),
                 usage: outcome.usage,

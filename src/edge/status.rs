@@ -1,4 +1,5 @@
-//! `GET /api/status`, gathered: the bindings present, the D1 migrations
+//! `GET /api/status`, gathered: what the setup still lacks (a usable model,
+//! platform credentials), the bindings present, the D1 migrations
 //! applied, each platform's configuration state, the last cron tick and dead
 //! letter, and the counts of unsent pieces and running workers. Also the
 //! writes that leave those records where they happen.
@@ -10,13 +11,45 @@ use worker::{D1Database, Env, Result};
 use super::config::{self, DATABASE_BINDING};
 use super::d1::number;
 use super::http::now_ms;
+use super::log::Emit;
 use crate::edge::d1::Metered;
+use crate::llm::readiness::ModelProblem;
+use crate::log_line::LogLine;
 use crate::status::{models, platforms, BINDINGS};
 
 /// `status_events` key of the last cron tick.
 pub const CRON_TICK: &str = "cron_tick";
 /// `status_events` key of the last dead letter.
 pub const DEAD_LETTER: &str = "dead_letter";
+
+/// `status_events` key of the last model problem a turn met (a refused key, an
+/// unreachable server), or null once a model answered again.
+pub const MODEL_SETUP: &str = "model_setup";
+/// A model problem recorded this long ago without a fresh one is no longer shown.
+const MODEL_PROBLEM_SHOWN_MS: i64 = 60 * 60 * 1000;
+
+thread_local! {
+    /// This isolate recorded a model problem (so an answer afterwards clears it).
+    static MODEL_PROBLEM_RECORDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Records what a turn learnt of the model's setup: a problem (written each
+/// time: turns with one are told at most hourly per conversation), or, after
+/// this isolate recorded one, that a model answers again. Best effort.
+pub async fn note_model_problem(env: &Env, problem: Option<&ModelProblem>) {
+    let recorded = MODEL_PROBLEM_RECORDED.with(std::cell::Cell::get);
+    if problem.is_none() && !recorded {
+        return;
+    }
+    let value = match problem {
+        Some(problem) => json!({ "problem": problem, "explain": problem.explain(), "at": now_ms() }),
+        None => Value::Null,
+    };
+    match record(env, MODEL_SETUP, value).await {
+        Ok(()) => MODEL_PROBLEM_RECORDED.with(|cell| cell.set(problem.is_some())),
+        Err(error) => LogLine::warn("status_not_recorded").field("kind", MODEL_SETUP).reason(&error).emit(),
+    }
+}
 
 /// Keeps `value` (redacted) as the latest event of its kind.
 pub async fn record(env: &Env, key: &str, mut value: Value) -> Result<()> {
@@ -76,8 +109,22 @@ pub async fn report(env: &Env) -> Result<Value> {
     )
     .await
     .map(|row| row["running"].clone());
+    // The settings say it first; otherwise what the last turns met, for an hour.
+    let ai_bound = bindings.get("AI").is_some_and(|bound| bound == &Value::Bool(true));
+    let recorded =
+        event(MODEL_SETUP).filter(|seen| seen["at"].as_i64().is_some_and(|at| now_ms() - at < MODEL_PROBLEM_SHOWN_MS));
+    let model = match crate::setup::model_problem(&config, ai_bound) {
+        Some(problem) => json!({ "ready": false, "problem": problem, "explain": problem.explain() }),
+        None => match recorded {
+            Some(seen) => {
+                json!({ "ready": false, "problem": seen["problem"], "explain": seen["explain"], "at": seen["at"] })
+            }
+            None => json!({ "ready": true }),
+        },
+    };
     let mut report = json!({
         "version": env!("CARGO_PKG_VERSION"),
+        "setup": { "model": model, "unconnected_platforms": crate::setup::unconnected_platforms(&config) },
         "bindings": bindings,
         "migrations": migrations,
         "platforms": platforms(&config),

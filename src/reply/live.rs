@@ -37,10 +37,47 @@ pub fn shown(written: &str, finished: bool, flavor: Flavor, limit: usize, redact
     pieces::prepare(&[settled.to_string()], flavor, limit, redactor)
 }
 
+/// A first post shorter than this waits for a sentence's end or more words:
+/// its push notification must read as a start, not "Volcanoes form".
+pub const OPENING_MIN_CHARS: usize = 80;
+/// A sentence this long or longer opens a reply at once.
+pub const OPENING_SENTENCE_CHARS: usize = 12;
+/// Past this wait since the first words, a slow model's start is posted as it is.
+pub const OPENING_WAIT_MS: u64 = 1_500;
+
+/// Whether `shown`, the start of a streamed reply ready to show, is worth
+/// its own message yet: it holds a first sentence (of at least
+/// [`OPENING_SENTENCE_CHARS`]), or [`OPENING_MIN_CHARS`], or the model has
+/// taken [`OPENING_WAIT_MS`] since its first words. Until then nothing is
+/// posted, so an answer that is complete by then goes out whole, once, with
+/// no edit.
+pub fn worth_opening(shown: &str, waited_ms: u64) -> bool {
+    let text = shown.trim();
+    let sentence = text.char_indices().any(|(at, character)| {
+        let ends = matches!(character, '.' | '!' | '?' | '…' | '。' | ':') || character == '\n';
+        ends && text[..at].trim().chars().count() >= OPENING_SENTENCE_CHARS
+    });
+    sentence || text.chars().count() >= OPENING_MIN_CHARS || waited_ms >= OPENING_WAIT_MS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::redact::spelling::Folded;
+
+    #[test]
+    fn a_reply_opens_with_a_sentence_or_enough_words_never_a_fragment() {
+        assert!(!worth_opening("Volcanoes form", 0), "a fragment waits");
+        assert!(!worth_opening("Hi.", 0), "too short to read as a start");
+        assert!(worth_opening("Volcanoes form where magma rises.", 0), "a sentence opens");
+        assert!(worth_opening("Here is the plan for today:", 0));
+        assert!(worth_opening("Sure thing, here it is\nfirst line", 0));
+        let long = "word ".repeat(17);
+        assert!(worth_opening(&long, 0), "enough words open without a full stop");
+        assert!(worth_opening("Volcanoes form", OPENING_WAIT_MS), "a slow model's start shows after the wait");
+        assert!(!worth_opening("Volcanoes form", OPENING_WAIT_MS - 1));
+        assert!(!worth_opening("  ", OPENING_WAIT_MS - 1));
+    }
 
     const SECRET: &str = "Zq9-live-Xw7-value";
 

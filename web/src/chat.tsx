@@ -127,17 +127,33 @@ function merge(lines: Line[], incoming: Line[]): Line[] {
   return [...byId.values()].sort((a, b) => a.at - b.at);
 }
 
+/** The invitation a link carries after `#invite=` (a fragment never reaches the server), taken out of the address. */
+function invitationInLink(): string {
+  const found = /^#invite=(.+)$/.exec(location.hash);
+  if (!found) return "";
+  history.replaceState(null, "", location.pathname + location.search);
+  return decodeURIComponent(found[1]);
+}
+
 function Join({ onJoined }: { onJoined: (session: Session) => void }) {
   const [token, setToken] = useState("");
   const [error, setError] = useState("");
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const join = async (token: string) => {
     try {
       onJoined(await post<Session>("/api/chat/session", { token }));
     } catch (failure) {
       setError(failure instanceof ApiError && failure.status === 401 ? "That token is not right." : String(failure));
     }
   };
+  const submit = (event: Event) => {
+    event.preventDefault();
+    join(token);
+  };
+  // A link with its invitation (`make dev` prints one) joins at once.
+  useEffect(() => {
+    const invited = invitationInLink();
+    if (invited) join(invited);
+  }, []);
   return (
     <main class="page narrow">
       <h1>edgebot chat</h1>

@@ -5,7 +5,7 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, remove } from "./api";
-import { SignIn, Nav } from "./dashboard/shell";
+import { SignIn, Nav, SetupBanner } from "./dashboard/shell";
 import { Conversations } from "./dashboard/conversations";
 import { ConversationPage } from "./dashboard/conversation";
 import { MemoryPage } from "./dashboard/memory";
@@ -56,6 +56,7 @@ function App() {
   return (
     <>
       <Nav current={current.page === "conversation" ? "conversations" : current.page} onSignOut={signOut} />
+      <SetupBanner />
       {current.page === "conversations" && <Conversations />}
       {current.page === "conversation" && <ConversationPage conversationKey={current.key} />}
       {current.page === "memory" && <MemoryPage />}

@@ -169,26 +169,37 @@ fn model_errors_end_the_turn_as_errors() {
 }
 
 #[test]
-fn every_turn_ends_in_an_answer_a_chosen_silence_or_the_apology() {
+fn every_turn_ends_in_an_answer_a_chosen_silence_the_apology_or_the_setup_notice() {
+    const CHAIN: &str = "openai/gpt-4o-mini";
     let apology = |ending: &Ending| matches!(ending, Ending::Apology { .. });
-    // Failures: each model error, and answers that did nothing.
+    // Failures: each passing model error, and answers that did nothing.
     for error in [
         LlmError::Status(500),
         LlmError::Status(429),
         LlmError::Timeout,
         LlmError::Malformed("the stream ended before the answer did".into()),
-        LlmError::Network("reset".into()),
-        LlmError::Config("no key".into()),
     ] {
         let model = ScriptedModel::new(vec![Err(error.clone())]);
-        assert!(apology(&Ending::of(run(&model))), "{error}");
+        assert!(apology(&Ending::of(run(&model), CHAIN)), "{error}");
+    }
+    // Failures only an operator can fix: the notice, naming the setting.
+    for (error, setting) in [
+        (LlmError::Status(401), "OPENAI_API_KEY"),
+        (LlmError::Status(403), "OPENAI_API_KEY"),
+        (LlmError::Network("connection refused".into()), "OPENAI_BASE_URL"),
+        (LlmError::Config("no key".into()), "OPENAI_API_KEY"),
+    ] {
+        let model = ScriptedModel::new(vec![Err(error.clone())]);
+        match Ending::of(run(&model), CHAIN) {
+            Ending::NotSetUp(problem) => assert_eq!(problem.setting(), setting, "{error}"),
+            other => panic!("{error}: {other:?}"),
+        }
     }
     let exhausted = ScriptedModel::new((0..10).map(|_| Ok(call("unknown_tool", json!({})))).collect());
-    let ending = Ending::of(run(&exhausted));
+    let ending = Ending::of(run(&exhausted), CHAIN);
     assert!(apology(&ending), "five calls and no answer: {ending:?}");
-    let Ending::Apology { usage, .. } =
-        Ending::of(Ok::<_, LlmError>(TurnOutcome { model_calls: 2, ..TurnOutcome::default() }))
-    else {
+    let nothing = TurnOutcome { model_calls: 2, ..TurnOutcome::default() };
+    let Ending::Apology { usage, .. } = Ending::of(Ok(nothing), CHAIN) else {
         panic!("an outcome with no action is no answer");
     };
     assert_eq!(usage, Usage::default());
@@ -203,7 +214,8 @@ fn every_turn_ends_in_an_answer_a_chosen_silence_or_the_apology() {
         call("branch", json!({"question": "is it raining?"})),
         call("spawn_worker", json!({"task": "count the rows"})),
     ] {
-        let ending = Ending::of(run(&ScriptedModel::new(vec![Ok(answer.clone()), Ok(call("skip", json!({})))])));
+        let answers = vec![Ok(answer.clone()), Ok(call("skip", json!({})))];
+        let ending = Ending::of(run(&ScriptedModel::new(answers)), CHAIN);
         assert!(matches!(ending, Ending::Answered(_)), "{answer:?}: {ending:?}");
     }
 }

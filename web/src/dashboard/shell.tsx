@@ -1,7 +1,7 @@
 // The dashboard's frame: signing in with the admin token, and the navigation.
 
-import { useState } from "preact/hooks";
-import { ApiError, post } from "../api";
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, api, post } from "../api";
 
 export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [token, setToken] = useState("");
@@ -54,5 +54,27 @@ export function Nav({ current, onSignOut }: { current: string; onSignOut: () => 
       <a href="/chat/">Web chat</a>
       <button type="button" onClick={onSignOut}>Sign out</button>
     </nav>
+  );
+}
+
+/** What `/api/status` says the setup still lacks. */
+interface Setup {
+  setup: { model: { ready: boolean; explain?: string; problem?: { setting: string } } };
+}
+
+/** A banner over every page while no model can answer: what is missing and how to fix it. */
+export function SetupBanner() {
+  const [problem, setProblem] = useState("");
+  useEffect(() => {
+    api<Setup>("/api/status").then(
+      (status) => setProblem(status.setup.model.ready ? "" : status.setup.model.explain ?? "no model can answer"),
+      () => setProblem(""),
+    );
+  }, []);
+  if (!problem) return null;
+  return (
+    <p id="setup-banner" class="banner" role="alert">
+      <strong>Not set up yet:</strong> {problem}. People who write to the bot are told it is not set up.
+    </p>
   );
 }
