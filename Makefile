@@ -54,6 +54,7 @@ test: build
 	cargo test --lib
 	cargo test --test pricing
 	cargo test --test layers
+	cargo test --test docs
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
 	scripts/check-e2e-logs.sh
 	@# The tests that load the whole machine (a CPU hog, a build), one at a time.
@@ -107,7 +108,7 @@ discord-commands:
 login: setup
 	wrangler login
 
-# The first deployment and every later one (see the README, "Deploy").
+# The first deployment and every later one (see docs/deploy.md).
 deploy: build
 	@scripts/deploy.sh
 

@@ -1,4 +1,4 @@
--- Who runs up the bill (README "Who runs up the bill").
+-- Who runs up the bill (docs/security.md, "Who runs up the bill").
 
 -- Who created each job: the author of the message the creating turn answered
 -- (platform user id and name); NULL for jobs made before this migration.

@@ -1,4 +1,4 @@
--- Identity documents (README "Identity"): SOUL, IDENTITY and USER, edited by an
+-- Identity documents (docs/people-and-identity.md): SOUL, IDENTITY and USER, edited by an
 -- operator on the dashboard or through the admin API.
 
 -- Every saved version of each document ('soul', 'identity', 'user'), numbered

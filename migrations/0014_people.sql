@@ -1,4 +1,4 @@
--- People (README "People"): every human (and peer bot) the bot answers is a
+-- People (docs/people-and-identity.md): every human (and peer bot) the bot answers is a
 -- person record; each platform id it is known by points to one record, so an
 -- operator can link one person across Slack, Discord, Telegram and the web.
 

@@ -1,4 +1,4 @@
--- Files (README "Files, images and voice"): every file a person sent that was
+-- Files (docs/files.md): every file a person sent that was
 -- kept, by conversation. The bytes live in R2 (the FILES bucket) at `r2_key`;
 -- this row is what tools list and open, always within one conversation.
 

@@ -1,5 +1,5 @@
-// `make deploy`: the first deployment and every later one, idempotently (see the
-// README, "Deploy"). Each step prints one line saying what it did or skipped.
+// `make deploy`: the first deployment and every later one, idempotently (see
+// docs/deploy.md). Each step prints one line saying what it did or skipped.
 //
 // Inputs (all optional):
 //   WRANGLER_CONFIG    the wrangler config            (default: wrangler.toml)

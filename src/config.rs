@@ -39,7 +39,7 @@ pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord";
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
-/// The variables that hold secrets (README: "Configuration").
+/// The variables that hold secrets (docs/configuration.md).
 pub const SECRET_VARIABLES: [&str; 10] = [
     "ADMIN_TOKEN",
     "WEB_CHAT_TOKEN",

@@ -233,7 +233,7 @@ impl Tally {
         tally
     }
 
-    /// One line for the log and the README's delivery table.
+    /// One line for the log and the delivery table (docs/delivery.md).
     fn line(&self, what: &str) -> String {
         format!(
             "{what}: {} acknowledged, {} answered, {} apologised, {} doubled, {} lost",
@@ -246,7 +246,7 @@ impl Tally {
     }
 }
 
-/// Where the README's delivery table comes from: 2,000 group webhooks over
+/// Where the delivery table (docs/delivery.md) comes from: 2,000 group webhooks over
 /// 200 groups and 160 DMs, from 16 connections, with every core busy with
 /// other work the whole time.
 #[tokio::test(flavor = "multi_thread")]

@@ -1,4 +1,4 @@
-//! Identity documents (README "Identity"): SOUL, IDENTITY and USER edited
+//! Identity documents (docs/people-and-identity.md): SOUL, IDENTITY and USER edited
 //! through the admin API reach the next turn of every conversation without a
 //! restart, a restored version comes back, a conversation's override reaches
 //! that conversation only, branches think with them and workers do not, and

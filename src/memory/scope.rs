@@ -30,8 +30,8 @@ const PLATFORMS: [&str; 4] = ["telegram", "slack", "discord", "web"];
 /// channel and a Telegram forum topic (`telegram:chat:topic`) to its group,
 /// because everyone in the channel or group can read every thread or topic;
 /// anything else (a DM, a Discord channel or thread, a web-chat session) is its
-/// own place. Member lists are not consulted: see the README ("What stays
-/// private").
+/// own place. Member lists are not consulted: see docs/security.md ("What
+/// stays private").
 pub fn conversation_scope(conversation_key: &str) -> String {
     let parts: Vec<&str> = conversation_key.split(':').collect();
     match parts.as_slice() {

@@ -281,7 +281,7 @@ impl VectorIndex for EdgeIndex<'_> {
                     matches: Vec<Match>,
                 }
                 let mut options = json!({ "topK": k.min(100), "returnValues": false, "returnMetadata": "none" });
-                // Both need a metadata index (`make deploy` creates them; see the README).
+                // Both need a metadata index (`make deploy` creates them; see docs/memory.md).
                 let mut filter = serde_json::Map::new();
                 if let Some(kind) = memory_type {
                     filter.insert("memory_type".into(), json!(kind.as_str()));
