@@ -37,8 +37,9 @@ const METADATA_INDEXES = [
   { propertyName: "memory_type", indexType: "string" },
   { propertyName: "scope", indexType: "string" },
 ];
-// What edgebot reads from Telegram (src/platforms/telegram.rs parses new messages only).
-const TELEGRAM_UPDATES = ["message"];
+// What edgebot reads from Telegram (src/platforms/telegram.rs): new messages, and
+// presses of the approval buttons.
+const TELEGRAM_UPDATES = ["message", "callback_query"];
 
 let failures = 0;
 const say = (step, what) => console.log(`deploy: ${step}: ${what}`);
