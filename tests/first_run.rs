@@ -116,9 +116,10 @@ async fn the_dashboard_shows_a_banner_naming_the_missing_setting() {
     assert_eq!(browser.text("#setup-banner").await, "", "no banner when a model can answer");
 }
 
-/// An instant model: the whole answer is one message, posted once, never edited.
+/// An instant model (its whole answer in one chunk): one message, posted once, never edited.
 async fn an_instant_answer_is_one_message_with_no_edit(chat: Chat) {
     let env = chat.start(&[]).await;
+    env.llm.set_pace(Pace { first: Duration::ZERO, every: Duration::ZERO, chars: 10_000 });
     let answer = "Volcanoes form where magma rises through the crust. Each eruption adds a layer.";
     env.llm.reply(answer);
     chat.ask(&env, 1, "how do volcanoes form?").await;
@@ -190,11 +191,11 @@ async fn make_dev_on_a_fresh_clone_serves_and_prints_a_working_sign_in_and_chat_
         .process_group(0)
         .spawn()
         .expect("make dev");
-    let group = dev.id();
-    let _stop = scopeguard(move || {
-        let _ = Command::new("kill").args(["-s", "KILL", "--", &format!("-{group}")]).status();
-    });
     let stdout = dev.stdout.take().unwrap();
+    let _stop = scopeguard(move || {
+        let _ = Command::new("kill").args(["-s", "KILL", "--", &format!("-{}", dev.id())]).status();
+        let _ = dev.wait();
+    });
     let (lines, receive) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {

@@ -137,8 +137,11 @@ async fn a_recurring_job_that_missed_runs_during_downtime_runs_once_and_says_so(
     env.llm.reply("on time again");
     env.telegram_update(&dm_update(1, 95, "check the queue every 3 seconds")).await;
     env.wait_for_delivered("telegram:95", 1).await;
+    // Down for 10 s from here: nothing can run before that (the restarted
+    // Worker may run its alarm before the harness sees it ready).
+    let went_down_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     env.crash_for(Duration::from_secs(10)).await;
-    let restarted_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let restarted_at = went_down_at + 10_000;
     env.cron().await;
 
     let sent = env.wait_for_sent(2).await;

@@ -134,9 +134,11 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
             },
             _ => {}
         }
-        let unsent = matches!(entry.status.as_str(), "pending" | "sending");
-        if let Some(resume_at) = outlet.clear_to_call().await.filter(|_| unsent) {
-            return Ok(Delivery::RateLimited { resume_at });
+        // Nothing, not even asking after an interrupted send, goes to a chat that is held.
+        if matches!(entry.status.as_str(), "pending" | "sending") {
+            if let Some(resume_at) = outlet.clear_to_call().await {
+                return Ok(Delivery::RateLimited { resume_at });
+            }
         }
         // Found mid-send: the Worker stopped during the call. Ask the platform.
         let interrupted = match entry.status.as_str() {

@@ -399,7 +399,10 @@ pub(super) async fn while_working<T>(
             if draft.finished.get() {
                 break;
             }
-            platform.renew_working(event).await;
+            // A chat held by a rate limit gets no typing action either.
+            if outlet.pace.get().wait_ms(now_ms()) == 0 {
+                platform.renew_working(event).await;
+            }
         }
     };
     let work = async {
@@ -417,7 +420,7 @@ pub(super) async fn while_working<T>(
             }
         };
         let mut shown = Vec::new();
-        let mut first_words_at = None;
+        let (mut first_words_at, mut worth_it_at) = (None, None);
         while let Some(text) = draft.next().await {
             let ready = live::shown(&text, false, platform.flavor(), platform.message_limit(), &redactor()).pieces;
             if ready.concat().is_empty() || ready == shown {
@@ -429,6 +432,11 @@ pub(super) async fn while_working<T>(
                 let waited = (now_ms() - *first_words_at.get_or_insert_with(now_ms)).max(0) as u64;
                 if !live::worth_opening(&ready[0], waited) {
                     draft.wait_for_more(live::OPENING_WAIT_MS.saturating_sub(waited)).await;
+                    continue;
+                }
+                let held = (now_ms() - *worth_it_at.get_or_insert_with(now_ms)).max(0) as u64;
+                if held < live::OPENING_GRACE_MS {
+                    draft.wait_for_more(live::OPENING_GRACE_MS - held).await;
                     continue;
                 }
             }

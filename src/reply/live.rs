@@ -44,6 +44,11 @@ pub const OPENING_MIN_CHARS: usize = 80;
 pub const OPENING_SENTENCE_CHARS: usize = 12;
 /// Past this wait since the first words, a slow model's start is posted as it is.
 pub const OPENING_WAIT_MS: u64 = 1_500;
+/// Once a reply is worth opening, its first post still waits this long: an
+/// answer the model finishes meanwhile (a fast model's whole answer) goes
+/// out whole, once, with no edit. Well inside the 300 ms goal for the first
+/// text after the model's first sentence.
+pub const OPENING_GRACE_MS: u64 = 150;
 
 /// Whether `shown`, the start of a streamed reply ready to show, is worth
 /// its own message yet: it holds a first sentence (of at least
