@@ -101,7 +101,8 @@ fn long_answer() -> String {
 
 async fn shows_while_written_then_one_whole_message(chat: Chat) {
     let env = chat.start(&[]).await;
-    env.llm.set_pace(Pace { first: Duration::from_millis(500), every: Duration::from_millis(40), chars: 8 });
+    // About 4.5 s of writing: room for several one-second edits on a busy machine.
+    env.llm.set_pace(Pace { first: Duration::from_millis(500), every: Duration::from_millis(60), chars: 8 });
     let answer = long_answer();
     env.llm.reply(&answer);
     chat.ask(&env, 1, "what is the plan?").await;
@@ -141,7 +142,8 @@ async fn a_discord_answer_shows_while_written_and_is_edited_into_the_whole_answe
     shows_while_written_then_one_whole_message(DISCORD).await;
 }
 
-/// An answer over the platform's limit, written over about 4 s: it streams as
+/// An answer over the platform's limit, written over about 8 s (room for the
+/// 2 s hold and the one-second pace on a busy machine): it streams as
 /// two messages and ends as two; a rate limit on an edit is waited out.
 async fn a_long_answer_splits_and_a_rate_limited_edit_waits(chat: Chat) {
     let env = chat.start(&[]).await;
@@ -149,7 +151,7 @@ async fn a_long_answer_splits_and_a_rate_limited_edit_waits(chat: Chat) {
     let answer: String = sentence.repeat(chat.limit * 3 / 2 / sentence.len());
     env.llm.set_pace(Pace {
         first: Duration::from_millis(300),
-        every: Duration::from_millis(40),
+        every: Duration::from_millis(80),
         chars: answer.len() / 100,
     });
     env.llm.reply(&answer);
