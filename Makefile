@@ -58,7 +58,7 @@ test: build
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
 	scripts/check-e2e-logs.sh
 	@# The tests that load the whole machine (a CPU hog, a build), one at a time.
-	cargo test --test e2e -- --ignored --test-threads=1 $(FILTER)
+	cargo test --test e2e -- --ignored --test-threads=1 --show-output $(FILTER)
 	scripts/check-e2e-logs.sh
 	cargo test --test deploy
 	@$(MAKE) -s deploy-check
