@@ -276,8 +276,8 @@ async fn finish_draft(
             return Ok(Finishing::SendAnew { attempts });
         }
         if !failure.retryable {
-            attempts = config.send_max_attempts;
-            continue;
+            outbox::mark_attempt_failed(sql, &entry.id, "gave up after its attempts", true)?;
+            return Ok(Finishing::GaveUp);
         }
         match failure.retry_after_ms {
             Some(wait) => {
