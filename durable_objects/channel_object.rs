@@ -35,16 +35,16 @@ use crate::channel::participants::MembershipCount;
 use crate::channel::routes::ChannelRoute;
 use crate::channel::state::{ChannelState, ScheduleDue};
 use crate::config::Config;
-use crate::edge::config::{self, DATABASE_BINDING};
-use crate::edge::durable::{self, MeteredStorage};
-use crate::edge::http::{now_ms, sleep_ms, within};
-use crate::edge::log::Emit;
-use crate::edge::messenger::Messenger;
-use crate::edge::outbound;
-use crate::edge::web_chat::{self, CHAT, WATCH};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::log_line::LogLine;
+use crate::platforms::messenger::Messenger;
+use crate::platforms::outbound;
+use crate::platforms::web_chat::messenger::{self as web_chat, CHAT, WATCH};
 use crate::process::envelope::{Envelope, MessageType};
+use crate::runtime::config::{self, DATABASE_BINDING};
+use crate::runtime::durable::{self, MeteredStorage};
+use crate::runtime::http::{now_ms, sleep_ms, within};
+use crate::runtime::log::Emit;
 use crate::time::format_utc;
 
 /// How long the alarm waits for the member count before deciding the held
@@ -194,7 +194,7 @@ enum ChatIn {
     /// `id` is the page's own id for the message: a resend after a
     /// reconnect carries the same one and is taken once.
     /// `files` are upload tokens (`POST /api/chat/files`), at most
-    /// [`crate::files::FILES_PER_MESSAGE`]; a message may be files alone.
+    /// [`crate::files::rules::FILES_PER_MESSAGE`]; a message may be files alone.
     Send {
         id: String,
         #[serde(default)]
@@ -210,7 +210,7 @@ impl ChannelObject {
         let Some(route) = ChannelRoute::at(&request.path()) else {
             return Response::error("not found", 404);
         };
-        if request.method() != crate::edge::http::method(route.verb()) {
+        if request.method() != crate::runtime::http::method(route.verb()) {
             return Response::error("method not allowed", 405);
         }
         match route {
@@ -439,7 +439,7 @@ impl ChannelObject {
             return Ok(Err("this chat has no conversation"));
         };
         // The turn finds each upload by its token in this conversation (src/edge/files.rs).
-        let Some(attachments) = crate::files::uploaded(files) else {
+        let Some(attachments) = crate::files::rules::uploaded(files) else {
             return Ok(Err("a message names at most 4 uploads, each by the token its upload answered"));
         };
         if !crate::inbound::is_web_session(id) {
@@ -458,7 +458,7 @@ impl ChannelObject {
         event.conversation_title = Some(format!("Web chat ({})", role));
         event.attachments = attachments;
         if self.admit(&event).await?.is_some() {
-            let text = crate::files::chat_text(&event.text, event.attachments.len());
+            let text = crate::files::rules::chat_text(&event.text, event.attachments.len());
             let line = web_chat::chat_message(&format!("in:{}", event.delivery_id), "user", name, &text, now_ms());
             web_chat::push(&self.state, CHAT, &line);
         }
@@ -478,7 +478,7 @@ impl ChannelObject {
                     &format!("in:{}", record.delivery_id),
                     "user",
                     author,
-                    &crate::files::chat_text(text, files),
+                    &crate::files::rules::chat_text(text, files),
                     record.received_at,
                 );
                 (record.received_at, line)
@@ -584,10 +584,10 @@ impl ChannelObject {
 }
 
 /// Writes the conversation's counts and whether an inbound waits to D1's index (best effort: logged).
-async fn write_index(sql: &crate::edge::durable::Sql, env: &Env) {
+async fn write_index(sql: &crate::runtime::durable::Sql, env: &Env) {
     let flushed = async {
         let Some(row) = stats::read(sql)? else { return Ok(()) };
-        crate::edge::conversations::upsert(&env.d1(DATABASE_BINDING)?, &row, now_ms()).await
+        crate::conversations::store::upsert(&env.d1(DATABASE_BINDING)?, &row, now_ms()).await
     };
     if let Err(error) = flushed.await {
         LogLine::error("conversation_index_not_written").reason(&error).emit();

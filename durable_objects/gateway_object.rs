@@ -18,15 +18,15 @@ use worker::{
 };
 
 use crate::config::Config;
-use crate::edge::config;
-use crate::edge::discord::bot_get;
-use crate::edge::durable::{self, MeteredStorage, Sql};
-use crate::edge::http::{now_ms, sleep_ms};
-use crate::edge::log::Emit;
-use crate::edge::webhooks::deliver;
 use crate::log_line::LogLine;
 use crate::platforms::discord::gateway::{parse_frame, Gateway, Move, Session};
 use crate::platforms::discord::message::parse_message_create;
+use crate::platforms::discord::messenger::bot_get;
+use crate::platforms::webhooks::deliver;
+use crate::runtime::config;
+use crate::runtime::durable::{self, MeteredStorage, Sql};
+use crate::runtime::http::{now_ms, sleep_ms};
+use crate::runtime::log::Emit;
 
 /// The watchdog alarm's period while the Gateway is meant to run.
 const WATCHDOG_MS: u64 = 30_000;

@@ -9,12 +9,12 @@
 use serde::Deserialize;
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorageValue, State};
 
-use crate::edge::config;
-use crate::edge::durable::{self, MeteredStorage, Sql};
-use crate::edge::http::now_ms;
-use crate::edge::log::Emit;
 use crate::log_line::LogLine;
-use crate::sign_in_limit::{decide, Held, Outcome, Recorded, Verdict, TRUST_MS};
+use crate::runtime::config;
+use crate::runtime::durable::{self, MeteredStorage, Sql};
+use crate::runtime::http::now_ms;
+use crate::runtime::log::Emit;
+use crate::sessions::limit::{decide, Held, Outcome, Recorded, Verdict, TRUST_MS};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS failures (client TEXT NOT NULL, at INTEGER NOT NULL);

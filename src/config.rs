@@ -1,14 +1,14 @@
 //! Configuration: every setting the Worker reads from its vars and secrets,
 //! with the defaults a user gets when a setting is absent.
 
-use crate::budget::{self, parse_tokens, parse_usd, Budgets, Limit};
+use crate::budget::rules::{self as budget, parse_tokens, parse_usd, Budgets, Limit};
 use crate::channel::engagement::Triggers;
 use crate::channel::processes::{Timeouts, DEFAULT_BRANCH_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS};
 use crate::channel::state::ChannelSettings;
 use crate::channel::sticky::DEFAULT_STICKY_WINDOW_MS;
 use crate::llm::RetryPolicy;
 use crate::redact::Redactor;
-use crate::schedule::limits::{DEFAULT_MAX_CREATIONS_PER_TURN, DEFAULT_MAX_JOBS_PER_CONVERSATION};
+use crate::schedules::limits::{DEFAULT_MAX_CREATIONS_PER_TURN, DEFAULT_MAX_JOBS_PER_CONVERSATION};
 use crate::secret::Secret;
 
 pub const DEFAULT_TELEGRAM_API_BASE: &str = "https://api.telegram.org";
@@ -150,7 +150,7 @@ pub struct Config {
     pub sweep_after_ms: i64,
     pub channel: ChannelSettings,
     /// The limits on failed sign-ins and token checks.
-    pub sign_in: crate::sign_in_limit::Limits,
+    pub sign_in: crate::sessions::limit::Limits,
 }
 
 impl Config {
@@ -249,8 +249,11 @@ impl Config {
                     entry.split_once(':').is_some_and(|(platform, id)| !platform.is_empty() && !id.is_empty())
                 })
                 .collect(),
-            approval_timeout_ms: number("APPROVAL_TIMEOUT_SECS", crate::approval::DEFAULT_TIMEOUT_MS as u64 / 1000)
-                .clamp(1, 7 * 24 * 3600) as i64
+            approval_timeout_ms: number(
+                "APPROVAL_TIMEOUT_SECS",
+                crate::approvals::rules::DEFAULT_TIMEOUT_MS as u64 / 1000,
+            )
+            .clamp(1, 7 * 24 * 3600) as i64
                 * 1000,
             mcp_timeout_ms: number("MCP_TIMEOUT_MS", DEFAULT_MCP_TIMEOUT_MS).max(500),
             stream_replies: match text("STREAM_REPLIES", DEFAULT_STREAM_REPLIES).trim() {
@@ -291,7 +294,7 @@ impl Config {
                     worker_ms: number("WORKER_TIMEOUT_MS", DEFAULT_WORKER_TIMEOUT_MS as u64).max(1_000) as i64,
                 },
             },
-            sign_in: crate::sign_in_limit::Limits {
+            sign_in: crate::sessions::limit::Limits {
                 per_client: number("SIGN_IN_CLIENT_LIMIT", DEFAULT_SIGN_IN_CLIENT_LIMIT.into()).max(1) as u32,
                 overall: number("SIGN_IN_LIMIT", DEFAULT_SIGN_IN_LIMIT.into()).max(1) as u32,
                 window_ms: number("SIGN_IN_WINDOW_SECS", DEFAULT_SIGN_IN_WINDOW_SECS).max(1) as i64 * 1000,
@@ -553,7 +556,7 @@ mod tests {
         assert_eq!(config.approval_timeout_ms, 1_000);
         assert_eq!(config.mcp_timeout_ms, DEFAULT_MCP_TIMEOUT_MS);
         let defaults = Config::from_lookup(|_| None);
-        assert_eq!(defaults.approval_timeout_ms, crate::approval::DEFAULT_TIMEOUT_MS);
+        assert_eq!(defaults.approval_timeout_ms, crate::approvals::rules::DEFAULT_TIMEOUT_MS);
         assert!(defaults.approvers.is_empty());
     }
 }

@@ -1,26 +1,26 @@
-//! The Worker's three entry points, and nothing else: a request ([`edge::router`]),
-//! a batch of queued jobs ([`edge::jobs`]) and a cron tick ([`edge::cron`]).
+//! The Worker's three entry points, and nothing else: a request ([`router`]),
+//! a batch of queued jobs ([`jobs`]) and a cron tick ([`cron`]).
 //! Each counts itself (`/api/ops`) and hands over at once.
 
 use worker::{event, Context, Env, MessageBatch, Request, Response, Result, ScheduleContext, ScheduledEvent};
 
-use crate::edge;
 use crate::ops::{count, Op};
+use crate::{cron, jobs, router};
 
 #[event(fetch)]
 async fn fetch(request: Request, env: Env, _context: Context) -> Result<Response> {
     count(Op::WorkerInvocation);
-    edge::router::handle(request, &env).await
+    router::handle(request, &env).await
 }
 
 #[event(queue)]
 async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Context) -> Result<()> {
     count(Op::WorkerInvocation);
-    edge::jobs::run_batch(batch, &env).await
+    jobs::run_batch(batch, &env).await
 }
 
 #[event(scheduled)]
 async fn scheduled(event: ScheduledEvent, env: Env, _context: ScheduleContext) {
     count(Op::WorkerInvocation);
-    edge::cron::run(&event.cron(), &env).await
+    cron::run(&event.cron(), &env).await
 }

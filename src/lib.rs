@@ -1,16 +1,20 @@
 //! edgebot: a serverless AI agent for Slack, Discord, Telegram and the web on Cloudflare Workers.
 //!
-//! The crate is split along one seam: a pure core (everything declared first
-//! below) that knows nothing of the Workers runtime and is tested natively with
-//! `cargo test`, and thin edges (compiled only for `wasm32`) that gather inputs
-//! from the runtime, call the core and carry out what it returns.
+//! The crate is a house of rooms: one folder per capability (people, identity,
+//! schedules, tasks, memory, files, mcp, approvals, budget, …), each holding its
+//! pure rules (`rules.rs` and other plain-data files, tested natively with
+//! `cargo test`) and its Workers-facing parts (`store.rs` for D1, `api.rs` for
+//! admin routes, `tools.rs` for model tools), the latter compiled only for
+//! `wasm32`. A messenger is a folder under `platforms/`. `channel/` and
+//! `process/` are pure; `runtime/` is the plumbing every room uses; `jobs`,
+//! `cron` and `router` are the entry points' dispatchers. ARCHITECTURE.md has
+//! the layer rule per file role and the checklists for adding a room.
 
 pub mod api_error;
-pub mod approval;
+pub mod approvals;
 pub mod budget;
 pub mod channel;
 pub mod config;
-pub mod download_link;
 pub mod files;
 pub mod identity;
 pub mod inbound;
@@ -26,19 +30,26 @@ pub mod prompt;
 pub mod redact;
 pub mod reply;
 pub mod routes;
-pub mod schedule;
+pub mod schedules;
 pub mod secret;
 pub mod security;
-pub mod session;
-pub mod setup;
-pub mod sign_in_limit;
+pub mod sessions;
 pub mod sorting;
 pub mod status;
 pub mod tasks;
 pub mod time;
+pub mod web_tools;
 
 #[cfg(target_arch = "wasm32")]
-mod edge;
+mod conversations;
+#[cfg(target_arch = "wasm32")]
+mod cron;
+#[cfg(target_arch = "wasm32")]
+mod jobs;
+#[cfg(target_arch = "wasm32")]
+mod router;
+#[cfg(target_arch = "wasm32")]
+mod runtime;
 
 #[cfg(target_arch = "wasm32")]
 #[path = "../durable_objects/mod.rs"]

@@ -9,6 +9,9 @@ pub mod stream;
 pub mod vision;
 pub mod workers_ai;
 
+#[cfg(target_arch = "wasm32")]
+pub mod client;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;

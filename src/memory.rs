@@ -15,3 +15,12 @@ pub mod scope;
 pub mod sketch;
 pub mod types;
 pub mod vector;
+
+#[cfg(target_arch = "wasm32")]
+pub mod embedder;
+#[cfg(target_arch = "wasm32")]
+pub mod recall;
+#[cfg(target_arch = "wasm32")]
+pub mod store;
+#[cfg(target_arch = "wasm32")]
+pub mod vector_index;

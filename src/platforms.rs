@@ -5,6 +5,14 @@
 pub mod discord;
 pub mod slack;
 pub mod telegram;
+pub mod web_chat;
+
+#[cfg(target_arch = "wasm32")]
+pub mod messenger;
+#[cfg(target_arch = "wasm32")]
+pub mod outbound;
+#[cfg(target_arch = "wasm32")]
+pub mod webhooks;
 
 /// Splits a reply into pieces of at most `limit` characters, preferring to break
 /// at a paragraph, then a line, then a space, so no word is cut unless it alone

@@ -4,8 +4,6 @@
 pub mod branch;
 pub mod compaction;
 pub mod envelope;
-pub mod fetch_guard;
-pub mod web_search;
 pub mod worker;
 pub mod worker_run;
 

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::harness::{TestEnv, ADMIN_TOKEN};
 use edgebot::config::Config;
-use edgebot::session::{issue, SessionKind};
+use edgebot::sessions::rules::{issue, SessionKind};
 
 const INVITE: &str = "invitation-for-guests-1";
 /// A year from now, in milliseconds.

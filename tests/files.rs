@@ -127,8 +127,8 @@ async fn a_worker_reads_a_csv_sent_in_its_conversation_and_not_one_sent_elsewher
     let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "10000")]).await;
     telegram_file(&env, "CSV1", CSV.as_bytes().to_vec());
     telegram_file(&env, "CSV2", b"secret,plans\n".to_vec());
-    let own = edgebot::files::file_id("telegram:74", "CSV1");
-    let elsewhere = edgebot::files::file_id("telegram:75", "CSV2");
+    let own = edgebot::files::rules::file_id("telegram:74", "CSV1");
+    let elsewhere = edgebot::files::rules::file_id("telegram:75", "CSV2");
 
     // Someone in another conversation sends a file first.
     env.llm.reply("Got it.");
@@ -283,8 +283,8 @@ async fn files_are_kept_thirty_days_then_the_cron_deletes_them() {
         env.telegram_update(&dm_with_file(update, 77, "document", file, "keep")).await;
     }
     env.wait_for_sent(2).await;
-    let old = edgebot::files::file_id("telegram:77", "OLD1");
-    let month_ago = edgebot::files::KEEP_DAYS * 24 * 60 * 60 * 1000 + 60_000;
+    let old = edgebot::files::rules::file_id("telegram:77", "OLD1");
+    let month_ago = edgebot::files::rules::KEEP_DAYS * 24 * 60 * 60 * 1000 + 60_000;
     env.sql_while_stopped(&format!("UPDATE files SET created_at = created_at - {month_ago} WHERE id = '{old}'")).await;
     env.cron().await;
     let tick = env.admin("/api/status").await["last_cron"].clone();
@@ -323,8 +323,8 @@ async fn a_worker_sends_an_image_it_fetched_and_nothing_from_a_private_address()
 async fn a_conversation_past_its_daily_files_is_told_and_another_is_not_held_by_it() {
     let mut env = TestEnv::start().await;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-    let day = edgebot::budget::day_of(now);
-    let rows: Vec<String> = (0..edgebot::files::DAY_LIMIT_FILES)
+    let day = edgebot::budget::rules::day_of(now);
+    let rows: Vec<String> = (0..edgebot::files::rules::DAY_LIMIT_FILES)
         .map(|n| {
             format!("('f{n:016x}', 'telegram:80', 'p{n}', 'a.txt', 'text', 'text/plain', 1, 'k{n}', '', '{day}', 0)")
         })

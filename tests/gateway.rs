@@ -302,7 +302,8 @@ async fn an_attachment_is_fetched_from_discords_host_and_nowhere_else() {
     gateway.dispatch("MESSAGE_CREATE", mention);
     posts(&env, "C7", 1).await;
     let prompt = all_message_text(&env.llm.requests()[0]);
-    let kept = format!("sales.csv (text/csv, {} B, id {})", csv.len(), edgebot::files::file_id("discord:G1:C7", "A1"));
+    let kept =
+        format!("sales.csv (text/csv, {} B, id {})", csv.len(), edgebot::files::rules::file_id("discord:G1:C7", "A1"));
     assert!(prompt.contains(&kept), "{prompt}");
     assert!(prompt.contains("elsewhere.csv (not kept: it could not be downloaded)"), "{prompt}");
     let fetched: Vec<_> =

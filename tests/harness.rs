@@ -350,7 +350,7 @@ pub fn slack_headers(body: &[u8], timestamp: i64, content_type: &str) -> Vec<(&'
     vec![
         ("content-type", content_type.to_string()),
         ("X-Slack-Request-Timestamp", timestamp.clone()),
-        ("X-Slack-Signature", edgebot::platforms::slack::sign(body, &timestamp, SLACK_SECRET)),
+        ("X-Slack-Signature", edgebot::platforms::slack::wire::sign(body, &timestamp, SLACK_SECRET)),
     ]
 }
 

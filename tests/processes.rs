@@ -97,7 +97,7 @@ async fn a_small_context_window_compacts_and_the_conversation_carries_on_with_th
     // Sized so the fifth round's prompt fills it past 80% (summarise) but not 95% (cut without
     // a summary): 700 tokens for the instructions and history, 80 for the "People in this turn"
     // block, plus what the identity documents take (the prompt's size estimate counts them too).
-    let identity = edgebot::identity::IdentityTexts::default().render().unwrap();
+    let identity = edgebot::identity::rules::IdentityTexts::default().render().unwrap();
     let window = 780 + identity.len().div_ceil(4);
     let env = TestEnv::start_with(&[("CONTEXT_WINDOW_TOKENS", &window.to_string())]).await;
     for _ in 0..3 {

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use edgebot::config::Config;
-use edgebot::download_link::{download_link, LinkKey};
-use edgebot::files::{file_id, Kind, StoredFile, FILE_LIMIT_BYTES};
+use edgebot::files::download_link::{download_link, LinkKey};
+use edgebot::files::rules::{file_id, Kind, StoredFile, FILE_LIMIT_BYTES};
 use serde_json::{json, Value};
 
 use crate::harness::browser::Browser;
@@ -83,7 +83,7 @@ async fn a_guest_uploads_a_csv_sends_it_alone_and_downloads_it_by_a_signed_link(
     let (status, sales) = upload(&env, Some(&cookie), "sales.csv", CSV.into()).await;
     assert_eq!(status, 200, "{sales}");
     let token = sales["upload"].as_str().unwrap().to_string();
-    assert!(edgebot::files::is_upload_token(&token), "{token}");
+    assert!(edgebot::files::rules::is_upload_token(&token), "{token}");
     let id = file_id(&conversation, &token);
     assert_eq!(sales["id"], id.as_str());
     assert_eq!((sales["name"].as_str(), sales["kind"].as_str()), (Some("sales.csv"), Some("text")));

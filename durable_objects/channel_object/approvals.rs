@@ -5,17 +5,17 @@
 use worker::{Request, Response, Result};
 
 use super::{json_body, outbox, ChannelObject};
-use crate::edge::approvals::{self, Ask, Settled};
-use crate::edge::config::redactor;
-use crate::edge::durable::MeteredStorage;
-use crate::edge::http::{now_ms, sleep_ms};
-use crate::edge::log::Emit;
-use crate::edge::messenger::{Buttons, Messenger, Piece};
-use crate::edge::outbound::{self, Platform};
-use crate::edge::web_chat;
+use crate::approvals::store::{self as approvals, Ask, Settled};
 use crate::inbound::ReplyAddress;
 use crate::log_line::LogLine;
+use crate::platforms::messenger::{Buttons, Messenger, Piece};
+use crate::platforms::outbound::{self, Platform};
+use crate::platforms::web_chat::messenger as web_chat;
 use crate::reply::pieces::prepare;
+use crate::runtime::config::redactor;
+use crate::runtime::durable::MeteredStorage;
+use crate::runtime::http::{now_ms, sleep_ms};
+use crate::runtime::log::Emit;
 
 /// Wait between attempts at sending the message (a rate limit waits longer, up to this).
 const BACKOFF_MS: u64 = 500;

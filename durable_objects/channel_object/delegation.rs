@@ -8,15 +8,15 @@ use super::{envelopes, ChannelObject};
 use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::TurnSnapshot;
 use crate::channel::turn::Action;
-use crate::edge::durable::MeteredStorage;
-use crate::edge::http::now_ms;
-use crate::edge::log::Emit;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::process::branch::BranchJob;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::process::worker_run::{WorkerInput, WorkerJob};
 use crate::process::Job;
+use crate::runtime::durable::MeteredStorage;
+use crate::runtime::http::now_ms;
+use crate::runtime::log::Emit;
 
 /// Carries out the turn's delegations: queues a job for each branch and worker
 /// started and each follow-up routed, and stops cancelled processes. Ids are
@@ -73,7 +73,7 @@ pub(super) async fn delegate(
                     conversation_key: conversation_key.clone(),
                     step: id.clone(),
                     input,
-                    person: crate::budget::Person::of(conversation_key, &origin.author),
+                    person: crate::budget::rules::Person::of(conversation_key, &origin.author),
                 };
                 (task_envelope(&id, "worker", worker, message), Some(Job::Worker(job)))
             }
@@ -82,7 +82,7 @@ pub(super) async fn delegate(
                     continue;
                 };
                 if stopped.kind == ProcessKind::Worker {
-                    crate::edge::jobs::cancel_worker(database, process, conversation_key).await?;
+                    crate::jobs::cancel_worker(database, process, conversation_key).await?;
                 }
                 // A call it left waiting for approval will not run: its buttons go.
                 if let Some(approval) = &stopped.approval {
@@ -104,7 +104,7 @@ pub(super) async fn delegate(
         };
         envelopes::log(&sql, &envelope)?;
         if let Some(job) = job {
-            crate::edge::jobs::enqueue(&object.env, &job).await?;
+            crate::jobs::enqueue(&object.env, &job).await?;
         }
     }
     Ok(())
@@ -140,10 +140,10 @@ pub(super) async fn start_worker(
     }
     envelopes::log(&object.state.storage().counted_sql(), &task_envelope(id, "worker", id, task))?;
     let input = WorkerInput::Start { task: task.to_string(), interactive };
-    let person = crate::budget::Person::of(&conversation_key, &status_author);
+    let person = crate::budget::rules::Person::of(&conversation_key, &status_author);
     let job = WorkerJob { id: id.to_string(), conversation_key, step: "s1".into(), input, person };
-    crate::edge::jobs::enqueue(&object.env, &Job::Worker(job)).await?;
-    crate::edge::web_chat::changed(&object.state, "processes");
+    crate::jobs::enqueue(&object.env, &Job::Worker(job)).await?;
+    crate::platforms::web_chat::messenger::changed(&object.state, "processes");
     Ok(true)
 }
 
@@ -172,7 +172,7 @@ pub(super) async fn give_up_on_silent_processes(object: &ChannelObject, database
             .field("kind", report.kind.label())
             .emit();
         if report.kind == ProcessKind::Worker {
-            crate::edge::jobs::cancel_worker(database, &id, &report.origin.conversation_key).await?;
+            crate::jobs::cancel_worker(database, &id, &report.origin.conversation_key).await?;
         }
     }
     Ok(())

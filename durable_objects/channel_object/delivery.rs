@@ -14,19 +14,19 @@ use worker::{Env, Result};
 use super::drafts::piece_id;
 use super::outbox;
 use crate::config::Config;
-use crate::edge::durable::Sql;
-use crate::edge::files;
-use crate::edge::history::StoredMessage;
-use crate::edge::http::{now_ms, sleep_ms};
-use crate::edge::log::Emit;
-use crate::edge::messenger::{Buttons, Interrupted, Messenger, Piece, Streaming};
-use crate::edge::outbound::Platform;
+use crate::conversations::archive::StoredMessage;
+use crate::files::store as files;
 use crate::inbound::InboundEvent;
 use crate::llm::HistoryRole;
 use crate::log_line::LogLine;
+use crate::platforms::messenger::{Buttons, Interrupted, Messenger, Piece, Streaming};
+use crate::platforms::outbound::Platform;
 use crate::prompt;
 use crate::reply::markup::{escape, shown};
 use crate::reply::pace::Pace;
+use crate::runtime::durable::Sql;
+use crate::runtime::http::{now_ms, sleep_ms};
+use crate::runtime::log::Emit;
 
 /// Wait between attempts at one platform send.
 const SEND_BACKOFF_MS: u64 = 500;

@@ -1,5 +1,5 @@
 //! A reply shown as platform messages while the model writes it
-//! ([`Streaming::Messages`](crate::edge::messenger::Streaming)): each piece is
+//! ([`Streaming::Messages`](crate::platforms::messenger::Streaming)): each piece is
 //! posted once it has words, then edited as it grows. The drafts are outbox
 //! rows (see `outbox.rs`), so delivery finishes each one with a last edit
 //! rather than a second message, and a turn resumed after a crash edits the
@@ -10,14 +10,14 @@ use std::cell::Cell;
 use worker::Result;
 
 use super::outbox;
-use crate::edge::durable::Sql;
-use crate::edge::http::now_ms;
-use crate::edge::log::Emit;
-use crate::edge::messenger::{Buttons, Messenger, Piece};
-use crate::edge::outbound::Platform;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
+use crate::platforms::messenger::{Buttons, Messenger, Piece};
+use crate::platforms::outbound::Platform;
 use crate::reply::pace::Pace;
+use crate::runtime::durable::Sql;
+use crate::runtime::http::now_ms;
+use crate::runtime::log::Emit;
 
 /// The message a reply quotes: in a group, the one it answers; a DM or a
 /// command needs no quote.

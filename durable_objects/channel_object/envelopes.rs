@@ -4,8 +4,8 @@
 use serde::Deserialize;
 use worker::{Result, SqlStorageValue};
 
-use crate::edge::durable::Sql;
 use crate::process::envelope::Envelope;
+use crate::runtime::durable::Sql;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS envelopes (

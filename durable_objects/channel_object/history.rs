@@ -16,10 +16,10 @@ use worker::{D1Database, Result, SqlStorageValue};
 use crate::channel::history_mirror::{
     bulletin_is_fresh, chunk_rows, earlier, MIRROR_BYTES_PER_STATEMENT, MIRROR_ROWS_PER_FLUSH,
 };
-use crate::edge::durable::Sql;
-use crate::edge::history::{self, StoredMessage, Summary};
-use crate::edge::log::Emit;
+use crate::conversations::archive::{self as history, StoredMessage, Summary};
 use crate::log_line::LogLine;
+use crate::runtime::durable::Sql;
+use crate::runtime::log::Emit;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS history (

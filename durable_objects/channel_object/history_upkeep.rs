@@ -7,13 +7,13 @@ use super::thinking::Thought;
 use super::{history as history_store, ChannelObject};
 use crate::channel::history_mirror::kept_rows;
 use crate::channel::state::TurnSnapshot;
-use crate::edge::config::DATABASE_BINDING;
-use crate::edge::durable::MeteredStorage;
-use crate::edge::log::Emit;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::process::compaction::{plan, CompactionJob, CompactionPlan};
 use crate::process::Job;
+use crate::runtime::config::DATABASE_BINDING;
+use crate::runtime::durable::MeteredStorage;
+use crate::runtime::log::Emit;
 
 /// When history rows could not be mirrored to D1 (or more wait), the object
 /// comes back for them this much later if nothing else wakes it sooner.
@@ -61,7 +61,7 @@ pub(super) async fn compact(
                 conversation_key: origin.conversation_key.clone(),
                 message_ids: ids[..oldest].to_vec(),
             });
-            crate::edge::jobs::enqueue(&object.env, &job).await
+            crate::jobs::enqueue(&object.env, &job).await
         }
     }
 }

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorageValue};
 
 use crate::channel::engagement::Decision;
-use crate::edge::durable::Sql;
 use crate::inbound::InboundEvent;
+use crate::runtime::durable::Sql;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS inbox (

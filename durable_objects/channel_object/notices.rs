@@ -3,7 +3,7 @@
 
 use worker::{Result, SqlStorageValue};
 
-use crate::edge::durable::Sql;
+use crate::runtime::durable::Sql;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS notices (

@@ -2,7 +2,7 @@
 //! it is sent. A piece is `pending`, then `sending` (recorded before each
 //! platform call), then `sent`, `failed` or `unknown`. A piece found still
 //! `sending` was interrupted mid-call; the platform decides whether it landed
-//! (see [`crate::edge::messenger::Interrupted`]), so a resumed turn never sends
+//! (see [`crate::platforms::messenger::Interrupted`]), so a resumed turn never sends
 //! what it knows was sent.
 //!
 //! A streamed piece starts as a draft: `drafting` (recorded before the post of
@@ -14,8 +14,8 @@
 //! need (the model wrote fewer pieces the second time, or chose `skip`) is
 //! marked `withdraw`, deleted by delivery, then `withdrawn`.
 
-use crate::edge::durable::Sql;
 use crate::inbound::ReplyAddress;
+use crate::runtime::durable::Sql;
 use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorageValue};
 

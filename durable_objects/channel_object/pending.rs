@@ -7,10 +7,10 @@
 use worker::D1Database;
 
 use super::ChannelObject;
-use crate::edge::durable::Sql;
-use crate::edge::log::Emit;
-use crate::edge::status::report_pending;
 use crate::log_line::LogLine;
+use crate::runtime::durable::Sql;
+use crate::runtime::log::Emit;
+use crate::status::api::report_pending;
 
 /// Pieces not yet sent: pending, or caught mid-send.
 const UNSENT: &str = "SELECT COUNT(*) AS unsent FROM outbox WHERE status IN ('pending', 'sending')";

@@ -5,7 +5,7 @@ use worker::{D1Database, Result};
 
 use super::ChannelObject;
 use crate::channel::state::{ScheduleDue, TurnSnapshot};
-use crate::edge::schedules;
+use crate::schedules::store as schedules;
 
 /// Claims the conversation's due runs and queues each as a message to the
 /// bot; then re-arms for the next due run.

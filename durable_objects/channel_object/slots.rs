@@ -7,7 +7,7 @@ use serde::Deserialize;
 use worker::{Result, SqlStorageValue};
 
 use crate::channel::state::ChannelState;
-use crate::edge::durable::Sql;
+use crate::runtime::durable::Sql;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS slots (

@@ -4,9 +4,9 @@
 
 use worker::{Result, SqlStorageValue};
 
-use crate::edge::conversations::Conversation;
-use crate::edge::durable::Sql;
+use crate::conversations::store::Conversation;
 use crate::inbound::InboundEvent;
+use crate::runtime::durable::Sql;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS stats (

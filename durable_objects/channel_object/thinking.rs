@@ -13,31 +13,31 @@ use super::delivery::Outlet;
 use super::drafts::MessageDrafts;
 use super::scheduled_runs::scheduled_runs;
 use super::{history as history_store, notices, ChannelObject};
-use crate::budget::{Scope, Spend};
+use crate::budget::rules::{Scope, Spend};
+use crate::budget::store as spend;
+use crate::budget::usage::Spender;
 use crate::channel::history_mirror::kept_rows;
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::{compose_messages, run_turn, Action, Ending, TurnContext};
-use crate::edge::config::redactor;
-use crate::edge::durable::MeteredStorage;
-use crate::edge::files;
-use crate::edge::history::StoredMessage;
-use crate::edge::http::{now_ms, sleep_ms};
-use crate::edge::log::Emit;
-use crate::edge::memory::AI_BINDING;
-use crate::edge::messenger::{Messenger, Streaming};
-use crate::edge::model::HttpModel;
-use crate::edge::outbound::Platform;
-use crate::edge::schedule_tool::ChannelTools;
-use crate::edge::schedules;
-use crate::edge::spend;
-use crate::edge::usage::Spender;
+use crate::conversations::archive::StoredMessage;
+use crate::files::store as files;
 use crate::inbound::InboundEvent;
+use crate::llm::client::HttpModel;
 use crate::llm::{HistoryEntry, HistoryRole, LlmError};
 use crate::log_line::LogLine;
-use crate::people::{self, Profile};
+use crate::memory::embedder::AI_BINDING;
+use crate::people::rules::{self as people, Profile};
+use crate::platforms::messenger::{Messenger, Streaming};
+use crate::platforms::outbound::Platform;
 use crate::process::compaction::estimate_tokens;
 use crate::prompt;
 use crate::reply::live;
+use crate::runtime::config::redactor;
+use crate::runtime::durable::MeteredStorage;
+use crate::runtime::http::{now_ms, sleep_ms};
+use crate::runtime::log::Emit;
+use crate::schedules::store as schedules;
+use crate::schedules::tools::ChannelTools;
 use crate::time::format_utc;
 
 /// How often a typing indicator is renewed while the model works (Telegram
@@ -133,7 +133,7 @@ pub(super) async fn think(
     // Read each turn (one query), never cached: an operator's edit reaches the
     // next turn. Rendered into the system prompt, so the prompt's size
     // estimate below, which decides compaction, counts it.
-    let identity = crate::edge::identity::load(database, conversation_key).await?;
+    let identity = crate::identity::store::load(database, conversation_key).await?;
     let identity = identity.render().map_err(|error| worker::Error::RustError(error.to_string()))?;
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
     let entry = |row: &StoredMessage| HistoryEntry {
@@ -163,7 +163,7 @@ pub(super) async fn think(
     let schedules_changed = std::cell::Cell::new(false);
     let model = HttpModel::new(config, &object.env, &config.channel_model);
     // A model that cannot be called (no key, no binding) is known before any call: none is made.
-    let not_set_up = crate::setup::model_problem(config, object.env.ai(AI_BINDING).is_ok());
+    let not_set_up = crate::status::setup::model_problem(config, object.env.ai(AI_BINDING).is_ok());
     let outcome = async {
         if let Some(problem) = &not_set_up {
             return Err(LlmError::Config(problem.explain()));
@@ -189,9 +189,9 @@ pub(super) async fn think(
                 || schedules::parse_run_delivery_id(&answering.delivery_id).is_some(),
             created: std::cell::Cell::new(0),
             changed: &schedules_changed,
-            default_zone: crate::edge::people::default_zone(
+            default_zone: crate::people::store::default_zone(
                 &people,
-                crate::budget::person_key(conversation_key, &answering.author.id).as_deref(),
+                crate::budget::rules::person_key(conversation_key, &answering.author.id).as_deref(),
             ),
         };
         run_turn(model, model.model_name(), messages, &turn.processes, &tools, live).await
@@ -223,7 +223,7 @@ pub(super) async fn think(
     };
     match ending {
         Ending::Answered(outcome) => {
-            crate::edge::status::note_model_problem(&object.env, None).await;
+            crate::status::api::note_model_problem(&object.env, None).await;
             thought.result.usage = outcome.usage;
             for action in outcome.actions {
                 match action {
@@ -251,7 +251,7 @@ pub(super) async fn think(
                 .field("told", tell)
                 .reason(&problem.explain())
                 .emit();
-            crate::edge::status::note_model_problem(&object.env, Some(&problem)).await;
+            crate::status::api::note_model_problem(&object.env, Some(&problem)).await;
             thought.model_failed = true;
             if tell {
                 let notice = prompt::render(
@@ -280,7 +280,7 @@ async fn turn_people(database: &D1Database, turn: &TurnSnapshot, conversation_ke
         false => people::speakers(turn.messages.iter().map(|message| &message.event)),
         true => people::speakers(turn.process_events.iter().map(|event| &event.origin)),
     };
-    match crate::edge::people::for_turn(database, speakers.clone(), now_ms()).await {
+    match crate::people::store::for_turn(database, speakers.clone(), now_ms()).await {
         Ok(profiles) => profiles,
         Err(error) => {
             LogLine::warn("people_unread").conversation(conversation_key).id(&turn.id).reason(&error).emit();

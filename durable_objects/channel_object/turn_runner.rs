@@ -17,21 +17,21 @@ use super::history_upkeep::{compact, mirror_history};
 use super::scheduled_runs::{scheduled_runs, take_scheduled_runs};
 use super::thinking::{over_budget_thought, think, while_working, Draft, Thought};
 use super::{history as history_store, inbox, outbox, pending, ChannelObject};
+use crate::budget::store as spend;
+use crate::budget::usage::{self, Spender};
 use crate::channel::state::{TurnResult, TurnSnapshot};
 use crate::channel::turn::APOLOGISE_AFTER_FAILURES;
-use crate::edge::config::{redactor, DATABASE_BINDING};
-use crate::edge::durable::{MeteredStorage, Sql};
-use crate::edge::http::now_ms;
-use crate::edge::log::Emit;
-use crate::edge::messenger::{Messenger, Streaming};
-use crate::edge::outbound::{self, Platform};
-use crate::edge::schedules;
-use crate::edge::spend;
-use crate::edge::usage::{self, Spender};
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
+use crate::platforms::messenger::{Messenger, Streaming};
+use crate::platforms::outbound::{self, Platform};
 use crate::prompt;
 use crate::reply::pieces::prepare;
+use crate::runtime::config::{redactor, DATABASE_BINDING};
+use crate::runtime::durable::{MeteredStorage, Sql};
+use crate::runtime::http::now_ms;
+use crate::runtime::log::Emit;
+use crate::schedules::store as schedules;
 
 /// Turns one alarm runs before it hands over to a fresh alarm.
 const MAX_TURNS_PER_ALARM: usize = 8;
@@ -183,7 +183,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         Delivery::RateLimited { resume_at } => return Ok(Some(resume_at)),
     };
     platform.clear_working(last).await;
-    crate::edge::web_chat::changed(&object.state, "outbox");
+    crate::platforms::web_chat::messenger::changed(&object.state, "outbox");
     for emoji in &reactions {
         platform.react_with(last, emoji).await;
     }

@@ -14,7 +14,7 @@ use crate::llm::stream::Assembler;
 use crate::llm::{
     object, ChatMessage, ChatModel, ChatRequest, HistoryEntry, HistoryRole, LlmError, Role, ToolSpec, Usage,
 };
-use crate::people::Profile;
+use crate::people::rules::Profile;
 use crate::process::envelope::MessageType;
 use crate::prompt;
 
@@ -32,7 +32,7 @@ pub struct TurnContext<'a> {
     pub platform: &'a str,
     pub now_utc: String,
     /// The identity block (SOUL, IDENTITY, USER and the conversation's
-    /// override: [`crate::identity::IdentityTexts::render`]); may be empty.
+    /// override: [`crate::identity::rules::IdentityTexts::render`]); may be empty.
     pub identity: &'a str,
     /// The cortex's memory bulletin (may be empty).
     pub bulletin: &'a str,
@@ -43,11 +43,11 @@ pub struct TurnContext<'a> {
     pub context: &'a [ObservedMessage],
     pub current: &'a [InboundEvent],
     /// Per message of `current`, a line per attachment saying what became of
-    /// it (`crate::files::describe`); a message without lines here shows its
+    /// it (`crate::files::rules::describe`); a message without lines here shows its
     /// attachments' kinds.
     pub attachments: &'a [Vec<String>],
     /// The profiles of the people writing in this turn (the authors of
-    /// `current`), and of no one else: see [`crate::people`].
+    /// `current`), and of no one else: see [`crate::people::rules`].
     pub people: &'a [Profile],
     pub notice: Notice,
     /// Work that finished (or asks for input) since the last turn.
@@ -299,7 +299,7 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, p
             })
         })
         .collect();
-    let people: Vec<_> = context.people.iter().map(crate::people::for_prompt).collect();
+    let people: Vec<_> = context.people.iter().map(crate::people::rules::for_prompt).collect();
     let turn = prompt::render(
         "channel_turn",
         json!({

@@ -9,7 +9,7 @@ use crate::inbound::InboundEvent;
 use crate::llm::{object, ChatModel, HistoryEntry, HistoryRole};
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolSpec, Usage};
 use crate::memory::types::MemoryType;
-use crate::people::{Profile, MAX_NOTES_PER_PERSON, MAX_NOTE_CHARS};
+use crate::people::rules::{Profile, MAX_NOTES_PER_PERSON, MAX_NOTE_CHARS};
 use crate::prompt;
 
 pub const MAX_BRANCH_MODEL_CALLS: u32 = 10;
@@ -33,7 +33,7 @@ pub struct BranchJob {
 
 /// The branch's first messages: its own system prompt with the conversation's
 /// identity block (a branch forks the channel's context, so it thinks as the
-/// same character: [`crate::identity`]), the forked history, the question.
+/// same character: [`crate::identity::rules`]), the forked history, the question.
 pub fn compose_messages(job: &BranchJob, bot_name: &str, identity: &str) -> Result<Vec<ChatMessage>, prompt::Error> {
     let system = prompt::render("branch_system", json!({ "bot_name": bot_name, "identity": identity }))?;
     let mut messages = vec![ChatMessage::new(Role::System, system)];
@@ -48,7 +48,7 @@ pub fn compose_messages(job: &BranchJob, bot_name: &str, identity: &str) -> Resu
         };
         messages.push(ChatMessage::new(role, content));
     }
-    let people: Vec<Value> = job.people.iter().map(crate::people::for_prompt).collect();
+    let people: Vec<Value> = job.people.iter().map(crate::people::rules::for_prompt).collect();
     let question = prompt::render("branch_question", json!({ "question": job.question, "people": people }))?;
     messages.push(ChatMessage::new(Role::User, question));
     Ok(messages)
@@ -221,7 +221,7 @@ pub async fn run_branch(
 mod tests {
     use super::*;
     use crate::inbound::Author;
-    use crate::people::Note;
+    use crate::people::rules::Note;
 
     #[test]
     fn a_branch_sees_the_people_it_may_write_about_with_numbered_notes() {

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::branch::{attachment_tools, task_update_tool};
 use super::worker::TURNS_PER_SEGMENT;
 use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
-use crate::approval::Verdict;
+use crate::approvals::rules::Verdict;
 use crate::llm::{object, ChatModel};
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolCall, ToolSpec, Usage};
 use crate::prompt;
@@ -25,7 +25,7 @@ pub struct WorkerJob {
     pub input: WorkerInput,
     /// Whose message started the worker: its spend counts against their budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub person: Option<crate::budget::Person>,
+    pub person: Option<crate::budget::rules::Person>,
 }
 
 /// What a step brings to the worker.
@@ -128,7 +128,7 @@ impl WorkerRun {
     /// A fresh run: the worker sees only its task.
     ///
     /// No identity documents (SOUL, IDENTITY, USER, the conversation's
-    /// override: `crate::identity`), deliberately. A worker is a task process,
+    /// override: `crate::identity::rules`), deliberately. A worker is a task process,
     /// not a voice: the channel speaks its outcome in the conversation's
     /// character, so personality would only spend tokens on every one of its
     /// many calls. And a worker reads pages from the open web (`http_fetch`,

@@ -417,7 +417,7 @@ fn worker_tools_are_checked_against_the_running_processes() {
 
 #[test]
 fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
-    use crate::people::{Note, Profile};
+    use crate::people::rules::{Note, Profile};
     let current = vec![event("hi again")];
     let watched = vec![ObservedMessage {
         delivery_id: "1".into(),
@@ -482,7 +482,7 @@ fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
 
 #[test]
 fn the_identity_comes_after_the_instructions_and_before_the_bulletin_and_counts_toward_compaction() {
-    use crate::identity::{IdentityTexts, MAX_DOCUMENT_CHARS};
+    use crate::identity::rules::{IdentityTexts, MAX_DOCUMENT_CHARS};
     use crate::process::compaction::{estimate_tokens, plan, CompactionPlan};
 
     let texts = IdentityTexts {

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::{DiscordError, INBOUND_TEXT_LIMIT};
+use super::wire::{DiscordError, INBOUND_TEXT_LIMIT};
 use crate::inbound::{Attachment, Author, InboundEvent, ReplyAddress};
 
 /// Discord's epoch (2015-01-01) in Unix milliseconds: snowflakes count from it.

@@ -1,0 +1,343 @@
+//! Spending limits, as pure functions of plain data: what a model call cost,
+//! which UTC day it counts against, and whether a turn may run given what
+//! was spent today per person, per conversation and in the whole deployment.
+//! The edge (src/edge/usage.rs) reads and writes the daily rollups in D1.
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::Usage;
+
+/// A day in milliseconds.
+pub const DAY_MS: i64 = 86_400_000;
+
+/// Default daily limits (used when a setting is unset, empty or 0).
+pub const DEFAULT_PERSON_TOKENS_PER_DAY: u64 = 200_000;
+pub const DEFAULT_PERSON_USD_PER_DAY: f64 = 0.50;
+pub const DEFAULT_CONVERSATION_TOKENS_PER_DAY: u64 = 500_000;
+pub const DEFAULT_CONVERSATION_USD_PER_DAY: f64 = 1.00;
+pub const DEFAULT_DEPLOYMENT_TOKENS_PER_DAY: u64 = 5_000_000;
+pub const DEFAULT_DEPLOYMENT_USD_PER_DAY: f64 = 10.00;
+/// The deployment's subject in the rollups.
+pub const DEPLOYMENT: &str = "*";
+
+/// Tokens and their price (in millionths of a US dollar, so sums stay exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Spend {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub micro_usd: u64,
+}
+
+impl Spend {
+    /// What one call of `model` (a `provider/model` key) with this usage cost.
+    pub fn of_call(model: &str, usage: Usage) -> Spend {
+        Spend {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            micro_usd: super::prices::price_of(model).micro_usd(usage),
+        }
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    pub fn add(&mut self, other: Spend) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.micro_usd = self.micro_usd.saturating_add(other.micro_usd);
+    }
+
+    pub fn usage(&self) -> Usage {
+        Usage { input_tokens: self.input_tokens, output_tokens: self.output_tokens }
+    }
+}
+
+/// A daily limit; `None` in a field means no limit of that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Limit {
+    pub tokens: Option<u64>,
+    pub micro_usd: Option<u64>,
+}
+
+impl Limit {
+    /// Whether `spent` has reached this limit (reaching it counts: the next
+    /// call would pass it).
+    pub fn is_reached_by(&self, spent: &Spend) -> bool {
+        self.tokens.is_some_and(|tokens| spent.tokens() >= tokens)
+            || self.micro_usd.is_some_and(|micro_usd| spent.micro_usd >= micro_usd)
+    }
+}
+
+/// The three budgets a turn is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    Person,
+    Conversation,
+    Deployment,
+}
+
+impl Scope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Person => "person",
+            Scope::Conversation => "conversation",
+            Scope::Deployment => "deployment",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Scope> {
+        [Scope::Person, Scope::Conversation, Scope::Deployment].into_iter().find(|scope| scope.name() == name)
+    }
+}
+
+/// The configured daily limits, before any operator override.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budgets {
+    pub person: Limit,
+    pub conversation: Limit,
+    pub deployment: Limit,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        let limit = |tokens, usd| Limit { tokens: Some(tokens), micro_usd: Some(usd_to_micro(usd)) };
+        Budgets {
+            person: limit(DEFAULT_PERSON_TOKENS_PER_DAY, DEFAULT_PERSON_USD_PER_DAY),
+            conversation: limit(DEFAULT_CONVERSATION_TOKENS_PER_DAY, DEFAULT_CONVERSATION_USD_PER_DAY),
+            deployment: limit(DEFAULT_DEPLOYMENT_TOKENS_PER_DAY, DEFAULT_DEPLOYMENT_USD_PER_DAY),
+        }
+    }
+}
+
+impl Budgets {
+    pub fn of(&self, scope: Scope) -> Limit {
+        match scope {
+            Scope::Person => self.person,
+            Scope::Conversation => self.conversation,
+            Scope::Deployment => self.deployment,
+        }
+    }
+}
+
+/// One scope as a turn's check reads it: today's spend and the limit in
+/// force (the operator's override, else the setting). `None` spend: nothing
+/// spent today.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standing {
+    pub scope: Scope,
+    pub spent: Spend,
+    pub limit: Limit,
+}
+
+/// Whether a turn may call the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Run,
+    /// This scope's limit is reached (the first one, in the order person,
+    /// conversation, deployment).
+    Over(Scope),
+}
+
+/// The rung: any scope at or past its limit stops the turn.
+pub fn decide(standings: &[Standing]) -> Verdict {
+    let mut ordered: Vec<&Standing> = standings.iter().collect();
+    ordered.sort_by_key(|standing| standing.scope as u8);
+    match ordered.into_iter().find(|standing| standing.limit.is_reached_by(&standing.spent)) {
+        Some(standing) => Verdict::Over(standing.scope),
+        None => Verdict::Run,
+    }
+}
+
+/// The UTC day an instant counts against, as `YYYY-MM-DD`.
+pub fn day_of(epoch_ms: i64) -> String {
+    match chrono::DateTime::from_timestamp_millis(epoch_ms) {
+        Some(instant) => instant.format("%Y-%m-%d").to_string(),
+        None => epoch_ms.div_euclid(DAY_MS).to_string(),
+    }
+}
+
+/// Milliseconds from `epoch_ms` until the next UTC midnight (when the day's
+/// budgets start again); never 0.
+pub fn until_next_day_ms(epoch_ms: i64) -> i64 {
+    DAY_MS - epoch_ms.rem_euclid(DAY_MS)
+}
+
+/// [`until_next_day_ms`] in whole seconds, rounded up (a `Retry-After`).
+pub fn seconds_until_next_day(epoch_ms: i64) -> u64 {
+    (until_next_day_ms(epoch_ms) as u64).div_ceil(1000)
+}
+
+pub fn usd_to_micro(usd: f64) -> u64 {
+    (usd.max(0.0) * 1_000_000.0).round() as u64
+}
+
+/// A token limit setting: unset, empty or 0 take the default; `unlimited`
+/// (or `off`) lifts it; anything unreadable takes the default too (a typo
+/// must not open the bill).
+pub fn parse_tokens(setting: Option<&str>, default: u64) -> Option<u64> {
+    match setting.map(str::trim).unwrap_or_default() {
+        value if is_unlimited(value) => None,
+        value => Some(value.replace('_', "").parse::<u64>().ok().filter(|&tokens| tokens > 0).unwrap_or(default)),
+    }
+}
+
+/// A price limit setting in US dollars (`0.50`), read like [`parse_tokens`].
+pub fn parse_usd(setting: Option<&str>, default: f64) -> Option<u64> {
+    match setting.map(str::trim).unwrap_or_default() {
+        value if is_unlimited(value) => None,
+        value => {
+            let usd = value.trim_start_matches('$').parse::<f64>().ok().filter(|usd| usd.is_finite() && *usd > 0.0);
+            Some(usd_to_micro(usd.unwrap_or(default)))
+        }
+    }
+}
+
+fn is_unlimited(value: &str) -> bool {
+    value.eq_ignore_ascii_case("unlimited") || value.eq_ignore_ascii_case("off")
+}
+
+/// A person as the budgets know them: `{platform}:{user id}` and a display name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Person {
+    pub key: String,
+    pub name: String,
+}
+
+impl Person {
+    /// The author of a message in `conversation_key`; None for synthetic authors.
+    pub fn of(conversation_key: &str, author: &crate::inbound::Author) -> Option<Person> {
+        person_key(conversation_key, &author.id).map(|key| Person { key, name: author.name.clone() })
+    }
+}
+
+/// Who a turn's spend is charged to besides its conversation: the author of
+/// the message it answers, as `{platform}:{author id}`. Synthetic authors (a
+/// scheduled run, the task board) are nobody's: their spend counts against
+/// the conversation and the deployment only.
+pub fn person_key(conversation_key: &str, author_id: &str) -> Option<String> {
+    if matches!(author_id, "schedule" | "cortex") || author_id.is_empty() {
+        return None;
+    }
+    let platform = conversation_key.split(':').next().unwrap_or_default();
+    match author_id.starts_with(&format!("{platform}:")) {
+        true => Some(author_id.to_string()),
+        false => Some(format!("{platform}:{author_id}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spend(tokens: u64, micro_usd: u64) -> Spend {
+        Spend { input_tokens: tokens, output_tokens: 0, micro_usd }
+    }
+
+    fn limit(tokens: u64, micro_usd: u64) -> Limit {
+        Limit { tokens: Some(tokens), micro_usd: Some(micro_usd) }
+    }
+
+    #[test]
+    fn a_turn_runs_until_any_scope_reaches_its_limit() {
+        let standing = |scope, spent, limit| Standing { scope, spent, limit };
+        let within = standing(Scope::Person, spend(99, 5), limit(100, 10));
+        let cases = [
+            ("nothing spent", vec![], Verdict::Run),
+            ("all within", vec![within], Verdict::Run),
+            (
+                "tokens reached exactly",
+                vec![standing(Scope::Person, spend(100, 0), limit(100, 10))],
+                Verdict::Over(Scope::Person),
+            ),
+            (
+                "price reached",
+                vec![standing(Scope::Conversation, spend(1, 10), limit(100, 10))],
+                Verdict::Over(Scope::Conversation),
+            ),
+            (
+                "no limit of that kind",
+                vec![standing(Scope::Deployment, spend(1_000_000, 1_000_000), Limit { tokens: None, micro_usd: None })],
+                Verdict::Run,
+            ),
+            (
+                "the person is named first",
+                vec![
+                    standing(Scope::Deployment, spend(500, 0), limit(100, 10)),
+                    standing(Scope::Person, spend(500, 0), limit(100, 10)),
+                ],
+                Verdict::Over(Scope::Person),
+            ),
+            (
+                "a raised limit lets the person on",
+                vec![within, standing(Scope::Conversation, spend(150, 0), limit(1_000, 1_000))],
+                Verdict::Run,
+            ),
+        ];
+        for (name, standings, expected) in cases {
+            assert_eq!(decide(&standings), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn sums_saturate_and_count_both_directions() {
+        let mut total = Spend { input_tokens: 10, output_tokens: 5, micro_usd: 7 };
+        total.add(Spend { input_tokens: u64::MAX, output_tokens: 1, micro_usd: 3 });
+        assert_eq!((total.input_tokens, total.output_tokens, total.micro_usd), (u64::MAX, 6, 10));
+        assert_eq!(total.tokens(), u64::MAX);
+    }
+
+    #[test]
+    fn days_are_utc_days() {
+        let midnight = 1_795_305_600_000; // 2026-11-22 00:00:00 UTC
+        let cases = [
+            (midnight - 1, "2026-11-21", 1),
+            (midnight, "2026-11-22", DAY_MS),
+            (midnight + 1, "2026-11-22", DAY_MS - 1),
+            (midnight + DAY_MS - 1, "2026-11-22", 1),
+            (0, "1970-01-01", DAY_MS),
+            (-1, "1969-12-31", 1),
+            (951_868_799_999, "2000-02-29", 1),
+        ];
+        assert_eq!(seconds_until_next_day(midnight - 1), 1, "a last millisecond still waits a second");
+        assert_eq!(seconds_until_next_day(midnight - 86_399_000), 86_399);
+        for (instant, day, until_next) in cases {
+            assert_eq!(day_of(instant), day, "{instant}");
+            assert_eq!(until_next_day_ms(instant), until_next, "{instant}");
+            assert_eq!(seconds_until_next_day(instant), (until_next as u64).div_ceil(1000), "{instant}");
+        }
+    }
+
+    #[test]
+    fn settings_take_defaults_for_unset_zero_and_garbage_and_lift_only_on_unlimited() {
+        let cases = [
+            (None, Some(50)),
+            (Some(""), Some(50)),
+            (Some("0"), Some(50)),
+            (Some("lots"), Some(50)),
+            (Some("-3"), Some(50)),
+            (Some("1_000"), Some(1_000)),
+            (Some(" 20 "), Some(20)),
+            (Some("unlimited"), None),
+            (Some("OFF"), None),
+        ];
+        for (setting, expected) in cases {
+            assert_eq!(parse_tokens(setting, 50), expected, "{setting:?}");
+        }
+        assert_eq!(parse_usd(Some("0.25"), 1.0), Some(250_000));
+        assert_eq!(parse_usd(Some("$2"), 1.0), Some(2_000_000));
+        assert_eq!(parse_usd(Some("0"), 1.0), Some(1_000_000));
+        assert_eq!(parse_usd(Some("NaN"), 1.0), Some(1_000_000));
+        assert_eq!(parse_usd(Some("unlimited"), 1.0), None);
+    }
+
+    #[test]
+    fn people_are_keyed_by_platform_and_synthetic_authors_are_nobody() {
+        assert_eq!(person_key("telegram:-100", "7").as_deref(), Some("telegram:7"));
+        assert_eq!(person_key("slack:T1:C1:123.4", "U9").as_deref(), Some("slack:U9"));
+        assert_eq!(person_key("web:abc", "web:abc:guest").as_deref(), Some("web:abc:guest"));
+        assert_eq!(person_key("telegram:5", "schedule"), None);
+        assert_eq!(person_key("telegram:5", "cortex"), None);
+    }
+}

@@ -1,0 +1,237 @@
+//! The budgets' edge: reads today's spend and the limits in force for a
+//! turn (one D1 query), remembers who was told a budget ran out, serves the
+//! admin API's spend views and limit overrides, and counts guest web-chat
+//! sessions per client. The decisions are [`crate::budget::rules`]'s.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use wasm_bindgen::JsValue;
+use worker::{D1Database, Result};
+
+use crate::budget::rules::{day_of, decide, Budgets, Limit, Scope, Spend, Standing, Verdict, DEPLOYMENT};
+use crate::budget::usage::Spender;
+use crate::runtime::d1::{changes, number, Metered};
+
+/// One row of the standing query: spent today, or a limit override.
+#[derive(Deserialize)]
+struct Row {
+    kind: String,
+    scope: String,
+    tokens: Option<i64>,
+    micro_usd: Option<i64>,
+}
+
+/// Whether the spender's turn may call the model today, from the day's
+/// rollups and the operator's overrides (else the configured limits).
+pub async fn verdict(db: &D1Database, budgets: &Budgets, spender: &Spender, now_ms: i64) -> Result<Verdict> {
+    let person = spender.person.as_ref().map_or(JsValue::NULL, |person| person.key.as_str().into());
+    let subjects = "((scope = 'person' AND subject = ?2) OR (scope = 'conversation' AND subject = ?3) \
+                    OR (scope = 'deployment' AND subject = ?4))";
+    let rows: Vec<Row> = db
+        .prepare(format!(
+            "SELECT 'spent' AS kind, scope, input_tokens + output_tokens AS tokens, micro_usd FROM spend_daily \
+             WHERE day = ?1 AND {subjects} UNION ALL \
+             SELECT 'limit' AS kind, scope, tokens, micro_usd FROM spend_limits WHERE ?1 IS NOT NULL AND {subjects}"
+        ))
+        .bind(&[day_of(now_ms).into(), person, spender.conversation_key.as_str().into(), DEPLOYMENT.into()])?
+        .all_counted()
+        .await?
+        .results()?;
+    let mut scopes = vec![Scope::Conversation, Scope::Deployment];
+    if spender.person.is_some() {
+        scopes.push(Scope::Person);
+    }
+    let standings: Vec<Standing> = scopes
+        .into_iter()
+        .map(|scope| {
+            let of = |kind: &str| rows.iter().find(|row| row.kind == kind && row.scope == scope.name());
+            let spent = of("spent").map_or(Spend::default(), |row| Spend {
+                input_tokens: row.tokens.unwrap_or(0).max(0) as u64,
+                output_tokens: 0,
+                micro_usd: row.micro_usd.unwrap_or(0).max(0) as u64,
+            });
+            Standing { scope, spent, limit: limit_in_force(budgets.of(scope), of("limit").map(override_of)) }
+        })
+        .collect();
+    Ok(decide(&standings))
+}
+
+/// The budget `spender` has used up today, if any. A failed read lets the
+/// step run (logged): a D1 hiccup must not silence the bot.
+pub async fn over_budget(db: &D1Database, budgets: &Budgets, spender: &Spender) -> Option<Scope> {
+    match verdict(db, budgets, spender, crate::runtime::http::now_ms()).await {
+        Ok(Verdict::Run) => None,
+        Ok(Verdict::Over(scope)) => Some(scope),
+        Err(error) => {
+            use crate::runtime::log::Emit;
+            let line = crate::log_line::LogLine::warn("budget_unread").conversation(&spender.conversation_key);
+            line.reason(&error).emit();
+            None
+        }
+    }
+}
+
+/// An override's fields replace the configured limit's; a field left empty
+/// keeps the configured one.
+fn limit_in_force(configured: Limit, overridden: Option<Limit>) -> Limit {
+    match overridden {
+        Some(limit) => {
+            Limit { tokens: limit.tokens.or(configured.tokens), micro_usd: limit.micro_usd.or(configured.micro_usd) }
+        }
+        None => configured,
+    }
+}
+
+fn override_of(row: &Row) -> Limit {
+    Limit {
+        tokens: row.tokens.map(|tokens| tokens.max(0) as u64),
+        micro_usd: row.micro_usd.map(|micro_usd| micro_usd.max(0) as u64),
+    }
+}
+
+/// Who is told that `scope` ran out: the person for their own budget (once,
+/// whichever conversation they are in), the conversation for its budget,
+/// and for the deployment's each person (or conversation) once.
+pub fn recipient(scope: Scope, spender: &Spender) -> String {
+    let person = spender.person.as_ref().map(|person| person.key.clone());
+    match scope {
+        Scope::Conversation => spender.conversation_key.clone(),
+        Scope::Person | Scope::Deployment => person.unwrap_or_else(|| spender.conversation_key.clone()),
+    }
+}
+
+/// Records that `recipient` was told `scope` ran out today; true the first
+/// time only (the caller tells them then).
+pub async fn tell_once(db: &D1Database, scope: Scope, recipient: &str, now_ms: i64) -> Result<bool> {
+    let result = db
+        .prepare(
+            "INSERT INTO spend_notices (day, scope, recipient, told_at) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (day, scope, recipient) DO NOTHING",
+        )
+        .bind(&[day_of(now_ms).into(), scope.name().into(), recipient.into(), number(now_ms)])?
+        .run_counted()
+        .await?;
+    Ok(changes(&result) > 0)
+}
+
+/// The day's spend per conversation and per person, and the deployment's,
+/// with the limit in force for each (for the dashboard).
+pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Value> {
+    #[derive(Deserialize)]
+    struct Spent {
+        scope: String,
+        subject: String,
+        name: String,
+        input_tokens: i64,
+        output_tokens: i64,
+        micro_usd: i64,
+        calls: i64,
+        limit_tokens: Option<i64>,
+        limit_micro_usd: Option<i64>,
+        has_override: i64,
+    }
+    let rows: Vec<Spent> = db
+        .prepare(
+            "SELECT d.scope AS scope, d.subject AS subject, d.name AS name, d.input_tokens AS input_tokens, \
+             d.output_tokens AS output_tokens, d.micro_usd AS micro_usd, d.calls AS calls, \
+             l.tokens AS limit_tokens, l.micro_usd AS limit_micro_usd, l.scope IS NOT NULL AS has_override \
+             FROM spend_daily d LEFT JOIN spend_limits l ON l.scope = d.scope AND l.subject = d.subject \
+             WHERE d.day = ?1 ORDER BY d.micro_usd DESC, d.input_tokens + d.output_tokens DESC LIMIT 1000",
+        )
+        .bind(&[day.into()])?
+        .all_counted()
+        .await?
+        .results()?;
+    let mut answer = json!({ "day": day, "conversations": [], "people": [], "deployment": Value::Null });
+    for row in rows {
+        let Some(scope) = Scope::parse(&row.scope) else { continue };
+        let overridden = (row.has_override != 0).then(|| Limit {
+            tokens: row.limit_tokens.map(|tokens| tokens.max(0) as u64),
+            micro_usd: row.limit_micro_usd.map(|micro_usd| micro_usd.max(0) as u64),
+        });
+        let limit = limit_in_force(budgets.of(scope), overridden);
+        let entry = json!({
+            "subject": row.subject,
+            "name": row.name,
+            "input_tokens": row.input_tokens,
+            "output_tokens": row.output_tokens,
+            "tokens": row.input_tokens + row.output_tokens,
+            "usd": row.micro_usd as f64 / 1_000_000.0,
+            "calls": row.calls,
+            "limit": limit_view(limit),
+            "overridden": overridden.is_some(),
+        });
+        match scope {
+            Scope::Conversation => answer["conversations"].as_array_mut().map(|list| list.push(entry)),
+            Scope::Person => answer["people"].as_array_mut().map(|list| list.push(entry)),
+            Scope::Deployment => {
+                answer["deployment"] = entry;
+                None
+            }
+        };
+    }
+    answer["configured"] = json!({
+        "person": limit_view(budgets.person),
+        "conversation": limit_view(budgets.conversation),
+        "deployment": limit_view(budgets.deployment),
+    });
+    Ok(answer)
+}
+
+fn limit_view(limit: Limit) -> Value {
+    json!({ "tokens": limit.tokens, "usd": limit.micro_usd.map(|micro_usd| micro_usd as f64 / 1_000_000.0) })
+}
+
+/// Sets an operator's daily limit for one subject (every day until removed),
+/// and forgets today's notices for it, so a person told before is told again
+/// if they run out of the raised limit.
+pub async fn set_limit(db: &D1Database, scope: Scope, subject: &str, limit: Limit, now_ms: i64) -> Result<()> {
+    let optional = |value: Option<u64>| value.map_or(JsValue::NULL, |value| JsValue::from_f64(value as f64));
+    crate::runtime::d1::batch(
+        db,
+        vec![
+            db.prepare(
+                "INSERT INTO spend_limits (scope, subject, tokens, micro_usd, updated_at) VALUES (?1, ?2, ?3, ?4, ?5) \
+                 ON CONFLICT (scope, subject) DO UPDATE SET tokens = excluded.tokens, micro_usd = excluded.micro_usd, \
+                 updated_at = excluded.updated_at",
+            )
+            .bind(&[
+                scope.name().into(),
+                subject.into(),
+                optional(limit.tokens),
+                optional(limit.micro_usd),
+                number(now_ms),
+            ])?,
+            db.prepare(
+                "DELETE FROM spend_notices WHERE day = ?1 AND scope = ?2 AND (recipient = ?3 OR ?2 = 'deployment')",
+            )
+            .bind(&[day_of(now_ms).into(), scope.name().into(), subject.into()])?,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Removes an operator's limit (the configured one applies again).
+pub async fn remove_limit(db: &D1Database, scope: Scope, subject: &str) -> Result<bool> {
+    let result = db
+        .prepare("DELETE FROM spend_limits WHERE scope = ?1 AND subject = ?2")
+        .bind(&[scope.name().into(), subject.into()])?
+        .run_counted()
+        .await?;
+    Ok(changes(&result) > 0)
+}
+
+/// Counts a new guest web-chat session for `client` today; false (nothing
+/// counted) when the client already started `cap` today. One atomic upsert.
+pub async fn count_guest_session(db: &D1Database, client: &str, cap: u32, now_ms: i64) -> Result<bool> {
+    let result = db
+        .prepare(
+            "INSERT INTO web_chat_starts (day, client, sessions) VALUES (?1, ?2, 1) \
+             ON CONFLICT (day, client) DO UPDATE SET sessions = sessions + 1 WHERE sessions < ?3",
+        )
+        .bind(&[day_of(now_ms).into(), client.into(), number(cap.into())])?
+        .run_counted()
+        .await?;
+    Ok(changes(&result) > 0)
+}

@@ -1,0 +1,132 @@
+//! Token usage of every process (channel, branch, worker, compactor,
+//! cortex): summed per conversation and process type, and rolled up per UTC
+//! day per person, per conversation and for the deployment (the budgets read
+//! those, src/edge/spend.rs). One batched write per model-calling step.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement, Result};
+
+use crate::budget::rules::{day_of, Person, Scope, Spend, DEPLOYMENT};
+use crate::llm::Usage;
+use crate::runtime::d1::Metered;
+
+/// The channel's process name.
+pub const CHANNEL: &str = "channel";
+
+/// Who a step's spend is charged to: its conversation, the deployment, and
+/// the person whose message started it when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spender {
+    pub conversation_key: String,
+    pub person: Option<Person>,
+}
+
+impl Spender {
+    /// The author of `event` (the message a turn answers, or that started a process).
+    pub fn of(event: &crate::inbound::InboundEvent) -> Spender {
+        Spender {
+            conversation_key: event.conversation_key.clone(),
+            person: Person::of(&event.conversation_key, &event.author),
+        }
+    }
+
+    /// A step no person asked for (compaction, the cortex).
+    pub fn conversation(conversation_key: &str) -> Spender {
+        Spender { conversation_key: conversation_key.to_string(), person: None }
+    }
+}
+
+/// The statements that add one step's spend (batch them with the step's own
+/// writes): the per-process sum and the day's rollups.
+pub fn add(
+    db: &D1Database,
+    spender: &Spender,
+    process: &str,
+    spend: Spend,
+    now_ms: i64,
+) -> Result<Vec<D1PreparedStatement>> {
+    // The channel object keeps its own turns' sum (its usage slot); the
+    // admin view reads it there.
+    let mut statements = Vec::new();
+    if process != CHANNEL {
+        statements.push(add_to_process(db, &spender.conversation_key, process, spend.usage())?);
+    }
+    if spend == Spend::default() {
+        return Ok(statements);
+    }
+    let day = day_of(now_ms);
+    let mut subjects =
+        vec![(Scope::Conversation, spender.conversation_key.as_str(), ""), (Scope::Deployment, DEPLOYMENT, "")];
+    if let Some(person) = &spender.person {
+        subjects.push((Scope::Person, &person.key, &person.name));
+    }
+    for (scope, subject, name) in subjects {
+        statements.push(
+            db.prepare(
+                "INSERT INTO spend_daily (day, scope, subject, name, input_tokens, output_tokens, micro_usd, calls) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1) ON CONFLICT (day, scope, subject) DO UPDATE SET \
+                 name = excluded.name, input_tokens = input_tokens + excluded.input_tokens, \
+                 output_tokens = output_tokens + excluded.output_tokens, \
+                 micro_usd = micro_usd + excluded.micro_usd, calls = calls + 1",
+            )
+            .bind(&[
+                day.as_str().into(),
+                scope.name().into(),
+                subject.into(),
+                name.into(),
+                JsValue::from_f64(spend.input_tokens as f64),
+                JsValue::from_f64(spend.output_tokens as f64),
+                JsValue::from_f64(spend.micro_usd as f64),
+            ])?,
+        );
+    }
+    Ok(statements)
+}
+
+/// Records one step's spend on its own (one batch).
+pub async fn record(db: &D1Database, spender: &Spender, process: &str, spend: Spend, now_ms: i64) -> Result<()> {
+    let statements = add(db, spender, process, spend, now_ms)?;
+    if !statements.is_empty() {
+        crate::runtime::d1::batch(db, statements).await?;
+    }
+    Ok(())
+}
+
+/// The statement that adds usage to the conversation's per-process sum.
+fn add_to_process(db: &D1Database, conversation_key: &str, process: &str, usage: Usage) -> Result<D1PreparedStatement> {
+    db.prepare(
+        "INSERT INTO usage (conversation_key, process, input_tokens, output_tokens, calls) VALUES (?1, ?2, ?3, ?4, 1) \
+         ON CONFLICT (conversation_key, process) DO UPDATE SET \
+         input_tokens = input_tokens + excluded.input_tokens, \
+         output_tokens = output_tokens + excluded.output_tokens, calls = calls + 1",
+    )
+    .bind(&[
+        conversation_key.into(),
+        process.into(),
+        JsValue::from_f64(usage.input_tokens as f64),
+        JsValue::from_f64(usage.output_tokens as f64),
+    ])
+}
+
+/// The conversation's usage by process type.
+pub async fn by_process(db: &D1Database, conversation_key: &str) -> Result<BTreeMap<String, Usage>> {
+    #[derive(Deserialize)]
+    struct Row {
+        process: String,
+        input_tokens: u64,
+        output_tokens: u64,
+    }
+    let rows: Vec<Row> = db
+        .prepare("SELECT process, input_tokens, output_tokens FROM usage WHERE conversation_key = ?1")
+        .bind(&[conversation_key.into()])?
+        .all_counted()
+        .await?
+        .results()?;
+    Ok(crate::sorting::map_from(
+        rows.into_iter()
+            .map(|row| (row.process, Usage { input_tokens: row.input_tokens, output_tokens: row.output_tokens })),
+    ))
+}

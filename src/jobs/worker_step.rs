@@ -1,0 +1,426 @@
+//! Runs one step of a worker from its queue message. The run rests in D1
+//! between steps; the side effects a step decides (its report to the channel,
+//! the next segment's job) are stored with the run before they are carried
+//! out, so a redelivered job finishes them instead of repeating the segment.
+
+use std::cell::Cell;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, Env};
+
+use crate::approvals::rules::{shown_arguments, Kind};
+use crate::approvals::store as approvals;
+use crate::approvals::store::Approval;
+use crate::budget::usage;
+use crate::config::Config;
+use crate::files::store as files;
+use crate::jobs::deliver;
+use crate::llm::client::HttpModel;
+use crate::llm::{ChatMessage, Role, ToolSpec};
+use crate::log_line::LogLine;
+use crate::mcp::client::Toolbox;
+use crate::process::envelope::{Envelope, MessageType};
+use crate::process::worker::WorkerState;
+use crate::process::worker_run::{run_segment, SegmentEnd, WorkerInput, WorkerJob, WorkerRun, WorkerTools};
+use crate::process::Job;
+use crate::runtime::config::DATABASE_BINDING;
+use crate::runtime::d1::Metered;
+use crate::runtime::http::now_ms;
+use crate::runtime::log::Emit;
+use crate::tasks::store as tasks;
+use crate::web_tools::tools as web;
+
+/// A worker tells the channel it is alive at most this often (the channel gives
+/// up on a worker silent for `WORKER_TIMEOUT_MS`).
+const HEARTBEAT_INTERVAL_MS: i64 = 60_000;
+
+/// Side effects a finished step owes, stored with the run until carried out.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Pending {
+    report: Option<Envelope>,
+    next: Option<WorkerJob>,
+    /// A call waits for this approval: ask for it in the conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ask: Option<Approval>,
+}
+
+#[derive(Deserialize)]
+struct Row {
+    /// Also set by the channel (cancel) and the dead-letter consumer, outside `run`.
+    state: String,
+    run: Option<String>,
+    pending: Option<String>,
+    cancelled: i64,
+}
+
+pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(), String> {
+    let db = env.d1(DATABASE_BINDING).map_err(text)?;
+    if let WorkerInput::Start { task, interactive } = &job.input {
+        let run = WorkerRun::start(task, *interactive, &config.bot_name).map_err(text)?;
+        create(&db, job, &run).await.map_err(text)?;
+    }
+    let Some(row) = load(&db, &job.id).await.map_err(text)? else {
+        return Ok(()); // a step for a worker that never started: nothing to do
+    };
+    if let Some(pending) = row.pending.as_deref().and_then(|pending| serde_json::from_str(pending).ok()) {
+        carry_out(env, job, &pending).await?;
+        clear_pending(&db, &job.id).await.map_err(text)?;
+    }
+    let Some(mut run) = row.run.as_deref().and_then(|run| serde_json::from_str::<WorkerRun>(run).ok()) else {
+        return Ok(());
+    };
+    let given_up = matches!(row.state.as_str(), "done" | "failed");
+    if row.cancelled != 0
+        || given_up
+        || run.steps.contains(&job.step)
+        || run.state.is_finished()
+        || !run.accept(&job.input)
+    {
+        return Ok(()); // cancelled, already done, or not for this state: a repeat does nothing
+    }
+    let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
+    let mcp = Toolbox::open(config, env, &db, false).await;
+    for note in &mcp.notes {
+        // Said once, and never between a call and its result.
+        if run.queued.is_empty() && !run.messages.iter().any(|message| &message.content == note) {
+            run.messages.push(ChatMessage::new(Role::User, note.clone()));
+        }
+    }
+    let tools =
+        EdgeTools { config, env, db: &db, job, mcp, progress_reports: Cell::new(0), last_heartbeat_ms: Cell::new(0) };
+    let usage_before = run.usage;
+    let started = now_ms();
+    let spender = usage::Spender { conversation_key: job.conversation_key.clone(), person: job.person.clone() };
+    let over = crate::budget::store::over_budget(&db, &config.budgets, &spender).await;
+    // A worker outlives the turn that started it: each segment asks again.
+    let end = match over {
+        Some(scope) => {
+            run.give_up();
+            SegmentEnd::Failed(format!("the worker stopped: today's {} budget is spent", scope.name()))
+        }
+        None => match run_segment(&model, model.model_name(), &tools, &mut run).await {
+            Ok(end) => end,
+            // The queue retries the step from the stored run.
+            Err(error) if error.is_retryable() => return Err(error.to_string()),
+            Err(error) => {
+                run.give_up();
+                SegmentEnd::Failed(format!("the worker could not reach its model: {error}"))
+            }
+        },
+    };
+    run.steps.push(job.step.clone());
+    let pending = decide(config, job, &run, end);
+    let spent = crate::llm::Usage {
+        input_tokens: run.usage.input_tokens - usage_before.input_tokens,
+        output_tokens: run.usage.output_tokens - usage_before.output_tokens,
+    };
+    save(&db, job, &run, &pending, model.spent()).await.map_err(text)?;
+    LogLine::info("worker_step_finished")
+        .conversation(&job.conversation_key)
+        .id(&job.id)
+        .field("step", job.step.as_str())
+        .field("state", state_name(run.state))
+        .duration_ms(now_ms() - started)
+        .tokens(spent)
+        .emit();
+    carry_out(env, job, &pending).await?;
+    clear_pending(&db, &job.id).await.map_err(text)
+}
+
+/// Out of retries: the worker is failed and the channel told, once.
+pub async fn give_up(env: &Env, job: &WorkerJob) -> Result<(), String> {
+    let db = env.d1(DATABASE_BINDING).map_err(text)?;
+    let envelope = report(job, MessageType::Error, "failed", "the worker failed after several attempts".into());
+    let pending = Pending { report: Some(envelope), next: None, ask: None };
+    db.prepare("UPDATE workers SET state = 'failed', pending = ?1, updated_at = ?2 WHERE id = ?3")
+        .bind(&[serde_json::to_string(&pending).map_err(text)?.into(), now(), job.id.as_str().into()])
+        .map_err(text)?
+        .run_counted()
+        .await
+        .map_err(text)?;
+    carry_out(env, job, &pending).await?;
+    clear_pending(&db, &job.id).await.map_err(text)
+}
+
+/// What a segment's end owes the world.
+fn decide(config: &Config, job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) -> Pending {
+    let step = &job.step;
+    match end {
+        SegmentEnd::Outcome(outcome) => {
+            Pending { report: Some(report(job, MessageType::Done, "done", outcome)), ..Pending::default() }
+        }
+        SegmentEnd::Waiting(question) => Pending {
+            report: Some(report(job, MessageType::Waiting, &format!("{step}:waiting"), question)),
+            ..Pending::default()
+        },
+        SegmentEnd::Failed(words) => {
+            Pending { report: Some(report(job, MessageType::Error, "failed", words)), ..Pending::default() }
+        }
+        SegmentEnd::Approval(call) => Pending {
+            ask: Some(Approval::new(
+                &job.conversation_key,
+                Kind::Tool,
+                &job.id,
+                Some(&call.id),
+                (&call.name, &shown_arguments(&call.arguments)),
+                job.person.as_ref(),
+                Some(now_ms() + config.approval_timeout_ms),
+            )),
+            ..Pending::default()
+        },
+        SegmentEnd::Cancelled => Pending::default(),
+        SegmentEnd::Continue => Pending {
+            ask: None,
+            report: None,
+            next: Some(WorkerJob {
+                id: job.id.clone(),
+                conversation_key: job.conversation_key.clone(),
+                step: format!("s{}", run.segments + 1),
+                input: WorkerInput::Continue,
+                person: job.person.clone(),
+            }),
+        },
+    }
+}
+
+fn report(job: &WorkerJob, kind: MessageType, suffix: &str, body: String) -> Envelope {
+    Envelope::report("worker", &job.id, suffix, now_ms(), kind, body)
+}
+
+async fn carry_out(env: &Env, job: &WorkerJob, pending: &Pending) -> Result<(), String> {
+    if let Some(approval) = &pending.ask {
+        approvals::ask(env, approval, &job.id).await.map_err(text)?;
+    }
+    if let Some(envelope) = &pending.report {
+        deliver(env, &job.conversation_key, envelope).await.map_err(text)?;
+        // A worker the ready-task loop started settles its task.
+        let outcome = match envelope.kind {
+            MessageType::Done => Some(Ok(envelope.body.as_str())),
+            MessageType::Error => Some(Err(envelope.body.as_str())),
+            _ => None,
+        };
+        if let Some(outcome) = outcome {
+            let db = env.d1(DATABASE_BINDING).map_err(text)?;
+            if tasks::settle_worker(&db, &job.id, outcome).await.map_err(text)? {
+                tasks::run_ready_loop(env).await.map_err(text)?;
+            }
+        }
+    }
+    if let Some(next) = &pending.next {
+        crate::jobs::enqueue(env, &Job::Worker(next.clone())).await.map_err(text)?;
+    }
+    Ok(())
+}
+
+/// The worker's tools as they act on the world.
+struct EdgeTools<'a> {
+    config: &'a Config,
+    env: &'a Env,
+    db: &'a D1Database,
+    job: &'a WorkerJob,
+    /// Progress lines and heartbeats sent in this step (their envelope ids count up).
+    progress_reports: Cell<u32>,
+    /// When the last heartbeat went out (0: none yet in this step).
+    last_heartbeat_ms: Cell<i64>,
+    /// Tools from MCP servers.
+    mcp: Toolbox<'a>,
+}
+
+impl WorkerTools for EdgeTools<'_> {
+    fn has_search(&self) -> bool {
+        self.config.search_api_key.is_set()
+    }
+
+    fn extra_tools(&self) -> Vec<ToolSpec> {
+        self.mcp.specs()
+    }
+
+    fn needs_approval(&self, name: &str) -> bool {
+        self.mcp.needs_approval(name)
+    }
+
+    async fn call(&self, name: &str, arguments: &Value) -> String {
+        let argument = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("").trim().to_string();
+        match name {
+            "http_fetch" => web::http_fetch(self.config, &argument("url")).await,
+            "web_search" => web::web_search(self.config, &argument("query")).await,
+            "attachment_read" => files::read(self.env, self.db, &self.job.conversation_key, &argument("id")).await,
+            "attachment_recall" => files::recall(self.db, &self.job.conversation_key).await,
+            "send_file" => {
+                crate::jobs::send_file(
+                    self.config,
+                    self.env,
+                    self.db,
+                    &self.job.conversation_key,
+                    ("worker", &self.job.id),
+                    arguments,
+                )
+                .await
+            }
+            "task_update" => tasks::update(self.db, Some(&self.job.conversation_key), Some(&self.job.id), arguments)
+                .await
+                .unwrap_or_else(|error| format!("error: {error}")),
+            other => match self.mcp.call(other, arguments).await {
+                Some(result) => result,
+                None => format!("error: there is no tool named `{other}`"),
+            },
+        }
+    }
+
+    async fn report_progress(&self, text: &str) {
+        let count = self.progress_reports.get() + 1;
+        self.progress_reports.set(count);
+        let envelope =
+            report(self.job, MessageType::Status, &format!("{}:status:{count}", self.job.step), text.to_string());
+        // Progress is best effort: the outcome is what must arrive.
+        if let Err(error) = deliver(self.env, &self.job.conversation_key, &envelope).await {
+            let line = LogLine::warn("worker_progress_lost").conversation(&self.job.conversation_key);
+            line.id(&self.job.id).reason(&error).emit();
+        }
+    }
+
+    async fn heartbeat(&self) {
+        let now = now_ms();
+        let last = self.last_heartbeat_ms.get();
+        if last != 0 && now - last < HEARTBEAT_INTERVAL_MS {
+            return;
+        }
+        self.last_heartbeat_ms.set(now);
+        let count = self.progress_reports.get() + 1;
+        self.progress_reports.set(count);
+        let envelope =
+            report(self.job, MessageType::Status, &format!("{}:heartbeat:{count}", self.job.step), String::new());
+        if let Err(error) = deliver(self.env, &self.job.conversation_key, &envelope).await {
+            let line = LogLine::warn("worker_heartbeat_lost").conversation(&self.job.conversation_key);
+            line.id(&self.job.id).reason(&error).emit();
+        }
+    }
+
+    async fn is_cancelled(&self) -> bool {
+        load(self.db, &self.job.id).await.ok().flatten().is_some_and(|row| row.cancelled != 0)
+    }
+}
+
+fn text(error: impl std::fmt::Display) -> String {
+    error.to_string()
+}
+
+fn now() -> JsValue {
+    JsValue::from_f64(now_ms() as f64)
+}
+
+fn state_name(state: WorkerState) -> String {
+    serde_json::to_value(state).ok().and_then(|value| value.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+async fn create(db: &D1Database, job: &WorkerJob, run: &WorkerRun) -> worker::Result<()> {
+    db.prepare(
+        "INSERT INTO workers (id, conversation_key, state, run, updated_at) VALUES (?1, ?2, 'running', ?3, ?4) \
+         ON CONFLICT (id) DO UPDATE SET run = excluded.run WHERE workers.run IS NULL",
+    )
+    .bind(&[job.id.as_str().into(), job.conversation_key.as_str().into(), serde_json::to_string(run)?.into(), now()])?
+    .run_counted()
+    .await?;
+    Ok(())
+}
+
+async fn load(db: &D1Database, id: &str) -> worker::Result<Option<Row>> {
+    db.prepare("SELECT state, run, pending, cancelled FROM workers WHERE id = ?1")
+        .bind(&[id.into()])?
+        .first_counted()
+        .await
+}
+
+async fn save(
+    db: &D1Database,
+    job: &WorkerJob,
+    run: &WorkerRun,
+    pending: &Pending,
+    spent: crate::budget::rules::Spend,
+) -> worker::Result<()> {
+    let update =
+        db.prepare("UPDATE workers SET state = ?1, run = ?2, pending = ?3, updated_at = ?4 WHERE id = ?5").bind(&[
+            state_name(run.state).into(),
+            serde_json::to_string(run)?.into(),
+            serde_json::to_string(pending)?.into(),
+            now(),
+            job.id.as_str().into(),
+        ])?;
+    let spender = usage::Spender { conversation_key: job.conversation_key.clone(), person: job.person.clone() };
+    let mut statements = vec![update];
+    if let Some(approval) = &pending.ask {
+        statements.push(approvals::record(db, approval)?);
+    }
+    statements.extend(usage::add(db, &spender, "worker", spent, now_ms())?);
+    crate::runtime::d1::batch(db, statements).await?;
+    Ok(())
+}
+
+async fn clear_pending(db: &D1Database, id: &str) -> worker::Result<()> {
+    db.prepare("UPDATE workers SET pending = NULL WHERE id = ?1").bind(&[id.into()])?.run_counted().await?;
+    Ok(())
+}
+
+/// Marks a worker cancelled (the channel's `cancel`); a worker whose job has
+/// not started yet is stopped before it does.
+pub async fn cancel(db: &D1Database, id: &str, conversation_key: &str) -> worker::Result<()> {
+    db.prepare(
+        "INSERT INTO workers (id, conversation_key, state, cancelled, updated_at) VALUES (?1, ?2, 'failed', 1, ?3) \
+         ON CONFLICT (id) DO UPDATE SET cancelled = 1, state = 'failed', updated_at = excluded.updated_at",
+    )
+    .bind(&[id.into(), conversation_key.into(), now()])?
+    .run_counted()
+    .await?;
+    Ok(())
+}
+
+/// A worker as the admin API and `worker_inspect` show it.
+#[derive(Debug, Serialize)]
+pub struct WorkerSummary {
+    pub id: String,
+    pub state: String,
+    pub cancelled: bool,
+    pub task: String,
+    pub segments: u32,
+    pub status: Option<String>,
+    pub outcome: Option<String>,
+    pub usage: crate::llm::Usage,
+}
+
+/// The conversation's workers, newest first.
+pub async fn list(db: &D1Database, conversation_key: &str) -> worker::Result<Vec<WorkerSummary>> {
+    #[derive(Deserialize)]
+    struct ListRow {
+        id: String,
+        state: String,
+        run: Option<String>,
+        cancelled: i64,
+    }
+    let rows: Vec<ListRow> = db
+        .prepare(
+            "SELECT id, state, run, cancelled FROM workers WHERE conversation_key = ?1 \
+             ORDER BY updated_at DESC LIMIT 50",
+        )
+        .bind(&[conversation_key.into()])?
+        .all_counted()
+        .await?
+        .results()?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let run: Option<WorkerRun> = row.run.as_deref().and_then(|run| serde_json::from_str(run).ok());
+            WorkerSummary {
+                id: row.id,
+                state: row.state,
+                cancelled: row.cancelled != 0,
+                task: run.as_ref().map(|run| run.task.clone()).unwrap_or_default(),
+                segments: run.as_ref().map_or(0, |run| run.segments),
+                status: run.as_ref().and_then(|run| run.status.clone()),
+                outcome: run.as_ref().and_then(|run| run.outcome.clone()),
+                usage: run.map(|run| run.usage).unwrap_or_default(),
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,82 @@
+//! The admin API for remote MCP servers and the approvals people decided:
+//! `GET /api/mcp/servers`, `PUT|DELETE /api/mcp/servers/{name}`,
+//! `POST /api/mcp/servers/{name}/refresh`, `GET /api/approvals`. Operators
+//! only; a server's credentials are named here, never shown or stored.
+
+use worker::{Env, Request, Response};
+
+use crate::api_error::ApiError;
+use crate::approvals::store as approvals;
+use crate::conversations::api::json_object;
+use crate::mcp::client as mcp;
+use crate::mcp::rules::{check_name, ServerSettings};
+use crate::runtime::config;
+use crate::runtime::config::DATABASE_BINDING;
+use crate::runtime::failure::internal;
+use crate::sessions::api::authorize;
+
+/// Servers an operator may add (each is a tool source every worker sees).
+const MAX_SERVERS: usize = 20;
+/// Approvals the list shows.
+const APPROVALS_LISTED: i64 = 200;
+
+pub async fn servers(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
+    Response::from_json(&mcp::views(&db).await.map_err(internal)?).map_err(internal)
+}
+
+/// Adds or changes a server, then lists its tools at once (the answer says
+/// whether it could be reached).
+pub async fn save(mut request: Request, env: &Env, name: &str) -> Result<Response, ApiError> {
+    authorize(&request, env).await?;
+    check_name(name).map_err(ApiError::BadRequest)?;
+    let body = json_object(&mut request).await?;
+    let settings: ServerSettings =
+        serde_json::from_value(body).map_err(|error| ApiError::BadRequest(format!("unreadable settings: {error}")))?;
+    settings.check().map_err(ApiError::BadRequest)?;
+    let config = config::load(env);
+    // The same check every request to the server passes.
+    mcp::checked(&config, &settings.url)
+        .map_err(|refusal| ApiError::BadRequest(format!("the URL is refused: {refusal}")))?;
+    if let crate::mcp::rules::Auth::Oauth { token_url, .. } = &settings.auth {
+        mcp::checked(&config, token_url)
+            .map_err(|refusal| ApiError::BadRequest(format!("the token URL is refused: {refusal}")))?;
+    }
+    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let known = mcp::servers(&db).await.map_err(internal)?;
+    if known.len() >= MAX_SERVERS && !known.iter().any(|server| server.name == name) {
+        return Err(ApiError::BadRequest(format!("at most {MAX_SERVERS} servers")));
+    }
+    mcp::save_settings(&db, name, &settings).await.map_err(internal)?;
+    refreshed(&config, env, name).await
+}
+
+pub async fn refresh(request: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    refreshed(&config::load(env), env, name).await
+}
+
+async fn refreshed(config: &crate::config::Config, env: &Env, name: &str) -> Result<Response, ApiError> {
+    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
+    match mcp::refresh_now(config, env, &db, name).await.map_err(internal)? {
+        Some(view) => Response::from_json(&view).map_err(internal),
+        None => Err(ApiError::NotFound),
+    }
+}
+
+pub async fn remove(request: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
+    match mcp::remove(&db, name).await.map_err(internal)? {
+        true => Response::from_json(&serde_json::json!({ "deleted": name })).map_err(internal),
+        false => Err(ApiError::NotFound),
+    }
+}
+
+/// Every approval asked for, newest first: what, who asked, who decided and when.
+pub async fn list_approvals(request: &Request, env: &Env) -> Result<Response, ApiError> {
+    authorize(request, env).await?;
+    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
+    Response::from_json(&approvals::recent(&db, APPROVALS_LISTED).await.map_err(internal)?).map_err(internal)
+}

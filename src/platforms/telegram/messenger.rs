@@ -1,0 +1,247 @@
+//! Telegram Bot API calls.
+
+use serde_json::{json, Value};
+use worker::Method;
+
+use crate::runtime::http::download;
+
+use crate::runtime::http::post_json;
+
+use crate::runtime::http::send_form;
+
+use crate::runtime::http::HttpAnswer;
+
+use crate::channel::participants::MembershipCount;
+use crate::config::Config;
+use crate::files::rules::{Kind, Refusal};
+use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
+use crate::ops::Op;
+use crate::platforms::messenger::Buttons;
+use crate::platforms::messenger::FileBody;
+use crate::platforms::messenger::Interrupted;
+use crate::platforms::messenger::Messenger;
+use crate::platforms::messenger::Piece;
+use crate::platforms::messenger::SendFailure;
+use crate::platforms::messenger::Streaming;
+use crate::platforms::telegram::wire::{
+    approval_keyboard, is_not_modified, message_ref, send_message_body, sent_message_id, MESSAGE_LIMIT,
+};
+use crate::reply::markup::{shown, Flavor};
+use crate::reply::reaction::Reaction;
+use crate::runtime::http::HttpFailure;
+
+/// How long one Bot API call may take.
+const API_TIMEOUT_MS: u64 = 10_000;
+/// The reaction that shows a turn has started on a message.
+const WORKING_REACTION: &str = "👀";
+/// A streamed reply is edited about once a second: Telegram's pace for one chat.
+const EDIT_EVERY_MS: u64 = 1_000;
+/// How long an upload may take.
+const UPLOAD_TIMEOUT_MS: u64 = 60_000;
+/// Telegram takes photos up to 10 MB; a larger image goes as a document.
+const PHOTO_LIMIT_BYTES: usize = 10 * 1024 * 1024;
+
+pub struct Telegram<'a> {
+    pub config: &'a Config,
+}
+
+impl Telegram<'_> {
+    /// A Bot API method's URL. The token is part of it: never log it.
+    fn url(&self, method: &str) -> String {
+        format!("{}/bot{}/{method}", self.config.telegram_api_base, self.config.telegram_bot_token.expose())
+    }
+
+    /// Calls a Bot API method.
+    async fn call(&self, method: &str, body: &Value) -> Result<Value, SendFailure> {
+        let answer = post_json(Op::PlatformCall, &self.url(method), &[], body, API_TIMEOUT_MS).await;
+        Self::answer(answer)
+    }
+
+    /// Answers a pressed button (`answerCallbackQuery`), so its spinner
+    /// stops: a short note, an alert when the press was refused; best effort.
+    pub async fn answer_button(&self, query_id: &str, text: &str, alert: bool) {
+        let body = json!({ "callback_query_id": query_id, "text": text, "show_alert": alert });
+        let _ = self.call("answerCallbackQuery", &body).await;
+    }
+
+    /// Sends a file piece: a photo as a photo, anything else as a document,
+    /// the piece's text as its caption.
+    async fn send_file(
+        &self,
+        address: &ReplyAddress,
+        piece: &Piece<'_>,
+        body: &FileBody,
+    ) -> Result<Value, SendFailure> {
+        let photo = body.file.kind == Kind::Image && body.bytes.len() <= PHOTO_LIMIT_BYTES;
+        let (method, field) = if photo { ("sendPhoto", "photo") } else { ("sendDocument", "document") };
+        let described = send_message_body(address, piece.text, piece.reply_to);
+        let mut fields: Vec<(String, String)> = Vec::new();
+        for (name, value) in described.as_object().into_iter().flatten() {
+            let value = match (name.as_str(), value) {
+                ("text", Value::String(text)) => ("caption".to_string(), text.clone()),
+                (_, Value::String(text)) => (name.clone(), text.clone()),
+                _ => (name.clone(), value.to_string()),
+            };
+            fields.push(value);
+        }
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+        let file = (field, body.file.name.as_str(), body.bytes.as_slice());
+        let url = self.url(method);
+        Self::answer(send_form(Op::PlatformCall, Method::Post, &url, &[], &fields, file, UPLOAD_TIMEOUT_MS).await)
+    }
+
+    /// Reads a Bot API answer: `ok` or a failure that says whether to retry.
+    fn answer(answer: Result<HttpAnswer, HttpFailure>) -> Result<Value, SendFailure> {
+        let answer = answer.map_err(|failure| SendFailure::network("Telegram", failure))?;
+        let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+        if answer.status == 200 && parsed["ok"] == true {
+            return Ok(parsed);
+        }
+        let retry_after_ms = parsed.pointer("/parameters/retry_after").and_then(Value::as_u64).map(|secs| secs * 1000);
+        let detail = parsed["description"].as_str().unwrap_or("no description");
+        Err(SendFailure::from_status("Telegram", answer.status, detail, retry_after_ms))
+    }
+}
+
+impl Telegram<'_> {
+    /// Calls a method that carries `text` (`body` builds the call around it)
+    /// as Telegram HTML; if Telegram cannot parse it, calls again with what a
+    /// reader would have seen, as plain text.
+    async fn call_html(&self, method: &str, text: &str, body: impl Fn(&str) -> Value) -> Result<Value, SendFailure> {
+        let mut formatted = body(text);
+        formatted["parse_mode"] = json!("HTML");
+        match self.call(method, &formatted).await {
+            Err(failure) if failure.message.contains("can't parse entities") => {
+                let plain = shown(Flavor::TelegramHtml, text);
+                let plain = crate::runtime::config::redactor().redact(&plain).into_owned();
+                self.call(method, &body(&plain)).await
+            }
+            other => other,
+        }
+    }
+
+    async fn set_reaction(&self, event: &InboundEvent, reaction: Value) {
+        let (ReplyAddress::Telegram { chat_id, .. }, Ok(message_id)) =
+            (&event.reply_address, event.message_id.parse::<i64>())
+        else {
+            return;
+        };
+        let body = json!({ "chat_id": chat_id, "message_id": message_id, "reaction": reaction });
+        let _ = self.call("setMessageReaction", &body).await;
+    }
+}
+
+impl Messenger for Telegram<'_> {
+    fn message_limit(&self) -> usize {
+        MESSAGE_LIMIT
+    }
+
+    /// Sends the piece, rendered as Telegram HTML by us (never the model's
+    /// own markup); if Telegram rejects it, sends what a reader would have
+    /// seen as plain text.
+    async fn send(&self, address: &ReplyAddress, piece: &Piece<'_>) -> Result<String, SendFailure> {
+        let answer = match piece.file {
+            Some(file) => self.send_file(address, piece, file).await?,
+            None => {
+                let body = |text: &str| {
+                    let mut body = send_message_body(address, text, piece.reply_to);
+                    if let Buttons::Approval(id) = piece.buttons {
+                        body["reply_markup"] = approval_keyboard(id);
+                    }
+                    body
+                };
+                self.call_html("sendMessage", piece.text, body).await?
+            }
+        };
+        Ok(sent_message_id(&answer).unwrap_or_default())
+    }
+
+    /// `editMessageText`, as HTML with the same plain fallback as a send.
+    async fn edit(&self, address: &ReplyAddress, message_id: &str, piece: &Piece<'_>) -> Result<(), SendFailure> {
+        let Some(message) = message_ref(address, message_id) else {
+            return Err(SendFailure::permanent(format!("no Telegram message {message_id} to edit")));
+        };
+        let body = |text: &str| {
+            let mut body = message.clone();
+            body["text"] = json!(text);
+            body
+        };
+        match self.call_html("editMessageText", piece.text, body).await {
+            Err(failure) if is_not_modified(&failure.message) => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
+    async fn withdraw(&self, address: &ReplyAddress, message_id: &str) {
+        if let Some(message) = message_ref(address, message_id) {
+            let _ = self.call("deleteMessage", &message).await;
+        }
+    }
+
+    /// `getFile` says where the file is; the download comes from the same
+    /// Bot API host (its URL holds the token: never logged).
+    async fn download(&self, _address: &ReplyAddress, attachment: &Attachment) -> Result<Vec<u8>, Refusal> {
+        let answer = self.call("getFile", &json!({ "file_id": attachment.platform_file_id })).await;
+        let answer = answer.map_err(|_| Refusal::Unreachable)?;
+        let path = answer.pointer("/result/file_path").and_then(Value::as_str).ok_or(Refusal::Unreachable)?;
+        if path.contains("..") || path.starts_with('/') {
+            return Err(Refusal::Unreachable);
+        }
+        let token = self.config.telegram_bot_token.expose();
+        download(&format!("{}/file/bot{token}/{path}", self.config.telegram_api_base), &[]).await
+    }
+
+    fn streaming(&self) -> Streaming {
+        match self.config.streams("telegram") {
+            true => Streaming::Messages { edit_every_ms: EDIT_EVERY_MS },
+            false => Streaming::Off,
+        }
+    }
+
+    /// The Bot API has no idempotency key and no way for a bot to read what
+    /// it sent: a resend could post a second copy, so the piece is reported.
+    async fn interrupted(&self, _address: &ReplyAddress, _piece: &Piece<'_>, _since_ms: i64) -> Interrupted {
+        Interrupted::Unsure
+    }
+
+    async fn show_working(&self, event: &InboundEvent) {
+        self.renew_working(event).await;
+        self.set_reaction(event, json!([{ "type": "emoji", "emoji": WORKING_REACTION }])).await;
+    }
+
+    /// Telegram shows "typing" for about 5 seconds per call.
+    async fn renew_working(&self, event: &InboundEvent) {
+        let ReplyAddress::Telegram { chat_id, topic_id } = &event.reply_address else {
+            return;
+        };
+        let mut typing = json!({ "chat_id": chat_id, "action": "typing" });
+        if let Some(topic) = topic_id {
+            typing["message_thread_id"] = json!(topic);
+        }
+        let _ = self.call("sendChatAction", &typing).await;
+    }
+
+    /// Typing expires by itself; the reaction is replaced by none.
+    async fn clear_working(&self, event: &InboundEvent) {
+        self.set_reaction(event, json!([])).await;
+    }
+
+    async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount> {
+        let ReplyAddress::Telegram { chat_id, .. } = &event.reply_address else {
+            return None;
+        };
+        let answer = self.call("getChatMemberCount", &json!({ "chat_id": chat_id })).await.ok()?;
+        let members = answer["result"].as_u64()? as usize;
+        // The count includes this bot (taken off here) and every peer bot
+        // (taken off by the channel, which knows them).
+        Some(MembershipCount { others: members.saturating_sub(1), truncated: false, fetched_at_ms: now_ms })
+    }
+
+    /// Telegram keeps one reaction per bot: this replaces the working one.
+    async fn react(&self, event: &InboundEvent, reaction: &Reaction) {
+        let Some(emoji) = reaction.emoji() else {
+            return; // Telegram reacts by emoji only
+        };
+        self.set_reaction(event, json!([{ "type": "emoji", "emoji": emoji }])).await;
+    }
+}

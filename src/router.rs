@@ -1,0 +1,140 @@
+//! The Worker's routes: each entry of the route table ([`crate::routes`]) to
+//! its handler, and the one place where an [`ApiError`] becomes a status and a
+//! JSON body.
+
+use worker::{Env, Headers, Method, Request, Response, Result};
+
+use crate::api_error::ApiError;
+use crate::routes::{self, Found, Route, Verb};
+use crate::security::percent_decode;
+
+use crate::approvals::buttons;
+use crate::conversations::api as admin;
+use crate::files::chat_api as chat_files;
+use crate::identity::store as identity;
+use crate::mcp::api as mcp_admin;
+use crate::people::store as people;
+use crate::platforms::webhooks;
+use crate::runtime::config;
+use crate::runtime::failure::internal;
+use crate::schedules::store as schedules;
+use crate::sessions::api as sessions;
+
+pub async fn handle(request: Request, env: &Env) -> Result<Response> {
+    // Loaded first, so every log line and error body knows the secrets to scrub.
+    let refusal = config::load(env).refusal();
+    let outcome = match refusal {
+        // A configuration the Worker refuses: every request (health included)
+        // says why, and nothing else runs.
+        Some(refusal) => Err(ApiError::Misconfigured(refusal)),
+        None => route(request, env).await,
+    };
+    let response = outcome.or_else(|error| {
+        let mut body = error.body();
+        config::redactor().redact_json(&mut body);
+        let mut response = Response::from_json(&body)?.with_status(error.status());
+        if let Some(seconds) = error.retry_after_secs() {
+            response.headers_mut().set("retry-after", &seconds.to_string())?;
+        }
+        Ok::<_, worker::Error>(response)
+    })?;
+    with_browser_headers(response)
+}
+
+/// The same response with [`crate::security::BROWSER_HEADERS`] added. The
+/// headers are copied into a new set: a response from a Durable Object has
+/// immutable ones.
+fn with_browser_headers(response: Response) -> Result<Response> {
+    let headers = Headers::new();
+    for (name, value) in response.headers().entries() {
+        headers.append(&name, &value)?;
+    }
+    for (name, value) in crate::security::BROWSER_HEADERS {
+        headers.set(name, value)?;
+    }
+    Ok(response.with_headers(headers))
+}
+
+async fn route(request: Request, env: &Env) -> std::result::Result<Response, ApiError> {
+    let path = request.path();
+    let (route, params) = match routes::find(verb(&request.method()), &path) {
+        Found::Route(route, params) => (route, params),
+        Found::WrongMethod => return Err(ApiError::MethodNotAllowed),
+        Found::NotFound => return Err(ApiError::NotFound),
+    };
+    let param = |name: &str| params.get(name).unwrap_or_default();
+    match route {
+        Route::Health => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
+        Route::Status => admin::status(&request, env).await,
+        Route::Ops => admin::ops(&request, env).await,
+        Route::TelegramWebhook => webhooks::telegram(request, env).await,
+        Route::SlackWebhook => webhooks::slack(request, env).await,
+        Route::DiscordWebhook => webhooks::discord(request, env).await,
+        Route::SignIn => sessions::sign_in(request, env).await,
+        Route::Session => sessions::current(&request, env).await,
+        Route::SignOut => sessions::sign_out(&request).await,
+        Route::StartChat => sessions::start_chat(request, env).await,
+        Route::CurrentChat => sessions::current_chat(&request, env).await,
+        Route::ChatSocket => sessions::chat_socket(&request, env).await,
+        Route::UploadChatFile => chat_files::upload(request, env).await,
+        Route::DownloadFile => chat_files::download(&request, env, param("id")).await,
+        Route::Conversations => admin::conversations(&request, env).await,
+        Route::Settings => admin::settings(&request, env).await,
+        Route::Bulletin => admin::bulletin(&request, env).await,
+        Route::ChannelLive => sessions::watch_socket(&request, env, &percent_decode(param("key"))).await,
+        Route::ChannelEvents => admin::channel_events(&request, env, param("key")).await,
+        Route::ChannelMessages => admin::channel_messages(&request, env, param("key")).await,
+        Route::ChannelOutbox => admin::channel_outbox(&request, env, param("key")).await,
+        Route::ChannelEnvelopes => admin::channel_envelopes(&request, env, param("key")).await,
+        Route::ChannelUsage => admin::channel_usage(&request, env, param("key")).await,
+        Route::ChannelProcesses => admin::channel_processes(&request, env, param("key")).await,
+        Route::ChannelWorkers => admin::channel_workers(&request, env, param("key")).await,
+        Route::ChannelIdentity => identity::conversation_override(&request, env, param("key")).await,
+        Route::SetChannelIdentity => identity::set_conversation_override(request, env, param("key")).await,
+        Route::RemoveChannelIdentity => identity::remove_conversation_override(&request, env, param("key")).await,
+        Route::IdentityDocuments => identity::documents(&request, env).await,
+        Route::IdentityVersions => identity::versions(&request, env, param("name")).await,
+        Route::SaveIdentity => identity::save_document(request, env, param("name")).await,
+        Route::RestoreIdentity => identity::restore(&request, env, param("name"), param("version")).await,
+        Route::Memories => admin::memories(&request, env).await,
+        Route::ImportMemories => admin::import_memories(request, env).await,
+        Route::DeleteMemory => admin::delete_memory(&request, env, param("id")).await,
+        Route::ShareMemory => admin::share_memory(&request, env, param("id"), true).await,
+        Route::UnshareMemory => admin::share_memory(&request, env, param("id"), false).await,
+        Route::Schedules => admin::schedules(&request, env).await,
+        Route::CreateSchedule => admin::create_schedule(request, env).await,
+        Route::PauseSchedule => admin::set_schedule_status(&request, env, param("id"), schedules::PAUSED).await,
+        Route::ResumeSchedule => admin::set_schedule_status(&request, env, param("id"), schedules::ACTIVE).await,
+        Route::DeleteSchedule => admin::delete_schedule(&request, env, param("id")).await,
+        Route::ScheduleRuns => admin::schedule_runs(&request, env, param("id")).await,
+        Route::Spend => admin::spend(&request, env).await,
+        Route::SetSpendLimit => admin::set_spend_limit(request, env, param("scope"), param("subject")).await,
+        Route::RemoveSpendLimit => admin::remove_spend_limit(&request, env, param("scope"), param("subject")).await,
+        Route::People => people::list(&request, env).await,
+        Route::Person => people::show(&request, env, param("id")).await,
+        Route::UpdatePerson => people::update(request, env, param("id")).await,
+        Route::LinkPerson => people::link(request, env, param("id")).await,
+        Route::ForgetPersonNotes => people::clear_notes(&request, env, param("id")).await,
+        Route::Tasks => admin::tasks(&request, env).await,
+        Route::CreateTask => admin::create_task(request, env).await,
+        Route::ApproveTask => admin::move_task(request, env, param("id"), Some("ready")).await,
+        Route::MoveTask => admin::move_task(request, env, param("id"), None).await,
+        Route::DeleteTask => admin::delete_task(&request, env, param("id")).await,
+        Route::StartGateway => admin::gateway(&request, env, Method::Post, "/start").await,
+        Route::StopGateway => admin::gateway(&request, env, Method::Delete, "/stop").await,
+        Route::GatewayStatus => admin::gateway(&request, env, Method::Get, "/status").await,
+        Route::McpServers => mcp_admin::servers(&request, env).await,
+        Route::SaveMcpServer => mcp_admin::save(request, env, param("name")).await,
+        Route::RemoveMcpServer => mcp_admin::remove(&request, env, param("name")).await,
+        Route::RefreshMcpServer => mcp_admin::refresh(&request, env, param("name")).await,
+        Route::Approvals => mcp_admin::list_approvals(&request, env).await,
+        Route::ChatApproval => buttons::web(request, env, param("id")).await,
+    }
+}
+
+/// The route table's verb for a request method; None for one no route uses.
+fn verb(method: &Method) -> Option<Verb> {
+    [Verb::Get, Verb::Post, Verb::Put, Verb::Delete]
+        .into_iter()
+        .find(|&verb| crate::runtime::http::method(verb) == *method)
+}

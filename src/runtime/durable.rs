@@ -1,0 +1,77 @@
+//! A Durable Object's requests and storage, counted (src/ops.rs).
+//!
+//! Requests: each fetch and alarm an object serves is one, and its wall time
+//! is summed (duration is billed by wall time while an object is active).
+//!
+//! SQLite: each statement's rows read and written
+//! reach [`crate::ops`] when its cursor is dropped, after the caller has read
+//! what it wanted (a cursor's counts grow as it is read).
+//!
+//! Setting an alarm is billed as a row written, so it is counted here too.
+//!
+//! clippy.toml disallows the uncounted `SqlStorage::exec` and `set_alarm`;
+//! objects reach them through [`MeteredStorage`].
+
+use std::future::Future;
+
+use serde::de::DeserializeOwned;
+use worker::{Result, SqlCursor, SqlStorage, SqlStorageValue, Storage};
+
+use crate::ops::{self, Op};
+
+/// Serves one request (a fetch or an alarm), counted with its wall time.
+pub async fn served<T>(work: impl Future<Output = T>) -> T {
+    ops::count(Op::DoRequest);
+    let started = crate::runtime::http::now_ms();
+    let outcome = work.await;
+    ops::add(Op::DoRequestMs, (crate::runtime::http::now_ms() - started).max(0) as u64);
+    outcome
+}
+
+/// An object's SQL storage whose statements are counted.
+pub struct Sql(SqlStorage);
+
+/// The statement's results; its rows are counted when it is dropped.
+pub struct Cursor(SqlCursor);
+
+/// An object's storage, counted.
+#[allow(async_fn_in_trait)] // the Worker is single-threaded: no Send bound wanted
+pub trait MeteredStorage {
+    fn counted_sql(&self) -> Sql;
+    /// Sets the alarm `offset_ms` from now (one row written, as billed).
+    async fn set_alarm_counted(&self, offset_ms: i64) -> Result<()>;
+}
+
+impl MeteredStorage for Storage {
+    fn counted_sql(&self) -> Sql {
+        Sql(self.sql())
+    }
+
+    #[allow(clippy::disallowed_methods)]
+    async fn set_alarm_counted(&self, offset_ms: i64) -> Result<()> {
+        ops::count(Op::DoRowWritten);
+        self.set_alarm(offset_ms).await
+    }
+}
+
+impl Sql {
+    /// Runs one statement (writes run to completion here).
+    #[allow(clippy::disallowed_methods)] // the one place the uncounted call is made
+    pub fn exec(&self, query: &str, bindings: impl Into<Option<Vec<SqlStorageValue>>>) -> Result<Cursor> {
+        self.0.exec(query, bindings).map(Cursor)
+    }
+}
+
+impl Cursor {
+    /// Every row, deserialized.
+    pub fn to_array<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        self.0.to_array()
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        ops::add(Op::DoRowRead, self.0.rows_read() as u64);
+        ops::add(Op::DoRowWritten, self.0.rows_written() as u64);
+    }
+}

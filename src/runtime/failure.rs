@@ -1,0 +1,13 @@
+//! The one way an edge turns a runtime failure into an answer: logged in
+//! full, answered as a bare 500 (the caller learns nothing of the detail).
+
+use crate::api_error::ApiError;
+use crate::log_line::LogLine;
+
+use crate::runtime::log::Emit;
+
+/// Logs a runtime failure and hides its detail from the caller.
+pub fn internal(error: impl std::fmt::Display) -> ApiError {
+    LogLine::error("internal_error").reason(&error).emit();
+    ApiError::Internal
+}

@@ -1,0 +1,151 @@
+//! The channel's `schedule` tool: create, list and cancel this conversation's
+//! jobs. Arguments become a pure [`Plan`]; the jobs live in D1.
+
+use serde_json::Value;
+use worker::D1Database;
+
+use crate::schedules::store as schedules;
+
+use crate::schedules::store::Creation;
+
+use crate::schedules::store::Job;
+
+use crate::channel::turn::ToolHost;
+use crate::config::Config;
+use crate::inbound::{Author, ReplyAddress};
+use crate::schedules::limits::{may_cancel, may_create, Creator, Refusal};
+use crate::schedules::plan::{once_at, validate, ActiveHours, Plan, Recurrence};
+use crate::schedules::store::Refused;
+use crate::schedules::zone::is_known_zone;
+use crate::schedules::zones::IntlZones;
+
+/// The tools the channel's edge answers during a turn.
+pub struct ChannelTools<'a> {
+    pub config: &'a Config,
+    pub db: &'a D1Database,
+    pub conversation_key: &'a str,
+    pub reply_address: &'a ReplyAddress,
+    pub now_ms: i64,
+    /// The author of the message the turn answers: a job's creator, and the
+    /// only one (besides an operator) who may cancel it.
+    pub author: &'a Author,
+    /// The message answered is in a direct message (one person).
+    pub is_dm: bool,
+    /// The turn answers a scheduled run: it may not create jobs.
+    pub is_scheduled_run: bool,
+    /// Jobs this turn created so far (capped per turn).
+    pub created: std::cell::Cell<u32>,
+    /// Set when a job was created or cancelled (the channel re-arms).
+    pub changed: &'a std::cell::Cell<bool>,
+    /// The author's own time zone (their profile's): a job they create
+    /// without one runs in it rather than in `TIMEZONE`.
+    pub default_zone: Option<String>,
+}
+
+impl ToolHost for ChannelTools<'_> {
+    async fn call(&self, name: &str, arguments: &Value) -> Option<String> {
+        if name != "schedule" {
+            return None;
+        }
+        Some(match self.schedule(arguments).await {
+            Ok(answer) => answer,
+            Err(error) => format!("error: {error}"),
+        })
+    }
+}
+
+impl ChannelTools<'_> {
+    async fn schedule(&self, arguments: &Value) -> Result<String, String> {
+        let text =
+            |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
+        let failed = |error: worker::Error| error.to_string();
+        match text("action").unwrap_or_default() {
+            "create" => {
+                let refused = |refusal: Refusal| refusal.to_string();
+                may_create(self.is_scheduled_run, self.created.get(), self.config.schedule_max_creations_per_turn)
+                    .map_err(refused)?;
+                let prompt = text("prompt").ok_or("`prompt` must say what to do when it runs")?;
+                let mut arguments = arguments.clone();
+                if let (None, Some(zone)) = (text("timezone"), &self.default_zone) {
+                    arguments["timezone"] = Value::from(zone.as_str());
+                }
+                let plan = plan_from_arguments(self.config, &arguments, self.now_ms)?;
+                let creation =
+                    Creation { creator: self.author, max_jobs: Some(self.config.schedule_max_jobs_per_conversation) };
+                let job = schedules::create(
+                    self.db,
+                    self.conversation_key,
+                    self.reply_address,
+                    prompt,
+                    &plan,
+                    creation,
+                    self.now_ms,
+                )
+                .await
+                .map_err(|refusal| match refusal {
+                    Refused::ConversationCap(cap) => refused(Refusal::ConversationCap { cap }),
+                    Refused::Failed(error) => failed(error),
+                })?;
+                self.created.set(self.created.get() + 1);
+                self.changed.set(true);
+                Ok(format!("created {}", describe(&job)))
+            }
+            "list" => {
+                let jobs = schedules::list(self.db, Some(self.conversation_key)).await.map_err(failed)?;
+                if jobs.is_empty() {
+                    return Ok("no scheduled jobs in this conversation".into());
+                }
+                Ok(jobs.iter().map(describe).collect::<Vec<_>>().join("\n"))
+            }
+            "cancel" => {
+                let id = text("id").ok_or("`id` names the job to cancel")?;
+                let job = schedules::one(self.db, id).await.map_err(failed)?;
+                let job = job
+                    .filter(|job| job.conversation_key == self.conversation_key)
+                    .ok_or_else(|| format!("no job {id} in this conversation"))?;
+                let creator = Creator { id: job.created_by_id.as_deref(), name: job.created_by_name.as_deref() };
+                may_cancel(id, creator, &self.author.id, self.is_dm).map_err(|refusal| refusal.to_string())?;
+                match schedules::cancel(self.db, Some(self.conversation_key), id).await.map_err(failed)? {
+                    true => {
+                        self.changed.set(true);
+                        Ok(format!("cancelled {id}: it will not run again"))
+                    }
+                    false => Err(format!("no job {id} in this conversation")),
+                }
+            }
+            _ => Err("`action` must be create, list or cancel".into()),
+        }
+    }
+}
+
+/// Reads a plan from the tool's (or the admin API's) arguments, in the job's zone.
+pub fn plan_from_arguments(config: &Config, arguments: &Value, now_ms: i64) -> Result<Plan, String> {
+    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
+    let whole = |key: &str| arguments.get(key).and_then(Value::as_i64);
+    let zone = text("timezone").unwrap_or(&config.timezone).to_string();
+    if !is_known_zone(&IntlZones, &zone) {
+        return Err(format!("unknown time zone `{zone}`: use an IANA name such as Europe/Berlin"));
+    }
+    let local_instant = |value: &str| once_at(&IntlZones, &zone, value).map_err(|error| error.to_string());
+    let recurrence = match (text("at"), whole("in_seconds"), text("cron"), whole("every_seconds")) {
+        (Some(at), None, None, None) => Recurrence::Once { at_utc_ms: local_instant(at)? },
+        (None, Some(seconds), None, None) => Recurrence::Once { at_utc_ms: now_ms + seconds.max(1) * 1000 },
+        (None, None, Some(expression), None) => Recurrence::Cron { expression: expression.to_string() },
+        (None, None, None, Some(seconds)) => Recurrence::Every { interval_ms: seconds * 1000 },
+        _ => return Err("give exactly one of `at`, `in_seconds`, `cron` or `every_seconds`".into()),
+    };
+    let active_hours = text("active_hours").map(ActiveHours::parse).transpose().map_err(|error| error.to_string())?;
+    let end_at_ms = text("end_at").map(local_instant).transpose()?;
+    let max_runs = whole("max_runs").map(|runs| runs.clamp(1, u32::MAX.into()) as u32);
+    let plan = Plan { recurrence, zone, active_hours, end_at_ms, max_runs };
+    validate(&plan, &IntlZones, config.schedule_min_interval_ms).map_err(|error| error.to_string())?;
+    Ok(plan)
+}
+
+/// One job for the model: its id, what it does, its next run in its zone.
+fn describe(job: &Job) -> String {
+    let view = job.view();
+    let next = view["next_run"].as_str().unwrap_or("no further run");
+    let creator = job.created_by_name.as_deref().unwrap_or("unknown");
+    format!("{} ({}): \"{}\", next run {next}, created by {creator}", job.id, job.status, job.prompt)
+}
