@@ -28,7 +28,7 @@ async fn press(env: &Env, click: &Click) -> Result<Option<Result<String, String>
         return Ok(None);
     };
     let config = config::load(env);
-    let decided = approvals::decide(&config, env, id, choice, click).await.map_err(internal)?;
+    let decided = approvals::decide(&config, env, id, choice, click).await?;
     Ok(Some(decided))
 }
 
@@ -84,7 +84,7 @@ pub async fn web(mut request: Request, env: &Env, id: &str) -> Result<Response, 
     let clicker = Clicker { platform: "web".into(), user_id: format!("{session}:{role}"), name: name.into() };
     let click = Click { clicker, data: data.clone(), conversation, answer_to: None };
     let decided =
-        approvals::decide_as(&config::load(env), env, id, choice, &click, operator).await.map_err(internal)?;
+        approvals::decide_as(&config::load(env), env, id, choice, &click, operator).await?;
     match decided {
         Ok(text) => Response::from_json(&json!({ "ok": true, "message": text })).map_err(internal),
         Err(note) => Err(ApiError::Refused(note)),

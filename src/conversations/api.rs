@@ -30,10 +30,10 @@ const MAX_ADMIN_BODY_BYTES: usize = 64 << 10;
 /// Conversations on every platform, most recently active first; `?q=` searches.
 pub async fn conversations(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let url = request.url().map_err(internal)?;
+    let url = request.url()?;
     let search = url.query_pairs().find(|(key, _)| key == "q").map(|(_, value)| value.into_owned());
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let found = conversations::list(&database, search.as_deref(), LISTING_LIMIT).await.map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
+    let found = conversations::list(&database, search.as_deref(), LISTING_LIMIT).await?;
     Response::from_json(&found).map_err(internal)
 }
 
@@ -46,8 +46,8 @@ pub async fn settings(request: &Request, env: &Env) -> Result<Response, ApiError
 /// The memory bulletin the cortex built last, and when.
 pub async fn bulletin(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    Response::from_json(&crate::cron::cortex::bulletin(&database).await.map_err(internal)?).map_err(internal)
+    let database = env.d1(DATABASE_BINDING)?;
+    Response::from_json(&crate::cron::cortex::bulletin(&database).await?).map_err(internal)
 }
 
 /// The Worker's state at a glance: version, bindings, migrations, platform
@@ -55,7 +55,7 @@ pub async fn bulletin(request: &Request, env: &Env) -> Result<Response, ApiError
 /// letter, unsent pieces and running workers.
 pub async fn status(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    Response::from_json(&crate::status::api::report(env).await.map_err(internal)?).map_err(internal)
+    Response::from_json(&crate::status::api::report(env).await?).map_err(internal)
 }
 
 /// The operations this isolate has counted since it started (src/ops.rs); this
@@ -81,7 +81,7 @@ pub async fn channel_outbox(request: &Request, env: &Env, key: &str) -> Result<R
 /// `?type=done` keeps one type, `?last=N` the newest N.
 pub async fn channel_envelopes(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let query = request.url().map_err(internal)?.query().map(|query| format!("?{query}")).unwrap_or_default();
+    let query = request.url()?.query().map(|query| format!("?{query}")).unwrap_or_default();
     from_channel(env, key, ChannelRoute::Envelopes, &query).await
 }
 
@@ -89,9 +89,9 @@ pub async fn channel_envelopes(request: &Request, env: &Env, key: &str) -> Resul
 pub async fn channel_usage(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let mut usage: serde_json::Map<String, serde_json::Value> =
-        from_channel(env, key, ChannelRoute::Usage, "").await?.json().await.map_err(internal)?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    for (process, spent) in usage::by_process(&database, &percent_decode(key)).await.map_err(internal)? {
+        from_channel(env, key, ChannelRoute::Usage, "").await?.json().await?;
+    let database = env.d1(DATABASE_BINDING)?;
+    for (process, spent) in usage::by_process(&database, &percent_decode(key)).await? {
         usage.insert(process, serde_json::to_value(spent).map_err(internal)?);
     }
     Response::from_json(&usage).map_err(internal)
@@ -106,23 +106,23 @@ pub async fn channel_processes(request: &Request, env: &Env, key: &str) -> Resul
 /// The conversation's workers: task, state, segments, status, outcome, usage.
 pub async fn channel_workers(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let workers = jobs::list_workers(&database, &percent_decode(key)).await.map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
+    let workers = jobs::list_workers(&database, &percent_decode(key)).await?;
     Response::from_json(&workers).map_err(internal)
 }
 
 async fn from_channel(env: &Env, key: &str, view: ChannelRoute, query: &str) -> Result<Response, ApiError> {
-    let request = channel_stub::request(view, query, None, &[]).map_err(internal)?;
+    let request = channel_stub::request(view, query, None, &[])?;
     channel_stub::send(env, &percent_decode(key), request).await.map_err(internal)
 }
 
 /// Scheduled jobs, all or of one conversation (`?conversation=KEY`).
 pub async fn schedules(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let url = request.url().map_err(internal)?;
+    let url = request.url()?;
     let conversation = url.query_pairs().find(|(key, _)| key == "conversation").map(|(_, value)| value.into_owned());
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let jobs = crate::schedules::store::list(&database, conversation.as_deref()).await.map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
+    let jobs = crate::schedules::store::list(&database, conversation.as_deref()).await?;
     Response::from_json(&jobs.iter().map(crate::schedules::store::Job::view).collect::<Vec<_>>()).map_err(internal)
 }
 
@@ -141,7 +141,7 @@ pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response
     let config = config::load(env);
     let now = crate::runtime::http::now_ms();
     let plan = crate::schedules::tools::plan_from_arguments(&config, &arguments, now).map_err(ApiError::BadRequest)?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     // An operator's job is theirs: no cap, and only an operator cancels it.
     let operator = crate::inbound::Author { id: "operator".into(), name: "an operator".into(), is_bot: false };
     let creation = crate::schedules::store::Creation { creator: &operator, max_jobs: None };
@@ -153,27 +153,27 @@ pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response
             }
             crate::schedules::store::Refused::Failed(error) => ApiError::BadRequest(error.to_string()),
         })?;
-    crate::schedules::store::wake(env, &conversation).await.map_err(internal)?;
+    crate::schedules::store::wake(env, &conversation).await?;
     Response::from_json(&job.view()).map_err(internal)
 }
 
 /// Pauses or resumes a job.
 pub async fn set_schedule_status(request: &Request, env: &Env, id: &str, status: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let job = crate::schedules::store::set_status(&database, id, status, crate::runtime::http::now_ms())
         .await
-        .map_err(internal)?;
+        ?;
     let job = job.ok_or(ApiError::NotFound)?;
-    crate::schedules::store::wake(env, &job.conversation_key).await.map_err(internal)?;
+    crate::schedules::store::wake(env, &job.conversation_key).await?;
     Response::from_json(&job.view()).map_err(internal)
 }
 
 /// Deletes a job: it never runs again.
 pub async fn delete_schedule(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    match crate::schedules::store::cancel(&database, None, id).await.map_err(internal)? {
+    let database = env.d1(DATABASE_BINDING)?;
+    match crate::schedules::store::cancel(&database, None, id).await? {
         true => Response::from_json(&serde_json::json!({ "deleted": id })).map_err(internal),
         false => Err(ApiError::NotFound),
     }
@@ -182,19 +182,19 @@ pub async fn delete_schedule(request: &Request, env: &Env, id: &str) -> Result<R
 /// A job's runs, newest first, with their status and error.
 pub async fn schedule_runs(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    Response::from_json(&crate::schedules::store::runs(&database, id).await.map_err(internal)?).map_err(internal)
+    let database = env.d1(DATABASE_BINDING)?;
+    Response::from_json(&crate::schedules::store::runs(&database, id).await?).map_err(internal)
 }
 
 /// Today's spend (or `?day=YYYY-MM-DD`'s) per conversation, per person and
 /// for the deployment, each with the limit in force.
 pub async fn spend(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let url = request.url().map_err(internal)?;
+    let url = request.url()?;
     let asked = url.query_pairs().find(|(key, _)| key == "day").map(|(_, value)| value.into_owned());
     let day = asked.unwrap_or_else(|| crate::budget::rules::day_of(crate::runtime::http::now_ms()));
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let report = crate::budget::store::report(&database, &config::load(env).budgets, &day).await.map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
+    let report = crate::budget::store::report(&database, &config::load(env).budgets, &day).await?;
     Response::from_json(&report).map_err(internal)
 }
 
@@ -222,10 +222,10 @@ pub async fn set_spend_limit(
         tokens: field("tokens")?.map(|tokens| tokens as u64),
         micro_usd: field("usd")?.map(crate::budget::rules::usd_to_micro),
     };
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     crate::budget::store::set_limit(&database, scope, &subject, limit, crate::runtime::http::now_ms())
         .await
-        .map_err(internal)?;
+        ?;
     Response::from_json(&serde_json::json!({ "scope": scope.name(), "subject": subject, "limit": limit }))
         .map_err(internal)
 }
@@ -239,8 +239,8 @@ pub async fn remove_spend_limit(
 ) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let (scope, subject) = spend_subject(scope, subject)?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    match crate::budget::store::remove_limit(&database, scope, &subject).await.map_err(internal)? {
+    let database = env.d1(DATABASE_BINDING)?;
+    match crate::budget::store::remove_limit(&database, scope, &subject).await? {
         true => Response::from_json(&serde_json::json!({ "deleted": subject })).map_err(internal),
         false => Err(ApiError::NotFound),
     }
@@ -259,12 +259,12 @@ fn spend_subject(scope: &str, subject: &str) -> Result<(crate::budget::rules::Sc
 /// The task board: `?status=…&conversation=…` filter it.
 pub async fn tasks(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let url = request.url().map_err(internal)?;
+    let url = request.url()?;
     let query = |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let tasks = crate::tasks::store::list(&database, query("conversation").as_deref(), query("status").as_deref())
         .await
-        .map_err(internal)?;
+        ?;
     Response::from_json(&tasks).map_err(internal)
 }
 
@@ -279,10 +279,10 @@ pub async fn create_task(mut request: Request, env: &Env) -> Result<Response, Ap
     }
     let priority =
         crate::tasks::rules::Priority::parse(&text("priority")).unwrap_or(crate::tasks::rules::Priority::Medium);
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let id = crate::tasks::store::create(&database, &conversation, &title, &text("description"), priority)
         .await
-        .map_err(internal)?;
+        ?;
     task_answer(&database, id).await
 }
 
@@ -297,8 +297,8 @@ pub async fn move_task(mut request: Request, env: &Env, id: &str, to: Option<&st
     };
     let to = crate::tasks::rules::TaskStatus::parse(&status)
         .ok_or_else(|| ApiError::BadRequest(format!("unknown status `{status}`")))?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let before = crate::tasks::store::one(&database, id).await.map_err(internal)?.map(|task| task.status);
+    let database = env.d1(DATABASE_BINDING)?;
+    let before = crate::tasks::store::one(&database, id).await?.map(|task| task.status);
     crate::tasks::store::move_task(&database, id, to, crate::tasks::rules::Actor::Admin)
         .await
         .map_err(ApiError::BadRequest)?;
@@ -306,10 +306,10 @@ pub async fn move_task(mut request: Request, env: &Env, id: &str, to: Option<&st
     if before.as_deref() == Some(crate::tasks::rules::TaskStatus::PendingApproval.as_str()) {
         crate::approvals::store::task_moved(env, id, to == crate::tasks::rules::TaskStatus::Ready)
             .await
-            .map_err(internal)?;
+            ?;
     }
     if to == crate::tasks::rules::TaskStatus::Ready {
-        crate::tasks::store::run_ready_loop(env).await.map_err(internal)?;
+        crate::tasks::store::run_ready_loop(env).await?;
     }
     task_answer(&database, id).await
 }
@@ -317,8 +317,8 @@ pub async fn move_task(mut request: Request, env: &Env, id: &str, to: Option<&st
 pub async fn delete_task(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let id: i64 = id.parse().map_err(|_| ApiError::NotFound)?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    match crate::tasks::store::delete(&database, id).await.map_err(internal)? {
+    let database = env.d1(DATABASE_BINDING)?;
+    match crate::tasks::store::delete(&database, id).await? {
         true => Response::from_json(&serde_json::json!({ "deleted": id })).map_err(internal),
         false => Err(ApiError::NotFound),
     }
@@ -334,7 +334,7 @@ pub(crate) async fn json_object(request: &mut Request) -> Result<serde_json::Val
 }
 
 async fn task_answer(database: &worker::D1Database, id: i64) -> Result<Response, ApiError> {
-    let task = crate::tasks::store::one(database, id).await.map_err(internal)?.ok_or(ApiError::NotFound)?;
+    let task = crate::tasks::store::one(database, id).await?.ok_or(ApiError::NotFound)?;
     Response::from_json(&task).map_err(internal)
 }
 
@@ -353,8 +353,8 @@ pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result
     if let Err(error) = channel_stub::post(env, &key, ChannelRoute::HistoryFlush, String::new()).await {
         LogLine::warn("history_not_flushed_before_listing").conversation(&key).reason(&error).emit();
     }
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let messages = history::list(&database, &key, LISTING_LIMIT).await.map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
+    let messages = history::list(&database, &key, LISTING_LIMIT).await?;
     Response::from_json(&messages).map_err(internal)
 }
 
@@ -363,15 +363,15 @@ pub async fn channel_messages(request: &Request, env: &Env, key: &str) -> Result
 /// &sort=recent|importance|most_accessed&limit=N`. Each carries its `scope`.
 pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let url = request.url().map_err(internal)?;
+    let url = request.url()?;
     let arguments = crate::sorting::object_from(
         url.query_pairs().map(|(key, value)| (key.into_owned(), value.into_owned().into())),
     );
     let recall = crate::memory::recall::RecallRequest::from_arguments(&arguments.into());
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let viewer = crate::memory::scope::Viewer::Operator;
     let found =
-        crate::memory::recall::recall(&config::load(env), env, &database, viewer, &recall).await.map_err(internal)?;
+        crate::memory::recall::recall(&config::load(env), env, &database, viewer, &recall).await?;
     Response::from_json(&found).map_err(internal)
 }
 
@@ -389,16 +389,16 @@ pub async fn import_memories(mut request: Request, env: &Env) -> Result<Response
     if items.len() > 500 {
         return Err(ApiError::BadRequest("at most 500 memories per request".into()));
     }
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let imported = memory::import(&config::load(env), env, &database, &items).await.map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
+    let imported = memory::import(&config::load(env), env, &database, &items).await?;
     Response::from_json(&serde_json::json!({ "imported": imported })).map_err(internal)
 }
 
 pub async fn delete_memory(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let viewer = crate::memory::scope::Viewer::Operator;
-    match memory::delete(&config::load(env), env, &database, viewer, &percent_decode(id)).await.map_err(internal)? {
+    match memory::delete(&config::load(env), env, &database, viewer, &percent_decode(id)).await? {
         true => Response::from_json(&serde_json::json!({ "deleted": true })).map_err(internal),
         false => Err(ApiError::NotFound),
     }
@@ -409,9 +409,9 @@ pub async fn delete_memory(request: &Request, env: &Env, id: &str) -> Result<Res
 /// only when that is unknown). Answers the memory as it now is.
 pub async fn share_memory(request: &Request, env: &Env, id: &str, shared: bool) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let id = percent_decode(id);
-    match memory::set_shared(&config::load(env), env, &database, &id, shared).await.map_err(internal)? {
+    match memory::set_shared(&config::load(env), env, &database, &id, shared).await? {
         Some(memory) => Response::from_json(&memory).map_err(internal),
         None => Err(ApiError::NotFound),
     }

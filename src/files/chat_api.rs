@@ -31,7 +31,7 @@ fn too_large() -> ApiError {
 /// Answers the upload token the next message names it by, and what it is.
 pub async fn upload(mut request: Request, env: &Env) -> Result<Response, ApiError> {
     let conversation = sessions::chat_conversation(&request, env)?;
-    let name = request.headers().get(NAME_HEADER).map_err(internal)?.map(|name| percent_decode(&name));
+    let name = request.headers().get(NAME_HEADER)?.map(|name| percent_decode(&name));
     let name = name.filter(|name| !name.trim().is_empty()).ok_or_else(|| {
         ApiError::BadRequest(format!("send the file's name in the {NAME_HEADER} header (percent-encoded)"))
     })?;
@@ -43,7 +43,7 @@ pub async fn upload(mut request: Request, env: &Env) -> Result<Response, ApiErro
         return Err(ApiError::BadRequest("the file is empty".into()));
     }
     let token = uuid::Uuid::new_v4().to_string();
-    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let db = env.d1(DATABASE_BINDING)?;
     let now = now_ms();
     let file = match files::store_upload(env, &db, &conversation, &token, &name, bytes, now).await {
         Ok(file) => file,
@@ -71,7 +71,7 @@ pub async fn upload(mut request: Request, env: &Env) -> Result<Response, ApiErro
 /// while the link's signature holds.
 pub async fn download(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
     let refused = ApiError::Forbidden("this link is not valid, or it has expired");
-    let url = request.url().map_err(internal)?;
+    let url = request.url()?;
     let query = |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
     let expires = query("exp").and_then(|value| value.parse::<i64>().ok());
     let (Some(conversation), Some(expires), Some(signature)) = (query("c"), expires, query("sig")) else {
@@ -82,10 +82,10 @@ pub async fn download(request: &Request, env: &Env, id: &str) -> Result<Response
     if !key.verify(&conversation, &id, expires, &signature, now_ms()) {
         return Err(refused);
     }
-    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let db = env.d1(DATABASE_BINDING)?;
     let (file, bytes) =
-        files::download(env, &db, &conversation, &id).await.map_err(internal)?.ok_or(ApiError::NotFound)?;
-    let mut response = Response::from_bytes(bytes).map_err(internal)?;
+        files::download(env, &db, &conversation, &id).await?.ok_or(ApiError::NotFound)?;
+    let mut response = Response::from_bytes(bytes)?;
     let headers = response.headers_mut();
     let disposition = format!("attachment; filename=\"{}\"", safe_name(&file.name));
     for (name, value) in [
@@ -95,7 +95,7 @@ pub async fn download(request: &Request, env: &Env, id: &str) -> Result<Response
         // A link names a file until it expires; no shared cache keeps a copy.
         ("cache-control", "private, no-store"),
     ] {
-        headers.set(name, value).map_err(internal)?;
+        headers.set(name, value)?;
     }
     Ok(response)
 }

@@ -167,7 +167,7 @@ fn document_view(document: Document, current: Option<&Version>) -> Value {
 }
 
 async fn document_answer(db: &D1Database, document: Document, extra: Value) -> Result<Response, ApiError> {
-    let current = current_versions(db).await.map_err(internal)?;
+    let current = current_versions(db).await?;
     let mine = current.iter().find(|(name, _)| name == document.name()).map(|(_, version)| version);
     let mut view = document_view(document, mine);
     if let (Some(view), Some(extra)) = (view.as_object_mut(), extra.as_object()) {
@@ -179,8 +179,8 @@ async fn document_answer(db: &D1Database, document: Document, extra: Value) -> R
 /// `GET /api/identity`: the three documents as they are now, and the limits.
 pub async fn documents(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize_operator(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let current = current_versions(&database).await.map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
+    let current = current_versions(&database).await?;
     let documents: Vec<Value> = Document::ALL
         .into_iter()
         .map(|document| {
@@ -196,19 +196,19 @@ pub async fn documents(request: &Request, env: &Env) -> Result<Response, ApiErro
 pub async fn versions(request: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
     authorize_operator(request, env).await?;
     let document = document_of(name)?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let mut versions: Vec<Version> = database
         .prepare(
             "SELECT version, text, author, created_at, restored_from FROM identity_versions \
              WHERE name = ?1 ORDER BY version DESC LIMIT ?2",
         )
         .bind(&[document.name().into(), number(MAX_VERSIONS_KEPT)])
-        .map_err(internal)?
+        ?
         .all_counted()
         .await
-        .map_err(internal)?
+        ?
         .results()
-        .map_err(internal)?;
+        ?;
     versions.push(Version::shipped(document));
     Response::from_json(&json!({ "name": document.name(), "file": document.file_name(), "versions": versions }))
         .map_err(internal)
@@ -224,7 +224,7 @@ async fn save(
     access: OperatorAccess,
     restored_from: Option<i64>,
 ) -> Result<bool, ApiError> {
-    let current = load(db, "").await.map_err(internal)?;
+    let current = load(db, "").await?;
     if current.text(document) == text {
         return Ok(false);
     }
@@ -241,15 +241,15 @@ async fn save(
             number(now_ms()),
             restored_from.map_or(wasm_bindgen::JsValue::NULL, number),
         ])
-        .map_err(internal)?;
+        ?;
     let trim = db
         .prepare(
             "DELETE FROM identity_versions WHERE name = ?1 \
              AND version <= (SELECT MAX(version) FROM identity_versions WHERE name = ?1) - ?2",
         )
         .bind(&[name.into(), number(MAX_VERSIONS_KEPT)])
-        .map_err(internal)?;
-    batch(db, vec![insert, trim]).await.map_err(internal)?;
+        ?;
+    batch(db, vec![insert, trim]).await?;
     LogLine::info("identity_saved")
         .field("document", name)
         .field("author", access.author())
@@ -266,7 +266,7 @@ pub async fn save_document(mut request: Request, env: &Env, name: &str) -> Resul
     let document = document_of(name)?;
     let text = check_document(document, &text_body(&mut request).await?).map_err(refused)?;
     refuse_secrets(&text)?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let saved = save(&database, document, &text, access, None).await?;
     document_answer(&database, document, json!({ "saved": saved })).await
 }
@@ -277,7 +277,7 @@ pub async fn restore(request: &Request, env: &Env, name: &str, version: &str) ->
     let access = authorize_operator(request, env).await?;
     let document = document_of(name)?;
     let version = parse_version(version).map_err(refused)?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let text = match version {
         DEFAULT_VERSION => document.default_text().to_string(),
         _ => {
@@ -288,10 +288,10 @@ pub async fn restore(request: &Request, env: &Env, name: &str, version: &str) ->
             let row: Option<Row> = database
                 .prepare("SELECT text FROM identity_versions WHERE name = ?1 AND version = ?2")
                 .bind(&[document.name().into(), number(version)])
-                .map_err(internal)?
+                ?
                 .first_counted()
                 .await
-                .map_err(internal)?;
+                ?;
             row.ok_or(ApiError::NotFound)?.text
         }
     };
@@ -319,10 +319,10 @@ async fn override_answer(db: &D1Database, conversation_key: &str) -> Result<Resp
     let row: Option<OverrideRow> = db
         .prepare("SELECT text, author, updated_at FROM conversation_identity WHERE conversation_key = ?1")
         .bind(&[conversation_key.into()])
-        .map_err(internal)?
+        ?
         .first_counted()
         .await
-        .map_err(internal)?;
+        ?;
     Response::from_json(&json!({
         "conversation": conversation_key,
         "text": row.as_ref().map(|row| &row.text),
@@ -337,7 +337,7 @@ async fn override_answer(db: &D1Database, conversation_key: &str) -> Result<Resp
 pub async fn conversation_override(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     authorize_operator(request, env).await?;
     let conversation_key = conversation_of(key)?;
-    override_answer(&env.d1(DATABASE_BINDING).map_err(internal)?, &conversation_key).await
+    override_answer(&env.d1(DATABASE_BINDING)?, &conversation_key).await
 }
 
 /// `PUT /api/channels/{key}/identity` with `{"text"}`: sets the override.
@@ -346,7 +346,7 @@ pub async fn set_conversation_override(mut request: Request, env: &Env, key: &st
     let conversation_key = conversation_of(key)?;
     let text = check_override(&text_body(&mut request).await?).map_err(refused)?;
     refuse_secrets(&text)?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     // A new conversation gets one only while fewer than the cap have one.
     let result = database
         .prepare(
@@ -363,10 +363,10 @@ pub async fn set_conversation_override(mut request: Request, env: &Env, key: &st
             number(now_ms()),
             number(MAX_CONVERSATION_OVERRIDES),
         ])
-        .map_err(internal)?
+        ?
         .run_counted()
         .await
-        .map_err(internal)?;
+        ?;
     if changes(&result) == 0 {
         return Err(ApiError::BadRequest(format!(
             "{MAX_CONVERSATION_OVERRIDES} conversations have an override already: delete one first"
@@ -384,14 +384,14 @@ pub async fn set_conversation_override(mut request: Request, env: &Env, key: &st
 pub async fn remove_conversation_override(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
     let access = authorize_operator(request, env).await?;
     let conversation_key = conversation_of(key)?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let result = database
         .prepare("DELETE FROM conversation_identity WHERE conversation_key = ?1")
         .bind(&[conversation_key.as_str().into()])
-        .map_err(internal)?
+        ?
         .run_counted()
         .await
-        .map_err(internal)?;
+        ?;
     if changes(&result) == 0 {
         return Err(ApiError::NotFound);
     }

@@ -22,8 +22,8 @@ const APPROVALS_LISTED: i64 = 200;
 
 pub async fn servers(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
-    Response::from_json(&mcp::views(&db).await.map_err(internal)?).map_err(internal)
+    let db = env.d1(DATABASE_BINDING)?;
+    Response::from_json(&mcp::views(&db).await?).map_err(internal)
 }
 
 /// Adds or changes a server, then lists its tools at once (the answer says
@@ -43,12 +43,12 @@ pub async fn save(mut request: Request, env: &Env, name: &str) -> Result<Respons
         mcp::checked(&config, token_url)
             .map_err(|refusal| ApiError::BadRequest(format!("the token URL is refused: {refusal}")))?;
     }
-    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
-    let known = mcp::servers(&db).await.map_err(internal)?;
+    let db = env.d1(DATABASE_BINDING)?;
+    let known = mcp::servers(&db).await?;
     if known.len() >= MAX_SERVERS && !known.iter().any(|server| server.name == name) {
         return Err(ApiError::BadRequest(format!("at most {MAX_SERVERS} servers")));
     }
-    mcp::save_settings(&db, name, &settings).await.map_err(internal)?;
+    mcp::save_settings(&db, name, &settings).await?;
     refreshed(&config, env, name).await
 }
 
@@ -58,8 +58,8 @@ pub async fn refresh(request: &Request, env: &Env, name: &str) -> Result<Respons
 }
 
 async fn refreshed(config: &crate::config::Config, env: &Env, name: &str) -> Result<Response, ApiError> {
-    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
-    match mcp::refresh_now(config, env, &db, name).await.map_err(internal)? {
+    let db = env.d1(DATABASE_BINDING)?;
+    match mcp::refresh_now(config, env, &db, name).await? {
         Some(view) => Response::from_json(&view).map_err(internal),
         None => Err(ApiError::NotFound),
     }
@@ -67,8 +67,8 @@ async fn refreshed(config: &crate::config::Config, env: &Env, name: &str) -> Res
 
 pub async fn remove(request: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
-    match mcp::remove(&db, name).await.map_err(internal)? {
+    let db = env.d1(DATABASE_BINDING)?;
+    match mcp::remove(&db, name).await? {
         true => Response::from_json(&serde_json::json!({ "deleted": name })).map_err(internal),
         false => Err(ApiError::NotFound),
     }
@@ -77,6 +77,6 @@ pub async fn remove(request: &Request, env: &Env, name: &str) -> Result<Response
 /// Every approval asked for, newest first: what, who asked, who decided and when.
 pub async fn list_approvals(request: &Request, env: &Env) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    let db = env.d1(DATABASE_BINDING).map_err(internal)?;
-    Response::from_json(&approvals::recent(&db, APPROVALS_LISTED).await.map_err(internal)?).map_err(internal)
+    let db = env.d1(DATABASE_BINDING)?;
+    Response::from_json(&approvals::recent(&db, APPROVALS_LISTED).await?).map_err(internal)
 }

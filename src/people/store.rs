@@ -338,10 +338,10 @@ pub fn default_zone(speakers: &[Profile], platform_key: Option<&str>) -> Option<
 /// platform ids; `q` searches names and platform ids.
 pub async fn list(request: &Request, env: &Env) -> std::result::Result<Response, ApiError> {
     authorize(request, env).await?;
-    let url = request.url().map_err(internal)?;
+    let url = request.url()?;
     let search = url.query_pairs().find(|(key, _)| key == "q").map(|(_, value)| value.trim().to_lowercase());
     let pattern = search.filter(|search| !search.is_empty()).map(|search| format!("%{search}%"));
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let rows: Vec<Row> = database
         .prepare(format!(
             "SELECT {COLUMNS}, {IDS} FROM people p WHERE ?1 IS NULL OR lower(p.display_name) LIKE ?1 \
@@ -351,24 +351,24 @@ pub async fn list(request: &Request, env: &Env) -> std::result::Result<Response,
              LIMIT ?2"
         ))
         .bind(&[text_or_null(pattern.as_deref()), JsValue::from_f64(LISTING_LIMIT)])
-        .map_err(internal)?
+        ?
         .all_counted()
         .await
-        .map_err(internal)?
+        ?
         .results()
-        .map_err(internal)?;
+        ?;
     Response::from_json(&rows.into_iter().map(Person::from).collect::<Vec<_>>()).map_err(internal)
 }
 
 /// `GET /api/people/{id}`.
 pub async fn show(request: &Request, env: &Env, id: &str) -> std::result::Result<Response, ApiError> {
     authorize(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     answer(&database, &percent_decode(id)).await
 }
 
 async fn answer(database: &D1Database, id: &str) -> std::result::Result<Response, ApiError> {
-    let row = one(database, id).await.map_err(internal)?.ok_or(ApiError::NotFound)?;
+    let row = one(database, id).await?.ok_or(ApiError::NotFound)?;
     Response::from_json(&Person::from(row)).map_err(internal)
 }
 
@@ -378,9 +378,9 @@ async fn answer(database: &D1Database, id: &str) -> std::result::Result<Response
 pub async fn update(mut request: Request, env: &Env, id: &str) -> std::result::Result<Response, ApiError> {
     authorize(&request, env).await?;
     let body = json_object(&mut request).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let id = percent_decode(id);
-    let row = one(&database, &id).await.map_err(internal)?.ok_or(ApiError::NotFound)?;
+    let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
     let refused = |refusal: Refusal| ApiError::BadRequest(refusal.to_string());
     let field = |key: &str| match body.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -409,7 +409,7 @@ pub async fn update(mut request: Request, env: &Env, id: &str) -> std::result::R
         }
         Some(_) => return Err(ApiError::BadRequest("`notes` must be a list of texts".into())),
     }
-    if !write(&database, &row, &change, now_ms()).await.map_err(internal)? {
+    if !write(&database, &row, &change, now_ms()).await? {
         return Err(ApiError::BadRequest("the person changed meanwhile: reload and try again".into()));
     }
     answer(&database, &id).await
@@ -418,12 +418,12 @@ pub async fn update(mut request: Request, env: &Env, id: &str) -> std::result::R
 /// `DELETE /api/people/{id}/notes`: forgets the notes; answers what went.
 pub async fn clear_notes(request: &Request, env: &Env, id: &str) -> std::result::Result<Response, ApiError> {
     authorize(request, env).await?;
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let id = percent_decode(id);
-    let row = one(&database, &id).await.map_err(internal)?.ok_or(ApiError::NotFound)?;
+    let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
     let removed = row.notes();
     let change = Change { notes: Vec::new(), ..Change::of(&row) };
-    if !write(&database, &row, &change, now_ms()).await.map_err(internal)? {
+    if !write(&database, &row, &change, now_ms()).await? {
         return Err(ApiError::BadRequest("the person changed meanwhile: reload and try again".into()));
     }
     Response::from_json(&json!({ "removed": removed })).map_err(internal)
@@ -444,9 +444,9 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
                 .into(),
         ));
     }
-    let database = env.d1(DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(DATABASE_BINDING)?;
     let id = percent_decode(id);
-    let target = one(&database, &id).await.map_err(internal)?.ok_or(ApiError::NotFound)?;
+    let target = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
     let now = now_ms();
     let mut statements = vec![database
         .prepare(
@@ -454,11 +454,11 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
              VALUES (?1, ?2, '', NULL, NULL) ON CONFLICT (platform_key) DO UPDATE SET person_id = excluded.person_id",
         )
         .bind(&[key.as_str().into(), id.as_str().into()])
-        .map_err(internal)?];
+        ?];
     let mut dropped = Vec::new();
-    let previous = record_of(&database, &key).await.map_err(internal)?;
+    let previous = record_of(&database, &key).await?;
     if let Some(previous) = previous.filter(|previous| previous.id != id) {
-        let others = one(&database, &previous.id).await.map_err(internal)?.map(Person::from);
+        let others = one(&database, &previous.id).await?.map(Person::from);
         let is_last_id = others.is_some_and(|other| other.platform_ids.iter().all(|known| known.platform_key == key));
         if is_last_id {
             let (notes, left_out) = people::merge(&target.notes(), &previous.notes());
@@ -482,7 +482,7 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
                         number(now),
                         id.as_str().into(),
                     ])
-                    .map_err(internal)?,
+                    ?,
             );
             statements.push(
                 database
@@ -491,12 +491,12 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
                          (SELECT 1 FROM person_ids WHERE person_id = ?1)",
                     )
                     .bind(&[previous.id.as_str().into()])
-                    .map_err(internal)?,
+                    ?,
             );
         }
     }
-    batch(&database, statements).await.map_err(internal)?;
-    let row = one(&database, &id).await.map_err(internal)?.ok_or(ApiError::NotFound)?;
+    batch(&database, statements).await?;
+    let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
     Response::from_json(&json!({ "person": Person::from(row), "dropped": dropped })).map_err(internal)
 }
 

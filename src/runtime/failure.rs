@@ -11,3 +11,11 @@ pub fn internal(error: impl std::fmt::Display) -> ApiError {
     LogLine::error("internal_error").reason(&error).emit();
     ApiError::Internal
 }
+
+/// A runtime failure in a handler is an internal error: `?` logs it (redacted,
+/// as every log line is) and answers a bare 500.
+impl From<worker::Error> for ApiError {
+    fn from(error: worker::Error) -> Self {
+        internal(error)
+    }
+}

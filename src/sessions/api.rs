@@ -68,9 +68,9 @@ async fn limited(request: &Request, env: &Env, outcome: Outcome) -> Result<(), A
     let stub = env
         .durable_object(SIGN_IN_BINDING)
         .and_then(|namespace| namespace.get_by_name(SIGN_IN_OBJECT))
-        .map_err(internal)?;
-    let mut answer = stub.fetch_with_request(attempt().map_err(internal)?).await.map_err(internal)?;
-    let verdict: serde_json::Value = answer.json().await.map_err(internal)?;
+        ?;
+    let mut answer = stub.fetch_with_request(attempt()?).await?;
+    let verdict: serde_json::Value = answer.json().await?;
     if verdict["verdict"] == "check" {
         return Ok(());
     }
@@ -98,7 +98,7 @@ fn check_origin(request: &Request) -> Result<(), ApiError> {
     if matches!(request.method(), Method::Get | Method::Head) && !is_upgrade {
         return Ok(());
     }
-    let own = request.url().map_err(internal)?.origin().ascii_serialization();
+    let own = request.url()?.origin().ascii_serialization();
     match session::same_origin(header(request, "origin")?.as_deref(), &own) {
         true => Ok(()),
         false => Err(ApiError::Forbidden("cross-site request refused")),
@@ -157,8 +157,8 @@ async fn sign_in_body(request: &mut Request) -> Result<SignIn, ApiError> {
 }
 
 fn with_cookie(body: serde_json::Value, cookie: &str) -> Result<Response, ApiError> {
-    let mut response = Response::from_json(&body).map_err(internal)?;
-    response.headers_mut().set("set-cookie", cookie).map_err(internal)?;
+    let mut response = Response::from_json(&body)?;
+    response.headers_mut().set("set-cookie", cookie)?;
     Ok(response)
 }
 
@@ -191,9 +191,9 @@ pub async fn current(request: &Request, env: &Env) -> Result<Response, ApiError>
 /// `DELETE /api/session`: signs this browser out.
 pub async fn sign_out(request: &Request) -> Result<Response, ApiError> {
     check_origin(request)?;
-    let mut response = Response::from_json(&serde_json::json!({ "signed_in": false })).map_err(internal)?;
+    let mut response = Response::from_json(&serde_json::json!({ "signed_in": false }))?;
     for name in [ADMIN_COOKIE, CHAT_COOKIE] {
-        response.headers_mut().append("set-cookie", &session::set_cookie(name, "", 0)).map_err(internal)?;
+        response.headers_mut().append("set-cookie", &session::set_cookie(name, "", 0))?;
     }
     Ok(response)
 }
@@ -262,10 +262,10 @@ pub async fn start_chat(mut request: Request, env: &Env) -> Result<Response, Api
 /// workers): a client address starts at most so many a UTC day.
 async fn count_guest_session(request: &Request, env: &Env, config: &Config) -> Result<(), ApiError> {
     let client = header(request, "cf-connecting-ip")?.unwrap_or_else(|| "unknown".into());
-    let database = env.d1(config::DATABASE_BINDING).map_err(internal)?;
+    let database = env.d1(config::DATABASE_BINDING)?;
     let now = now_ms();
     let cap = config.web_chat_sessions_per_client_per_day;
-    match crate::budget::store::count_guest_session(&database, &client, cap, now).await.map_err(internal)? {
+    match crate::budget::store::count_guest_session(&database, &client, cap, now).await? {
         true => Ok(()),
         false => Err(ApiError::TooManyRequests {
             message: "too many new web chats from this address today; try again tomorrow (UTC)",
@@ -326,7 +326,7 @@ async fn open_socket(
     }
     let mut headers = vec![("upgrade", "websocket"), ("x-edgebot-conversation", conversation_key)];
     headers.extend_from_slice(extra);
-    let forward = channel_stub::request(route, "", None, &headers).map_err(internal)?;
+    let forward = channel_stub::request(route, "", None, &headers)?;
     channel_stub::send(env, conversation_key, forward).await.map_err(internal)
 }
 
