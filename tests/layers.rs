@@ -10,6 +10,8 @@ use std::path::Path;
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
+mod shape;
+
 /// Bottom first. A module imports only from rows above its own.
 const LAYERS: &[(&str, &[&str])] = &[
     (
