@@ -92,6 +92,29 @@ pub enum Route {
 use Route::*;
 use Verb::*;
 
+/// Who may ask for a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone: the route checks what it needs itself (a webhook its platform's
+    /// signature, the web chat its own session, sign-in the token).
+    Anyone,
+    /// The operator only: the router checks once, before the handler runs, and
+    /// hands the handler the proof.
+    Operator,
+}
+
+impl Route {
+    /// Who may ask for this route. A route not named here is the operator's,
+    /// so a new one is closed until it is opened on purpose.
+    pub fn access(self) -> Access {
+        match self {
+            Health | TelegramWebhook | SlackWebhook | DiscordWebhook | SignIn | Session | SignOut | StartChat
+            | CurrentChat | ChatSocket | UploadChatFile | DownloadFile | ChatApproval => Access::Anyone,
+            _ => Access::Operator,
+        }
+    }
+}
+
 /// Every route: method, path, what it is.
 pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/health", Health),
@@ -233,6 +256,35 @@ mod tests {
                 other => panic!("{verb:?} {pattern}: {other:?}"),
             }
             assert!(matches!(find(Some(verb), &format!("{path}/")), Found::Route(found, _) if found == route));
+        }
+    }
+
+    #[test]
+    fn only_health_webhooks_sign_in_and_the_web_chat_are_open_and_the_rest_is_the_operators() {
+        let open: Vec<&str> =
+            TABLE.iter().filter(|(_, _, route)| route.access() == Access::Anyone).map(|&(_, path, _)| path).collect();
+        let expected = [
+            "/health",
+            "/webhooks/telegram",
+            "/webhooks/slack",
+            "/webhooks/discord",
+            "/api/session",
+            "/api/session",
+            "/api/session",
+            "/api/chat/session",
+            "/api/chat/session",
+            "/api/chat/socket",
+            "/api/chat/files",
+            "/api/files/{id}",
+            "/api/chat/approvals/{id}",
+        ];
+        assert_eq!(open, expected);
+        for &(verb, path, route) in TABLE {
+            let admin =
+                path.starts_with("/api/") && !path.starts_with("/api/chat/") && !path.starts_with("/api/session");
+            if admin && path != "/api/files/{id}" {
+                assert_eq!(route.access(), Access::Operator, "{verb:?} {path}");
+            }
         }
     }
 

@@ -83,8 +83,7 @@ pub async fn download(request: &Request, env: &Env, id: &str) -> Result<Response
         return Err(refused);
     }
     let db = env.d1(DATABASE_BINDING)?;
-    let (file, bytes) =
-        files::download(env, &db, &conversation, &id).await?.ok_or(ApiError::NotFound)?;
+    let (file, bytes) = files::download(env, &db, &conversation, &id).await?.ok_or(ApiError::NotFound)?;
     let mut response = Response::from_bytes(bytes)?;
     let headers = response.headers_mut();
     let disposition = format!("attachment; filename=\"{}\"", safe_name(&file.name));

@@ -35,7 +35,7 @@ use crate::runtime::failure::internal;
 use crate::runtime::http::now_ms;
 use crate::runtime::http::read_body;
 use crate::runtime::log::Emit;
-use crate::sessions::api::authorize_operator;
+use crate::sessions::api::Operator;
 
 /// The texts one conversation's prompts carry now, in one query: each
 /// document's newest version (the shipped default where none was saved) and
@@ -177,8 +177,7 @@ async fn document_answer(db: &D1Database, document: Document, extra: Value) -> R
 }
 
 /// `GET /api/identity`: the three documents as they are now, and the limits.
-pub async fn documents(request: &Request, env: &Env) -> Result<Response, ApiError> {
-    authorize_operator(request, env).await?;
+pub async fn documents(env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
     let database = env.d1(DATABASE_BINDING)?;
     let current = current_versions(&database).await?;
     let documents: Vec<Value> = Document::ALL
@@ -193,8 +192,7 @@ pub async fn documents(request: &Request, env: &Env) -> Result<Response, ApiErro
 
 /// `GET /api/identity/{name}/versions`: the kept versions, newest first, then
 /// the shipped default (version 0), each with its text, author and time.
-pub async fn versions(request: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
-    authorize_operator(request, env).await?;
+pub async fn versions(env: &Env, name: &str, _operator: &Operator) -> Result<Response, ApiError> {
     let document = document_of(name)?;
     let database = env.d1(DATABASE_BINDING)?;
     let mut versions: Vec<Version> = database
@@ -202,13 +200,10 @@ pub async fn versions(request: &Request, env: &Env, name: &str) -> Result<Respon
             "SELECT version, text, author, created_at, restored_from FROM identity_versions \
              WHERE name = ?1 ORDER BY version DESC LIMIT ?2",
         )
-        .bind(&[document.name().into(), number(MAX_VERSIONS_KEPT)])
-        ?
+        .bind(&[document.name().into(), number(MAX_VERSIONS_KEPT)])?
         .all_counted()
-        .await
-        ?
-        .results()
-        ?;
+        .await?
+        .results()?;
     versions.push(Version::shipped(document));
     Response::from_json(&json!({ "name": document.name(), "file": document.file_name(), "versions": versions }))
         .map_err(internal)
@@ -240,15 +235,13 @@ async fn save(
             access.author().into(),
             number(now_ms()),
             restored_from.map_or(wasm_bindgen::JsValue::NULL, number),
-        ])
-        ?;
+        ])?;
     let trim = db
         .prepare(
             "DELETE FROM identity_versions WHERE name = ?1 \
              AND version <= (SELECT MAX(version) FROM identity_versions WHERE name = ?1) - ?2",
         )
-        .bind(&[name.into(), number(MAX_VERSIONS_KEPT)])
-        ?;
+        .bind(&[name.into(), number(MAX_VERSIONS_KEPT)])?;
     batch(db, vec![insert, trim]).await?;
     LogLine::info("identity_saved")
         .field("document", name)
@@ -261,8 +254,13 @@ async fn save(
 
 /// `PUT /api/identity/{name}` with `{"text"}`: saves a new version. Over the
 /// limit: 413 and nothing stored; a secret in it: 400 and nothing stored.
-pub async fn save_document(mut request: Request, env: &Env, name: &str) -> Result<Response, ApiError> {
-    let access = authorize_operator(&request, env).await?;
+pub async fn save_document(
+    mut request: Request,
+    env: &Env,
+    name: &str,
+    operator: &Operator,
+) -> Result<Response, ApiError> {
+    let access = operator.access();
     let document = document_of(name)?;
     let text = check_document(document, &text_body(&mut request).await?).map_err(refused)?;
     refuse_secrets(&text)?;
@@ -273,8 +271,8 @@ pub async fn save_document(mut request: Request, env: &Env, name: &str) -> Resul
 
 /// `POST /api/identity/{name}/restore/{version}`: saves a kept version's text
 /// (or the shipped default's, version 0) again as the newest version.
-pub async fn restore(request: &Request, env: &Env, name: &str, version: &str) -> Result<Response, ApiError> {
-    let access = authorize_operator(request, env).await?;
+pub async fn restore(env: &Env, name: &str, version: &str, operator: &Operator) -> Result<Response, ApiError> {
+    let access = operator.access();
     let document = document_of(name)?;
     let version = parse_version(version).map_err(refused)?;
     let database = env.d1(DATABASE_BINDING)?;
@@ -287,11 +285,9 @@ pub async fn restore(request: &Request, env: &Env, name: &str, version: &str) ->
             }
             let row: Option<Row> = database
                 .prepare("SELECT text FROM identity_versions WHERE name = ?1 AND version = ?2")
-                .bind(&[document.name().into(), number(version)])
-                ?
+                .bind(&[document.name().into(), number(version)])?
                 .first_counted()
-                .await
-                ?;
+                .await?;
             row.ok_or(ApiError::NotFound)?.text
         }
     };
@@ -318,11 +314,9 @@ struct OverrideRow {
 async fn override_answer(db: &D1Database, conversation_key: &str) -> Result<Response, ApiError> {
     let row: Option<OverrideRow> = db
         .prepare("SELECT text, author, updated_at FROM conversation_identity WHERE conversation_key = ?1")
-        .bind(&[conversation_key.into()])
-        ?
+        .bind(&[conversation_key.into()])?
         .first_counted()
-        .await
-        ?;
+        .await?;
     Response::from_json(&json!({
         "conversation": conversation_key,
         "text": row.as_ref().map(|row| &row.text),
@@ -334,15 +328,19 @@ async fn override_answer(db: &D1Database, conversation_key: &str) -> Result<Resp
 }
 
 /// `GET /api/channels/{key}/identity`: the conversation's override (text null without one).
-pub async fn conversation_override(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
-    authorize_operator(request, env).await?;
+pub async fn conversation_override(env: &Env, key: &str, _operator: &Operator) -> Result<Response, ApiError> {
     let conversation_key = conversation_of(key)?;
     override_answer(&env.d1(DATABASE_BINDING)?, &conversation_key).await
 }
 
 /// `PUT /api/channels/{key}/identity` with `{"text"}`: sets the override.
-pub async fn set_conversation_override(mut request: Request, env: &Env, key: &str) -> Result<Response, ApiError> {
-    let access = authorize_operator(&request, env).await?;
+pub async fn set_conversation_override(
+    mut request: Request,
+    env: &Env,
+    key: &str,
+    operator: &Operator,
+) -> Result<Response, ApiError> {
+    let access = operator.access();
     let conversation_key = conversation_of(key)?;
     let text = check_override(&text_body(&mut request).await?).map_err(refused)?;
     refuse_secrets(&text)?;
@@ -362,11 +360,9 @@ pub async fn set_conversation_override(mut request: Request, env: &Env, key: &st
             access.author().into(),
             number(now_ms()),
             number(MAX_CONVERSATION_OVERRIDES),
-        ])
-        ?
+        ])?
         .run_counted()
-        .await
-        ?;
+        .await?;
     if changes(&result) == 0 {
         return Err(ApiError::BadRequest(format!(
             "{MAX_CONVERSATION_OVERRIDES} conversations have an override already: delete one first"
@@ -381,17 +377,15 @@ pub async fn set_conversation_override(mut request: Request, env: &Env, key: &st
 }
 
 /// `DELETE /api/channels/{key}/identity`: removes the override (404 without one).
-pub async fn remove_conversation_override(request: &Request, env: &Env, key: &str) -> Result<Response, ApiError> {
-    let access = authorize_operator(request, env).await?;
+pub async fn remove_conversation_override(env: &Env, key: &str, operator: &Operator) -> Result<Response, ApiError> {
+    let access = operator.access();
     let conversation_key = conversation_of(key)?;
     let database = env.d1(DATABASE_BINDING)?;
     let result = database
         .prepare("DELETE FROM conversation_identity WHERE conversation_key = ?1")
-        .bind(&[conversation_key.as_str().into()])
-        ?
+        .bind(&[conversation_key.as_str().into()])?
         .run_counted()
-        .await
-        ?;
+        .await?;
     if changes(&result) == 0 {
         return Err(ApiError::NotFound);
     }

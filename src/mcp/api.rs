@@ -13,23 +13,21 @@ use crate::mcp::rules::{check_name, ServerSettings};
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::internal;
-use crate::sessions::api::authorize;
+use crate::sessions::api::Operator;
 
 /// Servers an operator may add (each is a tool source every worker sees).
 const MAX_SERVERS: usize = 20;
 /// Approvals the list shows.
 const APPROVALS_LISTED: i64 = 200;
 
-pub async fn servers(request: &Request, env: &Env) -> Result<Response, ApiError> {
-    authorize(request, env).await?;
+pub async fn servers(env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
     let db = env.d1(DATABASE_BINDING)?;
     Response::from_json(&mcp::views(&db).await?).map_err(internal)
 }
 
 /// Adds or changes a server, then lists its tools at once (the answer says
 /// whether it could be reached).
-pub async fn save(mut request: Request, env: &Env, name: &str) -> Result<Response, ApiError> {
-    authorize(&request, env).await?;
+pub async fn save(mut request: Request, env: &Env, name: &str, _operator: &Operator) -> Result<Response, ApiError> {
     check_name(name).map_err(ApiError::BadRequest)?;
     let body = json_object(&mut request).await?;
     let settings: ServerSettings =
@@ -52,8 +50,7 @@ pub async fn save(mut request: Request, env: &Env, name: &str) -> Result<Respons
     refreshed(&config, env, name).await
 }
 
-pub async fn refresh(request: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
-    authorize(request, env).await?;
+pub async fn refresh(env: &Env, name: &str, _operator: &Operator) -> Result<Response, ApiError> {
     refreshed(&config::load(env), env, name).await
 }
 
@@ -65,8 +62,7 @@ async fn refreshed(config: &crate::config::Config, env: &Env, name: &str) -> Res
     }
 }
 
-pub async fn remove(request: &Request, env: &Env, name: &str) -> Result<Response, ApiError> {
-    authorize(request, env).await?;
+pub async fn remove(env: &Env, name: &str, _operator: &Operator) -> Result<Response, ApiError> {
     let db = env.d1(DATABASE_BINDING)?;
     match mcp::remove(&db, name).await? {
         true => Response::from_json(&serde_json::json!({ "deleted": name })).map_err(internal),
@@ -75,8 +71,7 @@ pub async fn remove(request: &Request, env: &Env, name: &str) -> Result<Response
 }
 
 /// Every approval asked for, newest first: what, who asked, who decided and when.
-pub async fn list_approvals(request: &Request, env: &Env) -> Result<Response, ApiError> {
-    authorize(request, env).await?;
+pub async fn list_approvals(env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
     let db = env.d1(DATABASE_BINDING)?;
     Response::from_json(&approvals::recent(&db, APPROVALS_LISTED).await?).map_err(internal)
 }

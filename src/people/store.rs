@@ -25,7 +25,7 @@ use crate::runtime::http::now_ms;
 use crate::runtime::http::read_body;
 use crate::schedules::zones::IntlZones;
 use crate::security::percent_decode;
-use crate::sessions::api::authorize;
+use crate::sessions::api::Operator;
 
 /// A sighting rewrites a platform id's `last_seen_at` at most this often.
 const SEEN_REWRITE_MS: i64 = 3_600_000;
@@ -336,8 +336,7 @@ pub fn default_zone(speakers: &[Profile], platform_key: Option<&str>) -> Option<
 
 /// `GET /api/people[?q=…]`: people, most recently seen first, with their
 /// platform ids; `q` searches names and platform ids.
-pub async fn list(request: &Request, env: &Env) -> std::result::Result<Response, ApiError> {
-    authorize(request, env).await?;
+pub async fn list(request: &Request, env: &Env, _operator: &Operator) -> std::result::Result<Response, ApiError> {
     let url = request.url()?;
     let search = url.query_pairs().find(|(key, _)| key == "q").map(|(_, value)| value.trim().to_lowercase());
     let pattern = search.filter(|search| !search.is_empty()).map(|search| format!("%{search}%"));
@@ -350,19 +349,15 @@ pub async fn list(request: &Request, env: &Env) -> std::result::Result<Response,
              ORDER BY (SELECT MAX(i.last_seen_at) FROM person_ids i WHERE i.person_id = p.id) DESC, p.created_at DESC \
              LIMIT ?2"
         ))
-        .bind(&[text_or_null(pattern.as_deref()), JsValue::from_f64(LISTING_LIMIT)])
-        ?
+        .bind(&[text_or_null(pattern.as_deref()), JsValue::from_f64(LISTING_LIMIT)])?
         .all_counted()
-        .await
-        ?
-        .results()
-        ?;
+        .await?
+        .results()?;
     Response::from_json(&rows.into_iter().map(Person::from).collect::<Vec<_>>()).map_err(internal)
 }
 
 /// `GET /api/people/{id}`.
-pub async fn show(request: &Request, env: &Env, id: &str) -> std::result::Result<Response, ApiError> {
-    authorize(request, env).await?;
+pub async fn show(env: &Env, id: &str, _operator: &Operator) -> std::result::Result<Response, ApiError> {
     let database = env.d1(DATABASE_BINDING)?;
     answer(&database, &percent_decode(id)).await
 }
@@ -375,8 +370,12 @@ async fn answer(database: &D1Database, id: &str) -> std::result::Result<Response
 /// `PUT /api/people/{id}` with any of `{"display_name", "time_zone",
 /// "language", "notes": [text]}`: a field left out stays; `notes` replaces
 /// the list (within the caps); an empty time zone or language clears it.
-pub async fn update(mut request: Request, env: &Env, id: &str) -> std::result::Result<Response, ApiError> {
-    authorize(&request, env).await?;
+pub async fn update(
+    mut request: Request,
+    env: &Env,
+    id: &str,
+    _operator: &Operator,
+) -> std::result::Result<Response, ApiError> {
     let body = json_object(&mut request).await?;
     let database = env.d1(DATABASE_BINDING)?;
     let id = percent_decode(id);
@@ -416,8 +415,7 @@ pub async fn update(mut request: Request, env: &Env, id: &str) -> std::result::R
 }
 
 /// `DELETE /api/people/{id}/notes`: forgets the notes; answers what went.
-pub async fn clear_notes(request: &Request, env: &Env, id: &str) -> std::result::Result<Response, ApiError> {
-    authorize(request, env).await?;
+pub async fn clear_notes(env: &Env, id: &str, _operator: &Operator) -> std::result::Result<Response, ApiError> {
     let database = env.d1(DATABASE_BINDING)?;
     let id = percent_decode(id);
     let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
@@ -434,8 +432,12 @@ pub async fn clear_notes(request: &Request, env: &Env, id: &str) -> std::result:
 /// another record, that record is merged in (its notes after these, within
 /// the cap; its time zone and language where these have none) and removed.
 /// Answers the person and the notes that did not fit (`dropped`).
-pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Result<Response, ApiError> {
-    authorize(&request, env).await?;
+pub async fn link(
+    mut request: Request,
+    env: &Env,
+    id: &str,
+    _operator: &Operator,
+) -> std::result::Result<Response, ApiError> {
     let body = json_object(&mut request).await?;
     let key = body.get("platform_key").and_then(Value::as_str).unwrap_or_default().trim().to_string();
     if !people::is_platform_key(&key) {
@@ -453,8 +455,7 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
             "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at) \
              VALUES (?1, ?2, '', NULL, NULL) ON CONFLICT (platform_key) DO UPDATE SET person_id = excluded.person_id",
         )
-        .bind(&[key.as_str().into(), id.as_str().into()])
-        ?];
+        .bind(&[key.as_str().into(), id.as_str().into()])?];
     let mut dropped = Vec::new();
     let previous = record_of(&database, &key).await?;
     if let Some(previous) = previous.filter(|previous| previous.id != id) {
@@ -481,8 +482,7 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
                         serde_json::to_string(&change.notes).map_err(internal)?.into(),
                         number(now),
                         id.as_str().into(),
-                    ])
-                    ?,
+                    ])?,
             );
             statements.push(
                 database
@@ -490,8 +490,7 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
                         "DELETE FROM people WHERE id = ?1 AND NOT EXISTS \
                          (SELECT 1 FROM person_ids WHERE person_id = ?1)",
                     )
-                    .bind(&[previous.id.as_str().into()])
-                    ?,
+                    .bind(&[previous.id.as_str().into()])?,
             );
         }
     }

@@ -65,10 +65,7 @@ async fn limited(request: &Request, env: &Env, outcome: Outcome) -> Result<(), A
         init.with_method(Method::Post).with_body(Some(body.clone().into()));
         Request::new_with_init("https://sign-in/attempt", &init)
     };
-    let stub = env
-        .durable_object(SIGN_IN_BINDING)
-        .and_then(|namespace| namespace.get_by_name(SIGN_IN_OBJECT))
-        ?;
+    let stub = env.durable_object(SIGN_IN_BINDING).and_then(|namespace| namespace.get_by_name(SIGN_IN_OBJECT))?;
     let mut answer = stub.fetch_with_request(attempt()?).await?;
     let verdict: serde_json::Value = answer.json().await?;
     if verdict["verdict"] == "check" {
@@ -119,15 +116,30 @@ async fn refuse_slowly() -> ApiError {
     ApiError::Unauthorized("wrong token")
 }
 
-/// The admin API's gate: the bearer token, or a signed-in session from this
-/// site. A wrong bearer token is refused slowly.
-pub async fn authorize(request: &Request, env: &Env) -> Result<(), ApiError> {
-    authorize_operator(request, env).await.map(|_| ())
+/// Proof that a request came from the operator. Only [`authorize_operator`]
+/// makes one, and the router asks for it once for every operator route
+/// ([`crate::routes::Access`]); an admin handler takes it as an argument, so it
+/// cannot be reached without the check, nor repeat it.
+#[derive(Debug)]
+pub struct Operator {
+    access: OperatorAccess,
 }
 
-/// [`authorize`], saying which way the operator came in (a change records it
-/// as its author).
-pub async fn authorize_operator(request: &Request, env: &Env) -> Result<OperatorAccess, ApiError> {
+impl Operator {
+    /// Which way the operator came in (a change records it as its author).
+    pub fn access(&self) -> OperatorAccess {
+        self.access
+    }
+}
+
+/// The admin API's gate: the bearer token, or a signed-in session from this
+/// site. A wrong bearer token is refused slowly.
+pub async fn authorize_operator(request: &Request, env: &Env) -> Result<Operator, ApiError> {
+    operator_access(request, env).await.map(|access| Operator { access })
+}
+
+/// Which way the operator came in, or why the request is refused.
+async fn operator_access(request: &Request, env: &Env) -> Result<OperatorAccess, ApiError> {
     let config = config::load(env);
     if let Some(bearer) = header(request, "authorization")? {
         let outcome = match bearer_matches(Some(&bearer), config.admin_token.expose()) {
@@ -309,8 +321,12 @@ pub fn chat_identity(request: &Request, env: &Env) -> Result<(String, String), A
 }
 
 /// `GET /api/channels/{key}/live`: a socket that says when the conversation changed.
-pub async fn watch_socket(request: &Request, env: &Env, conversation_key: &str) -> Result<Response, ApiError> {
-    authorize(request, env).await?;
+pub async fn watch_socket(
+    request: &Request,
+    env: &Env,
+    conversation_key: &str,
+    _operator: &Operator,
+) -> Result<Response, ApiError> {
     open_socket(request, env, conversation_key, ChannelRoute::Live, &[]).await
 }
 
