@@ -6,6 +6,7 @@ pub mod compaction;
 pub mod envelope;
 pub mod worker;
 pub mod worker_run;
+pub mod worker_step;
 
 use serde::{Deserialize, Serialize};
 

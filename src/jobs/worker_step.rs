@@ -24,6 +24,7 @@ use crate::mcp::client::Toolbox;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::process::worker::WorkerState;
 use crate::process::worker_run::{run_segment, SegmentEnd, WorkerInput, WorkerJob, WorkerRun, WorkerTools};
+use crate::process::worker_step::{owed, Owed};
 use crate::process::Job;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::Metered;
@@ -144,21 +145,14 @@ pub async fn give_up(env: &Env, job: &WorkerJob) -> Result<(), String> {
     clear_pending(&db, &job.id).await.map_err(text)
 }
 
-/// What a segment's end owes the world.
+/// What a segment's end owes the world ([`owed`]), made ready to store: the
+/// report an envelope, the approval asked for with its deadline.
 fn decide(config: &Config, job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) -> Pending {
-    let step = &job.step;
-    match end {
-        SegmentEnd::Outcome(outcome) => {
-            Pending { report: Some(report(job, MessageType::Done, "done", outcome)), ..Pending::default() }
+    match owed(job, run.segments, end) {
+        Owed::Report { kind, suffix, body } => {
+            Pending { report: Some(report(job, kind, &suffix, body)), ..Pending::default() }
         }
-        SegmentEnd::Waiting(question) => Pending {
-            report: Some(report(job, MessageType::Waiting, &format!("{step}:waiting"), question)),
-            ..Pending::default()
-        },
-        SegmentEnd::Failed(words) => {
-            Pending { report: Some(report(job, MessageType::Error, "failed", words)), ..Pending::default() }
-        }
-        SegmentEnd::Approval(call) => Pending {
+        Owed::Approval(call) => Pending {
             ask: Some(Approval::new(
                 &job.conversation_key,
                 Kind::Tool,
@@ -170,18 +164,8 @@ fn decide(config: &Config, job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) ->
             )),
             ..Pending::default()
         },
-        SegmentEnd::Cancelled => Pending::default(),
-        SegmentEnd::Continue => Pending {
-            ask: None,
-            report: None,
-            next: Some(WorkerJob {
-                id: job.id.clone(),
-                conversation_key: job.conversation_key.clone(),
-                step: format!("s{}", run.segments + 1),
-                input: WorkerInput::Continue,
-                person: job.person.clone(),
-            }),
-        },
+        Owed::Next(next) => Pending { next: Some(next), ..Pending::default() },
+        Owed::Nothing => Pending::default(),
     }
 }
 

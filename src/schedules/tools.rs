@@ -14,9 +14,8 @@ use crate::channel::turn::ToolHost;
 use crate::config::Config;
 use crate::inbound::{Author, ReplyAddress};
 use crate::schedules::limits::{may_cancel, may_create, Creator, Refusal};
-use crate::schedules::plan::{once_at, validate, ActiveHours, Plan, Recurrence};
+use crate::schedules::plan::Plan;
 use crate::schedules::store::Refused;
-use crate::schedules::zone::is_known_zone;
 use crate::schedules::zones::IntlZones;
 
 /// The tools the channel's edge answers during a turn.
@@ -118,28 +117,10 @@ impl ChannelTools<'_> {
     }
 }
 
-/// Reads a plan from the tool's (or the admin API's) arguments, in the job's zone.
+/// Reads a plan from the tool's (or the admin API's) arguments, in the job's
+/// zone, with the runtime's time zones ([`arguments::plan_from_arguments`]).
 pub fn plan_from_arguments(config: &Config, arguments: &Value, now_ms: i64) -> Result<Plan, String> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let whole = |key: &str| arguments.get(key).and_then(Value::as_i64);
-    let zone = text("timezone").unwrap_or(&config.timezone).to_string();
-    if !is_known_zone(&IntlZones, &zone) {
-        return Err(format!("unknown time zone `{zone}`: use an IANA name such as Europe/Berlin"));
-    }
-    let local_instant = |value: &str| once_at(&IntlZones, &zone, value).map_err(|error| error.to_string());
-    let recurrence = match (text("at"), whole("in_seconds"), text("cron"), whole("every_seconds")) {
-        (Some(at), None, None, None) => Recurrence::Once { at_utc_ms: local_instant(at)? },
-        (None, Some(seconds), None, None) => Recurrence::Once { at_utc_ms: now_ms + seconds.max(1) * 1000 },
-        (None, None, Some(expression), None) => Recurrence::Cron { expression: expression.to_string() },
-        (None, None, None, Some(seconds)) => Recurrence::Every { interval_ms: seconds * 1000 },
-        _ => return Err("give exactly one of `at`, `in_seconds`, `cron` or `every_seconds`".into()),
-    };
-    let active_hours = text("active_hours").map(ActiveHours::parse).transpose().map_err(|error| error.to_string())?;
-    let end_at_ms = text("end_at").map(local_instant).transpose()?;
-    let max_runs = whole("max_runs").map(|runs| runs.clamp(1, u32::MAX.into()) as u32);
-    let plan = Plan { recurrence, zone, active_hours, end_at_ms, max_runs };
-    validate(&plan, &IntlZones, config.schedule_min_interval_ms).map_err(|error| error.to_string())?;
-    Ok(plan)
+    crate::schedules::arguments::plan_from_arguments(config, &IntlZones, arguments, now_ms)
 }
 
 /// One job for the model: its id, what it does, its next run in its zone.
