@@ -189,7 +189,7 @@ pub(super) async fn think(
                 || schedules::parse_run_delivery_id(&answering.delivery_id).is_some(),
             created: std::cell::Cell::new(0),
             changed: &schedules_changed,
-            default_zone: crate::people::store::default_zone(
+            default_zone: crate::people::rules::default_zone(
                 &people,
                 crate::budget::rules::person_key(conversation_key, &answering.author.id).as_deref(),
             ),

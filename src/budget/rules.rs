@@ -227,6 +227,17 @@ pub fn person_key(conversation_key: &str, author_id: &str) -> Option<String> {
     }
 }
 
+/// The limit in force: an operator's override's fields replace the configured
+/// limit's; a field the override leaves empty keeps the configured one.
+pub fn limit_in_force(configured: Limit, overridden: Option<Limit>) -> Limit {
+    match overridden {
+        Some(limit) => {
+            Limit { tokens: limit.tokens.or(configured.tokens), micro_usd: limit.micro_usd.or(configured.micro_usd) }
+        }
+        None => configured,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,5 +350,23 @@ mod tests {
         assert_eq!(person_key("web:abc", "web:abc:guest").as_deref(), Some("web:abc:guest"));
         assert_eq!(person_key("telegram:5", "schedule"), None);
         assert_eq!(person_key("telegram:5", "cortex"), None);
+    }
+
+    #[test]
+    fn an_override_replaces_the_configured_limit_field_by_field() {
+        let configured = limit(100, 10);
+        let only_tokens = Limit { tokens: Some(5), micro_usd: None };
+        let only_price = Limit { tokens: None, micro_usd: Some(7) };
+        let table = [
+            ("no override", configured, None, configured),
+            ("both fields", configured, Some(limit(1, 2)), limit(1, 2)),
+            ("tokens only: the price stays", configured, Some(only_tokens), limit(5, 10)),
+            ("price only: the tokens stay", configured, Some(only_price), limit(100, 7)),
+            ("an empty override changes nothing", configured, Some(Limit::default()), configured),
+            ("an override where none is configured", Limit::default(), Some(only_tokens), only_tokens),
+        ];
+        for (case, configured, overridden, expected) in table {
+            assert_eq!(limit_in_force(configured, overridden), expected, "{case}");
+        }
     }
 }

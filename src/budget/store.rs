@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Result};
 
-use crate::budget::rules::{day_of, decide, Budgets, Limit, Scope, Spend, Standing, Verdict, DEPLOYMENT};
+use crate::budget::rules::{
+    day_of, decide, limit_in_force, Budgets, Limit, Scope, Spend, Standing, Verdict, DEPLOYMENT,
+};
 use crate::budget::usage::Spender;
 use crate::runtime::d1::{changes, number, Metered};
 
@@ -68,17 +70,6 @@ pub async fn over_budget(db: &D1Database, budgets: &Budgets, spender: &Spender) 
             line.reason(&error).emit();
             None
         }
-    }
-}
-
-/// An override's fields replace the configured limit's; a field left empty
-/// keeps the configured one.
-fn limit_in_force(configured: Limit, overridden: Option<Limit>) -> Limit {
-    match overridden {
-        Some(limit) => {
-            Limit { tokens: limit.tokens.or(configured.tokens), micro_usd: limit.micro_usd.or(configured.micro_usd) }
-        }
-        None => configured,
     }
 }
 

@@ -17,7 +17,7 @@ use worker::{D1Database, Env, Request, Response, Result};
 use crate::runtime::config::redactor;
 
 use crate::api_error::ApiError;
-use crate::people::rules::{self as people, Edit, Edited, Note, Profile, Refusal, BY_BOT};
+use crate::people::rules::{self as people, Change, Note, Profile, Refusal};
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
 use crate::runtime::failure::internal;
@@ -203,14 +203,6 @@ async fn one(db: &D1Database, id: &str) -> Result<Option<Row>> {
         .await
 }
 
-/// The record's profile fields as they are to be written.
-struct Change {
-    display_name: String,
-    time_zone: Option<String>,
-    language: Option<String>,
-    notes: Vec<Note>,
-}
-
 impl Change {
     fn of(row: &Row) -> Change {
         Change {
@@ -279,57 +271,9 @@ pub async fn tool(
     Err("the profile kept changing while it was written: try again".into())
 }
 
-/// Applies `person_note`'s arguments to `change`; says what it did.
+/// Applies `person_note`'s arguments to `change` ([`people::note`]); says what it did.
 fn note(change: &mut Change, person: &Profile, arguments: &Value) -> std::result::Result<String, Refusal> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let replaces = arguments.get("replaces").and_then(Value::as_u64);
-    let mut said = Vec::new();
-    if let Some(zone) = text("time_zone") {
-        change.time_zone = people::time_zone(&IntlZones, zone)?;
-        said.push(format!("set {}'s time zone to {zone} (the default for schedules they create)", person.name));
-    }
-    if let Some(language) = text("language") {
-        change.language = people::language(language)?;
-        said.push(format!("set {}'s language to {language}", person.name));
-    }
-    match (text("note"), replaces) {
-        (None, Some(_)) => return Err(Refusal::Empty),
-        (None, None) if said.is_empty() => return Err(Refusal::Nothing),
-        (None, None) => {}
-        (Some(written), replaces) => {
-            // A secret a person pasted never lands in a profile shown elsewhere.
-            let written = redactor().redact(written).into_owned();
-            let edit = match replaces {
-                Some(number) => Edit::Correct { number: number as usize, text: written },
-                None => Edit::Add(written),
-            };
-            let (notes, edited) = people::apply(&change.notes, edit, now_ms(), BY_BOT, &person.name)?;
-            let count = notes.len();
-            let newest = |index: usize| notes.get(index).map(|note| note.text.clone()).unwrap_or_default();
-            said.push(match edited {
-                Edited::Added => format!(
-                    "noted about {} ({count} of {} notes): {}",
-                    person.name,
-                    people::MAX_NOTES_PER_PERSON,
-                    newest(count - 1)
-                ),
-                Edited::AlreadyKnown => format!("{} already has that note: nothing changed", person.name),
-                Edited::Corrected { was } => format!(
-                    "corrected {}'s note {}: was \"{was}\", now \"{}\"",
-                    person.name,
-                    replaces.unwrap_or_default(),
-                    newest(replaces.unwrap_or(1) as usize - 1)
-                ),
-            });
-            change.notes = notes;
-        }
-    }
-    Ok(said.join("; "))
-}
-
-/// The time zone a person's schedules default to, from their profile.
-pub fn default_zone(speakers: &[Profile], platform_key: Option<&str>) -> Option<String> {
-    speakers.iter().find(|person| Some(person.key.as_str()) == platform_key).and_then(|person| person.time_zone.clone())
+    people::note(change, person, arguments, &IntlZones, &redactor(), now_ms())
 }
 
 // ---- The admin API (operators only) ----
