@@ -8,8 +8,10 @@ use worker::{Env, Request, Response};
 use crate::api_error::ApiError;
 use crate::approvals::store as approvals;
 use crate::conversations::api::json_object;
-use crate::mcp::client as mcp;
+use crate::mcp::client::checked;
 use crate::mcp::rules::{check_name, ServerSettings};
+use crate::mcp::servers as mcp;
+use crate::mcp::toolbox::refresh_now;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::internal;
@@ -35,10 +37,10 @@ pub async fn save(mut request: Request, env: &Env, name: &str, _operator: &Opera
     settings.check().map_err(ApiError::BadRequest)?;
     let config = config::load(env);
     // The same check every request to the server passes.
-    mcp::checked(&config, &settings.url)
+    checked(&config, &settings.url)
         .map_err(|refusal| ApiError::BadRequest(format!("the URL is refused: {refusal}")))?;
     if let crate::mcp::rules::Auth::Oauth { token_url, .. } = &settings.auth {
-        mcp::checked(&config, token_url)
+        checked(&config, token_url)
             .map_err(|refusal| ApiError::BadRequest(format!("the token URL is refused: {refusal}")))?;
     }
     let db = env.d1(DATABASE_BINDING)?;
@@ -56,7 +58,7 @@ pub async fn refresh(env: &Env, name: &str, _operator: &Operator) -> Result<Resp
 
 async fn refreshed(config: &crate::config::Config, env: &Env, name: &str) -> Result<Response, ApiError> {
     let db = env.d1(DATABASE_BINDING)?;
-    match mcp::refresh_now(config, env, &db, name).await? {
+    match refresh_now(config, env, &db, name).await? {
         Some(view) => Response::from_json(&view).map_err(internal),
         None => Err(ApiError::NotFound),
     }

@@ -1,6 +1,6 @@
-//! Remote MCP servers at the edge: their settings and what was learned of
-//! them (D1 `mcp_servers`), the streamable HTTP exchange, and the tools a
-//! process is offered.
+//! Remote MCP servers at the edge: the streamable HTTP exchange with one
+//! server (its settings and state are kept by `servers`, the tools a process
+//! is offered gathered by `toolbox`).
 //!
 //! Every request goes to the configured endpoint's origin only: the URL is
 //! checked by the fetch guard (no private addresses unless allowed), a
@@ -18,14 +18,14 @@ use std::time::Duration;
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use url::Url;
 use worker::{AbortController, D1Database, Delay, Env, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::config::Config;
-use crate::llm::ToolSpec;
 use crate::log_line::LogLine;
-use crate::mcp::rules::{self as mcp, Auth, McpError, OfferedTool, RemoteTool, ServerSettings};
+use crate::mcp::rules::{self as mcp, Auth, McpError, RemoteTool};
+use crate::mcp::servers::{record_tools, Server};
 use crate::ops::{self, Op};
 use crate::redact::Redactor;
 use crate::runtime::config::redactor;
@@ -33,12 +33,10 @@ use crate::runtime::d1::{number, Metered};
 use crate::runtime::http::now_ms;
 use crate::runtime::http::whole_body;
 use crate::runtime::log::Emit;
-use crate::web_tools::guard::check_url;
 
-/// A cached tool list is used this long before it is listed again.
-pub const TOOLS_FRESH_MS: i64 = 10 * 60_000;
-/// A server that could not be reached is not tried again for this long.
-pub const DOWN_FOR_MS: i64 = 60_000;
+// The process steps open their tools here.
+pub use crate::mcp::toolbox::Toolbox;
+
 /// Pages of `tools/list` read at most (a server that pages forever is cut off).
 const MAX_PAGES: usize = 20;
 /// Same-origin redirects followed at most.
@@ -47,157 +45,6 @@ const MAX_REDIRECTS: usize = 3;
 const MAX_ANSWER_BYTES: usize = 4 << 20;
 /// An OAuth token is renewed this long before it expires.
 const TOKEN_MARGIN_MS: i64 = 60_000;
-
-/// A server as D1 keeps it.
-#[derive(Debug, Deserialize)]
-struct Row {
-    name: String,
-    settings: String,
-    tools: Option<String>,
-    tools_at: Option<i64>,
-    stale: i64,
-    down_until: Option<i64>,
-    last_error: Option<String>,
-    calls: i64,
-    access_token: Option<String>,
-    token_expires_at: Option<i64>,
-}
-
-const COLUMNS: &str =
-    "name, settings, tools, tools_at, stale, down_until, last_error, calls, access_token, token_expires_at";
-
-/// A configured server and what edgebot knows of it.
-#[derive(Debug, Clone)]
-pub struct Server {
-    pub name: String,
-    pub settings: ServerSettings,
-    pub tools: Vec<RemoteTool>,
-    tools_at: Option<i64>,
-    stale: bool,
-    down_until: Option<i64>,
-    last_error: Option<String>,
-    calls: i64,
-    access_token: Option<String>,
-    token_expires_at: Option<i64>,
-}
-
-impl Server {
-    fn from_row(row: Row) -> Option<Server> {
-        Some(Server {
-            settings: serde_json::from_str(&row.settings).ok()?,
-            tools: row.tools.as_deref().and_then(|tools| serde_json::from_str(tools).ok()).unwrap_or_default(),
-            name: row.name,
-            tools_at: row.tools_at,
-            stale: row.stale != 0,
-            down_until: row.down_until,
-            last_error: row.last_error,
-            calls: row.calls,
-            access_token: row.access_token,
-            token_expires_at: row.token_expires_at,
-        })
-    }
-
-    /// The tools the operator offers, by the names the model calls.
-    pub fn offered(&self) -> Vec<OfferedTool> {
-        mcp::offered(&self.name, &self.settings, &self.tools)
-    }
-
-    fn is_down(&self, now: i64) -> bool {
-        self.down_until.is_some_and(|until| until > now)
-    }
-
-    /// What the admin API and the dashboard show: secrets by name only, never
-    /// a value or the access token.
-    pub fn view(&self) -> Value {
-        let offered = self.offered();
-        let tools: Vec<Value> = self
-            .tools
-            .iter()
-            .map(|tool| {
-                let offer = offered.iter().find(|offer| offer.name == tool.name);
-                json!({
-                    "name": tool.name,
-                    "exposed_name": mcp::exposed_name(&self.name, &tool.name),
-                    "description": tool.description,
-                    "read_only": tool.read_only,
-                    "exposed": offer.is_some(),
-                    "needs_approval": mcp::needs_approval(tool, self.settings.approval.get(&tool.name).copied()),
-                })
-            })
-            .collect();
-        json!({
-            "name": self.name,
-            "url": self.settings.url,
-            "auth": self.settings.auth,
-            "expose": self.settings.expose,
-            "approval": self.settings.approval,
-            "branches": self.settings.branches,
-            "tools": tools,
-            "tools_at": self.tools_at,
-            "down_until": self.down_until,
-            "last_error": self.last_error,
-            "calls": self.calls,
-        })
-    }
-}
-
-/// Every configured server, by name.
-pub async fn servers(db: &D1Database) -> worker::Result<Vec<Server>> {
-    let rows: Vec<Row> =
-        db.prepare(format!("SELECT {COLUMNS} FROM mcp_servers ORDER BY name")).all_counted().await?.results()?;
-    Ok(rows.into_iter().filter_map(Server::from_row).collect())
-}
-
-pub async fn server(db: &D1Database, name: &str) -> worker::Result<Option<Server>> {
-    let row: Option<Row> = db
-        .prepare(format!("SELECT {COLUMNS} FROM mcp_servers WHERE name = ?1"))
-        .bind(&[name.into()])?
-        .first_counted()
-        .await?;
-    Ok(row.and_then(Server::from_row))
-}
-
-/// Adds or changes a server (its learned state is kept unless the URL or
-/// the credentials changed: then it is listed afresh).
-pub async fn save_settings(db: &D1Database, name: &str, settings: &ServerSettings) -> worker::Result<()> {
-    let text = serde_json::to_string(settings)?;
-    db.prepare(
-        "INSERT INTO mcp_servers (name, settings, updated_at) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (name) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at, \
-         stale = CASE WHEN json_extract(mcp_servers.settings, '$.url') IS json_extract(excluded.settings, '$.url') \
-                      AND json_extract(mcp_servers.settings, '$.auth') IS json_extract(excluded.settings, '$.auth') \
-                 THEN stale ELSE 1 END, \
-         access_token = NULL, token_expires_at = NULL, down_until = NULL",
-    )
-    .bind(&[name.into(), text.into(), number(now_ms())])?
-    .run_counted()
-    .await?;
-    Ok(())
-}
-
-pub async fn remove(db: &D1Database, name: &str) -> worker::Result<bool> {
-    let result = db.prepare("DELETE FROM mcp_servers WHERE name = ?1").bind(&[name.into()])?.run_counted().await?;
-    Ok(crate::runtime::d1::changes(&result) > 0)
-}
-
-async fn record_tools(db: &D1Database, name: &str, tools: &[RemoteTool]) -> worker::Result<()> {
-    db.prepare(
-        "UPDATE mcp_servers SET tools = ?1, tools_at = ?2, stale = 0, down_until = NULL, last_error = NULL \
-         WHERE name = ?3",
-    )
-    .bind(&[serde_json::to_string(tools)?.into(), number(now_ms()), name.into()])?
-    .run_counted()
-    .await?;
-    Ok(())
-}
-
-async fn record_down(db: &D1Database, name: &str, error: &str) -> worker::Result<()> {
-    db.prepare("UPDATE mcp_servers SET down_until = ?1, last_error = ?2 WHERE name = ?3")
-        .bind(&[number(now_ms() + DOWN_FOR_MS), error.into(), name.into()])?
-        .run_counted()
-        .await?;
-    Ok(())
-}
 
 /// Why an exchange with a server failed (text a model or an operator reads;
 /// it carries no secret).
@@ -521,23 +368,17 @@ impl<'a> Client<'a> {
     }
 }
 
-/// A URL edgebot may send to: the fetch guard's rules, cross-checked with the runtime's parser.
+/// A URL edgebot may send to: the fetch guard's rules ([`mcp::checked`]),
+/// cross-checked with the runtime's parser.
 pub(crate) fn checked(config: &Config, url: &str) -> Result<Url, String> {
-    check_url(url, &config.fetch_allowed_hosts)
-        .and_then(crate::web_tools::tools::runtime_agrees)
-        .map_err(|refusal| refusal.to_string())
+    mcp::checked(url, &config.fetch_allowed_hosts)
+        .and_then(|url| crate::web_tools::tools::runtime_agrees(url).map_err(|refusal| refusal.to_string()))
 }
 
-/// Where a redirect may go: the configured endpoint's origin, nowhere else.
+/// Where a redirect may go ([`mcp::same_origin`]), cross-checked with the runtime's parser.
 fn same_origin(config: &Config, endpoint: &Url, from: &Url, location: &str) -> Result<Url, String> {
-    let next = from.join(location).map_err(|_| "refused: a redirect without a usable Location".to_string())?;
-    if next.origin() != endpoint.origin() {
-        return Err(format!(
-            "refused: the server redirected to another origin ({})",
-            next.origin().ascii_serialization()
-        ));
-    }
-    checked(config, next.as_str()).map_err(|why| format!("refused: {why}"))
+    let next = mcp::same_origin(endpoint, from, location, &config.fetch_allowed_hosts)?;
+    crate::web_tools::tools::runtime_agrees(next).map_err(|why| format!("refused: {why}"))
 }
 
 /// One POST of a JSON-RPC message, with the session's headers; redirects are the caller's to check.
@@ -594,106 +435,4 @@ async fn read_answer(stream: worker::ByteStream, id: u64) -> Result<mcp::Answer,
         }
     }
     mcp::answer_from_events(&seen, id)
-}
-
-/// The MCP tools one process step is offered, with a client per server.
-pub struct Toolbox<'a> {
-    clients: Vec<Client<'a>>,
-    offered: Vec<OfferedTool>,
-    /// What the process is told of servers it cannot use now.
-    pub notes: Vec<String>,
-}
-
-impl<'a> Toolbox<'a> {
-    /// The servers' tools, from the cache while it is fresh; a stale list is
-    /// refreshed, and a server that cannot be reached costs a note (its last
-    /// known tools stay offered; a call to it says it is down). A branch gets
-    /// only servers opened to branches, and only tools that need no approval.
-    pub async fn open(config: &'a Config, env: &'a Env, db: &'a D1Database, for_branch: bool) -> Toolbox<'a> {
-        let mut toolbox = Toolbox { clients: Vec::new(), offered: Vec::new(), notes: Vec::new() };
-        let servers = match servers(db).await {
-            Ok(servers) => servers,
-            Err(error) => {
-                LogLine::warn("mcp_servers_unread").reason(&error).emit();
-                return toolbox;
-            }
-        };
-        let now = now_ms();
-        for server in servers.into_iter().filter(|server| !for_branch || server.settings.branches) {
-            let mut client = Client::new(config, env, db, server);
-            let fresh = client.server.tools_at.is_some_and(|at| now - at < TOOLS_FRESH_MS) && !client.server.stale;
-            if client.server.is_down(now) {
-                toolbox.notes.push(down_note(&client.server.name, client.server.last_error.as_deref()));
-            } else if !fresh {
-                match client.refresh().await {
-                    Ok(tools) => client.server.tools = tools,
-                    Err(failure) => {
-                        let why = failure.to_string();
-                        let _ = record_down(db, &client.server.name, &why).await;
-                        LogLine::warn("mcp_server_down")
-                            .field("server", client.server.name.as_str())
-                            .reason(&why)
-                            .emit();
-                        toolbox.notes.push(down_note(&client.server.name, Some(&why)));
-                    }
-                }
-            }
-            let offered = client.server.offered();
-            toolbox.offered.extend(offered.into_iter().filter(|tool| !for_branch || !tool.needs_approval));
-            toolbox.clients.push(client);
-        }
-        toolbox
-    }
-
-    /// The tools as the model is offered them.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.offered
-            .iter()
-            .map(|tool| ToolSpec {
-                name: tool.exposed_name.clone(),
-                description: format!("[{} via MCP] {}", tool.server, tool.description),
-                parameters: mcp::parameters(&tool.input_schema),
-            })
-            .collect()
-    }
-
-    pub fn tool(&self, exposed_name: &str) -> Option<&OfferedTool> {
-        self.offered.iter().find(|tool| tool.exposed_name == exposed_name)
-    }
-
-    pub fn needs_approval(&self, exposed_name: &str) -> bool {
-        self.tool(exposed_name).is_some_and(|tool| tool.needs_approval)
-    }
-
-    /// Runs an offered tool; None when `exposed_name` is not one.
-    pub async fn call(&self, exposed_name: &str, arguments: &Value) -> Option<String> {
-        let tool = self.tool(exposed_name)?;
-        let client = self.clients.iter().find(|client| client.server.name == tool.server)?;
-        if client.server.is_down(now_ms()) {
-            return Some(format!("error: the MCP server {} is unreachable now; try later", tool.server));
-        }
-        Some(client.call(&tool.name, arguments).await)
-    }
-}
-
-fn down_note(server: &str, why: Option<&str>) -> String {
-    format!("The MCP server {server} cannot be reached now ({}); its tools may fail.", why.unwrap_or("no answer"))
-}
-
-/// The admin API's list: every server as [`Server::view`] shows it.
-pub async fn views(db: &D1Database) -> worker::Result<Vec<Value>> {
-    Ok(servers(db).await?.iter().map(Server::view).collect())
-}
-
-/// Lists a server's tools now (the admin API's refresh, and after a save):
-/// its view, with the failure if the list could not be read.
-pub async fn refresh_now(config: &Config, env: &Env, db: &D1Database, name: &str) -> worker::Result<Option<Value>> {
-    let Some(known) = server(db, name).await? else {
-        return Ok(None);
-    };
-    let client = Client::new(config, env, db, known);
-    if let Err(failure) = client.refresh().await {
-        record_down(db, name, &failure.to_string()).await?;
-    }
-    Ok(server(db, name).await?.map(|server| server.view()))
 }
