@@ -1,6 +1,7 @@
 //! The channel: the user-facing process of one conversation. This module holds
 //! its pure logic; the Durable Object in durable_objects/ carries it out.
 
+pub mod actions;
 pub mod engagement;
 pub mod history_mirror;
 pub mod loop_guard;

@@ -16,9 +16,10 @@ use super::{history as history_store, notices, ChannelObject};
 use crate::budget::rules::{Scope, Spend};
 use crate::budget::store as spend;
 use crate::budget::usage::Spender;
+use crate::channel::actions;
 use crate::channel::history_mirror::kept_rows;
 use crate::channel::state::{TurnResult, TurnSnapshot};
-use crate::channel::turn::{compose_messages, run_turn, Action, Ending, TurnContext};
+use crate::channel::turn::{compose_messages, run_turn, Action, Ending, TurnContext, TurnOutcome};
 use crate::conversations::archive::StoredMessage;
 use crate::files::store as files;
 use crate::inbound::InboundEvent;
@@ -33,7 +34,7 @@ use crate::process::compaction::estimate_tokens;
 use crate::prompt;
 use crate::reply::live;
 use crate::runtime::config::redactor;
-use crate::runtime::durable::MeteredStorage;
+use crate::runtime::durable::{MeteredStorage, Sql};
 use crate::runtime::http::{now_ms, sleep_ms};
 use crate::runtime::log::Emit;
 use crate::schedules::store as schedules;
@@ -110,31 +111,9 @@ pub(super) async fn think(
         .map(|(message, event)| StoredMessage::inbound(event, message.received_at_ms))
         .collect();
     // Finished work enters the history too, so later turns remember it.
-    stored.extend(turn.process_events.iter().map(|event| StoredMessage {
-        id: format!("{conversation_key}:process:{}", event.envelope.id),
-        conversation_key: conversation_key.clone(),
-        role: HistoryRole::User,
-        author_id: event.envelope.from.clone(),
-        author_name: event.kind.label().to_lowercase(),
-        content: format!("[{} on \"{}\"] {}", event.kind.label().to_lowercase(), event.task, event.envelope.body),
-        platform_message_id: None,
-        created_at: event.envelope.ts,
-        compacted: 0,
-    }));
-    // The history comes from the object's own copy; D1 is read once per
-    // conversation (to take over what it held before) and for a stale bulletin.
+    stored.extend(process_messages(turn, conversation_key));
     let sql = object.state.storage().counted_sql();
-    let keep = kept_rows(config.history_limit);
-    history_store::take_over(&sql, database, conversation_key, keep, now_ms()).await?;
-    history_store::record(&sql, &stored)?;
-    let current_ids: Vec<&str> = stored.iter().map(|message| message.id.as_str()).collect();
-    let loaded = history_store::load(&sql, &current_ids, config.history_limit as usize)?;
-    let bulletin = history_store::bulletin(&sql, database, now_ms(), config.bulletin_cache_ms).await?;
-    // Read each turn (one query), never cached: an operator's edit reaches the
-    // next turn. Rendered into the system prompt, so the prompt's size
-    // estimate below, which decides compaction, counts it.
-    let identity = crate::identity::store::load(database, conversation_key).await?;
-    let identity = identity.render().map_err(|error| worker::Error::RustError(error.to_string()))?;
+    let Remembered { loaded, bulletin, identity } = remember(object, database, &sql, conversation_key, &stored).await?;
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
     let entry = |row: &StoredMessage| HistoryEntry {
         role: row.role,
@@ -159,56 +138,19 @@ pub(super) async fn think(
         process_events: &turn.process_events,
         processes: &turn.processes,
     };
-    let mut estimated_tokens = 0;
     let schedules_changed = std::cell::Cell::new(false);
     let model = HttpModel::new(config, &object.env, &config.channel_model);
     // A model that cannot be called (no key, no binding) is known before any call: none is made.
     let not_set_up = crate::status::setup::model_problem(config, object.env.ai(AI_BINDING).is_ok());
-    let outcome = async {
-        if let Some(problem) = &not_set_up {
-            return Err(LlmError::Config(problem.explain()));
-        }
-        // A template that does not render is a fault like a garbled answer: the apology.
-        let mut messages =
-            compose_messages(&context).map_err(|error| LlmError::Malformed(format!("the prompt: {error}")))?;
-        if let Some(turn_message) = messages.last_mut() {
-            turn_message.images = files.images.clone();
-        }
-        estimated_tokens = estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
-        let model = model.as_ref().map_err(Clone::clone)?;
-        let tools = ChannelTools {
-            config,
-            db: database,
-            conversation_key,
-            reply_address: &answering.reply_address,
-            now_ms: now_ms(),
-            author: &answering.author,
-            is_dm: answering.is_dm,
-            // A run's message, or work a run started, is never a person asking.
-            is_scheduled_run: scheduled_runs(turn).next().is_some()
-                || schedules::parse_run_delivery_id(&answering.delivery_id).is_some(),
-            created: std::cell::Cell::new(0),
-            changed: &schedules_changed,
-            default_zone: crate::people::rules::default_zone(
-                &people,
-                crate::budget::rules::person_key(conversation_key, &answering.author.id).as_deref(),
-            ),
-        };
-        run_turn(model, model.model_name(), messages, &turn.processes, &tools, live).await
-    }
-    .await;
+    let tools = channel_tools(object, database, turn, answering, &people, &schedules_changed);
+    let (outcome, estimated_tokens) = match &not_set_up {
+        Some(problem) => (Err(LlmError::Config(problem.explain())), 0),
+        None => ask(&model, &context, files.images.clone(), turn, &tools, live).await,
+    };
     let mut fork = earlier.clone();
     fork.extend(stored.iter().map(entry));
-    let files_sent = turn
-        .process_events
-        .iter()
-        .filter_map(|event| {
-            let id = event.envelope.sent_file()?;
-            Some((id.to_string(), event.envelope.body[id.len()..].trim().to_string()))
-        })
-        .collect();
     let mut thought = Thought {
-        files: files_sent,
+        files: files_sent(turn),
         fork,
         history_ids,
         estimated_tokens,
@@ -221,19 +163,149 @@ pub(super) async fn think(
         Some(problem) => Ending::NotSetUp(problem),
         None => Ending::of(outcome, &config.channel_model),
     };
+    carry_out(object, &sql, turn, conversation_key, ending, &mut thought).await?;
+    // A file that was not kept is said plainly, after the reply, whatever the model makes of it.
+    if !files.refused.is_empty() {
+        let notice = prompt::render("file_refused", serde_json::json!({ "files": files.refused }));
+        thought.texts.push(notice.map_err(|error| worker::Error::RustError(error.to_string()))?);
+    }
+    Ok(thought)
+}
+
+/// Finished work as history messages, so later turns remember it.
+fn process_messages<'a>(turn: &'a TurnSnapshot, conversation_key: &'a str) -> impl Iterator<Item = StoredMessage> + 'a {
+    turn.process_events.iter().map(move |event| StoredMessage {
+        id: format!("{conversation_key}:process:{}", event.envelope.id),
+        conversation_key: conversation_key.to_string(),
+        role: HistoryRole::User,
+        author_id: event.envelope.from.clone(),
+        author_name: event.kind.label().to_lowercase(),
+        content: format!("[{} on \"{}\"] {}", event.kind.label().to_lowercase(), event.task, event.envelope.body),
+        platform_message_id: None,
+        created_at: event.envelope.ts,
+        compacted: 0,
+    })
+}
+
+/// What the prompt recalls besides the turn itself.
+struct Remembered {
+    loaded: history_store::Loaded,
+    bulletin: String,
+    /// The bot's identity documents, rendered.
+    identity: String,
+}
+
+/// Records the turn's messages in the history and reads what the prompt
+/// recalls. The history comes from the object's own copy; D1 is read once per
+/// conversation (to take over what it held before) and for a stale bulletin.
+async fn remember(
+    object: &ChannelObject,
+    database: &D1Database,
+    sql: &Sql,
+    conversation_key: &str,
+    stored: &[StoredMessage],
+) -> Result<Remembered> {
+    let config = &object.config;
+    let keep = kept_rows(config.history_limit);
+    history_store::take_over(sql, database, conversation_key, keep, now_ms()).await?;
+    history_store::record(sql, stored)?;
+    let current_ids: Vec<&str> = stored.iter().map(|message| message.id.as_str()).collect();
+    let loaded = history_store::load(sql, &current_ids, config.history_limit as usize)?;
+    let bulletin = history_store::bulletin(sql, database, now_ms(), config.bulletin_cache_ms).await?;
+    // Read each turn (one query), never cached: an operator's edit reaches the
+    // next turn. Rendered into the system prompt, so the prompt's size
+    // estimate, which decides compaction, counts it.
+    let identity = crate::identity::store::load(database, conversation_key).await?;
+    let identity = identity.render().map_err(|error| worker::Error::RustError(error.to_string()))?;
+    Ok(Remembered { loaded, bulletin, identity })
+}
+
+/// The tools the channel's edge answers in this turn (the schedule tool).
+fn channel_tools<'a>(
+    object: &'a ChannelObject,
+    database: &'a D1Database,
+    turn: &'a TurnSnapshot,
+    answering: &'a InboundEvent,
+    people: &[Profile],
+    schedules_changed: &'a std::cell::Cell<bool>,
+) -> ChannelTools<'a> {
+    let conversation_key = &answering.conversation_key;
+    ChannelTools {
+        config: &object.config,
+        db: database,
+        conversation_key,
+        reply_address: &answering.reply_address,
+        now_ms: now_ms(),
+        author: &answering.author,
+        is_dm: answering.is_dm,
+        // A run's message, or work a run started, is never a person asking.
+        is_scheduled_run: scheduled_runs(turn).next().is_some()
+            || schedules::parse_run_delivery_id(&answering.delivery_id).is_some(),
+        created: std::cell::Cell::new(0),
+        changed: schedules_changed,
+        default_zone: crate::people::rules::default_zone(
+            people,
+            crate::budget::rules::person_key(conversation_key, &answering.author.id).as_deref(),
+        ),
+    }
+}
+
+/// The model's turn: the prompt composed and run with the tools; its outcome
+/// and the prompt's estimated size.
+async fn ask(
+    model: &std::result::Result<HttpModel<'_>, LlmError>,
+    context: &TurnContext<'_>,
+    images: Vec<crate::llm::Image>,
+    turn: &TurnSnapshot,
+    tools: &ChannelTools<'_>,
+    live: Option<&dyn Fn(&str)>,
+) -> (std::result::Result<TurnOutcome, LlmError>, u64) {
+    let mut estimated_tokens = 0;
+    let outcome = async {
+        // A template that does not render is a fault like a garbled answer: the apology.
+        let mut messages =
+            compose_messages(context).map_err(|error| LlmError::Malformed(format!("the prompt: {error}")))?;
+        if let Some(turn_message) = messages.last_mut() {
+            turn_message.images = images;
+        }
+        estimated_tokens = estimate_tokens(messages.iter().map(|message| message.content.len()).sum());
+        let model = model.as_ref().map_err(Clone::clone)?;
+        run_turn(model, model.model_name(), messages, &turn.processes, tools, live).await
+    }
+    .await;
+    (outcome, estimated_tokens)
+}
+
+/// Files processes sent the person: (file id, caption).
+fn files_sent(turn: &TurnSnapshot) -> Vec<(String, String)> {
+    turn.process_events
+        .iter()
+        .filter_map(|event| {
+            let id = event.envelope.sent_file()?;
+            Some((id.to_string(), event.envelope.body[id.len()..].trim().to_string()))
+        })
+        .collect()
+}
+
+/// What the turn's ending makes of the thought: the model's actions
+/// ([`actions::fold`]), the apology, or the notice that the model is not set up.
+async fn carry_out(
+    object: &ChannelObject,
+    sql: &Sql,
+    turn: &TurnSnapshot,
+    conversation_key: &str,
+    ending: Ending,
+    thought: &mut Thought,
+) -> Result<()> {
     match ending {
         Ending::Answered(outcome) => {
             crate::status::api::note_model_problem(&object.env, None).await;
             thought.result.usage = outcome.usage;
-            for action in outcome.actions {
-                match action {
-                    Action::Reply { text } => thought.texts.push(text),
-                    Action::Disengage => thought.result.disengaged = true,
-                    Action::React { emoji } => thought.reactions.push(emoji),
-                    Action::Skip { .. } => {}
-                    delegation => thought.delegations.push(delegation),
-                }
-            }
+            let acts = actions::fold(outcome.actions);
+            thought.texts.extend(acts.texts);
+            thought.reactions.extend(acts.reactions);
+            thought.result.disengaged |= acts.disengaged;
+            thought.delegations.extend(acts.delegations);
         }
         Ending::Apology { reason, usage } => {
             LogLine::error("turn_failed").conversation(conversation_key).id(&turn.id).reason(&reason).emit();
@@ -243,7 +315,7 @@ pub(super) async fn think(
         Ending::NotSetUp(problem) => {
             // Said once an hour per conversation: a person writing again
             // meanwhile is not told the same thing each time.
-            let tell = notices::due(&sql, notices::NOT_SET_UP, now_ms(), notices::NOT_SET_UP_EVERY_MS)?;
+            let tell = notices::due(sql, notices::NOT_SET_UP, now_ms(), notices::NOT_SET_UP_EVERY_MS)?;
             LogLine::warn("model_not_set_up")
                 .conversation(conversation_key)
                 .id(&turn.id)
@@ -262,12 +334,7 @@ pub(super) async fn think(
             }
         }
     }
-    // A file that was not kept is said plainly, after the reply, whatever the model makes of it.
-    if !files.refused.is_empty() {
-        let notice = prompt::render("file_refused", serde_json::json!({ "files": files.refused }));
-        thought.texts.push(notice.map_err(|error| worker::Error::RustError(error.to_string()))?);
-    }
-    Ok(thought)
+    Ok(())
 }
 
 /// The people writing in the turn (the authors of its messages; for a turn
@@ -392,7 +459,7 @@ pub(super) async fn while_working<T>(
     draft: &Draft,
     work: impl Future<Output = T>,
 ) -> T {
-    let Outlet { platform, sql, .. } = *outlet;
+    let platform = outlet.platform;
     let renew = async {
         loop {
             draft.pause(WORKING_RENEW_MS).await;
@@ -411,54 +478,58 @@ pub(super) async fn while_working<T>(
         value
     };
     let drafting = async {
-        let mut messages = match platform.streaming() {
-            Streaming::Off => return Ok(()),
-            Streaming::Socket => None,
-            Streaming::Messages { edit_every_ms } => {
-                let max_attempts = outlet.config.send_max_attempts;
-                Some(MessageDrafts::resume(platform, sql, event, turn, edit_every_ms, outlet.pace, max_attempts)?)
-            }
-        };
-        let mut shown = Vec::new();
-        let (mut first_words_at, mut worth_it_at) = (None, None);
-        while let Some(text) = draft.next().await {
-            let ready = live::shown(&text, false, platform.flavor(), platform.message_limit(), &redactor()).pieces;
-            if ready.concat().is_empty() || ready == shown {
-                continue;
-            }
-            // A reply's first post waits for something worth a notification;
-            // an answer complete by then goes out whole, with no edit.
-            if messages.as_ref().is_some_and(|messages| !messages.has_opened()) {
-                let waited = (now_ms() - *first_words_at.get_or_insert_with(now_ms)).max(0) as u64;
-                if !live::worth_opening(&ready[0], waited) {
-                    draft.wait_for_more(live::OPENING_WAIT_MS.saturating_sub(waited)).await;
-                    continue;
-                }
-                let held = (now_ms() - *worth_it_at.get_or_insert_with(now_ms)).max(0) as u64;
-                if held < live::OPENING_GRACE_MS {
-                    draft.wait_for_more(live::OPENING_GRACE_MS - held).await;
-                    continue;
-                }
-            }
-            let wait = match messages.as_mut() {
-                Some(messages) => messages.update(&ready).await?,
-                None => {
-                    platform.show_draft(event, &ready.concat()).await;
-                    SOCKET_DRAFT_EVERY_MS
-                }
-            };
-            // A post or edit that failed shows again on the next round.
-            shown = ready;
-            draft.pause(wait).await;
-        }
-        Ok(())
-    };
-    let drafting = async {
-        let drafted: Result<()> = drafting.await;
+        let drafted: Result<()> = show_draft(outlet, event, turn, draft).await;
         if let Err(error) = drafted {
             LogLine::error("drafting_failed").conversation(&event.conversation_key).reason(&error).emit();
         }
     };
     let (value, (), ()) = join3(work, drafting, renew).await;
     value
+}
+
+/// Shows the `draft` as it grows, where the platform streams (see
+/// [`while_working`]); returns when the model is done.
+async fn show_draft(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64, draft: &Draft) -> Result<()> {
+    let Outlet { platform, sql, .. } = *outlet;
+    let mut messages = match platform.streaming() {
+        Streaming::Off => return Ok(()),
+        Streaming::Socket => None,
+        Streaming::Messages { edit_every_ms } => {
+            let max_attempts = outlet.config.send_max_attempts;
+            Some(MessageDrafts::resume(platform, sql, event, turn, edit_every_ms, outlet.pace, max_attempts)?)
+        }
+    };
+    let mut shown = Vec::new();
+    let (mut first_words_at, mut worth_it_at) = (None, None);
+    while let Some(text) = draft.next().await {
+        let ready = live::shown(&text, false, platform.flavor(), platform.message_limit(), &redactor()).pieces;
+        if ready.concat().is_empty() || ready == shown {
+            continue;
+        }
+        // A reply's first post waits for something worth a notification;
+        // an answer complete by then goes out whole, with no edit.
+        if messages.as_ref().is_some_and(|messages| !messages.has_opened()) {
+            let waited = (now_ms() - *first_words_at.get_or_insert_with(now_ms)).max(0) as u64;
+            if !live::worth_opening(&ready[0], waited) {
+                draft.wait_for_more(live::OPENING_WAIT_MS.saturating_sub(waited)).await;
+                continue;
+            }
+            let held = (now_ms() - *worth_it_at.get_or_insert_with(now_ms)).max(0) as u64;
+            if held < live::OPENING_GRACE_MS {
+                draft.wait_for_more(live::OPENING_GRACE_MS - held).await;
+                continue;
+            }
+        }
+        let wait = match messages.as_mut() {
+            Some(messages) => messages.update(&ready).await?,
+            None => {
+                platform.show_draft(event, &ready.concat()).await;
+                SOCKET_DRAFT_EVERY_MS
+            }
+        };
+        // A post or edit that failed shows again on the next round.
+        shown = ready;
+        draft.pause(wait).await;
+    }
+    Ok(())
 }
