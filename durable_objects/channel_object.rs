@@ -16,6 +16,7 @@ mod inbox;
 mod notices;
 mod outbox;
 mod pending;
+mod routes;
 mod scheduled_runs;
 mod slots;
 mod stats;
@@ -33,7 +34,7 @@ use worker::{
 use crate::channel::engagement::Decision;
 use crate::channel::participants::MembershipCount;
 use crate::channel::routes::ChannelRoute;
-use crate::channel::state::{ChannelState, ScheduleDue};
+use crate::channel::state::ChannelState;
 use crate::config::Config;
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::log_line::LogLine;
@@ -206,7 +207,7 @@ enum ChatIn {
 
 impl ChannelObject {
     /// The object's routes: the inbound path, process reports, the admin views.
-    async fn serve(&self, mut request: Request) -> Result<Response> {
+    async fn serve(&self, request: Request) -> Result<Response> {
         let Some(route) = ChannelRoute::at(&request.path()) else {
             return Response::error("not found", 404);
         };
@@ -214,16 +215,7 @@ impl ChannelObject {
             return Response::error("method not allowed", 405);
         }
         match route {
-            ChannelRoute::Envelopes => {
-                let url = request.url()?;
-                let query =
-                    |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
-                let last = query("last").and_then(|value| value.parse().ok());
-                let lines = envelopes::read(&self.state.storage().counted_sql(), query("type").as_deref(), last)?;
-                let mut response = Response::ok(lines)?;
-                response.headers_mut().set("content-type", "application/x-ndjson")?;
-                Ok(response)
-            }
+            ChannelRoute::Envelopes => self.envelopes(&request),
             ChannelRoute::Inbound => self.receive(request).await,
             ChannelRoute::Live => web_chat::accept(&self.state, &[WATCH]),
             ChannelRoute::ChatSocket => {
@@ -232,71 +224,15 @@ impl ChannelObject {
                 web_chat::accept(&self.state, &[CHAT, &format!("role:{role}"), &format!("key:{key}")])
             }
             ChannelRoute::ProcessEvent => self.receive_process_event(request).await,
-            // The admin API lists D1's copy: bring it up to date first.
-            ChannelRoute::HistoryFlush => {
-                let keep = crate::channel::history_mirror::kept_rows(self.config.history_limit);
-                let database = self.env.d1(DATABASE_BINDING)?;
-                history::mirror(&self.state.storage().counted_sql(), &database, keep).await?;
-                Response::ok("")
-            }
-            ChannelRoute::HistoryCompacted => {
-                let Ok(done) = json_body::<crate::process::compaction::Compacted>(&mut request).await else {
-                    return Response::error("malformed compaction report", 400);
-                };
-                let database = self.env.d1(DATABASE_BINDING)?;
-                history::compacted(
-                    &self.state.storage().counted_sql(),
-                    &database,
-                    &done.conversation_key,
-                    &done.covered,
-                )
-                .await?;
-                Response::ok("")
-            }
+            ChannelRoute::HistoryFlush => self.history_flush().await,
+            ChannelRoute::HistoryCompacted => self.history_compacted(request).await,
             ChannelRoute::TaskStart => self.start_task_worker(request).await,
-            ChannelRoute::ScheduleWake => {
-                // The cron found a job of this conversation overdue: claim it now.
-                let conversation_key = request.text().await?;
-                let due = ScheduleDue { at_ms: now_ms(), conversation_key };
-                self.step(|machine| machine.set_schedule_due(Some(due)))?;
-                self.state.storage().set_alarm_counted(0).await?;
-                Response::ok("")
-            }
-            ChannelRoute::SweepWake => {
-                // The sweeper saw an inbound waiting past its bound: run what
-                // waits now. The index is written again either way, so a
-                // stale mark clears and a live one is seen by the next sweep.
-                let open = inbox::has_open(&self.state.storage().counted_sql())?;
-                if open {
-                    LogLine::warn("woken_by_sweeper").emit();
-                    self.state.storage().set_alarm_counted(0).await?;
-                }
-                self.flush_index_soon();
-                Response::from_json(&serde_json::json!({ "open": open }))
-            }
+            ChannelRoute::ScheduleWake => self.schedule_wake(request).await,
+            ChannelRoute::SweepWake => self.sweep_wake().await,
             ChannelRoute::ApprovalAsk => approvals::ask(self, request).await,
             ChannelRoute::ApprovalSettled => approvals::settled(self, request).await,
             ChannelRoute::Events => Response::from_json(&inbox::events(&self.state.storage().counted_sql())?),
-            ChannelRoute::Processes => {
-                let machine = self.machine.borrow();
-                let running: Vec<serde_json::Value> = machine
-                    .processes
-                    .get()
-                    .iter()
-                    .map(|(id, process)| {
-                        serde_json::json!({
-                            "id": id,
-                            "kind": process.kind.label(),
-                            "task": process.task,
-                            "status": process.status,
-                            "started_at": process.started_at_ms,
-                            "last_heard_at": process.last_heard_ms,
-                            "waiting": process.waiting,
-                        })
-                    })
-                    .collect();
-                Response::from_json(&running)
-            }
+            ChannelRoute::Processes => self.processes(),
             ChannelRoute::Outbox => Response::from_json(&outbox::recent(&self.state.storage().counted_sql(), 200)?),
             ChannelRoute::Usage => {
                 Response::from_json(&serde_json::json!({ "channel": self.machine.borrow().token_usage.get() }))

@@ -18,7 +18,7 @@ use crate::platforms::webhooks;
 use crate::runtime::config;
 use crate::runtime::failure::internal;
 use crate::schedules::store as schedules;
-use crate::sessions::api as sessions;
+use crate::sessions::api::{self as sessions, Operator};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     // Loaded first, so every log line and error body knows the secrets to scrub.
@@ -63,12 +63,7 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Found::NotFound => return Err(ApiError::NotFound),
     };
     let param = |name: &str| params.get(name).unwrap_or_default();
-    // The operator's routes are checked here, once, before their handler runs;
-    // each handler takes the proof, so none can be reached without it.
-    let operator = match route.access() {
-        Access::Operator => Some(sessions::authorize_operator(&request, env).await?),
-        Access::Anyone => None,
-    };
+    let operator = operator_of(route, &request, env).await?;
     let operator = || operator.as_ref().ok_or(ApiError::Unauthorized("this route is the operator's"));
     match route {
         Route::Health => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
@@ -138,6 +133,16 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator()?).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator()?).await,
         Route::ChatApproval => buttons::web(request, env, param("id")).await,
+    }
+}
+
+/// The operator's proof for an operator route, asked for here, once, before
+/// its handler runs (None for an open route). Each admin handler takes the
+/// proof as an argument, so none can be reached without the check.
+async fn operator_of(route: Route, request: &Request, env: &Env) -> std::result::Result<Option<Operator>, ApiError> {
+    match route.access() {
+        Access::Operator => sessions::authorize_operator(request, env).await.map(Some),
+        Access::Anyone => Ok(None),
     }
 }
 
