@@ -77,29 +77,10 @@ pub(super) async fn delegate(
                 };
                 (task_envelope(&id, "worker", worker, message), Some(Job::Worker(job)))
             }
-            Action::Cancel { id: process } => {
-                let Ok(stopped) = object.step(|machine| machine.cancel_process(process))? else {
-                    continue;
-                };
-                if stopped.kind == ProcessKind::Worker {
-                    crate::jobs::cancel_worker(database, process, conversation_key).await?;
-                }
-                // A call it left waiting for approval will not run: its buttons go.
-                if let Some(approval) = &stopped.approval {
-                    super::approvals::withdraw(object, &approval.id).await?;
-                }
-                let to = format!("{}:{process}", stopped.kind.label().to_lowercase());
-                let envelope = Envelope::new(
-                    format!("{id}:cancel"),
-                    now_ms(),
-                    "channel",
-                    to,
-                    MessageType::Cancel,
-                    Some(process.clone()),
-                    "",
-                );
-                (envelope, None)
-            }
+            Action::Cancel { id: process } => match cancel(object, database, &id, process, conversation_key).await? {
+                Some(envelope) => (envelope, None),
+                None => continue,
+            },
             Action::Reply { .. } | Action::Skip { .. } | Action::Disengage | Action::React { .. } => continue,
         };
         envelopes::log(&sql, &envelope)?;
@@ -108,6 +89,38 @@ pub(super) async fn delegate(
         }
     }
     Ok(())
+}
+
+/// Stops a process the model cancelled; the cancel envelope to log, or None
+/// when there is no such process (or it already stopped).
+async fn cancel(
+    object: &ChannelObject,
+    database: &D1Database,
+    id: &str,
+    process: &str,
+    conversation_key: &str,
+) -> Result<Option<Envelope>> {
+    let Ok(stopped) = object.step(|machine| machine.cancel_process(process))? else {
+        return Ok(None);
+    };
+    if stopped.kind == ProcessKind::Worker {
+        crate::jobs::cancel_worker(database, process, conversation_key).await?;
+    }
+    // A call it left waiting for approval will not run: its buttons go.
+    if let Some(approval) = &stopped.approval {
+        super::approvals::withdraw(object, &approval.id).await?;
+    }
+    let to = format!("{}:{process}", stopped.kind.label().to_lowercase());
+    let envelope = Envelope::new(
+        format!("{id}:cancel"),
+        now_ms(),
+        "channel",
+        to,
+        MessageType::Cancel,
+        Some(process.to_string()),
+        "",
+    );
+    Ok(Some(envelope))
 }
 
 /// Starts a worker in this conversation: records it in the channel state,

@@ -19,7 +19,7 @@ use crate::files::store as files;
 use crate::inbound::InboundEvent;
 use crate::llm::HistoryRole;
 use crate::log_line::LogLine;
-use crate::platforms::messenger::{Buttons, Interrupted, Messenger, Piece, Streaming};
+use crate::platforms::messenger::{Buttons, FileBody, Interrupted, Messenger, Piece, Streaming};
 use crate::platforms::outbound::Platform;
 use crate::prompt;
 use crate::reply::markup::{escape, shown};
@@ -86,7 +86,7 @@ impl Outlet<'_> {
 
 /// Sends the turn's unsent pieces in order; returns every piece sent so far, as history.
 pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64) -> Result<Delivery> {
-    let Outlet { config, env, platform, sql, .. } = *outlet;
+    let Outlet { config, platform, sql, .. } = *outlet;
     let mut sent = Vec::new();
     // The note is plain text, escaped for the platform like any text.
     let resend_note = format!("{}\n\n", escape(platform.flavor(), prompt::text("resend_note").trim_end(), false));
@@ -94,15 +94,10 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
         let piece_id = piece_id(event, &entry.id);
         // A file piece still to send brings its bytes; one whose file is gone is given up.
         let body = match (&entry.file_id, entry.status.as_str()) {
-            (Some(file_id), "pending" | "sending") => {
-                match files::outgoing(config, env, &event.conversation_key, file_id).await {
-                    Some(body) => Some(body),
-                    None => {
-                        outbox::mark_attempt_failed(sql, &entry.id, "the file is gone", true)?;
-                        continue;
-                    }
-                }
-            }
+            (Some(file_id), "pending" | "sending") => match file_of(outlet, event, &entry.id, file_id).await? {
+                Some(body) => Some(body),
+                None => continue,
+            },
             _ => None,
         };
         let piece = Piece {
@@ -145,21 +140,7 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
             "sending" => Some(platform.interrupted(&event.reply_address, &piece, entry.created_at).await),
             _ => None,
         };
-        let mut attempts = entry.attempts.max(0) as u32;
-        let mut text = entry.text.clone();
-        if let Some(unsettled @ (Interrupted::Resend | Interrupted::Unsure)) = &interrupted {
-            // A copy that may be a repeat says so, in the outbox too, so a
-            // later retry (after a rate limit) still carries the note.
-            let unsure = *unsettled == Interrupted::Unsure;
-            if unsure && !text.starts_with(&resend_note) {
-                text = format!("{resend_note}{text}");
-            }
-            // The interrupted call counts as an attempt: a piece that keeps
-            // taking its sender down is given up on, like a failing one.
-            attempts = outbox::mark_interrupted(sql, &entry.id, &text)?.max(0) as u32;
-            let line = LogLine::warn("send_interrupted").conversation(&event.conversation_key).id(&entry.id);
-            line.field("resent", true).field("marked_as_possible_repeat", unsure).emit();
-        }
+        let (attempts, text) = settle_interrupted(sql, event, &entry, interrupted.as_ref(), &resend_note)?;
         let platform_message_id = match (entry.status.as_str(), interrupted) {
             ("sent", _) => entry.platform_message_id.clone(),
             (_, Some(Interrupted::Landed(id))) => {
@@ -182,6 +163,46 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
         }
     }
     Ok(Delivery::Done(sent))
+}
+
+/// A file piece's bytes; None when its file is gone (the piece is given up).
+async fn file_of(outlet: &Outlet<'_>, event: &InboundEvent, entry_id: &str, file_id: &str) -> Result<Option<FileBody>> {
+    let Outlet { config, env, sql, .. } = *outlet;
+    match files::outgoing(config, env, &event.conversation_key, file_id).await {
+        Some(body) => Ok(Some(body)),
+        None => {
+            outbox::mark_attempt_failed(sql, entry_id, "the file is gone", true)?;
+            Ok(None)
+        }
+    }
+}
+
+/// A piece found mid-send that the platform did not get, or may have got, is
+/// sent again: its attempts (the interrupted call counted) and its text (with
+/// the note that it may be a repeat, when it may be).
+fn settle_interrupted(
+    sql: &Sql,
+    event: &InboundEvent,
+    entry: &outbox::Entry,
+    interrupted: Option<&Interrupted>,
+    resend_note: &str,
+) -> Result<(u32, String)> {
+    let mut attempts = entry.attempts.max(0) as u32;
+    let mut text = entry.text.clone();
+    if let Some(unsettled @ (Interrupted::Resend | Interrupted::Unsure)) = interrupted {
+        // A copy that may be a repeat says so, in the outbox too, so a
+        // later retry (after a rate limit) still carries the note.
+        let unsure = *unsettled == Interrupted::Unsure;
+        if unsure && !text.starts_with(&resend_note) {
+            text = format!("{resend_note}{text}");
+        }
+        // The interrupted call counts as an attempt: a piece that keeps
+        // taking its sender down is given up on, like a failing one.
+        attempts = outbox::mark_interrupted(sql, &entry.id, &text)?.max(0) as u32;
+        let line = LogLine::warn("send_interrupted").conversation(&event.conversation_key).id(&entry.id);
+        line.field("resent", true).field("marked_as_possible_repeat", unsure).emit();
+    }
+    Ok((attempts, text))
 }
 
 /// A sent piece, as the history keeps it.

@@ -104,14 +104,7 @@ pub(super) async fn think(
     // prompt and in the history alike.
     let mut current: Vec<InboundEvent> = turn.messages.iter().map(|message| message.event.clone()).collect();
     let files = files::receive(config, &object.env, database, platform, &mut current, now_ms()).await;
-    let mut stored: Vec<StoredMessage> = turn
-        .messages
-        .iter()
-        .zip(&current)
-        .map(|(message, event)| StoredMessage::inbound(event, message.received_at_ms))
-        .collect();
-    // Finished work enters the history too, so later turns remember it.
-    stored.extend(process_messages(turn, conversation_key));
+    let stored = stored_messages(turn, &current, conversation_key);
     let sql = object.state.storage().counted_sql();
     let Remembered { loaded, bulletin, identity } = remember(object, database, &sql, conversation_key, &stored).await?;
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
@@ -172,9 +165,17 @@ pub(super) async fn think(
     Ok(thought)
 }
 
-/// Finished work as history messages, so later turns remember it.
-fn process_messages<'a>(turn: &'a TurnSnapshot, conversation_key: &'a str) -> impl Iterator<Item = StoredMessage> + 'a {
-    turn.process_events.iter().map(move |event| StoredMessage {
+/// The turn's messages as the history keeps them (`current`: the messages with
+/// their files read). Finished work enters the history too, so later turns
+/// remember it.
+fn stored_messages(turn: &TurnSnapshot, current: &[InboundEvent], conversation_key: &str) -> Vec<StoredMessage> {
+    let mut stored: Vec<StoredMessage> = turn
+        .messages
+        .iter()
+        .zip(current)
+        .map(|(message, event)| StoredMessage::inbound(event, message.received_at_ms))
+        .collect();
+    stored.extend(turn.process_events.iter().map(|event| StoredMessage {
         id: format!("{conversation_key}:process:{}", event.envelope.id),
         conversation_key: conversation_key.to_string(),
         role: HistoryRole::User,
@@ -184,7 +185,8 @@ fn process_messages<'a>(turn: &'a TurnSnapshot, conversation_key: &'a str) -> im
         platform_message_id: None,
         created_at: event.envelope.ts,
         compacted: 0,
-    })
+    }));
+    stored
 }
 
 /// What the prompt recalls besides the turn itself.
