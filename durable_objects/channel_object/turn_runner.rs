@@ -102,79 +102,12 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     let platform = outbound::for_address(config, &object.state, &last.reply_address);
     let outlet = Outlet { config, env: &object.env, platform: &platform, sql, pace: &object.pace };
     let log = |line: LogLine| line.conversation(&last.conversation_key).id(&turn.id).platform(platform.name());
-    // Reactions the model chose; a turn resumed after a crash has lost them (a small loss).
-    let mut reactions = Vec::new();
-    // The turn created or cancelled jobs: the channel's due time moves.
-    let mut schedules_changed = false;
-    if turn.result.is_none() {
-        // Over a budget: no model call; the person hears why once a day.
-        let spender = Spender::of(last);
-        let failures = object.alarm_failures.get();
-        let over_budget = match failures >= APOLOGISE_AFTER_FAILURES {
-            true => None,
-            false => spend::over_budget(database, &config.budgets, &spender).await,
-        };
-        let mut thought = match over_budget {
-            // The turn's runs kept failing before it could answer: it ends
-            // now, in the apology, rather than wait on what keeps failing.
-            None if failures >= APOLOGISE_AFTER_FAILURES => {
-                log(LogLine::error("turn_failed")).field("alarm_failures", failures).emit();
-                let mut thought = Thought::default();
-                thought.apologise();
-                thought
-            }
-            Some(scope) => over_budget_thought(database, scope, &spender).await,
-            None => {
-                platform.show_working(last).await;
-                refresh_membership(object, &platform, last).await?;
-                let draft = Draft::default();
-                let write = |text: &str| draft.write(text);
-                let streams = platform.streaming() != Streaming::Off;
-                let live = streams.then_some(&write as &dyn Fn(&str));
-                let thinking = think(object, database, turn, &platform, live);
-                let thought = while_working(&outlet, last, turn.id as i64, &draft, thinking).await?;
-                if let Err(error) = usage::record(database, &spender, usage::CHANNEL, thought.spend, now_ms()).await {
-                    log(LogLine::warn("usage_not_recorded")).field("process", "channel").reason(&error).emit();
-                }
-                thought
-            }
-        };
-        if thought.model_failed {
-            // A scheduled run the model failed counts against its job; the
-            // third failure in a row disables it, and the person hears so here
-            // (once: a failed run alone is not worth an apology each time).
-            if turn
-                .messages
-                .iter()
-                .all(|message| schedules::parse_run_delivery_id(&message.event.delivery_id).is_some())
-            {
-                thought.texts.clear();
-            }
-            for run in scheduled_runs(turn) {
-                if schedules::finish_run(database, run, "failed", Some("the model failed"), now_ms()).await? {
-                    let (job, _) = schedules::parse_run_delivery_id(run).unwrap_or_default();
-                    let notice = prompt::render("schedule_disabled", serde_json::json!({ "id": job }));
-                    thought.texts.push(notice.unwrap_or_default());
-                }
-            }
-        }
-        delegate(object, database, turn, last, &thought).await?;
-        compact(object, database, turn, last, &thought).await?;
-        let result = thought.result;
-        schedules_changed = thought.schedules_changed;
-        reactions = thought.reactions.clone();
-        // The replies, rendered for the platform and split to fit; a secret
-        // is cut from what a reader sees of the whole turn (even split across
-        // replies) before anything is stored or sent.
-        let prepared = prepare(&thought.texts, platform.flavor(), platform.message_limit(), &redactor());
-        if !prepared.found.is_empty() {
-            log(LogLine::warn("reply_redacted")).field("found", prepared.found.join(", ")).emit();
-        }
-        let pieces = prepared.pieces;
-        outbox::enqueue(sql, turn.id as i64, &pieces, quoted(last), now_ms())?;
-        outbox::enqueue_files(sql, turn.id as i64, &thought.files, now_ms())?;
-        object.step(|machine| machine.record_turn_result(result))?;
-    }
+    // Reactions the model chose; a turn resumed after a crash has lost them (a
+    // small loss). The turn created or cancelled jobs: the channel's due time moves.
+    let (reactions, schedules_changed) = match turn.result {
+        None => answer(object, database, turn, last, &outlet).await?,
+        Some(_) => (Vec::new(), false),
+    };
     let delivery = deliver(&outlet, last, turn.id as i64).await?;
     pending::report(object, sql, database, &last.conversation_key).await;
     let sent = match delivery {
@@ -205,6 +138,102 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     let line = log(LogLine::info("turn_finished")).duration_ms(now_ms() - started).tokens(result.usage);
     line.field("messages", turn.messages.len()).field("sent", sent.len()).emit();
     Ok(None)
+}
+
+/// Answers a turn not answered yet: asks the model (or not, over a budget or
+/// after failing runs), hands on its work and queues its replies. Returns the
+/// reactions the model chose and whether it created or cancelled jobs.
+async fn answer(
+    object: &ChannelObject,
+    database: &D1Database,
+    turn: &TurnSnapshot,
+    last: &InboundEvent,
+    outlet: &Outlet<'_>,
+) -> Result<(Vec<String>, bool)> {
+    let Outlet { platform, sql, .. } = *outlet;
+    let log = |line: LogLine| line.conversation(&last.conversation_key).id(&turn.id).platform(platform.name());
+    let mut thought = thought_for(object, database, turn, last, outlet).await?;
+    if thought.model_failed {
+        failed_runs(database, turn, &mut thought).await?;
+    }
+    delegate(object, database, turn, last, &thought).await?;
+    compact(object, database, turn, last, &thought).await?;
+    let result = thought.result;
+    // The replies, rendered for the platform and split to fit; a secret
+    // is cut from what a reader sees of the whole turn (even split across
+    // replies) before anything is stored or sent.
+    let prepared = prepare(&thought.texts, platform.flavor(), platform.message_limit(), &redactor());
+    if !prepared.found.is_empty() {
+        log(LogLine::warn("reply_redacted")).field("found", prepared.found.join(", ")).emit();
+    }
+    let pieces = prepared.pieces;
+    outbox::enqueue(sql, turn.id as i64, &pieces, quoted(last), now_ms())?;
+    outbox::enqueue_files(sql, turn.id as i64, &thought.files, now_ms())?;
+    object.step(|machine| machine.record_turn_result(result))?;
+    Ok((thought.reactions, thought.schedules_changed))
+}
+
+/// What the model makes of the turn; over a budget, the notice instead; after
+/// runs that kept failing, the apology.
+async fn thought_for(
+    object: &ChannelObject,
+    database: &D1Database,
+    turn: &TurnSnapshot,
+    last: &InboundEvent,
+    outlet: &Outlet<'_>,
+) -> Result<Thought> {
+    let config = &object.config;
+    let platform = outlet.platform;
+    let log = |line: LogLine| line.conversation(&last.conversation_key).id(&turn.id).platform(platform.name());
+    // Over a budget: no model call; the person hears why once a day.
+    let spender = Spender::of(last);
+    let failures = object.alarm_failures.get();
+    let over_budget = match failures >= APOLOGISE_AFTER_FAILURES {
+        true => None,
+        false => spend::over_budget(database, &config.budgets, &spender).await,
+    };
+    Ok(match over_budget {
+        // The turn's runs kept failing before it could answer: it ends
+        // now, in the apology, rather than wait on what keeps failing.
+        None if failures >= APOLOGISE_AFTER_FAILURES => {
+            log(LogLine::error("turn_failed")).field("alarm_failures", failures).emit();
+            let mut thought = Thought::default();
+            thought.apologise();
+            thought
+        }
+        Some(scope) => over_budget_thought(database, scope, &spender).await,
+        None => {
+            platform.show_working(last).await;
+            refresh_membership(object, platform, last).await?;
+            let draft = Draft::default();
+            let write = |text: &str| draft.write(text);
+            let streams = platform.streaming() != Streaming::Off;
+            let live = streams.then_some(&write as &dyn Fn(&str));
+            let thinking = think(object, database, turn, platform, live);
+            let thought = while_working(outlet, last, turn.id as i64, &draft, thinking).await?;
+            if let Err(error) = usage::record(database, &spender, usage::CHANNEL, thought.spend, now_ms()).await {
+                log(LogLine::warn("usage_not_recorded")).field("process", "channel").reason(&error).emit();
+            }
+            thought
+        }
+    })
+}
+
+/// A scheduled run the model failed counts against its job; the third failure
+/// in a row disables it, and the person hears so here (once: a failed run
+/// alone is not worth an apology each time).
+async fn failed_runs(database: &D1Database, turn: &TurnSnapshot, thought: &mut Thought) -> Result<()> {
+    if turn.messages.iter().all(|message| schedules::parse_run_delivery_id(&message.event.delivery_id).is_some()) {
+        thought.texts.clear();
+    }
+    for run in scheduled_runs(turn) {
+        if schedules::finish_run(database, run, "failed", Some("the model failed"), now_ms()).await? {
+            let (job, _) = schedules::parse_run_delivery_id(run).unwrap_or_default();
+            let notice = prompt::render("schedule_disabled", serde_json::json!({ "id": job }));
+            thought.texts.push(notice.unwrap_or_default());
+        }
+    }
+    Ok(())
 }
 
 /// Re-reads the group's member count when the cached one is not fresh.
