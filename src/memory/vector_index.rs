@@ -212,95 +212,8 @@ impl VectorIndex for EdgeIndex<'_> {
         scopes: Option<&[String]>,
     ) -> Result<Vec<(String, f32)>> {
         match self {
-            EdgeIndex::D1(db) => {
-                #[derive(Deserialize)]
-                struct Pack {
-                    records: String,
-                }
-                let type_name = memory_type.map_or(JsValue::NULL, |kind| JsValue::from(kind.as_str()));
-                // Only the scopes asked for, through the index that starts with the scope.
-                let (in_scope, scope_list) = match scopes {
-                    None => ("?2 IS NULL", JsValue::NULL),
-                    Some(scopes) => {
-                        ("scope IN (SELECT value FROM json_each(?2))", serde_json::to_string(scopes)?.into())
-                    }
-                };
-                let bindings = [type_name, scope_list];
-                // Every sketch, and the vectors still without one (scored exactly).
-                let read = crate::runtime::d1::batch(
-                    db,
-                    vec![
-                        db.prepare(format!(
-                            "SELECT group_concat(seq || ':' || sketch) AS records FROM memories \
-                             WHERE sketch IS NOT NULL AND (?1 IS NULL OR memory_type = ?1) AND {in_scope} \
-                             GROUP BY seq >> 11"
-                        ))
-                        .bind(&bindings)?,
-                        db.prepare(format!(
-                            "SELECT id, vector FROM memories \
-                             WHERE sketch IS NULL AND vector IS NOT NULL AND (?1 IS NULL OR memory_type = ?1) \
-                             AND {in_scope}"
-                        ))
-                        .bind(&bindings)?,
-                    ],
-                )
-                .await?;
-                let (Some(packs), Some(unsketched)) = (read.first(), read.get(1)) else {
-                    return Err(worker::Error::RustError("D1 answered a batch of two with fewer results".into()));
-                };
-                let packs: Vec<Pack> = packs.results()?;
-                let unsketched: Vec<StoredRow> = unsketched.results()?;
-                let short_list = coarse_rank(
-                    &SketchQuery::new(vector),
-                    packs.iter().map(|pack| pack.records.as_str()),
-                    k.saturating_mul(RERANK_FACTOR),
-                );
-                let short_listed: Vec<StoredRow> = if short_list.is_empty() {
-                    Vec::new()
-                } else {
-                    db.prepare(
-                        "SELECT id, vector FROM memories \
-                         WHERE seq IN (SELECT value FROM json_each(?1)) AND vector IS NOT NULL",
-                    )
-                    .bind(&[serde_json::to_string(&short_list)?.into()])?
-                    .all_counted()
-                    .await?
-                    .results()?
-                };
-                let candidates = short_listed.iter().chain(&unsketched);
-                Ok(scan(vector, candidates.map(|row| (row.id.as_str(), &row.vector)), k, min_score))
-            }
-            EdgeIndex::Vectorize(index) => {
-                #[derive(Deserialize)]
-                struct Match {
-                    id: String,
-                    score: f32,
-                }
-                #[derive(Deserialize)]
-                struct Matches {
-                    matches: Vec<Match>,
-                }
-                let mut options = json!({ "topK": k.min(100), "returnValues": false, "returnMetadata": "none" });
-                // Both need a metadata index (`make deploy` creates them; see docs/memory.md).
-                let mut filter = serde_json::Map::new();
-                if let Some(kind) = memory_type {
-                    filter.insert("memory_type".into(), json!(kind.as_str()));
-                }
-                if let Some(scopes) = scopes {
-                    filter.insert("scope".into(), json!({ "$in": scopes }));
-                }
-                if !filter.is_empty() {
-                    options["filter"] = serde_json::Value::Object(filter);
-                }
-                let answer = call(index, "query", &[to_js(&vector)?, to_js(&options)?]).await?;
-                let found: Matches = from_js(&answer)?;
-                Ok(found
-                    .matches
-                    .into_iter()
-                    .filter(|hit| hit.score >= min_score)
-                    .map(|hit| (hit.id, hit.score))
-                    .collect())
-            }
+            EdgeIndex::D1(db) => query_d1(db, vector, k, min_score, memory_type, scopes).await,
+            EdgeIndex::Vectorize(index) => query_vectorize(index, vector, k, min_score, memory_type, scopes).await,
         }
     }
 
@@ -349,6 +262,106 @@ impl VectorIndex for EdgeIndex<'_> {
             }
         }
     }
+}
+/// The D1 index's query: every sketch is ranked coarsely, the best
+/// [`RERANK_FACTOR`] × `k` and the vectors still without a sketch scored exactly.
+async fn query_d1(
+    db: &D1Database,
+    vector: &[f32],
+    k: usize,
+    min_score: f32,
+    memory_type: Option<MemoryType>,
+    scopes: Option<&[String]>,
+) -> Result<Vec<(String, f32)>> {
+    #[derive(Deserialize)]
+    struct Pack {
+        records: String,
+    }
+    let type_name = memory_type.map_or(JsValue::NULL, |kind| JsValue::from(kind.as_str()));
+    // Only the scopes asked for, through the index that starts with the scope.
+    let (in_scope, scope_list) = match scopes {
+        None => ("?2 IS NULL", JsValue::NULL),
+        Some(scopes) => ("scope IN (SELECT value FROM json_each(?2))", serde_json::to_string(scopes)?.into()),
+    };
+    let bindings = [type_name, scope_list];
+    // Every sketch, and the vectors still without one (scored exactly).
+    let read = crate::runtime::d1::batch(
+        db,
+        vec![
+            db.prepare(format!(
+                "SELECT group_concat(seq || ':' || sketch) AS records FROM memories \
+                 WHERE sketch IS NOT NULL AND (?1 IS NULL OR memory_type = ?1) AND {in_scope} \
+                 GROUP BY seq >> 11"
+            ))
+            .bind(&bindings)?,
+            db.prepare(format!(
+                "SELECT id, vector FROM memories \
+                 WHERE sketch IS NULL AND vector IS NOT NULL AND (?1 IS NULL OR memory_type = ?1) \
+                 AND {in_scope}"
+            ))
+            .bind(&bindings)?,
+        ],
+    )
+    .await?;
+    let (Some(packs), Some(unsketched)) = (read.first(), read.get(1)) else {
+        return Err(worker::Error::RustError("D1 answered a batch of two with fewer results".into()));
+    };
+    let packs: Vec<Pack> = packs.results()?;
+    let unsketched: Vec<StoredRow> = unsketched.results()?;
+    let short_list = coarse_rank(
+        &SketchQuery::new(vector),
+        packs.iter().map(|pack| pack.records.as_str()),
+        k.saturating_mul(RERANK_FACTOR),
+    );
+    let short_listed: Vec<StoredRow> = if short_list.is_empty() {
+        Vec::new()
+    } else {
+        db.prepare(
+            "SELECT id, vector FROM memories \
+             WHERE seq IN (SELECT value FROM json_each(?1)) AND vector IS NOT NULL",
+        )
+        .bind(&[serde_json::to_string(&short_list)?.into()])?
+        .all_counted()
+        .await?
+        .results()?
+    };
+    let candidates = short_listed.iter().chain(&unsketched);
+    Ok(scan(vector, candidates.map(|row| (row.id.as_str(), &row.vector)), k, min_score))
+}
+
+/// Vectorize's query, filtered by type and scope on its metadata indexes.
+async fn query_vectorize(
+    index: &JsValue,
+    vector: &[f32],
+    k: usize,
+    min_score: f32,
+    memory_type: Option<MemoryType>,
+    scopes: Option<&[String]>,
+) -> Result<Vec<(String, f32)>> {
+    #[derive(Deserialize)]
+    struct Match {
+        id: String,
+        score: f32,
+    }
+    #[derive(Deserialize)]
+    struct Matches {
+        matches: Vec<Match>,
+    }
+    let mut options = json!({ "topK": k.min(100), "returnValues": false, "returnMetadata": "none" });
+    // Both need a metadata index (`make deploy` creates them; see docs/memory.md).
+    let mut filter = serde_json::Map::new();
+    if let Some(kind) = memory_type {
+        filter.insert("memory_type".into(), json!(kind.as_str()));
+    }
+    if let Some(scopes) = scopes {
+        filter.insert("scope".into(), json!({ "$in": scopes }));
+    }
+    if !filter.is_empty() {
+        options["filter"] = serde_json::Value::Object(filter);
+    }
+    let answer = call(index, "query", &[to_js(&vector)?, to_js(&options)?]).await?;
+    let found: Matches = from_js(&answer)?;
+    Ok(found.matches.into_iter().filter(|hit| hit.score >= min_score).map(|hit| (hit.id, hit.score)).collect())
 }
 
 /// Values cross to and from JS as JSON text: serde_json is in the bundle anyway.
