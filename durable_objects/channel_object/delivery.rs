@@ -193,7 +193,7 @@ fn settle_interrupted(
         // A copy that may be a repeat says so, in the outbox too, so a
         // later retry (after a rate limit) still carries the note.
         let unsure = *unsettled == Interrupted::Unsure;
-        if unsure && !text.starts_with(&resend_note) {
+        if unsure && !text.starts_with(resend_note) {
             text = format!("{resend_note}{text}");
         }
         // The interrupted call counts as an attempt: a piece that keeps
