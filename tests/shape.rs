@@ -15,9 +15,8 @@ const MAX_FILE_LINES: usize = 600;
 const MAX_FN_LINES: usize = 80;
 /// Functions allowed to be longer, each with why: flat tables, where splitting
 /// would only scatter one list.
-const LONG_ALLOWED: &[(&str, &str)] = &[
-    ("src/config.rs", "from_lookup: the flat table of every setting, one line each"),
-];
+const LONG_ALLOWED: &[(&str, &str)] =
+    &[("src/config.rs", "from_lookup: the flat table of every setting, one line each")];
 
 fn lines(span: Span) -> usize {
     span.end().line - span.start().line + 1
@@ -76,9 +75,8 @@ fn too_big(files: &[(String, String)]) -> Vec<String> {
             wrong.push(format!("{path}: {production} lines (at most {MAX_FILE_LINES})"));
         }
         for (name, line, length) in functions.found {
-            let allowed = LONG_ALLOWED
-                .iter()
-                .any(|(file, why)| file == path && why.split(':').next() == Some(name.as_str()));
+            let allowed =
+                LONG_ALLOWED.iter().any(|(file, why)| file == path && why.split(':').next() == Some(name.as_str()));
             if length > MAX_FN_LINES && !allowed {
                 wrong.push(format!("{path}:{line}: fn {name} is {length} lines (at most {MAX_FN_LINES})"));
             }

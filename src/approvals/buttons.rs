@@ -83,8 +83,7 @@ pub async fn web(mut request: Request, env: &Env, id: &str) -> Result<Response, 
     let name = if operator { "Operator" } else { "Guest" };
     let clicker = Clicker { platform: "web".into(), user_id: format!("{session}:{role}"), name: name.into() };
     let click = Click { clicker, data: data.clone(), conversation, answer_to: None };
-    let decided =
-        approvals::decide_as(&config::load(env), env, id, choice, &click, operator).await?;
+    let decided = approvals::decide_as(&config::load(env), env, id, choice, &click, operator).await?;
     match decided {
         Ok(text) => Response::from_json(&json!({ "ok": true, "message": text })).map_err(internal),
         Err(note) => Err(ApiError::Refused(note)),

@@ -15,7 +15,7 @@ use crate::runtime::channel_stub;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::internal;
-use crate::runtime::http::read_body;
+use crate::runtime::http::{json_object, read_body};
 use crate::runtime::log::Emit;
 use crate::security::percent_decode;
 use crate::sessions::api::authorize;
@@ -24,8 +24,6 @@ use crate::sessions::api::authorize;
 const LISTING_LIMIT: usize = 500;
 /// The largest memory import body taken (4 MiB: 500 memories of about 8 KB).
 pub const MAX_IMPORT_BODY_BYTES: usize = 4 << 20;
-/// The largest schedule or task body taken.
-const MAX_ADMIN_BODY_BYTES: usize = 64 << 10;
 
 /// Conversations on every platform, most recently active first; `?q=` searches.
 pub async fn conversations(request: &Request, env: &Env) -> Result<Response, ApiError> {
@@ -161,9 +159,7 @@ pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response
 pub async fn set_schedule_status(request: &Request, env: &Env, id: &str, status: &str) -> Result<Response, ApiError> {
     authorize(request, env).await?;
     let database = env.d1(DATABASE_BINDING)?;
-    let job = crate::schedules::store::set_status(&database, id, status, crate::runtime::http::now_ms())
-        .await
-        ?;
+    let job = crate::schedules::store::set_status(&database, id, status, crate::runtime::http::now_ms()).await?;
     let job = job.ok_or(ApiError::NotFound)?;
     crate::schedules::store::wake(env, &job.conversation_key).await?;
     Response::from_json(&job.view()).map_err(internal)
@@ -223,9 +219,7 @@ pub async fn set_spend_limit(
         micro_usd: field("usd")?.map(crate::budget::rules::usd_to_micro),
     };
     let database = env.d1(DATABASE_BINDING)?;
-    crate::budget::store::set_limit(&database, scope, &subject, limit, crate::runtime::http::now_ms())
-        .await
-        ?;
+    crate::budget::store::set_limit(&database, scope, &subject, limit, crate::runtime::http::now_ms()).await?;
     Response::from_json(&serde_json::json!({ "scope": scope.name(), "subject": subject, "limit": limit }))
         .map_err(internal)
 }
@@ -262,9 +256,8 @@ pub async fn tasks(request: &Request, env: &Env) -> Result<Response, ApiError> {
     let url = request.url()?;
     let query = |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());
     let database = env.d1(DATABASE_BINDING)?;
-    let tasks = crate::tasks::store::list(&database, query("conversation").as_deref(), query("status").as_deref())
-        .await
-        ?;
+    let tasks =
+        crate::tasks::store::list(&database, query("conversation").as_deref(), query("status").as_deref()).await?;
     Response::from_json(&tasks).map_err(internal)
 }
 
@@ -280,9 +273,7 @@ pub async fn create_task(mut request: Request, env: &Env) -> Result<Response, Ap
     let priority =
         crate::tasks::rules::Priority::parse(&text("priority")).unwrap_or(crate::tasks::rules::Priority::Medium);
     let database = env.d1(DATABASE_BINDING)?;
-    let id = crate::tasks::store::create(&database, &conversation, &title, &text("description"), priority)
-        .await
-        ?;
+    let id = crate::tasks::store::create(&database, &conversation, &title, &text("description"), priority).await?;
     task_answer(&database, id).await
 }
 
@@ -304,9 +295,7 @@ pub async fn move_task(mut request: Request, env: &Env, id: &str, to: Option<&st
         .map_err(ApiError::BadRequest)?;
     // A proposal decided on the board is decided in its conversation too.
     if before.as_deref() == Some(crate::tasks::rules::TaskStatus::PendingApproval.as_str()) {
-        crate::approvals::store::task_moved(env, id, to == crate::tasks::rules::TaskStatus::Ready)
-            .await
-            ?;
+        crate::approvals::store::task_moved(env, id, to == crate::tasks::rules::TaskStatus::Ready).await?;
     }
     if to == crate::tasks::rules::TaskStatus::Ready {
         crate::tasks::store::run_ready_loop(env).await?;
@@ -322,15 +311,6 @@ pub async fn delete_task(request: &Request, env: &Env, id: &str) -> Result<Respo
         true => Response::from_json(&serde_json::json!({ "deleted": id })).map_err(internal),
         false => Err(ApiError::NotFound),
     }
-}
-
-/// A small JSON object body (schedules, tasks).
-pub(crate) async fn json_object(request: &mut Request) -> Result<serde_json::Value, ApiError> {
-    let body = read_body(request, MAX_ADMIN_BODY_BYTES).await?;
-    serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .filter(serde_json::Value::is_object)
-        .ok_or_else(|| ApiError::BadRequest("expected a JSON object".into()))
 }
 
 async fn task_answer(database: &worker::D1Database, id: i64) -> Result<Response, ApiError> {
@@ -370,8 +350,7 @@ pub async fn memories(request: &Request, env: &Env) -> Result<Response, ApiError
     let recall = crate::memory::recall::RecallRequest::from_arguments(&arguments.into());
     let database = env.d1(DATABASE_BINDING)?;
     let viewer = crate::memory::scope::Viewer::Operator;
-    let found =
-        crate::memory::recall::recall(&config::load(env), env, &database, viewer, &recall).await?;
+    let found = crate::memory::recall::recall(&config::load(env), env, &database, viewer, &recall).await?;
     Response::from_json(&found).map_err(internal)
 }
 

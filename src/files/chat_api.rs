@@ -1,7 +1,7 @@
 //! The web chat's files over HTTP: a signed-in chat uploads a file (kept
 //! like any platform's, under an upload token its next message names), and a
 //! signed, expiring link downloads one of a conversation's files
-//! (src/download_link.rs).
+//! (src/files/download_link.rs).
 
 use worker::{Env, Request, Response};
 
@@ -83,8 +83,7 @@ pub async fn download(request: &Request, env: &Env, id: &str) -> Result<Response
         return Err(refused);
     }
     let db = env.d1(DATABASE_BINDING)?;
-    let (file, bytes) =
-        files::download(env, &db, &conversation, &id).await?.ok_or(ApiError::NotFound)?;
+    let (file, bytes) = files::download(env, &db, &conversation, &id).await?.ok_or(ApiError::NotFound)?;
     let mut response = Response::from_bytes(bytes)?;
     let headers = response.headers_mut();
     let disposition = format!("attachment; filename=\"{}\"", safe_name(&file.name));

@@ -202,13 +202,10 @@ pub async fn versions(request: &Request, env: &Env, name: &str) -> Result<Respon
             "SELECT version, text, author, created_at, restored_from FROM identity_versions \
              WHERE name = ?1 ORDER BY version DESC LIMIT ?2",
         )
-        .bind(&[document.name().into(), number(MAX_VERSIONS_KEPT)])
-        ?
+        .bind(&[document.name().into(), number(MAX_VERSIONS_KEPT)])?
         .all_counted()
-        .await
-        ?
-        .results()
-        ?;
+        .await?
+        .results()?;
     versions.push(Version::shipped(document));
     Response::from_json(&json!({ "name": document.name(), "file": document.file_name(), "versions": versions }))
         .map_err(internal)
@@ -240,15 +237,13 @@ async fn save(
             access.author().into(),
             number(now_ms()),
             restored_from.map_or(wasm_bindgen::JsValue::NULL, number),
-        ])
-        ?;
+        ])?;
     let trim = db
         .prepare(
             "DELETE FROM identity_versions WHERE name = ?1 \
              AND version <= (SELECT MAX(version) FROM identity_versions WHERE name = ?1) - ?2",
         )
-        .bind(&[name.into(), number(MAX_VERSIONS_KEPT)])
-        ?;
+        .bind(&[name.into(), number(MAX_VERSIONS_KEPT)])?;
     batch(db, vec![insert, trim]).await?;
     LogLine::info("identity_saved")
         .field("document", name)
@@ -287,11 +282,9 @@ pub async fn restore(request: &Request, env: &Env, name: &str, version: &str) ->
             }
             let row: Option<Row> = database
                 .prepare("SELECT text FROM identity_versions WHERE name = ?1 AND version = ?2")
-                .bind(&[document.name().into(), number(version)])
-                ?
+                .bind(&[document.name().into(), number(version)])?
                 .first_counted()
-                .await
-                ?;
+                .await?;
             row.ok_or(ApiError::NotFound)?.text
         }
     };
@@ -318,11 +311,9 @@ struct OverrideRow {
 async fn override_answer(db: &D1Database, conversation_key: &str) -> Result<Response, ApiError> {
     let row: Option<OverrideRow> = db
         .prepare("SELECT text, author, updated_at FROM conversation_identity WHERE conversation_key = ?1")
-        .bind(&[conversation_key.into()])
-        ?
+        .bind(&[conversation_key.into()])?
         .first_counted()
-        .await
-        ?;
+        .await?;
     Response::from_json(&json!({
         "conversation": conversation_key,
         "text": row.as_ref().map(|row| &row.text),
@@ -362,11 +353,9 @@ pub async fn set_conversation_override(mut request: Request, env: &Env, key: &st
             access.author().into(),
             number(now_ms()),
             number(MAX_CONVERSATION_OVERRIDES),
-        ])
-        ?
+        ])?
         .run_counted()
-        .await
-        ?;
+        .await?;
     if changes(&result) == 0 {
         return Err(ApiError::BadRequest(format!(
             "{MAX_CONVERSATION_OVERRIDES} conversations have an override already: delete one first"
@@ -387,11 +376,9 @@ pub async fn remove_conversation_override(request: &Request, env: &Env, key: &st
     let database = env.d1(DATABASE_BINDING)?;
     let result = database
         .prepare("DELETE FROM conversation_identity WHERE conversation_key = ?1")
-        .bind(&[conversation_key.as_str().into()])
-        ?
+        .bind(&[conversation_key.as_str().into()])?
         .run_counted()
-        .await
-        ?;
+        .await?;
     if changes(&result) == 0 {
         return Err(ApiError::NotFound);
     }

@@ -21,8 +21,8 @@ use crate::people::rules::{self as people, Edit, Edited, Note, Profile, Refusal,
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
 use crate::runtime::failure::internal;
+use crate::runtime::http::json_object;
 use crate::runtime::http::now_ms;
-use crate::runtime::http::read_body;
 use crate::schedules::zones::IntlZones;
 use crate::security::percent_decode;
 use crate::sessions::api::authorize;
@@ -31,8 +31,6 @@ use crate::sessions::api::authorize;
 const SEEN_REWRITE_MS: i64 = 3_600_000;
 /// People a listing returns at most.
 const LISTING_LIMIT: f64 = 500.0;
-/// The largest People API body taken (20 notes of 200 characters fit many times).
-const MAX_BODY_BYTES: usize = 64 << 10;
 
 /// A person record as D1 holds it.
 #[derive(Debug, Clone, Deserialize)]
@@ -350,13 +348,10 @@ pub async fn list(request: &Request, env: &Env) -> std::result::Result<Response,
              ORDER BY (SELECT MAX(i.last_seen_at) FROM person_ids i WHERE i.person_id = p.id) DESC, p.created_at DESC \
              LIMIT ?2"
         ))
-        .bind(&[text_or_null(pattern.as_deref()), JsValue::from_f64(LISTING_LIMIT)])
-        ?
+        .bind(&[text_or_null(pattern.as_deref()), JsValue::from_f64(LISTING_LIMIT)])?
         .all_counted()
-        .await
-        ?
-        .results()
-        ?;
+        .await?
+        .results()?;
     Response::from_json(&rows.into_iter().map(Person::from).collect::<Vec<_>>()).map_err(internal)
 }
 
@@ -453,8 +448,7 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
             "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at) \
              VALUES (?1, ?2, '', NULL, NULL) ON CONFLICT (platform_key) DO UPDATE SET person_id = excluded.person_id",
         )
-        .bind(&[key.as_str().into(), id.as_str().into()])
-        ?];
+        .bind(&[key.as_str().into(), id.as_str().into()])?];
     let mut dropped = Vec::new();
     let previous = record_of(&database, &key).await?;
     if let Some(previous) = previous.filter(|previous| previous.id != id) {
@@ -481,8 +475,7 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
                         serde_json::to_string(&change.notes).map_err(internal)?.into(),
                         number(now),
                         id.as_str().into(),
-                    ])
-                    ?,
+                    ])?,
             );
             statements.push(
                 database
@@ -490,21 +483,11 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
                         "DELETE FROM people WHERE id = ?1 AND NOT EXISTS \
                          (SELECT 1 FROM person_ids WHERE person_id = ?1)",
                     )
-                    .bind(&[previous.id.as_str().into()])
-                    ?,
+                    .bind(&[previous.id.as_str().into()])?,
             );
         }
     }
     batch(&database, statements).await?;
     let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
     Response::from_json(&json!({ "person": Person::from(row), "dropped": dropped })).map_err(internal)
-}
-
-/// A small JSON object body.
-async fn json_object(request: &mut Request) -> std::result::Result<Value, ApiError> {
-    let body = read_body(request, MAX_BODY_BYTES).await?;
-    serde_json::from_slice::<Value>(&body)
-        .ok()
-        .filter(Value::is_object)
-        .ok_or_else(|| ApiError::BadRequest("expected a JSON object".into()))
 }

@@ -123,8 +123,7 @@ fn acknowledge(body: serde_json::Value) -> Result<Response, ApiError> {
 /// Any failure is a 500, so the platform retries and nothing is lost.
 pub async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Value, ApiError> {
     let body = serde_json::to_string(event).map_err(internal)?;
-    let response =
-        channel_stub::post(env, &event.conversation_key, ChannelRoute::Inbound, body).await?;
+    let response = channel_stub::post(env, &event.conversation_key, ChannelRoute::Inbound, body).await?;
     let body = crate::runtime::http::whole_body(response).await?;
     serde_json::from_slice(&body).map_err(internal)
 }
