@@ -32,7 +32,8 @@ macro_rules! conformance_tests {
         $(#[$rate:meta])* honours_a_rate_limit,
         $(#[$interrupted:meta])* settles_an_interrupted_send,
         $(#[$buttons:meta])* lets_only_the_asker_decide_an_approval,
-        $(#[$files:meta])* takes_a_file_in_and_sends_one_out $(,)?
+        $(#[$files:meta])* takes_a_file_in_and_sends_one_out,
+        $(#[$later:meta])* keeps_an_earlier_reply_when_a_worker_reports $(,)?
     }) => {
         $crate::conformance::conformance_tests!(@one $messenger, refuses_forged_deliveries, $(#[$verify])*);
         $crate::conformance::conformance_tests!(@one $messenger, answers_a_retried_delivery_once, $(#[$dedupe])*);
@@ -49,6 +50,9 @@ macro_rules! conformance_tests {
         );
         $crate::conformance::conformance_tests!(
             @one $messenger, takes_a_file_in_and_sends_one_out, $(#[$files])*
+        );
+        $crate::conformance::conformance_tests!(
+            @one $messenger, keeps_an_earlier_reply_when_a_worker_reports, $(#[$later])*
         );
     };
     (@one $messenger:ty, $behaviour:ident, $(#[$attribute:meta])*) => {

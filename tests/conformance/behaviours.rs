@@ -13,7 +13,7 @@ use crate::harness::fake_mcp::FakeMcp;
 use crate::harness::{all_message_text, Scripted};
 use crate::workers::{spawn, status, tool_results, worker_requests, WORKER};
 
-/// 1. A forged delivery is refused with a 4xx JSON error, stores nothing and
+/// (1) A forged delivery is refused with a 4xx JSON error, stores nothing and
 /// reaches no model; the genuine one after it is answered (so the refusals
 /// were not of everything).
 pub async fn refuses_forged_deliveries<M: Messenger>() {
@@ -32,34 +32,34 @@ pub async fn refuses_forged_deliveries<M: Messenger>() {
 
     env.llm.reply("genuine and answered");
     messenger.say(2, "a genuine message").await;
-    shows(&messenger, &["genuine and answered".to_string()]).await;
+    shows(&messenger, &expected::<M>("genuine and answered")).await;
 }
 
-/// 2. The same delivery twice (and once more after the reply) gets one reply.
+/// (2) The same delivery twice (and once more after the reply) gets one reply.
 pub async fn answers_a_retried_delivery_once<M: Messenger>() {
     let messenger = M::start(&[]).await;
     messenger.env().llm.reply("only once");
     messenger.say(1, "are you there?").await;
     messenger.say_again(1, "are you there?").await;
-    shows(&messenger, &["only once".to_string()]).await;
+    shows(&messenger, &expected::<M>("only once")).await;
     messenger.say_again(1, "are you there?").await;
-    shows(&messenger, &["only once".to_string()]).await;
+    shows(&messenger, &expected::<M>("only once")).await;
     assert_eq!(messenger.env().llm.requests().len(), 1, "{}: one turn", M::NAME);
     assert_eq!(events(&messenger).await.len(), 1, "{}: one stored inbound", M::NAME);
 }
 
-/// 3. A plain reply arrives, and the model saw what the person said.
+/// (3) A plain reply arrives, and the model saw what the person said.
 pub async fn sends_a_reply<M: Messenger>() {
     let messenger = M::start(&[]).await;
     messenger.env().llm.reply("Hello Ada, nice to meet you!");
     messenger.say(1, "hi there").await;
-    shows(&messenger, &["Hello Ada, nice to meet you!".to_string()]).await;
+    shows(&messenger, &expected::<M>("Hello Ada, nice to meet you!")).await;
     let requests = messenger.env().llm.requests();
     assert_eq!(requests.len(), 1);
     assert!(all_message_text(&requests[0]).contains("hi there"), "{}: the model saw the message", M::NAME);
 }
 
-/// 4. An answer longer than the platform's limit arrives as several messages,
+/// (4) An answer longer than the platform's limit arrives as several messages,
 /// each within the limit, nothing lost.
 pub async fn splits_a_long_answer_at_the_limit<M: Messenger>() {
     let messenger = M::start(&[("STREAM_REPLIES", "off")]).await;
@@ -98,7 +98,7 @@ fn is_text(update: &Update) -> bool {
     update.change != Change::Delete
 }
 
-/// 5. With streaming on, a slow answer shows while it is written and ends as
+/// (5) With streaming on, a slow answer shows while it is written and ends as
 /// one message: the whole answer.
 pub async fn streams_a_draft_into_the_whole_answer<M: Messenger>() {
     let messenger = M::start(&[("STREAM_REPLIES", M::NAME)]).await;
@@ -124,7 +124,7 @@ pub async fn streams_a_draft_into_the_whole_answer<M: Messenger>() {
     assert!(updates.iter().all(|update| update.change != Change::Delete), "{}: nothing deleted", M::NAME);
 }
 
-/// 6. The Worker dies while a streamed draft shows; the turn runs again and
+/// (6) The Worker dies while a streamed draft shows; the turn runs again and
 /// ends in `skip`: the draft is deleted (docs/streaming.md, "Drafts are
 /// outbox rows"). Where drafts are not messages, nothing of it stays.
 pub async fn withdraws_a_draft_the_answer_did_not_need<M: Messenger>() {
@@ -158,7 +158,7 @@ pub async fn withdraws_a_draft_the_answer_did_not_need<M: Messenger>() {
     assert_eq!(messenger.env().llm.requests().len(), 2, "{}: the turn ran again, once", M::NAME);
 }
 
-/// 7. The platform answers the send with 429 and a wait: the next call waits
+/// (7) The platform answers the send with 429 and a wait: the next call waits
 /// for it, and exactly one reply arrives. Where there is no platform to
 /// refuse, the reply arrives once with one attempt.
 pub async fn honours_a_rate_limit<M: Messenger>() {
@@ -167,7 +167,7 @@ pub async fn honours_a_rate_limit<M: Messenger>() {
     let support = messenger.rate_limit_next_send(WAIT_SECONDS);
     messenger.env().llm.reply("after the rate limit");
     messenger.say(1, "hi").await;
-    shows(&messenger, &["after the rate limit".to_string()]).await;
+    shows(&messenger, &expected::<M>("after the rate limit")).await;
     assert_eq!(messenger.env().llm.requests().len(), 1, "{}: the rate limit did not re-run the turn", M::NAME);
     let piece = outbox(&messenger).await.first().cloned().unwrap_or_default();
     assert_eq!(piece["status"], "sent", "{}: {piece}", M::NAME);
@@ -183,7 +183,7 @@ pub async fn honours_a_rate_limit<M: Messenger>() {
     }
 }
 
-/// 8. The Worker dies while the platform holds a send (it took the message,
+/// (8) The Worker dies while the platform holds a send (it took the message,
 /// its answer never came): after the restart the send is settled as
 /// docs/delivery.md says for the platform, never left silent. Where no
 /// platform call can be interrupted, a crash mid-turn still ends in one reply.
@@ -224,16 +224,16 @@ pub async fn settles_an_interrupted_send<M: Messenger>() {
             assert_eq!(piece["attempts"], 2, "{}: the interrupted call counts: {piece}", M::NAME);
         }
         Support::Yes(Settlement::LookedUp) => {
-            shows(&messenger, &[reply.to_string()]).await;
+            shows(&messenger, &expected::<M>(reply)).await;
             assert!(messenger.lookups() >= 1, "{}: the send was looked up", M::NAME);
             assert_eq!(messenger.send_attempts().len(), 1, "{}: found, so not sent again", M::NAME);
         }
         Support::Yes(Settlement::SentAgain) => {
-            shows(&messenger, &[reply.to_string()]).await;
+            shows(&messenger, &expected::<M>(reply)).await;
             assert_eq!(messenger.send_attempts().len(), 2, "{}: the interrupted call and one resend", M::NAME);
         }
         Support::Unsupported(why) => {
-            shows(&messenger, &[reply.to_string()]).await;
+            shows(&messenger, &expected::<M>(reply)).await;
             assert_eq!(messenger.env().llm.requests().len(), 2, "{}: the turn ran again ({why})", M::NAME);
         }
     }
@@ -246,7 +246,7 @@ pub async fn settles_an_interrupted_send<M: Messenger>() {
 
 const MCP_TOKEN: &str = "mcp-token-7f3a9c2e51";
 
-/// 9. A tool call that needs approval shows buttons; another person's press
+/// (9) A tool call that needs approval shows buttons; another person's press
 /// is refused to them alone and decides nothing; the asker's press runs it.
 pub async fn lets_only_the_asker_decide_an_approval<M: Messenger>() {
     let fake = FakeMcp::start().await;
@@ -288,10 +288,15 @@ pub async fn lets_only_the_asker_decide_an_approval<M: Messenger>() {
 
     let answer = messenger.press(3, true, "approve", &id).await;
     assert!(answer.is_none(), "{}: the asker's press is not refused: {answer:?}", M::NAME);
-    eventually("the outcome after the yes", || async {
-        messenger.shown().await.iter().any(|text| text == "Filed as issue #101.").then_some(())
-    })
-    .await;
+    let outcome_text = expected::<M>("Filed as issue #101.").remove(0);
+    let outcome = tokio::time::timeout(Duration::from_secs(40), async {
+        while !messenger.shown().await.contains(&outcome_text) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    if outcome.await.is_err() {
+        panic!("{}: no outcome after the yes; the person sees {:?}", M::NAME, messenger.shown().await);
+    }
     assert_eq!(filed(), 1, "{}: run once", M::NAME);
     assert_eq!(approval(id.clone()).await.unwrap()["status"], "approved");
     let (_, arguments) = fake.tool_calls().into_iter().find(|(tool, _)| tool == "create_issue").unwrap();
@@ -300,7 +305,7 @@ pub async fn lets_only_the_asker_decide_an_approval<M: Messenger>() {
 
 const CSV: &str = "region,sales\nnorth,120\nsouth,80\neast,45\n";
 
-/// 10. A file the person sends is kept and reaches the turn and a worker that
+/// (10) A file the person sends is kept and reaches the turn and a worker that
 /// reads it; the file the worker sends back arrives on the platform, once.
 pub async fn takes_a_file_in_and_sends_one_out<M: Messenger>() {
     let messenger = M::start_for_attachments(&[("LLM_TIMEOUT_MS", "10000"), ("STREAM_REPLIES", "off")]).await;
@@ -332,4 +337,19 @@ pub async fn takes_a_file_in_and_sends_one_out<M: Messenger>() {
     assert!(read.is_some_and(|result| result.contains(CSV.trim_end())), "{}: the worker read the file", M::NAME);
     env.settle().await;
     assert_eq!(messenger.files_sent().await.len(), 1, "{}: sent once", M::NAME);
+}
+
+/// (11) A reply that comes later, from work the channel handed off (a
+/// worker's outcome), is a message of its own: the reply the person already
+/// read stays as it was.
+pub async fn keeps_an_earlier_reply_when_a_worker_reports<M: Messenger>() {
+    let messenger = M::start(&[("LLM_TIMEOUT_MS", "10000"), ("STREAM_REPLIES", "off")]).await;
+    let env = messenger.env();
+    env.llm.push(spawn("count the stars", false, "I've set a worker on it."));
+    env.llm.push_for(WORKER, status("outcome", "There are 42 stars."));
+    env.llm.reply("The worker counted 42 stars.");
+    messenger.say(1, "how many stars are there?").await;
+    let mut both = expected::<M>("I've set a worker on it.");
+    both.extend(expected::<M>("The worker counted 42 stars."));
+    shows(&messenger, &both).await;
 }

@@ -193,4 +193,5 @@ super::conformance_tests!(Slack {
     settles_an_interrupted_send,
     lets_only_the_asker_decide_an_approval,
     takes_a_file_in_and_sends_one_out,
+    keeps_an_earlier_reply_when_a_worker_reports,
 });
