@@ -374,7 +374,7 @@ impl ChannelObject {
         let Some(address) = ReplyAddress::for_conversation(conversation_key) else {
             return Ok(Err("this chat has no conversation"));
         };
-        // The turn finds each upload by its token in this conversation (src/edge/files.rs).
+        // The turn finds each upload by its token in this conversation (src/files/store.rs).
         let Some(attachments) = crate::files::rules::uploaded(files) else {
             return Ok(Err("a message names at most 4 uploads, each by the token its upload answered"));
         };

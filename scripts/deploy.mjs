@@ -30,14 +30,14 @@ const MODEL_DIMENSIONS = {
   "openai/text-embedding-3-small": 1536,
   "openai/text-embedding-3-large": 3072,
 };
-// The metadata properties the memory search filters on (src/edge/memory/index.rs): a
+// The metadata properties the memory search filters on (src/memory/vector_index.rs): a
 // memory's type, and its scope (who may see it; vectors written before the index existed
 // are re-written by the cron, which re-indexes them).
 const METADATA_INDEXES = [
   { propertyName: "memory_type", indexType: "string" },
   { propertyName: "scope", indexType: "string" },
 ];
-// What edgebot reads from Telegram (src/platforms/telegram.rs): new messages, and
+// What edgebot reads from Telegram (src/platforms/telegram/wire.rs): new messages, and
 // presses of the approval buttons.
 const TELEGRAM_UPDATES = ["message", "callback_query"];
 

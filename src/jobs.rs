@@ -38,13 +38,6 @@ use crate::status::rules::DeadLetter;
 /// and each job holds one at a time. wrangler.toml's `max_batch_size` matches.
 const JOBS_AT_ONCE: usize = 6;
 
-/// Sends a job to the `jobs` queue (counted: one queue write).
-#[allow(clippy::disallowed_methods)]
-pub async fn enqueue(env: &Env, job: &Job) -> worker::Result<()> {
-    crate::ops::count(crate::ops::Op::QueueSend);
-    env.queue(config::JOBS_BINDING)?.send(job).await
-}
-
 /// Runs a batch of jobs (or of dead letters), each acked or retried on its own.
 pub async fn run_batch(batch: MessageBatch<serde_json::Value>, env: &Env) -> worker::Result<()> {
     let config = config::load(env);

@@ -9,3 +9,4 @@ pub mod durable;
 pub mod failure;
 pub mod http;
 pub mod log;
+pub mod queue;

@@ -19,7 +19,7 @@ img-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-a
 frame-ancestors 'none'";
 
 /// The headers every response carries: the Worker adds them to its own
-/// answers (src/edge/router.rs), and `web/static/_headers` gives them to the
+/// answers (src/router.rs), and `web/static/_headers` gives them to the
 /// static assets, which Cloudflare serves without running the Worker.
 pub const BROWSER_HEADERS: [(&str, &str); 4] = [
     ("Content-Security-Policy", CONTENT_SECURITY_POLICY),

@@ -18,7 +18,7 @@ fn far_future_ms() -> i64 {
     (crate::harness::now_secs() + 365 * 24 * 3600) * 1000
 }
 
-/// Every admin route (src/edge/router.rs), with a harmless body for the changing ones.
+/// Every admin route (src/router.rs), with a harmless body for the changing ones.
 fn admin_routes() -> Vec<(Method, &'static str)> {
     let get = |path| (Method::GET, path);
     vec![

@@ -402,12 +402,12 @@ fn slugs_and_links_are_read_as_github_reads_them() {
 /// file whose `env.var(name)` / `env.secret(name)` takes a computed name, and
 /// the pattern of the names it reads (`None`: the names are found elsewhere).
 const COMPUTED_NAMES: &[(&str, Option<&str>)] = &[
-    // `edge::config::load` hands `env` to `Config::from_lookup`, whose names are
+    // `runtime::config::load` hands `env` to `Config::from_lookup`, whose names are
     // read from src/config.rs below.
-    ("src/edge/config.rs", None),
+    ("src/runtime/config.rs", None),
     // An MCP server's credentials: Worker secrets named in its settings, which
     // must start with `MCP_` (`mcp::check_secret_name`).
-    ("src/edge/mcp.rs", Some("MCP_*")),
+    ("src/mcp/client.rs", Some("MCP_*")),
 ];
 
 /// A setting's name: upper-case letters, digits and `_`, starting with a letter

@@ -12,13 +12,16 @@ use syn::visit::Visit;
 
 mod shape;
 
-/// Bottom first. A module imports only from rows above its own.
-const LAYERS: &[(&str, &[&str])] = &[
+/// The pure layers, bottom first: a pure module imports only from rows above
+/// its own (or from its own top-level module). A module's row is that of the
+/// longest entry that is a prefix of its path (`files` holds `files::rules`,
+/// `files::download_link` is named apart).
+const PURE_LAYERS: &[(&str, &[&str])] = &[
     (
         "foundation",
         &[
             "api_error",
-            "approval",
+            "approvals",
             "inbound",
             "ops",
             "prompt",
@@ -26,23 +29,40 @@ const LAYERS: &[(&str, &[&str])] = &[
             "routes",
             "secret",
             "security",
-            "sign_in_limit",
             "sorting",
             "tasks",
             "time",
         ],
     ),
-    ("parts", &["files", "identity", "llm", "mcp", "memory", "platforms", "schedule"]),
+    ("parts", &["files", "identity", "llm", "mcp", "memory", "platforms", "schedules", "sessions::limit", "web_tools"]),
     ("rules", &["budget", "log_line", "reply"]),
     ("people", &["people"]),
     ("processes", &["process"]),
     ("channel", &["channel"]),
     ("configuration", &["config"]),
-    ("views", &["download_link", "session", "setup", "status"]),
-    ("edges", &["edge"]),
+    ("views", &["files::download_link", "sessions", "status"]),
+];
+
+/// The Workers-facing layers, above every pure one. A file is Workers-facing
+/// when it is compiled only for the Worker (`#[cfg(target_arch = "wasm32")]`
+/// on its `mod`, or on a parent's). Its row: the plumbing, then every room's
+/// Workers-facing parts (`store`, `api`, `tools`, a messenger…, which may use
+/// each other without a circle), then the dispatchers, the Durable Objects and
+/// the entry points.
+const EDGE_LAYERS: &[(&str, &[&str])] = &[
+    ("plumbing", &["runtime"]),
+    ("rooms", &[]),
+    ("dispatch", &["conversations", "cron", "jobs", "router"]),
     ("objects", &["durable_objects"]),
     ("entry", &["entry"]),
 ];
+
+/// File names that say a file's role: these are always pure…
+const PURE_ROLES: &[&str] = &["rules", "wire"];
+/// …and these always Workers-facing.
+const EDGE_ROLES: &[&str] = &["store", "api", "tools", "messenger", "webhook", "client"];
+/// Crates only Workers-facing code may name.
+const RUNTIME_CRATES: &[&str] = &["worker", "js_sys", "wasm_bindgen", "wasm_bindgen_futures", "web_sys"];
 
 type Module = Vec<String>;
 
@@ -82,14 +102,29 @@ struct Collector {
     module: Module,
     /// Paths named, as absolute segments (`crate` left off).
     named: Vec<(Module, Vec<String>)>,
+    /// Runtime crates named (`worker::Env`), outside test code.
+    runtime_crates: BTreeSet<String>,
 }
 
 impl Collector {
+    fn new(file: &str) -> Self {
+        Collector {
+            file: file.to_string(),
+            module: module_of(file),
+            named: Vec::new(),
+            runtime_crates: BTreeSet::new(),
+        }
+    }
+
     /// `segments` resolved from the current module, if they start at `crate`, `super` or `self`.
     fn name(&mut self, segments: Vec<String>) {
         let mut base = match segments.first().map(String::as_str) {
             Some("crate") => Module::new(),
             Some("super") | Some("self") => self.module.clone(),
+            Some(first) if RUNTIME_CRATES.contains(&first) && segments.len() > 1 => {
+                self.runtime_crates.insert(first.to_string());
+                return;
+            }
             _ => return,
         };
         let mut rest = segments.as_slice();
@@ -202,7 +237,7 @@ fn imports(files: &[(String, String)]) -> Vec<Import> {
     let mut found = Vec::new();
     for (file, source) in files {
         let parsed = syn::parse_file(source).unwrap_or_else(|error| panic!("{file}: {error}"));
-        let mut collector = Collector { file: file.clone(), module: module_of(file), named: Vec::new() };
+        let mut collector = Collector::new(file);
         collector.visit_file(&parsed);
         // Inline modules count as modules too.
         modules.extend(collector.named.iter().map(|(from, _)| from.clone()));
@@ -223,34 +258,105 @@ fn imports(files: &[(String, String)]) -> Vec<Import> {
     imports.into_iter().collect()
 }
 
-fn layer_of(module: &Module) -> Option<usize> {
-    let top = module.first()?;
-    LAYERS.iter().position(|(_, members)| members.contains(&top.as_str()))
+/// Whether a `mod` item is compiled only for the Worker.
+fn is_wasm_only(attributes: &[syn::Attribute]) -> bool {
+    attributes.iter().any(|attribute| {
+        attribute.path().is_ident("cfg")
+            && attribute.meta.require_list().is_ok_and(|list| list.tokens.to_string().contains("wasm32"))
+    })
 }
 
-/// Imports that go to a layer not below the importer's, and modules in no layer.
-fn upward(imports: &[Import], modules: &BTreeSet<Module>) -> Vec<String> {
+/// The modules compiled only for the Worker, read off their `mod` items.
+fn wasm_only(files: &[(String, String)]) -> BTreeSet<Module> {
+    let mut gated = BTreeSet::new();
+    for (file, source) in files {
+        let parsed = syn::parse_file(source).unwrap_or_else(|error| panic!("{file}: {error}"));
+        for item in &parsed.items {
+            if let syn::Item::Mod(item) = item {
+                if is_wasm_only(&item.attrs) {
+                    let mut module = module_of(file);
+                    module.push(item.ident.to_string());
+                    gated.insert(module);
+                }
+            }
+        }
+    }
+    gated
+}
+
+fn is_edge(module: &Module, gated: &BTreeSet<Module>) -> bool {
+    (1..=module.len()).any(|length| gated.contains(&module[..length].to_vec()))
+}
+
+/// A module's row: the pure layers first, then the Workers-facing ones.
+fn layer_of(module: &Module, gated: &BTreeSet<Module>) -> Option<(usize, &'static str)> {
+    let top = module.first()?;
+    if is_edge(module, gated) {
+        let row = EDGE_LAYERS.iter().position(|(_, members)| members.contains(&top.as_str())).unwrap_or(1);
+        return Some((PURE_LAYERS.len() + row, EDGE_LAYERS[row].0));
+    }
+    let joined = module.join("::");
+    let covers = |member: &str| joined == member || joined.starts_with(&format!("{member}::"));
+    let mut rows = PURE_LAYERS.iter().enumerate().flat_map(|(row, (name, members))| {
+        members.iter().filter(|member| covers(member)).map(move |member| (member.len(), row, *name))
+    });
+    rows.by_ref().max().map(|(_, row, name)| (row, name))
+}
+
+/// Imports that go to a layer not below the importer's, and modules in no
+/// layer. Within a pure row only a module's own room may be named; the
+/// Workers-facing rows may name their own row (the circle test keeps them apart).
+fn upward(imports: &[Import], modules: &BTreeSet<Module>, gated: &BTreeSet<Module>) -> Vec<String> {
     let mut wrong = Vec::new();
     for module in modules.iter().filter(|module| !module.is_empty()) {
-        if layer_of(module).is_none() {
-            wrong.push(format!("`{}` is in no layer of the table", module[0]));
+        if layer_of(module, gated).is_none() {
+            wrong.push(format!("`{}` is in no layer of the table", module.join("::")));
         }
     }
     for import in imports {
-        let (Some(from), Some(to)) = (layer_of(&import.from), layer_of(&import.to)) else { continue };
-        if import.from[0] != import.to[0] && to >= from {
+        let (Some(from), Some(to)) = (layer_of(&import.from, gated), layer_of(&import.to, gated)) else { continue };
+        let same_room_or_edge_row = import.from[0] == import.to[0] || from.0 >= PURE_LAYERS.len();
+        if to.0 > from.0 || (to.0 == from.0 && !same_room_or_edge_row) {
             wrong.push(format!(
                 "{}: `{}` ({}) imports `{}` ({})",
                 import.file,
                 import.from.join("::"),
-                LAYERS[from].0,
+                from.1,
                 import.to.join("::"),
-                LAYERS[to].0
+                to.1
             ));
         }
     }
     wrong.sort();
     wrong.dedup();
+    wrong
+}
+
+/// Files whose role their name says, in the wrong place, and pure files that
+/// name a runtime crate.
+fn misplaced(files: &[(String, String)], gated: &BTreeSet<Module>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (file, source) in files {
+        let module = module_of(file);
+        let edge = is_edge(&module, gated);
+        let role = module.last().map(String::as_str).unwrap_or_default();
+        if PURE_ROLES.contains(&role) && edge {
+            wrong.push(format!("{file}: a `{role}` file is pure, but it is compiled only for the Worker"));
+        }
+        if EDGE_ROLES.contains(&role) && !edge {
+            wrong.push(format!(
+                "{file}: a `{role}` file is Workers-facing: declare it `#[cfg(target_arch = \"wasm32\")]`"
+            ));
+        }
+        if !edge {
+            let parsed = syn::parse_file(source).unwrap_or_else(|error| panic!("{file}: {error}"));
+            let mut collector = Collector::new(file);
+            collector.visit_file(&parsed);
+            for name in collector.runtime_crates {
+                wrong.push(format!("{file}: pure code names the runtime crate `{name}`"));
+            }
+        }
+    }
     wrong
 }
 
@@ -335,8 +441,17 @@ fn no_module_imports_from_its_own_layer_or_above() {
     let imports = imports(&files);
     assert!(imports.len() > 100, "the checker sees the imports ({} found)", imports.len());
     let modules = files.iter().map(|(file, _)| module_of(file)).collect();
-    let wrong = upward(&imports, &modules);
+    let gated = wasm_only(&files);
+    assert!(gated.len() > 20, "the checker sees the Workers-facing modules ({} found)", gated.len());
+    let wrong = upward(&imports, &modules, &gated);
     assert!(wrong.is_empty(), "upward imports:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn each_file_is_where_its_role_says_and_pure_files_name_no_runtime_crate() {
+    let files = sources();
+    let wrong = misplaced(&files, &wasm_only(&files));
+    assert!(wrong.is_empty(), "misplaced:\n{}", wrong.join("\n"));
 }
 
 #[test]
@@ -345,23 +460,43 @@ fn no_modules_import_each_other_in_a_circle() {
     assert!(found.is_empty(), "import circles: {found:?}");
 }
 
-/// The checker itself: each kind of path it must see, and both failures.
+/// The checker itself: each kind of path it must see, and every failure.
 #[test]
-fn the_checker_catches_an_upward_import_and_a_circle_however_they_are_spelt() {
+fn the_checker_catches_an_upward_import_a_circle_and_a_misplaced_role_however_they_are_spelt() {
     let file = |path: &str, source: &str| (path.to_string(), source.to_string());
     let files = [
-        file("src/lib.rs", "pub mod redact; pub mod config; pub mod edge;"),
+        file(
+            "src/lib.rs",
+            "pub mod redact; pub mod config; pub mod people; pub mod tasks; #[cfg(target_arch = \"wasm32\")] mod runtime;",
+        ),
         file("src/config.rs", "pub struct Config;"),
         file("src/redact.rs", "fn f() { let _ = format!(\"{:?}\", crate::config::Config); }"),
-        file("src/edge.rs", "mod a; mod b;"),
-        file("src/edge/a.rs", "use super::{b::Thing, c};"),
-        file("src/edge/b.rs", "pub struct Thing; fn g() -> super::a::Other { todo!() }"),
-        file("src/edge/c.rs", "#[cfg(test)] mod tests { use crate::edge::a; }"),
+        file("src/tasks.rs", "pub mod rules; pub mod store;"),
+        file("src/tasks/rules.rs", "fn f(env: &worker::Env) {}"),
+        file("src/tasks/store.rs", "pub struct Row;"),
+        file("src/people.rs", "pub mod rules; #[cfg(target_arch = \"wasm32\")] pub mod store; mod a; mod b;"),
+        file("src/people/rules.rs", "use super::store::Row;"),
+        file("src/people/store.rs", "pub struct Row;"),
+        file("src/people/a.rs", "use super::{b::Thing, c};"),
+        file("src/people/b.rs", "pub struct Thing; fn g() -> super::a::Other { todo!() }"),
+        file("src/people/c.rs", "#[cfg(test)] mod tests { use crate::people::a; }"),
+        file("src/runtime.rs", "pub mod http;"),
+        file("src/runtime/http.rs", "use crate::people::store::Row;"),
     ];
     let imports = imports(&files);
     let modules = files.iter().map(|(path, _)| module_of(path)).collect();
-    let wrong = upward(&imports, &modules);
-    assert!(wrong.iter().any(|line| line.contains("`redact` (foundation) imports `config`")), "{wrong:?}");
-    assert_eq!(circles(&imports), [vec!["edge::a".to_string(), "edge::b".to_string()]]);
-    assert!(!imports.iter().any(|import| import.file == "src/edge/c.rs"), "test code is exempt");
+    let gated = wasm_only(&files);
+    let wrong = upward(&imports, &modules, &gated);
+    let has =
+        |wrong: &[String], needle: &str| assert!(wrong.iter().any(|line| line.contains(needle)), "{needle}: {wrong:?}");
+    has(&wrong, "`redact` (foundation) imports `config` (configuration)");
+    has(&wrong, "`people::rules` (people) imports `people::store` (rooms)");
+    has(&wrong, "`runtime::http` (plumbing) imports `people::store` (rooms)");
+    assert_eq!(wrong.len(), 3, "{wrong:?}");
+    assert_eq!(circles(&imports), [vec!["people::a".to_string(), "people::b".to_string()]]);
+    assert!(!imports.iter().any(|import| import.file == "src/people/c.rs"), "test code is exempt");
+    let misplaced = misplaced(&files, &gated);
+    has(&misplaced, "src/tasks/rules.rs: pure code names the runtime crate `worker`");
+    has(&misplaced, "src/tasks/store.rs: a `store` file is Workers-facing");
+    assert_eq!(misplaced.len(), 2, "{misplaced:?}");
 }

@@ -85,7 +85,7 @@ pub(super) async fn delegate(
         };
         envelopes::log(&sql, &envelope)?;
         if let Some(job) = job {
-            crate::jobs::enqueue(&object.env, &job).await?;
+            crate::runtime::queue::enqueue(&object.env, &job).await?;
         }
     }
     Ok(())
@@ -155,7 +155,7 @@ pub(super) async fn start_worker(
     let input = WorkerInput::Start { task: task.to_string(), interactive };
     let person = crate::budget::rules::Person::of(&conversation_key, &status_author);
     let job = WorkerJob { id: id.to_string(), conversation_key, step: "s1".into(), input, person };
-    crate::jobs::enqueue(&object.env, &Job::Worker(job)).await?;
+    crate::runtime::queue::enqueue(&object.env, &Job::Worker(job)).await?;
     crate::platforms::web_chat::messenger::changed(&object.state, "processes");
     Ok(true)
 }

@@ -61,7 +61,7 @@ pub(super) async fn compact(
                 conversation_key: origin.conversation_key.clone(),
                 message_ids: ids[..oldest].to_vec(),
             });
-            crate::jobs::enqueue(&object.env, &job).await
+            crate::runtime::queue::enqueue(&object.env, &job).await
         }
     }
 }

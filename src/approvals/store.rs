@@ -342,7 +342,7 @@ async fn carry_out(env: &Env, db: &D1Database, approval: &Approval, verdict: Ver
                 },
                 person: approval.asker_person(),
             };
-            crate::jobs::enqueue(env, &Job::Worker(job)).await
+            crate::runtime::queue::enqueue(env, &Job::Worker(job)).await
         }
         Kind::Task => {
             let to = if verdict == Verdict::Approved { TaskStatus::Ready } else { TaskStatus::Backlog };

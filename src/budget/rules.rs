@@ -1,7 +1,7 @@
 //! Spending limits, as pure functions of plain data: what a model call cost,
 //! which UTC day it counts against, and whether a turn may run given what
 //! was spent today per person, per conversation and in the whole deployment.
-//! The edge (src/edge/usage.rs) reads and writes the daily rollups in D1.
+//! The edge (src/budget/usage.rs) reads and writes the daily rollups in D1.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,7 @@
 //! Token usage of every process (channel, branch, worker, compactor,
 //! cortex): summed per conversation and process type, and rolled up per UTC
 //! day per person, per conversation and for the deployment (the budgets read
-//! those, src/edge/spend.rs). One batched write per model-calling step.
+//! those, src/budget/store.rs). One batched write per model-calling step.
 
 use std::collections::BTreeMap;
 

@@ -9,12 +9,11 @@ use serde::{Deserialize, Serialize};
 use super::engagement::{decide, Decision, EngagementInput, Triggers};
 use super::loop_guard::LoopGuard;
 use super::participants::{MembershipCount, Participants};
-use super::processes::{ProcessReport, ProcessStatus, Processes, Received, Refusal, Timeouts};
+use super::processes::{ProcessReport, Processes, Timeouts};
 use super::sticky::StickyLedger;
 use super::versioned::{BinaryOperatorAggregate, Custom, Keyed, LastValue, RingBuffer, Topic, Versioned, VersionsSeen};
 use crate::inbound::InboundEvent;
 use crate::llm::Usage;
-use crate::process::envelope::Envelope;
 
 /// Messages the context buffer keeps while the bot watches silently.
 pub const CONTEXT_BUFFER_SIZE: usize = 20;
@@ -450,86 +449,6 @@ impl ChannelState {
         }
     }
 
-    /// Records a process the turn started; false when its kind is at its limit.
-    pub fn start_process(&mut self, id: &str, status: ProcessStatus) -> bool {
-        let mut started = false;
-        self.processes.update(|processes| {
-            started = processes.start(id, status);
-            started
-        });
-        started
-    }
-
-    /// A worker's call waits for approval until `until_ms` (the alarm times it out).
-    pub fn await_approval(&mut self, process_id: &str, approval_id: &str, until_ms: i64) -> bool {
-        let mut waiting = false;
-        self.processes.update(|processes| {
-            waiting = processes.await_approval(process_id, approval_id, until_ms);
-            waiting
-        });
-        waiting
-    }
-
-    /// The approval was decided or timed out: its worker runs again.
-    pub fn approval_settled(&mut self, approval_id: &str, now_ms: i64) -> bool {
-        let mut settled = false;
-        self.processes.update(|processes| {
-            settled = processes.approval_settled(approval_id, now_ms);
-            settled
-        });
-        settled
-    }
-
-    /// Takes in a process's envelope; returns whether the channel should wake
-    /// for it (a result or a question, not progress). Repeats are dropped.
-    pub fn receive_process_event(&mut self, envelope: Envelope) -> bool {
-        let mut received = Received::Ignored;
-        self.processes.update(|processes| {
-            received = processes.receive(envelope);
-            received != Received::Ignored
-        });
-        match received {
-            Received::Report(report) => self.process_events.update([*report]),
-            Received::Progress | Received::Ignored => false,
-        }
-    }
-
-    /// Marks an interactive worker as working on a follow-up.
-    pub fn route_to_process(&mut self, id: &str, now_ms: i64) -> Result<(), Refusal> {
-        let mut outcome = Ok(());
-        self.processes.update(|processes| {
-            outcome = processes.route(id);
-            if outcome.is_ok() {
-                processes.heard_from(id, now_ms);
-            }
-            outcome.is_ok()
-        });
-        outcome
-    }
-
-    /// Gives up on processes silent past their timeout: the person hears it in
-    /// the next turn. Returns the failure reports, for the edge to stop what
-    /// was given up.
-    pub fn expire_processes(&mut self, now_ms: i64, settings: &ChannelSettings) -> Vec<(String, ProcessReport)> {
-        let mut expired = Vec::new();
-        self.processes.update(|processes| {
-            expired = processes.expire(now_ms, settings.timeouts);
-            !expired.is_empty()
-        });
-        self.process_events.update(expired.iter().map(|(_, report)| report.clone()));
-        expired
-    }
-
-    /// Stops tracking a process; returns what it was.
-    pub fn cancel_process(&mut self, id: &str) -> Result<ProcessStatus, Refusal> {
-        let mut outcome = Err(Refusal::Unknown(id.to_string()));
-        self.processes.update(|processes| {
-            outcome = processes.cancel(id);
-            outcome.is_ok()
-        });
-        outcome
-    }
-
     /// The turn to run now: the one a crash interrupted, or a new one over the
     /// queued messages if the queue moved since the last turn took it.
     pub fn begin_turn(&mut self) -> Option<TurnSnapshot> {
@@ -651,6 +570,8 @@ pub struct TurnResult {
     pub disengaged: bool,
     pub usage: Usage,
 }
+
+mod process_steps;
 
 #[cfg(test)]
 mod tests;

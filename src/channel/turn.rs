@@ -223,8 +223,16 @@ impl ToolHost for NoTools {
     }
 }
 
-/// The messages of a turn's first model call.
+/// The messages of a turn's first model call: the system prompt, the
+/// history, then the turn itself.
 pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, prompt::Error> {
+    let mut messages = history_messages(context)?;
+    messages.push(ChatMessage::new(Role::User, turn_message(context)?));
+    Ok(messages)
+}
+
+/// The system prompt, the summaries of compacted history and the history.
+fn history_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, prompt::Error> {
     let system = prompt::render(
         "channel_system",
         json!({
@@ -251,6 +259,12 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, p
         };
         messages.push(message);
     }
+    Ok(messages)
+}
+
+/// The turn's own message: who writes, what they wrote (with attachments),
+/// the observed context, and the processes finished and running.
+fn turn_message(context: &TurnContext<'_>) -> Result<String, prompt::Error> {
     let current: Vec<_> = context
         .current
         .iter()
@@ -300,7 +314,7 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, p
         })
         .collect();
     let people: Vec<_> = context.people.iter().map(crate::people::rules::for_prompt).collect();
-    let turn = prompt::render(
+    prompt::render(
         "channel_turn",
         json!({
             "people": people,
@@ -310,9 +324,7 @@ pub fn compose_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, p
             "completed": completed,
             "running": running,
         }),
-    )?;
-    messages.push(ChatMessage::new(Role::User, turn));
-    Ok(messages)
+    )
 }
 
 /// Runs the model/tool loop until the model replies, skips, or runs out of

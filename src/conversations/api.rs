@@ -15,7 +15,7 @@ use crate::runtime::channel_stub;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::internal;
-use crate::runtime::http::read_body;
+use crate::runtime::http::{json_object, read_body};
 use crate::runtime::log::Emit;
 use crate::security::percent_decode;
 use crate::sessions::api::Operator;
@@ -24,8 +24,6 @@ use crate::sessions::api::Operator;
 const LISTING_LIMIT: usize = 500;
 /// The largest memory import body taken (4 MiB: 500 memories of about 8 KB).
 pub const MAX_IMPORT_BODY_BYTES: usize = 4 << 20;
-/// The largest schedule or task body taken.
-const MAX_ADMIN_BODY_BYTES: usize = 64 << 10;
 
 /// Conversations on every platform, most recently active first; `?q=` searches.
 pub async fn conversations(request: &Request, env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
@@ -307,15 +305,6 @@ pub async fn delete_task(env: &Env, id: &str, _operator: &Operator) -> Result<Re
         true => Response::from_json(&serde_json::json!({ "deleted": id })).map_err(internal),
         false => Err(ApiError::NotFound),
     }
-}
-
-/// A small JSON object body (schedules, tasks).
-pub(crate) async fn json_object(request: &mut Request) -> Result<serde_json::Value, ApiError> {
-    let body = read_body(request, MAX_ADMIN_BODY_BYTES).await?;
-    serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .filter(serde_json::Value::is_object)
-        .ok_or_else(|| ApiError::BadRequest("expected a JSON object".into()))
 }
 
 async fn task_answer(database: &worker::D1Database, id: i64) -> Result<Response, ApiError> {

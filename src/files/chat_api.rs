@@ -1,7 +1,7 @@
 //! The web chat's files over HTTP: a signed-in chat uploads a file (kept
 //! like any platform's, under an upload token its next message names), and a
 //! signed, expiring link downloads one of a conversation's files
-//! (src/download_link.rs).
+//! (src/files/download_link.rs).
 
 use worker::{Env, Request, Response};
 

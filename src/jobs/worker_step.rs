@@ -193,7 +193,7 @@ async fn carry_out(env: &Env, job: &WorkerJob, pending: &Pending) -> Result<(), 
         }
     }
     if let Some(next) = &pending.next {
-        crate::jobs::enqueue(env, &Job::Worker(next.clone())).await.map_err(text)?;
+        crate::runtime::queue::enqueue(env, &Job::Worker(next.clone())).await.map_err(text)?;
     }
     Ok(())
 }

@@ -7,7 +7,6 @@ use worker::{Env, Request, Response};
 
 use crate::api_error::ApiError;
 use crate::approvals::store as approvals;
-use crate::conversations::api::json_object;
 use crate::mcp::client::checked;
 use crate::mcp::rules::{check_name, ServerSettings};
 use crate::mcp::servers as mcp;
@@ -15,6 +14,7 @@ use crate::mcp::toolbox::refresh_now;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::internal;
+use crate::runtime::http::json_object;
 use crate::sessions::api::Operator;
 
 /// Servers an operator may add (each is a tool source every worker sees).

@@ -3,7 +3,7 @@
 //! platforms), a display name, a time zone, a language and a short profile of
 //! notes. These are the pure rules: who a turn's people are, which of them a
 //! branch may write about, the caps on notes, merging two records. The edge
-//! (src/edge/people.rs) keeps the records in D1.
+//! (src/people/store.rs) keeps the records in D1.
 //!
 //! Privacy rests on one rule kept here and in the edge: a profile reaches a
 //! prompt only as one of the people *writing in that turn* ([`speakers`]), and

@@ -21,8 +21,8 @@ use crate::people::rules::{self as people, Change, Note, Profile, Refusal};
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
 use crate::runtime::failure::internal;
+use crate::runtime::http::json_object;
 use crate::runtime::http::now_ms;
-use crate::runtime::http::read_body;
 use crate::schedules::zones::IntlZones;
 use crate::security::percent_decode;
 use crate::sessions::api::Operator;
@@ -31,8 +31,6 @@ use crate::sessions::api::Operator;
 const SEEN_REWRITE_MS: i64 = 3_600_000;
 /// People a listing returns at most.
 const LISTING_LIMIT: f64 = 500.0;
-/// The largest People API body taken (20 notes of 200 characters fit many times).
-const MAX_BODY_BYTES: usize = 64 << 10;
 
 /// A person record as D1 holds it.
 #[derive(Debug, Clone, Deserialize)]
@@ -441,13 +439,4 @@ pub async fn link(
     batch(&database, statements).await?;
     let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
     Response::from_json(&json!({ "person": Person::from(row), "dropped": dropped })).map_err(internal)
-}
-
-/// A small JSON object body.
-async fn json_object(request: &mut Request) -> std::result::Result<Value, ApiError> {
-    let body = read_body(request, MAX_BODY_BYTES).await?;
-    serde_json::from_slice::<Value>(&body)
-        .ok()
-        .filter(Value::is_object)
-        .ok_or_else(|| ApiError::BadRequest("expected a JSON object".into()))
 }

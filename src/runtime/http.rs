@@ -354,3 +354,15 @@ pub fn method(verb: Verb) -> Method {
         Verb::Delete => Method::Delete,
     }
 }
+
+/// The largest schedule or task body taken.
+pub const MAX_ADMIN_BODY_BYTES: usize = 64 << 10;
+
+/// A small JSON object body (schedules, tasks).
+pub async fn json_object(request: &mut Request) -> Result<serde_json::Value, ApiError> {
+    let body = read_body(request, MAX_ADMIN_BODY_BYTES).await?;
+    serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .filter(serde_json::Value::is_object)
+        .ok_or_else(|| ApiError::BadRequest("expected a JSON object".into()))
+}

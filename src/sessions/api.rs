@@ -1,10 +1,10 @@
 //! Browser sign-in. The admin token is exchanged for a signed, expiring
 //! session cookie that the admin API accepts like the bearer token; a
 //! web-chat session is a cookie too. Nothing is stored per session: each
-//! kind of session is signed with its own key (src/session.rs).
+//! kind of session is signed with its own key (src/sessions/rules.rs).
 //!
 //! Every token check (sign-in, the chat invitation, a bearer token) first
-//! asks the sign-in object whether its client may try (src/sign_in_limit.rs):
+//! asks the sign-in object whether its client may try (src/sessions/limit.rs):
 //! over a limit it gets 429 without the token being judged. A wrong token is
 //! answered after a pause.
 

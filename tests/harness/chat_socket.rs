@@ -115,7 +115,7 @@ pub async fn history(env: &TestEnv, cookie: &str) -> Vec<Value> {
 }
 
 /// The chat socket as the page opens it (its cookie, its origin), reads waiting up to 5 s.
-fn open(base_url: &str, cookie: &str) -> tungstenite::WebSocket<TcpStream> {
+pub fn open(base_url: &str, cookie: &str) -> tungstenite::WebSocket<TcpStream> {
     let address = base_url.trim_start_matches("http://");
     let stream = TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

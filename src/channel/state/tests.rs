@@ -3,9 +3,9 @@
 
 use super::*;
 use crate::channel::engagement::Reason;
-use crate::channel::processes::{ProcessKind, MAX_CONCURRENT_BRANCHES};
+use crate::channel::processes::{ProcessKind, ProcessStatus, MAX_CONCURRENT_BRANCHES};
 use crate::inbound::Author;
-use crate::process::envelope::MessageType;
+use crate::process::envelope::{Envelope, MessageType};
 
 fn settings() -> ChannelSettings {
     ChannelSettings {

@@ -1,0 +1,197 @@
+//! Slack: a direct message over the Events API (signed requests), buttons as
+//! Block Kit actions.
+
+use std::time::Instant;
+
+use edgebot::reply::markup::Flavor;
+use serde_json::{json, Value};
+
+use super::kit::{
+    eventually, files_in_calls, forged, update, Attachment, Change, Forged, Messenger, SentFile, Settlement, Support,
+    Update,
+};
+use crate::harness::{now_secs, slack_callback, slack_headers, TestEnv};
+
+/// The person's direct-message channel, and the person.
+const CHANNEL: &str = "D1";
+const USER: &str = "U1";
+/// Someone else who presses the buttons.
+const OTHER: &str = "U2";
+
+pub struct Slack {
+    env: TestEnv,
+}
+
+fn message(n: u64, text: &str) -> Value {
+    let event = json!({"type": "message", "channel": CHANNEL, "channel_type": "im", "user": USER, "text": text,
+                       "ts": format!("1795000000.{n:06}")});
+    slack_callback(&format!("Ev{n}"), event)
+}
+
+impl Slack {
+    async fn post(&self, body: Vec<u8>, content_type: &str, extra: &[(&'static str, String)]) -> reqwest::Response {
+        let mut headers = slack_headers(&body, now_secs(), content_type);
+        headers.extend_from_slice(extra);
+        self.env.post("/webhooks/slack", &headers, body).await
+    }
+}
+
+impl Messenger for Slack {
+    const NAME: &'static str = "slack";
+    const LIMIT: usize = 12_000;
+    const FLAVOR: Flavor = Flavor::SlackMrkdwn;
+
+    async fn start(vars: &[(&str, &str)]) -> Self {
+        Slack { env: TestEnv::start_with(vars).await }
+    }
+
+    fn env(&self) -> &TestEnv {
+        &self.env
+    }
+
+    async fn crash_and_restart(&mut self) {
+        self.env.crash_and_restart().await;
+    }
+
+    fn conversation(&self) -> String {
+        format!("slack:T1:{CHANNEL}")
+    }
+
+    async fn say(&self, n: u64, text: &str) {
+        assert_eq!(self.env.slack_event(&message(n, text)).await.status(), 200);
+    }
+
+    /// Slack's retry: the same event, with its retry headers.
+    async fn say_again(&self, n: u64, text: &str) {
+        let body = message(n, text).to_string().into_bytes();
+        let retry = [("X-Slack-Retry-Num", "1".to_string()), ("X-Slack-Retry-Reason", "http_timeout".to_string())];
+        assert_eq!(self.post(body, "application/json", &retry).await.status(), 200);
+    }
+
+    async fn forge(&self, n: u64, text: &str) -> Vec<Forged> {
+        let body = message(n, text).to_string().into_bytes();
+        let unsigned = [("content-type", "application/json".to_string())];
+        let mut wrong = slack_headers(&body, now_secs(), "application/json");
+        wrong[2].1 = format!("v0={}", "ab".repeat(32));
+        let stale = slack_headers(&body, now_secs() - 6 * 60, "application/json");
+        let signed_other = slack_headers(b"{}", now_secs(), "application/json");
+        vec![
+            forged("no signature", self.env.post("/webhooks/slack", &unsigned, body.clone()).await).await,
+            forged("a wrong signature", self.env.post("/webhooks/slack", &wrong, body.clone()).await).await,
+            forged("a stale signature", self.env.post("/webhooks/slack", &stale, body.clone()).await).await,
+            forged("another body's signature", self.env.post("/webhooks/slack", &signed_other, body).await).await,
+        ]
+    }
+
+    async fn shown(&self) -> Vec<String> {
+        self.env.slack.shown().into_iter().map(|message| message.text).collect()
+    }
+
+    fn updates(&self) -> Vec<Update> {
+        let change = |path: &str| match path.rsplit('/').next()? {
+            "chat.postMessage" => Some(Change::Post),
+            "chat.update" => Some(Change::Edit),
+            "chat.delete" => Some(Change::Delete),
+            _ => None,
+        };
+        let calls = self.env.slack.requests().into_iter();
+        calls.filter_map(|call| change(&call.path).map(|change| update(&call, change))).collect()
+    }
+
+    fn rate_limit_next_send(&self, seconds: u64) -> Support<()> {
+        let body = json!({"ok": false, "error": "ratelimited"});
+        self.env.slack.fail_next("/chat.postMessage", 429, body, Some(&seconds.to_string()));
+        Support::Yes(())
+    }
+
+    fn send_attempts(&self) -> Vec<Instant> {
+        let calls = self.env.slack.requests().into_iter();
+        calls.filter(|call| call.path.ends_with("/chat.postMessage")).map(|call| call.at).collect()
+    }
+
+    fn hang_next_send(&self) -> Support<Settlement> {
+        self.env.slack.hang_next("/chat.postMessage", true);
+        Support::Yes(Settlement::LookedUp)
+    }
+
+    fn lookups(&self) -> usize {
+        let calls = self.env.slack.requests().into_iter();
+        calls
+            .filter(|call| {
+                call.path.ends_with("/conversations.history") || call.path.ends_with("/conversations.replies")
+            })
+            .count()
+    }
+
+    fn deletes(&self) -> Support<()> {
+        Support::Yes(())
+    }
+
+    async fn shows_buttons(&self, approval: &str) -> bool {
+        self.env.slack.calls("/chat.postMessage").iter().any(|posted| {
+            let buttons = &posted["blocks"][1]["elements"];
+            buttons[0]["value"] == format!("approve:{approval}").as_str()
+                && buttons[1]["value"] == format!("deny:{approval}").as_str()
+        })
+    }
+
+    async fn press(&self, _n: u64, by_asker: bool, choice: &str, approval: &str) -> Option<String> {
+        let user = if by_asker { USER } else { OTHER };
+        let value = format!("{choice}:{approval}");
+        let click = json!({ "type": "block_actions", "user": { "id": user, "username": user }, "team": { "id": "T1" },
+                            "channel": { "id": CHANNEL }, "actions": [{ "action_id": value, "value": value }] });
+        let body = form_urlencoded::Serializer::new(String::new())
+            .append_pair("payload", &click.to_string())
+            .finish()
+            .into_bytes();
+        let before = self.env.slack.calls("/chat.postEphemeral").len();
+        assert_eq!(self.post(body, "application/x-www-form-urlencoded", &[]).await.status(), 200);
+        if by_asker {
+            self.env.settle().await;
+        } else {
+            eventually("the private answer", || async {
+                (self.env.slack.calls("/chat.postEphemeral").len() > before).then_some(())
+            })
+            .await;
+        }
+        let told =
+            self.env.slack.calls("/chat.postEphemeral").into_iter().skip(before).find(|told| told["user"] == user);
+        told.map(|told| told["text"].as_str().unwrap_or_default().to_string())
+    }
+
+    async fn attach(&self, name: &str, bytes: &[u8]) -> Attachment {
+        let platform_id = "F1";
+        self.env.slack.serve_file(&format!("/files/{name}"), bytes.to_vec());
+        Attachment {
+            id: edgebot::files::file_id(&self.conversation(), platform_id),
+            name: name.into(),
+            size: bytes.len(),
+            handle: platform_id.into(),
+        }
+    }
+
+    async fn say_with_file(&self, n: u64, text: &str, file: &Attachment) {
+        let mut delivery = message(n, text);
+        delivery["event"]["files"] = json!([{"id": file.handle, "name": file.name, "size": file.size,
+            "url_private_download": format!("{}/files/{}", self.env.slack.base_url, file.name)}]);
+        assert_eq!(self.env.slack_event(&delivery).await.status(), 200);
+    }
+
+    async fn files_sent(&self) -> Vec<SentFile> {
+        files_in_calls(&self.env.slack)
+    }
+}
+
+super::conformance_tests!(Slack {
+    refuses_forged_deliveries,
+    answers_a_retried_delivery_once,
+    sends_a_reply,
+    splits_a_long_answer_at_the_limit,
+    streams_a_draft_into_the_whole_answer,
+    withdraws_a_draft_the_answer_did_not_need,
+    honours_a_rate_limit,
+    settles_an_interrupted_send,
+    lets_only_the_asker_decide_an_approval,
+    takes_a_file_in_and_sends_one_out,
+    keeps_an_earlier_reply_when_a_worker_reports,
+});
