@@ -21,7 +21,7 @@ use crate::llm::client::HttpModel;
 use crate::llm::LlmError;
 use crate::llm::ToolSpec;
 use crate::log_line::LogLine;
-use crate::mcp::client::Toolbox;
+use crate::mcp::toolbox::Toolbox;
 use crate::memory::store as memory;
 use crate::people::store as people;
 use crate::process::branch::{compose_messages, run_branch, BranchJob, BranchTools};

@@ -20,7 +20,7 @@ use crate::jobs::deliver;
 use crate::llm::client::HttpModel;
 use crate::llm::{ChatMessage, Role, ToolSpec};
 use crate::log_line::LogLine;
-use crate::mcp::client::Toolbox;
+use crate::mcp::toolbox::Toolbox;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::process::worker::WorkerState;
 use crate::process::worker_run::{run_segment, SegmentEnd, WorkerInput, WorkerJob, WorkerRun, WorkerTools};

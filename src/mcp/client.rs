@@ -33,9 +33,7 @@ use crate::runtime::d1::{number, Metered};
 use crate::runtime::http::now_ms;
 use crate::runtime::http::whole_body;
 use crate::runtime::log::Emit;
-
-// The process steps open their tools here.
-pub use crate::mcp::toolbox::Toolbox;
+use crate::web_tools::guard::check_url;
 
 /// Pages of `tools/list` read at most (a server that pages forever is cut off).
 const MAX_PAGES: usize = 20;
@@ -368,17 +366,18 @@ impl<'a> Client<'a> {
     }
 }
 
-/// A URL edgebot may send to: the fetch guard's rules ([`mcp::checked`]),
-/// cross-checked with the runtime's parser.
+/// A URL edgebot may send to: the fetch guard's rules, cross-checked with the runtime's parser.
 pub(crate) fn checked(config: &Config, url: &str) -> Result<Url, String> {
-    mcp::checked(url, &config.fetch_allowed_hosts)
-        .and_then(|url| crate::web_tools::tools::runtime_agrees(url).map_err(|refusal| refusal.to_string()))
+    check_url(url, &config.fetch_allowed_hosts)
+        .and_then(crate::web_tools::tools::runtime_agrees)
+        .map_err(|refusal| refusal.to_string())
 }
 
-/// Where a redirect may go ([`mcp::same_origin`]), cross-checked with the runtime's parser.
+/// Where a redirect may go: the configured endpoint's origin ([`mcp::same_origin`]),
+/// checked like every URL.
 fn same_origin(config: &Config, endpoint: &Url, from: &Url, location: &str) -> Result<Url, String> {
-    let next = mcp::same_origin(endpoint, from, location, &config.fetch_allowed_hosts)?;
-    crate::web_tools::tools::runtime_agrees(next).map_err(|why| format!("refused: {why}"))
+    let next = mcp::same_origin(endpoint, from, location)?;
+    checked(config, next.as_str()).map_err(|why| format!("refused: {why}"))
 }
 
 /// One POST of a JSON-RPC message, with the session's headers; redirects are the caller's to check.

@@ -12,8 +12,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use url::Url;
 
-use crate::web_tools::guard::check_url;
-
 /// The protocol revisions this client speaks, newest first; it asks for the first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 /// The header a server's session id travels in (both ways).
@@ -354,15 +352,10 @@ pub fn cancelled(id: u64, reason: &str) -> Value {
     json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": reason } })
 }
 
-/// A URL edgebot may send to by the fetch guard's rules (no private address
-/// unless `allowed_hosts` lists it); the edge asks the runtime's parser too.
-pub fn checked(url: &str, allowed_hosts: &[String]) -> Result<Url, String> {
-    check_url(url, allowed_hosts).map_err(|refusal| refusal.to_string())
-}
-
 /// Where a redirect from `from` to `location` may go: the configured
-/// endpoint's origin, nowhere else, and only where the guard allows.
-pub fn same_origin(endpoint: &Url, from: &Url, location: &str, allowed_hosts: &[String]) -> Result<Url, String> {
+/// endpoint's origin, nowhere else. (The edge then checks it as it checks
+/// every URL: the fetch guard, and the runtime's parser.)
+pub fn same_origin(endpoint: &Url, from: &Url, location: &str) -> Result<Url, String> {
     let next = from.join(location).map_err(|_| "refused: a redirect without a usable Location".to_string())?;
     if next.origin() != endpoint.origin() {
         return Err(format!(
@@ -370,7 +363,7 @@ pub fn same_origin(endpoint: &Url, from: &Url, location: &str, allowed_hosts: &[
             next.origin().ascii_serialization()
         ));
     }
-    checked(next.as_str(), allowed_hosts).map_err(|why| format!("refused: {why}"))
+    Ok(next)
 }
 
 #[cfg(test)]
@@ -514,27 +507,10 @@ mod tests {
     }
 
     #[test]
-    fn only_public_http_addresses_or_allowed_hosts_are_checked_through() {
-        let allowed = ["127.0.0.1".to_string()];
-        let table: [(&str, &[String], bool); 6] = [
-            ("https://mcp.example.com/mcp", &[], true),
-            ("http://mcp.example.com:8080/mcp", &[], true),
-            ("ftp://mcp.example.com/mcp", &[], false),
-            ("http://10.0.0.7/mcp", &[], false),
-            ("http://127.0.0.1:9000/mcp", &[], false),
-            ("http://127.0.0.1:9000/mcp", &allowed, true),
-        ];
-        for (url, hosts, passes) in table {
-            let checked = checked(url, hosts);
-            assert_eq!(checked.is_ok(), passes, "{url} with {hosts:?}: {checked:?}");
-        }
-    }
-
-    #[test]
     fn a_redirect_is_followed_only_to_the_endpoints_own_origin() {
         let endpoint = Url::parse("https://mcp.example.com/mcp").unwrap();
         let from = Url::parse("https://mcp.example.com/mcp/v1").unwrap();
-        let follow = |location| same_origin(&endpoint, &from, location, &[]);
+        let follow = |location| same_origin(&endpoint, &from, location);
         assert_eq!(follow("/mcp/v2").unwrap().as_str(), "https://mcp.example.com/mcp/v2");
         assert_eq!(follow("https://mcp.example.com/other").unwrap().as_str(), "https://mcp.example.com/other");
         assert_eq!(
@@ -544,14 +520,5 @@ mod tests {
         assert!(follow("http://mcp.example.com/mcp").unwrap_err().contains("another origin"), "the scheme counts");
         assert!(follow("https://mcp.example.com:8443/mcp").unwrap_err().contains("another origin"), "the port counts");
         assert_eq!(follow("https://[::1"), Err("refused: a redirect without a usable Location".into()));
-    }
-
-    #[test]
-    fn a_redirect_at_the_same_origin_still_meets_the_guard() {
-        let endpoint = Url::parse("http://127.0.0.1:9000/mcp").unwrap();
-        let refused = same_origin(&endpoint, &endpoint, "/next", &[]).unwrap_err();
-        assert!(refused.starts_with("refused: "), "{refused}");
-        let allowed = same_origin(&endpoint, &endpoint, "/next", &["127.0.0.1".to_string()]);
-        assert_eq!(allowed.unwrap().as_str(), "http://127.0.0.1:9000/next");
     }
 }

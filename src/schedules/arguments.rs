@@ -3,23 +3,23 @@
 
 use serde_json::Value;
 
-use crate::config::Config;
 use crate::schedules::plan::{once_at, validate, ActiveHours, Plan, Recurrence};
 use crate::schedules::zone::{is_known_zone, ZoneRules};
 
 /// Reads a plan from the `schedule` tool's (or the admin API's) arguments, in
-/// the job's zone (`timezone`, else `TIMEZONE`): exactly one of `at` (local
+/// the job's zone (`timezone`, else `default_zone`, the configured `TIMEZONE`): exactly one of `at` (local
 /// `YYYY-MM-DD HH:MM`), `in_seconds`, `cron` or `every_seconds`, and optionally
 /// `active_hours`, `end_at` and `max_runs`. The error is written for the model.
 pub fn plan_from_arguments(
-    config: &Config,
+    default_zone: &str,
+    min_interval_ms: i64,
     zones: &(impl ZoneRules + ?Sized),
     arguments: &Value,
     now_ms: i64,
 ) -> Result<Plan, String> {
     let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
     let whole = |key: &str| arguments.get(key).and_then(Value::as_i64);
-    let zone = text("timezone").unwrap_or(&config.timezone).to_string();
+    let zone = text("timezone").unwrap_or(default_zone).to_string();
     if !is_known_zone(zones, &zone) {
         return Err(format!("unknown time zone `{zone}`: use an IANA name such as Europe/Berlin"));
     }
@@ -35,7 +35,7 @@ pub fn plan_from_arguments(
     let end_at_ms = text("end_at").map(local_instant).transpose()?;
     let max_runs = whole("max_runs").map(|runs| runs.clamp(1, u32::MAX.into()) as u32);
     let plan = Plan { recurrence, zone, active_hours, end_at_ms, max_runs };
-    validate(&plan, zones, config.schedule_min_interval_ms).map_err(|error| error.to_string())?;
+    validate(&plan, zones, min_interval_ms).map_err(|error| error.to_string())?;
     Ok(plan)
 }
 
@@ -48,15 +48,8 @@ mod tests {
 
     const NOW: i64 = 1_780_000_000_000;
 
-    fn config() -> Config {
-        Config::from_lookup(|name| match name {
-            "TIMEZONE" => Some("Europe/Berlin".into()),
-            _ => None,
-        })
-    }
-
     fn plan(arguments: Value) -> Result<Plan, String> {
-        plan_from_arguments(&config(), &ChronoZones, &arguments, NOW)
+        plan_from_arguments("Europe/Berlin", 60_000, &ChronoZones, &arguments, NOW)
     }
 
     #[test]

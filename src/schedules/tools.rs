@@ -120,7 +120,8 @@ impl ChannelTools<'_> {
 /// Reads a plan from the tool's (or the admin API's) arguments, in the job's
 /// zone, with the runtime's time zones ([`arguments::plan_from_arguments`]).
 pub fn plan_from_arguments(config: &Config, arguments: &Value, now_ms: i64) -> Result<Plan, String> {
-    crate::schedules::arguments::plan_from_arguments(config, &IntlZones, arguments, now_ms)
+    let (zone, min_interval_ms) = (&config.timezone, config.schedule_min_interval_ms);
+    crate::schedules::arguments::plan_from_arguments(zone, min_interval_ms, &IntlZones, arguments, now_ms)
 }
 
 /// One job for the model: its id, what it does, its next run in its zone.
