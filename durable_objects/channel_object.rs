@@ -41,6 +41,7 @@ use crate::platforms::messenger::Messenger;
 use crate::platforms::outbound;
 use crate::platforms::web_chat::messenger::{self as web_chat, CHAT, WATCH};
 use crate::process::envelope::{Envelope, MessageType};
+use crate::reply::outbox::OutboxStatus;
 use crate::runtime::config::{self, DATABASE_BINDING};
 use crate::runtime::durable::{self, MeteredStorage};
 use crate::runtime::http::{now_ms, sleep_ms, within};
@@ -485,7 +486,7 @@ impl ChannelObject {
             })
             .collect();
         let working = inbox::has_queued(&sql)?;
-        for entry in outbox::recent(&sql, CHAT_HISTORY_LINES as i64)?.into_iter().filter(|entry| entry.status == "sent")
+        for entry in outbox::recent(&sql, CHAT_HISTORY_LINES as i64)?.into_iter().filter(|entry| entry.status == OutboxStatus::Sent)
         {
             let mut line = web_chat::chat_message(
                 &web_chat::reply_id(&entry.id),

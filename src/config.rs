@@ -245,9 +245,7 @@ impl Config {
             approvers: text("APPROVERS", "")
                 .split(',')
                 .map(|entry| entry.trim().to_string())
-                .filter(|entry| {
-                    entry.split_once(':').is_some_and(|(platform, id)| !platform.is_empty() && !id.is_empty())
-                })
+                .filter(|entry| crate::inbound::PersonKey::parse(entry).is_ok())
                 .collect(),
             approval_timeout_ms: number(
                 "APPROVAL_TIMEOUT_SECS",

@@ -12,6 +12,7 @@
 
 pub mod api_error;
 pub mod approvals;
+pub mod bindings;
 pub mod budget;
 pub mod channel;
 pub mod config;

@@ -14,6 +14,7 @@ use crate::files::chat_api as chat_files;
 use crate::identity::store as identity;
 use crate::mcp::api as mcp_admin;
 use crate::people::store as people;
+use crate::platforms::discord::gateway_route::GatewayRoute;
 use crate::platforms::webhooks;
 use crate::runtime::config;
 use crate::runtime::failure::internal;
@@ -120,9 +121,9 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::ApproveTask => admin::move_task(request, env, param("id"), Some("ready")).await,
         Route::MoveTask => admin::move_task(request, env, param("id"), None).await,
         Route::DeleteTask => admin::delete_task(&request, env, param("id")).await,
-        Route::StartGateway => admin::gateway(&request, env, Method::Post, "/start").await,
-        Route::StopGateway => admin::gateway(&request, env, Method::Delete, "/stop").await,
-        Route::GatewayStatus => admin::gateway(&request, env, Method::Get, "/status").await,
+        Route::StartGateway => admin::gateway(&request, env, GatewayRoute::Start).await,
+        Route::StopGateway => admin::gateway(&request, env, GatewayRoute::Stop).await,
+        Route::GatewayStatus => admin::gateway(&request, env, GatewayRoute::Status).await,
         Route::McpServers => mcp_admin::servers(&request, env).await,
         Route::SaveMcpServer => mcp_admin::save(request, env, param("name")).await,
         Route::RemoveMcpServer => mcp_admin::remove(&request, env, param("name")).await,

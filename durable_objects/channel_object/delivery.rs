@@ -23,6 +23,7 @@ use crate::platforms::messenger::{Buttons, Interrupted, Messenger, Piece, Stream
 use crate::platforms::outbound::Platform;
 use crate::prompt;
 use crate::reply::markup::{escape, shown};
+use crate::reply::outbox::OutboxStatus;
 use crate::reply::pace::Pace;
 use crate::runtime::durable::Sql;
 use crate::runtime::http::{now_ms, sleep_ms};
@@ -93,8 +94,8 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
     for mut entry in outbox::entries(sql, turn)? {
         let piece_id = piece_id(event, &entry.id);
         // A file piece still to send brings its bytes; one whose file is gone is given up.
-        let body = match (&entry.file_id, entry.status.as_str()) {
-            (Some(file_id), "pending" | "sending") => {
+        let body = match (&entry.file_id, entry.status) {
+            (Some(file_id), OutboxStatus::Pending | OutboxStatus::Sending) => {
                 match files::outgoing(config, env, &event.conversation_key, file_id).await {
                     Some(body) => Some(body),
                     None => {
@@ -115,12 +116,12 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
         };
         // A streamed piece is finished by editing its draft; a draft the reply
         // did not need is deleted; a draft that cannot be edited is sent anew.
-        match entry.status.as_str() {
-            "withdraw" => {
+        match entry.status {
+            OutboxStatus::Withdraw => {
                 withdraw(platform, sql, event, &entry, &piece).await?;
                 continue;
             }
-            "draft" | "drafting" => match finish_draft(outlet, event, &entry, &piece).await? {
+            OutboxStatus::Draft | OutboxStatus::Drafting => match finish_draft(outlet, event, &entry, &piece).await? {
                 Finishing::Edited(message_id) => {
                     sent.push(history_row(config, platform, event, &entry, &resend_note, message_id));
                     continue;
@@ -128,21 +129,24 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
                 Finishing::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
                 Finishing::GaveUp => continue,
                 Finishing::SendAnew { attempts } => {
-                    entry.status = "pending".into();
+                    entry.status = entry
+                        .status
+                        .to(OutboxStatus::Pending)
+                        .map_err(|error| worker::Error::RustError(error.to_string()))?;
                     entry.attempts = attempts as i64;
                 }
             },
             _ => {}
         }
         // Nothing, not even asking after an interrupted send, goes to a chat that is held.
-        if matches!(entry.status.as_str(), "pending" | "sending") {
+        if OutboxStatus::UNSENT.contains(&entry.status) {
             if let Some(resume_at) = outlet.clear_to_call().await {
                 return Ok(Delivery::RateLimited { resume_at });
             }
         }
         // Found mid-send: the Worker stopped during the call. Ask the platform.
-        let interrupted = match entry.status.as_str() {
-            "sending" => Some(platform.interrupted(&event.reply_address, &piece, entry.created_at).await),
+        let interrupted = match entry.status {
+            OutboxStatus::Sending => Some(platform.interrupted(&event.reply_address, &piece, entry.created_at).await),
             _ => None,
         };
         let mut attempts = entry.attempts.max(0) as u32;
@@ -160,13 +164,13 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
             let line = LogLine::warn("send_interrupted").conversation(&event.conversation_key).id(&entry.id);
             line.field("resent", true).field("marked_as_possible_repeat", unsure).emit();
         }
-        let platform_message_id = match (entry.status.as_str(), interrupted) {
-            ("sent", _) => entry.platform_message_id.clone(),
+        let platform_message_id = match (entry.status, interrupted) {
+            (OutboxStatus::Sent, _) => entry.platform_message_id.clone(),
             (_, Some(Interrupted::Landed(id))) => {
                 outbox::mark_sent(sql, &entry.id, &id)?;
                 Some(id)
             }
-            ("pending", _) | (_, Some(Interrupted::Resend | Interrupted::Unsure)) => {
+            (OutboxStatus::Pending, _) | (_, Some(Interrupted::Resend | Interrupted::Unsure)) => {
                 let piece = Piece { text: &text, ..piece };
                 let unsent = Unsent { id: &entry.id, created_at: entry.created_at, attempts, note: &resend_note };
                 match send_with_retries(outlet, event, unsent, &piece).await? {

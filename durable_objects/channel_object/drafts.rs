@@ -14,6 +14,7 @@ use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Messenger, Piece};
 use crate::platforms::outbound::Platform;
+use crate::reply::outbox::OutboxStatus;
 use crate::reply::pace::Pace;
 use crate::runtime::durable::Sql;
 use crate::runtime::http::now_ms;
@@ -78,7 +79,7 @@ impl<'a> MessageDrafts<'a> {
             if drafts.len() <= index {
                 drafts.resize_with(index + 1, Draft::default);
             }
-            stopped |= row.status == "drafting";
+            stopped |= row.status == OutboxStatus::Drafting;
             drafts[index] =
                 Draft { message_id: row.platform_message_id, shown: row.text, failures: row.attempts.max(0) as u32 };
         }

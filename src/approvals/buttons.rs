@@ -10,6 +10,7 @@ use worker::{Env, Request, Response};
 use crate::api_error::ApiError;
 use crate::approvals::rules::{parse_button, Click, Clicker};
 use crate::approvals::store as approvals;
+use crate::inbound::ConversationKey;
 use crate::platforms::discord::wire as discord;
 use crate::platforms::slack::messenger::Slack;
 use crate::platforms::telegram::messenger::Telegram;
@@ -36,8 +37,8 @@ async fn press(env: &Env, click: &Click) -> Result<Option<Result<String, String>
 /// is updated by the conversation's channel); a refusal is an ephemeral note.
 pub async fn slack(env: &Env, click: &Click) -> Result<Response, ApiError> {
     if let Some(Err(note)) = press(env, click).await? {
-        let channel = click.conversation.rsplit(':').next().unwrap_or_default();
-        Slack { config: &config::load(env) }.tell_only(channel, &click.clicker.user_id, &note).await;
+        let channel = ConversationKey::parse(&click.conversation).map(|key| key.channel()).unwrap_or_default();
+        Slack { config: &config::load(env) }.tell_only(&channel, &click.clicker.user_id, &note).await;
     }
     Response::from_json(&json!({})).map_err(internal)
 }
@@ -78,7 +79,10 @@ pub async fn web(mut request: Request, env: &Env, id: &str) -> Result<Response, 
     let Some((choice, id)) = parse_button(&data) else {
         return Err(ApiError::BadRequest("send {\"choice\": \"approve\" or \"deny\"} for an approval's id".into()));
     };
-    let session = conversation.strip_prefix("web:").unwrap_or_default();
+    let session = match ConversationKey::parse(&conversation) {
+        Ok(ConversationKey::Web { session }) => session,
+        _ => String::new(),
+    };
     let operator = role == "operator";
     let name = if operator { "Operator" } else { "Guest" };
     let clicker = Clicker { platform: "web".into(), user_id: format!("{session}:{role}"), name: name.into() };

@@ -1,6 +1,6 @@
 //! The admin API: read-only views of a conversation, behind `ADMIN_TOKEN`.
 
-use worker::{Env, Method, Request, Response};
+use worker::{Env, Request, Response};
 
 use crate::api_error::ApiError;
 use crate::channel::routes::ChannelRoute;
@@ -11,6 +11,7 @@ use crate::conversations::store as conversations;
 use crate::jobs;
 use crate::log_line::LogLine;
 use crate::memory::store as memory;
+use crate::platforms::discord::gateway_route::GatewayRoute;
 use crate::runtime::channel_stub;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
@@ -319,9 +320,9 @@ async fn task_answer(database: &worker::D1Database, id: i64) -> Result<Response,
 }
 
 /// The Discord Gateway connection: start (POST), stop (DELETE), status (GET).
-pub async fn gateway(request: &Request, env: &Env, method: Method, path: &str) -> Result<Response, ApiError> {
+pub async fn gateway(request: &Request, env: &Env, route: GatewayRoute) -> Result<Response, ApiError> {
     authorize(request, env).await?;
-    crate::platforms::discord::gateway_stub::call(env, method, path).await.map_err(internal)
+    crate::platforms::discord::gateway_stub::call(env, route).await.map_err(internal)
 }
 
 /// The conversation's stored history, oldest first. The channel object first

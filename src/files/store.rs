@@ -38,7 +38,7 @@ use crate::runtime::http::send_form;
 use crate::runtime::log::Emit;
 
 /// The R2 bucket files live in.
-pub const BUCKET_BINDING: &str = "FILES";
+pub const BUCKET_BINDING: &str = crate::bindings::FILES.name;
 /// How long a transcription may take.
 const TRANSCRIBE_TIMEOUT_MS: u64 = 60_000;
 /// Images sent with one turn's prompt, at most.

@@ -7,6 +7,8 @@
 //! delete all of them. Pure rules; the edge turns them into SQL conditions and
 //! vector-index filters.
 
+use crate::inbound::ConversationKey;
+
 /// The scope of a memory an operator shared: every conversation sees it.
 pub const SHARED: &str = "shared";
 /// The scope of a memory whose origin is unknown (saved before scopes existed,
@@ -33,11 +35,9 @@ const PLATFORMS: [&str; 4] = ["telegram", "slack", "discord", "web"];
 /// own place. Member lists are not consulted: see docs/security.md ("What
 /// stays private").
 pub fn conversation_scope(conversation_key: &str) -> String {
-    let parts: Vec<&str> = conversation_key.split(':').collect();
-    match parts.as_slice() {
-        ["slack", team, channel, _thread] => format!("slack:{team}:{channel}"),
-        ["telegram", chat, _topic] => format!("telegram:{chat}"),
-        _ => conversation_key.to_string(),
+    match ConversationKey::parse(conversation_key) {
+        Ok(key) => key.without_thread().to_string(),
+        Err(_) => conversation_key.to_string(),
     }
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::budget::rules::person_key;
-use crate::inbound::InboundEvent;
+use crate::inbound::{InboundEvent, PersonKey};
 use crate::schedules::zone::{is_known_zone, ZoneRules};
 
 /// Notes one person's profile holds at most: a profile is a short card in every
@@ -78,9 +78,8 @@ pub fn person_id(platform_key: &str) -> String {
 /// Whether `key` names a platform id an operator may link: `{platform}:{id}`
 /// of a known platform, printable, at most 200 characters.
 pub fn is_platform_key(key: &str) -> bool {
-    let Some((platform, id)) = key.split_once(':') else { return false };
-    PLATFORMS.contains(&platform)
-        && !id.is_empty()
+    let Ok(person) = PersonKey::parse(key) else { return false };
+    PLATFORMS.contains(&person.platform())
         && key.len() <= 200
         && key.chars().all(|character| character.is_ascii_graphic())
 }

@@ -1,8 +1,10 @@
 //! Discord: `wire` (pure) interactions and signatures; `message` and
 //! `gateway` (pure) what the Gateway hears and its session rules;
+//! `gateway_route` (pure) the Gateway object's routes;
 //! `messenger` the REST calls; `gateway_stub` the way to the Gateway object.
 
 pub mod gateway;
+pub mod gateway_route;
 pub mod message;
 pub mod wire;
 

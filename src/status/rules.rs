@@ -8,9 +8,6 @@ use serde_json::{json, Value};
 
 use crate::config::Config;
 
-/// The bindings the Worker may use (wrangler.toml), reported present or not.
-pub const BINDINGS: [&str; 7] = ["DB", "CHANNEL", "GATEWAY", "SIGN_IN", "JOBS", "AI", "VECTORS"];
-
 /// Each platform's settings, present or not, and whether the platform has
 /// what it needs to answer.
 pub fn platforms(config: &Config) -> Value {
