@@ -1,11 +1,17 @@
-//! Platform adapters: each platform lives in its own module and turns the
-//! platform's payloads into [`crate::inbound::InboundEvent`]s and replies into
-//! the platform's API calls.
+//! The messengers: each platform is a folder that turns the platform's
+//! payloads into [`crate::inbound::InboundEvent`]s and replies into the
+//! platform's API calls, behind one interface ([`messenger::Messenger`]).
+//! [`Platform`] names them; [`outbound`] picks the one that answers at a reply
+//! address, and [`webhooks`] the one that reads a webhook.
 
 pub mod discord;
+pub mod platform;
+pub mod settings;
 pub mod slack;
 pub mod telegram;
 pub mod web_chat;
+
+pub use platform::Platform;
 
 #[cfg(target_arch = "wasm32")]
 pub mod messenger;

@@ -10,6 +10,8 @@ use std::sync::OnceLock;
 
 use matchit::{Params, Router};
 
+use crate::platforms::Platform;
+
 /// The methods routes use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
@@ -25,9 +27,8 @@ pub enum Route {
     Health,
     Status,
     Ops,
-    TelegramWebhook,
-    SlackWebhook,
-    DiscordWebhook,
+    /// A platform's webhook (`platforms/{platform}/webhook.rs`).
+    Webhook(Platform),
     SignIn,
     Session,
     SignOut,
@@ -97,9 +98,9 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/health", Health),
     (Get, "/api/status", Status),
     (Get, "/api/ops", Ops),
-    (Post, "/webhooks/telegram", TelegramWebhook),
-    (Post, "/webhooks/slack", SlackWebhook),
-    (Post, "/webhooks/discord", DiscordWebhook),
+    (Post, "/webhooks/telegram", Webhook(Platform::Telegram)),
+    (Post, "/webhooks/slack", Webhook(Platform::Slack)),
+    (Post, "/webhooks/discord", Webhook(Platform::Discord)),
     (Post, "/api/session", SignIn),
     (Get, "/api/session", Session),
     (Delete, "/api/session", SignOut),
