@@ -486,7 +486,9 @@ impl ChannelObject {
             })
             .collect();
         let working = inbox::has_queued(&sql)?;
-        for entry in outbox::recent(&sql, CHAT_HISTORY_LINES as i64)?.into_iter().filter(|entry| entry.status == OutboxStatus::Sent)
+        for entry in outbox::recent(&sql, CHAT_HISTORY_LINES as i64)?
+            .into_iter()
+            .filter(|entry| entry.status == OutboxStatus::Sent)
         {
             let mut line = web_chat::chat_message(
                 &web_chat::reply_id(&entry.id),

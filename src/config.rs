@@ -516,6 +516,14 @@ mod tests {
     }
 
     #[test]
+    fn every_platform_streams_by_default_so_a_new_one_joins_the_default_list() {
+        let defaults = with(&[]);
+        for platform in crate::platforms::Platform::ALL {
+            assert!(defaults.streams(platform.as_str()), "{platform} is missing from DEFAULT_STREAM_REPLIES");
+        }
+    }
+
+    #[test]
     fn sign_in_limits_have_defaults_and_settings() {
         let defaults = with(&[]).sign_in;
         assert_eq!((defaults.per_client, defaults.overall, defaults.window_ms), (10, 100, 900_000));

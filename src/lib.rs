@@ -39,6 +39,7 @@ pub mod sorting;
 pub mod status;
 pub mod tasks;
 pub mod time;
+pub mod verb;
 pub mod web_tools;
 
 #[cfg(target_arch = "wasm32")]

@@ -8,13 +8,13 @@ use crate::api_error::ApiError;
 use crate::routes::{self, Found, Route, Verb};
 use crate::security::percent_decode;
 
-use crate::approvals::buttons;
 use crate::conversations::api as admin;
 use crate::files::chat_api as chat_files;
 use crate::identity::store as identity;
 use crate::mcp::api as mcp_admin;
 use crate::people::store as people;
 use crate::platforms::discord::gateway_route::GatewayRoute;
+use crate::platforms::web_chat::buttons as web_chat_buttons;
 use crate::platforms::webhooks;
 use crate::runtime::config;
 use crate::runtime::failure::internal;
@@ -68,9 +68,7 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::Health => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
         Route::Status => admin::status(&request, env).await,
         Route::Ops => admin::ops(&request, env).await,
-        Route::TelegramWebhook => webhooks::telegram(request, env).await,
-        Route::SlackWebhook => webhooks::slack(request, env).await,
-        Route::DiscordWebhook => webhooks::discord(request, env).await,
+        Route::Webhook(platform) => webhooks::receive(platform, request, env).await,
         Route::SignIn => sessions::sign_in(request, env).await,
         Route::Session => sessions::current(&request, env).await,
         Route::SignOut => sessions::sign_out(&request).await,
@@ -129,7 +127,7 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::RemoveMcpServer => mcp_admin::remove(&request, env, param("name")).await,
         Route::RefreshMcpServer => mcp_admin::refresh(&request, env, param("name")).await,
         Route::Approvals => mcp_admin::list_approvals(&request, env).await,
-        Route::ChatApproval => buttons::web(request, env, param("id")).await,
+        Route::ChatApproval => web_chat_buttons::pressed(request, env, param("id")).await,
     }
 }
 

@@ -9,7 +9,7 @@ use crate::approvals::store::{self as approvals, Ask, Settled};
 use crate::inbound::ReplyAddress;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Messenger, Piece};
-use crate::platforms::outbound::{self, Platform};
+use crate::platforms::outbound::{self, Outbound};
 use crate::platforms::web_chat::messenger as web_chat;
 use crate::reply::outbox::OutboxStatus;
 use crate::reply::pieces::prepare;
@@ -153,7 +153,7 @@ async fn show(object: &ChannelObject, approval_id: &str, text: &str) -> Result<(
 }
 
 /// Markdown as the platform shows it, secrets cut, in one message.
-fn rendered(platform: &Platform<'_>, text: &str) -> String {
+fn rendered(platform: &Outbound<'_>, text: &str) -> String {
     let prepared = prepare(&[text.to_string()], platform.flavor(), platform.message_limit(), &redactor());
     prepared.pieces.into_iter().next().unwrap_or_default()
 }

@@ -20,7 +20,7 @@ use crate::inbound::InboundEvent;
 use crate::llm::HistoryRole;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Interrupted, Messenger, Piece, Streaming};
-use crate::platforms::outbound::Platform;
+use crate::platforms::outbound::Outbound;
 use crate::prompt;
 use crate::reply::markup::{escape, shown};
 use crate::reply::outbox::OutboxStatus;
@@ -48,7 +48,7 @@ pub(super) enum Delivery {
 pub(super) struct Outlet<'a> {
     pub config: &'a Config,
     pub env: &'a Env,
-    pub platform: &'a Platform<'a>,
+    pub platform: &'a Outbound<'a>,
     pub sql: &'a Sql,
     pub pace: &'a Cell<Pace>,
 }
@@ -191,7 +191,7 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
 /// A sent piece, as the history keeps it.
 fn history_row(
     config: &Config,
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     event: &InboundEvent,
     entry: &outbox::Entry,
     resend_note: &str,
@@ -297,7 +297,7 @@ async fn finish_draft(
 /// posting again is harmless (a Discord nonce answers with the message that
 /// landed), `post_again` does, for the message to edit.
 async fn draft_message(
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     sql: &Sql,
     event: &InboundEvent,
     entry: &outbox::Entry,
@@ -321,7 +321,7 @@ async fn draft_message(
 
 /// Deletes a draft the finished reply did not need.
 async fn withdraw(
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     sql: &Sql,
     event: &InboundEvent,
     entry: &outbox::Entry,

@@ -28,7 +28,7 @@ use crate::memory::embedder::AI_BINDING;
 use crate::ops::Op;
 use crate::platforms::messenger::FileBody;
 use crate::platforms::messenger::Messenger;
-use crate::platforms::outbound::Platform;
+use crate::platforms::outbound::Outbound;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::prompt;
 use crate::runtime::config::redactor;
@@ -62,7 +62,7 @@ pub async fn receive(
     config: &Config,
     env: &Env,
     db: &D1Database,
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     events: &mut [InboundEvent],
     now_ms: i64,
 ) -> TurnFiles {
@@ -115,7 +115,7 @@ pub async fn receive(
 async fn keep(
     env: &Env,
     db: &D1Database,
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     event: &InboundEvent,
     attachment: &Attachment,
     now_ms: i64,

@@ -8,6 +8,7 @@
 //! vector-index filters.
 
 use crate::inbound::ConversationKey;
+use crate::platforms::Platform;
 
 /// The scope of a memory an operator shared: every conversation sees it.
 pub const SHARED: &str = "shared";
@@ -23,9 +24,6 @@ pub enum Viewer<'a> {
     /// A conversation's tools (its branches), by the conversation's key.
     Conversation(&'a str),
 }
-
-/// The platforms whose conversation keys a memory's `source` may hold.
-const PLATFORMS: [&str; 4] = ["telegram", "slack", "discord", "web"];
 
 /// The scope of what is learned in a conversation: the place whose readers
 /// could already read it. A Slack thread (`slack:T:C:root`) belongs to its
@@ -43,7 +41,7 @@ pub fn conversation_scope(conversation_key: &str) -> String {
 
 /// Whether `source` (where a memory was saved) names a conversation.
 pub fn is_conversation_key(source: &str) -> bool {
-    source.split_once(':').is_some_and(|(platform, rest)| PLATFORMS.contains(&platform) && !rest.is_empty())
+    source.split_once(':').is_some_and(|(platform, rest)| Platform::parse(platform).is_some() && !rest.is_empty())
 }
 
 /// The scope a memory returns to when an operator stops sharing it (and the

@@ -14,6 +14,7 @@ use thiserror::Error;
 
 use crate::budget::rules::person_key;
 use crate::inbound::{InboundEvent, PersonKey};
+use crate::platforms::Platform;
 use crate::schedules::zone::{is_known_zone, ZoneRules};
 
 /// Notes one person's profile holds at most: a profile is a short card in every
@@ -25,8 +26,6 @@ pub const MAX_NOTE_CHARS: usize = 200;
 pub const MAX_NAME_CHARS: usize = 80;
 /// Characters of a language (a name, `German`, or a tag, `de-CH`).
 pub const MAX_LANGUAGE_CHARS: usize = 40;
-/// The platforms a platform id may name (`{platform}:{user id}`).
-pub const PLATFORMS: &[&str] = &["telegram", "slack", "discord", "web"];
 
 /// Who wrote a note.
 pub const BY_BOT: &str = "bot";
@@ -79,7 +78,7 @@ pub fn person_id(platform_key: &str) -> String {
 /// of a known platform, printable, at most 200 characters.
 pub fn is_platform_key(key: &str) -> bool {
     let Ok(person) = PersonKey::parse(key) else { return false };
-    PLATFORMS.contains(&person.platform())
+    Platform::parse(person.platform()).is_some()
         && key.len() <= 200
         && key.chars().all(|character| character.is_ascii_graphic())
 }

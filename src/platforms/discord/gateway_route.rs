@@ -2,7 +2,7 @@
 //! Worker that calls the object (the admin API, the cron) and the object
 //! that serves it.
 
-pub use crate::routes::Verb;
+pub use crate::verb::Verb;
 
 /// A request the Gateway object serves; each answers with the session's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
