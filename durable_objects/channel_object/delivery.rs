@@ -129,10 +129,8 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
                 Finishing::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
                 Finishing::GaveUp => continue,
                 Finishing::SendAnew { attempts } => {
-                    entry.status = entry
-                        .status
-                        .to(OutboxStatus::Pending)
-                        .map_err(|error| worker::Error::RustError(error.to_string()))?;
+                    // finish_draft moved the row (checked there): the entry follows.
+                    entry.status = OutboxStatus::Pending;
                     entry.attempts = attempts as i64;
                 }
             },
