@@ -486,8 +486,11 @@ impl ChannelObject {
             })
             .collect();
         let working = inbox::has_queued(&sql)?;
+        // `recent` is newest first; oldest first here, so the stable sort by
+        // time below keeps a split reply's pieces (one `created_at`) in order.
         for entry in outbox::recent(&sql, CHAT_HISTORY_LINES as i64)?
             .into_iter()
+            .rev()
             .filter(|entry| entry.status == OutboxStatus::Sent)
         {
             let mut line = web_chat::chat_message(
