@@ -17,6 +17,8 @@ use worker::{D1Database, Env, Request, Response, Result};
 use crate::runtime::config::redactor;
 
 use crate::api_error::ApiError;
+use crate::llm::tool::given;
+use crate::people::arguments::PersonNoteArguments;
 use crate::people::rules::{self as people, Edit, Edited, Note, Profile, Refusal, BY_BOT};
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
@@ -244,16 +246,24 @@ async fn write(db: &D1Database, row: &Row, change: &Change, now: i64) -> Result<
     Ok(changes(&result) == 1)
 }
 
-/// `person_note` and `person_forget`, for a branch whose turn's people are
-/// `speakers`. Errors are the text the model reads.
+/// What a profile tool does to the profile it names.
+pub enum ProfileChange {
+    /// `person_note`.
+    Note(PersonNoteArguments),
+    /// `person_forget`.
+    Forget,
+}
+
+/// `person_note` and `person_forget` on `person` (a name, or None when only
+/// one person writes), for a branch whose turn's people are `speakers`.
+/// Errors are the text the model reads.
 pub async fn tool(
     db: &D1Database,
     speakers: &[Profile],
-    name: &str,
-    arguments: &Value,
+    person: Option<&str>,
+    edit: &ProfileChange,
 ) -> std::result::Result<String, String> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let person = people::pick(speakers, text("person")).map_err(|refusal| refusal.to_string())?;
+    let person = people::pick(speakers, person).map_err(|refusal| refusal.to_string())?;
     let failed = |error: worker::Error| format!("the profile could not be read or written: {error}");
     // The turn recorded them; a record lost to a D1 hiccup then is made now.
     batch(db, sighting(db, person, now_ms()).map_err(failed)?).await.map_err(failed)?;
@@ -262,15 +272,16 @@ pub async fn tool(
         let row = record_of(db, &person.key).await.map_err(failed)?.ok_or("the person's record is missing")?;
         let current = profile_of(&row, person);
         let mut change = Change::of(&row);
-        let answer = match name {
-            "person_note" => note(&mut change, &current, arguments).map_err(|refusal| refusal.to_string())?,
-            "person_forget" => {
+        let answer = match edit {
+            ProfileChange::Note(arguments) => {
+                note(&mut change, &current, arguments).map_err(|refusal| refusal.to_string())?
+            }
+            ProfileChange::Forget => {
                 change.notes.clear();
                 change.time_zone = None;
                 change.language = None;
                 people::forgotten(&current)
             }
-            other => return Err(format!("there is no tool named `{other}`")),
         };
         if write(db, &row, &change, now_ms()).await.map_err(failed)? {
             return Ok(answer);
@@ -280,25 +291,29 @@ pub async fn tool(
 }
 
 /// Applies `person_note`'s arguments to `change`; says what it did.
-fn note(change: &mut Change, person: &Profile, arguments: &Value) -> std::result::Result<String, Refusal> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let replaces = arguments.get("replaces").and_then(Value::as_u64);
+fn note(
+    change: &mut Change,
+    person: &Profile,
+    arguments: &PersonNoteArguments,
+) -> std::result::Result<String, Refusal> {
+    let text = |value: &'_ Option<String>| given(value).map(str::to_string);
+    let replaces = arguments.replaces.and_then(|number| u64::try_from(number).ok());
     let mut said = Vec::new();
-    if let Some(zone) = text("time_zone") {
-        change.time_zone = people::time_zone(&IntlZones, zone)?;
+    if let Some(zone) = text(&arguments.time_zone) {
+        change.time_zone = people::time_zone(&IntlZones, &zone)?;
         said.push(format!("set {}'s time zone to {zone} (the default for schedules they create)", person.name));
     }
-    if let Some(language) = text("language") {
-        change.language = people::language(language)?;
+    if let Some(language) = text(&arguments.language) {
+        change.language = people::language(&language)?;
         said.push(format!("set {}'s language to {language}", person.name));
     }
-    match (text("note"), replaces) {
+    match (text(&arguments.note), replaces) {
         (None, Some(_)) => return Err(Refusal::Empty),
         (None, None) if said.is_empty() => return Err(Refusal::Nothing),
         (None, None) => {}
         (Some(written), replaces) => {
             // A secret a person pasted never lands in a profile shown elsewhere.
-            let written = redactor().redact(written).into_owned();
+            let written = redactor().redact(&written).into_owned();
             let edit = match replaces {
                 Some(number) => Edit::Correct { number: number as usize, text: written },
                 None => Edit::Add(written),
@@ -350,13 +365,10 @@ pub async fn list(request: &Request, env: &Env) -> std::result::Result<Response,
              ORDER BY (SELECT MAX(i.last_seen_at) FROM person_ids i WHERE i.person_id = p.id) DESC, p.created_at DESC \
              LIMIT ?2"
         ))
-        .bind(&[text_or_null(pattern.as_deref()), JsValue::from_f64(LISTING_LIMIT)])
-        ?
+        .bind(&[text_or_null(pattern.as_deref()), JsValue::from_f64(LISTING_LIMIT)])?
         .all_counted()
-        .await
-        ?
-        .results()
-        ?;
+        .await?
+        .results()?;
     Response::from_json(&rows.into_iter().map(Person::from).collect::<Vec<_>>()).map_err(internal)
 }
 
@@ -453,8 +465,7 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
             "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at) \
              VALUES (?1, ?2, '', NULL, NULL) ON CONFLICT (platform_key) DO UPDATE SET person_id = excluded.person_id",
         )
-        .bind(&[key.as_str().into(), id.as_str().into()])
-        ?];
+        .bind(&[key.as_str().into(), id.as_str().into()])?];
     let mut dropped = Vec::new();
     let previous = record_of(&database, &key).await?;
     if let Some(previous) = previous.filter(|previous| previous.id != id) {
@@ -481,8 +492,7 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
                         serde_json::to_string(&change.notes).map_err(internal)?.into(),
                         number(now),
                         id.as_str().into(),
-                    ])
-                    ?,
+                    ])?,
             );
             statements.push(
                 database
@@ -490,8 +500,7 @@ pub async fn link(mut request: Request, env: &Env, id: &str) -> std::result::Res
                         "DELETE FROM people WHERE id = ?1 AND NOT EXISTS \
                          (SELECT 1 FROM person_ids WHERE person_id = ?1)",
                     )
-                    .bind(&[previous.id.as_str().into()])
-                    ?,
+                    .bind(&[previous.id.as_str().into()])?,
             );
         }
     }
