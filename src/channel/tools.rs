@@ -224,3 +224,40 @@ impl Run<Skip, Acted> for TurnTools {
         Ok(Action::Skip { reason: arguments.reason.unwrap_or_default() })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::channel::turn::NO_REPLY;
+    use std::future::Future;
+
+    #[test]
+    fn channel_arguments_parse_and_bad_ones_say_what_is_wrong() {
+        let worker = SpawnWorker::parse(&json!({ "task": "read the page" })).unwrap();
+        assert_eq!((worker.task.as_str(), worker.interactive), ("read the page", None));
+        assert!(SpawnWorker::parse(&json!({ "task": "x", "interactive": "yes" }))
+            .unwrap_err()
+            .contains("invalid type"));
+        assert!(Route::parse(&json!({ "id": "w1" })).unwrap_err().contains("missing field `message`"));
+        assert!(Reply::parse(&json!({ "content": ["a"] })).is_err());
+        assert!(Skip::parse(&json!({})).is_ok() && ChannelDisengage::parse(&json!(null)).is_ok());
+    }
+
+    #[test]
+    fn an_empty_text_is_refused_with_the_name_of_its_argument() {
+        let tools = TurnTools { processes: RefCell::new(Processes::default()) };
+        let reply = |content: &str| {
+            let call = Run::<Reply, Acted>::run(&tools, ReplyArguments { content: content.into() });
+            let mut call = std::pin::pin!(call);
+            match call.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+                std::task::Poll::Ready(acted) => acted,
+                std::task::Poll::Pending => unreachable!("the turn's tools never wait"),
+            }
+        };
+        assert_eq!(reply("  "), Err("`content` must be a non-empty string".into()));
+        assert_eq!(reply("hi"), Ok(Action::Reply { text: "hi".into() }));
+        assert_eq!(reply(NO_REPLY), Ok(Action::Skip { reason: NO_REPLY.into() }));
+    }
+}

@@ -271,4 +271,83 @@ mod tests {
         const NAME: &'static str = "skip";
         type Arguments = NoArguments;
     }
+
+    /// Every tool set the models are offered, by who offers it (the channel
+    /// offers its turn's tools and its edge's as one list).
+    fn sets() -> Vec<(&'static str, Vec<ToolSpec>)> {
+        use crate::channel::tools::{HostToolSet, TurnToolSet};
+        use crate::process::branch::BranchToolSet;
+        use crate::process::tools::SetStatus;
+        use crate::process::worker_run::WorkerToolSet;
+        let channel = [TurnToolSet::specs(), HostToolSet::specs()].concat();
+        let worker = [vec![SetStatus::spec()], WorkerToolSet::specs()].concat();
+        vec![("channel", channel), ("branch", BranchToolSet::specs()), ("worker", worker)]
+    }
+
+    /// The words a prompt file sets in backticks that look like names (`query`,
+    /// `memory_type`), not like examples (`kind: "progress"`, `f…`).
+    fn quoted_names(text: &str) -> Vec<&str> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|word| !word.is_empty() && word.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .collect()
+    }
+
+    #[test]
+    fn each_set_names_each_tool_once() {
+        for (set, specs) in sets() {
+            let mut names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
+            let count = names.len();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), count, "a tool of the {set} set is listed twice: {names:?}");
+        }
+    }
+
+    #[test]
+    fn the_tool_types_and_their_prompt_files_agree() {
+        let specs: Vec<ToolSpec> = sets().into_iter().flat_map(|(_, specs)| specs).collect();
+        let tool_names: std::collections::BTreeSet<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
+        let words: std::collections::BTreeSet<&str> = specs
+            .iter()
+            .flat_map(|spec| spec.parameters["properties"].as_object().into_iter().flat_map(|map| map.values()))
+            .flat_map(|property| property["enum"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        for spec in &specs {
+            let name = spec.name.as_str();
+            assert!(!spec.description.trim().is_empty(), "prompts/tools/{name}.md is missing or empty");
+            let schema = &spec.parameters;
+            assert_eq!(schema["type"], "object", "{name}");
+            let properties = schema["properties"].as_object().unwrap_or_else(|| panic!("{name} has no properties"));
+            for required in schema["required"].as_array().into_iter().flatten() {
+                let required = required.as_str().unwrap_or_default();
+                assert!(properties.contains_key(required), "{name} requires `{required}`, which it does not have");
+            }
+            // Every argument is explained: by its own description, by the
+            // words it may be, or by the prompt file that names it.
+            let quoted = quoted_names(&spec.description);
+            for (argument, property) in properties {
+                let explained = property.get("description").is_some_and(|text| text != "")
+                    || property.get("enum").is_some()
+                    || quoted.contains(&argument.as_str());
+                assert!(explained, "{name}'s `{argument}` is described nowhere");
+            }
+            // And every name the prompt file quotes is one of its arguments, a
+            // word an argument may be (`backlog`, here or in a tool beside it)
+            // or a tool: renaming an argument without its prompt fails here.
+            for quoted in quoted {
+                let known = properties.contains_key(quoted) || words.contains(quoted) || tool_names.contains(quoted);
+                assert!(known, "prompts/tools/{name}.md names `{quoted}`, which is no argument, value or tool");
+            }
+        }
+        // And no prompt file is left without its tool.
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts/tools");
+        for file in std::fs::read_dir(&folder).expect("prompts/tools") {
+            let file = file.expect("a prompt file").file_name().to_string_lossy().into_owned();
+            let tool = file.trim_end_matches(".md");
+            assert!(tool_names.contains(tool), "prompts/tools/{file} describes no tool of any set");
+        }
+    }
 }

@@ -8,6 +8,10 @@ use serde::Deserialize;
 use super::types::{MemoryType, SearchMode, SearchSort};
 use crate::llm::tool::Tool;
 
+/// Results a recall returns unless asked for fewer (or more, up to the max).
+pub const DEFAULT_RECALL_LIMIT: usize = 10;
+pub const MAX_RECALL_LIMIT: usize = 50;
+
 /// `memory_save`: remember something in later turns of this conversation.
 pub struct MemorySave;
 
@@ -42,6 +46,7 @@ pub struct MemoryRecallArguments {
     pub mode: Option<SearchMode>,
     pub memory_type: Option<MemoryType>,
     pub sort: Option<SearchSort>,
+    #[schemars(description = format!("How many at most (default {DEFAULT_RECALL_LIMIT}, at most {MAX_RECALL_LIMIT})."))]
     pub limit: Option<i64>,
 }
 

@@ -7,6 +7,7 @@ use serde_json::Value;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env, Result};
 
+use crate::memory::arguments::{DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT};
 use crate::memory::embedder::embed_one;
 
 use crate::memory::vector_index::vector_index;
@@ -24,10 +25,6 @@ use crate::runtime::http::now_ms;
 /// The memory columns a [`crate::memory::types::Memory`] is read from (the vector stays behind).
 pub const COLUMNS: &str =
     "id, memory_type, content, importance, created_at, updated_at, last_accessed_at, access_count, source, scope";
-
-/// Results a recall returns unless asked for fewer (or more, up to the max).
-const DEFAULT_RECALL_LIMIT: usize = 10;
-const MAX_RECALL_LIMIT: usize = 50;
 
 /// A recall as the tool or the admin API asks for it.
 #[derive(Debug, Clone)]

@@ -61,3 +61,20 @@ pub struct ChannelRecallArguments {
     /// Words to find in this conversation.
     pub query: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn process_tool_arguments_parse_and_refuse_what_does_not_fit() {
+        let status = SetStatus::parse(&json!({ "kind": "outcome", "text": "done" })).unwrap();
+        assert_eq!(status.kind, StatusKind::Outcome);
+        assert!(SetStatus::parse(&json!({ "kind": "finished", "text": "done" })).is_err());
+        assert!(SetStatus::parse(&json!({ "text": "done" })).unwrap_err().contains("missing field `kind`"));
+        assert_eq!(WorkerInspect::parse(&json!({})).unwrap().id, None);
+        assert!(ChannelRecall::parse(&json!({ "query": 3 })).is_err());
+    }
+}

@@ -58,3 +58,31 @@ pub struct PlanArguments {
     /// create, optional: stop after this many runs.
     pub max_runs: Option<i64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_schedule_call_reads_its_action_and_its_timing() {
+        let call = Schedule::parse(&json!({ "action": "create", "prompt": "water the plants", "cron": "0 9 * * *",
+                                            "timezone": "Europe/Berlin", "max_runs": 3 }))
+        .unwrap();
+        assert_eq!(call.action, ScheduleAction::Create);
+        assert_eq!((call.when.cron.as_deref(), call.when.max_runs), (Some("0 9 * * *"), Some(3)));
+        assert_eq!(call.when.timezone.as_deref(), Some("Europe/Berlin"));
+        assert!(Schedule::parse(&json!({ "action": "list" })).is_ok());
+        assert!(Schedule::parse(&json!({ "action": "snooze" })).unwrap_err().contains("unknown variant `snooze`"));
+        assert!(Schedule::parse(&json!({ "action": "create", "in_seconds": "soon" })).is_err());
+        assert!(Schedule::parse(&json!({})).unwrap_err().contains("missing field `action`"));
+        // The schema lists the timing's arguments beside the action's own.
+        let schema = crate::llm::tool::parameters::<ScheduleArguments>();
+        let properties = schema["properties"].as_object().unwrap();
+        assert!(["action", "prompt", "id", "at", "in_seconds", "cron", "every_seconds", "max_runs"]
+            .iter()
+            .all(|key| properties.contains_key(*key)));
+        assert_eq!(schema["required"], json!(["action"]));
+    }
+}
