@@ -9,5 +9,6 @@ pub mod processes;
 pub mod routes;
 pub mod state;
 pub mod sticky;
+pub mod tools;
 pub mod turn;
 pub mod versioned;

@@ -11,6 +11,7 @@
 //! [`zone::ZoneRules`] trait, which the Worker answers from the runtime's own
 //! `Intl` data and the tests from `chrono-tz`, so the bundle stays small.
 
+pub mod arguments;
 pub mod civil;
 pub mod cron;
 pub mod limits;

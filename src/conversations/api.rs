@@ -139,7 +139,9 @@ pub async fn create_schedule(mut request: Request, env: &Env) -> Result<Response
     }
     let config = config::load(env);
     let now = crate::runtime::http::now_ms();
-    let plan = crate::schedules::tools::plan_from_arguments(&config, &arguments, now).map_err(ApiError::BadRequest)?;
+    let when = <crate::schedules::arguments::PlanArguments as serde::Deserialize>::deserialize(&arguments)
+        .map_err(|error| ApiError::BadRequest(format!("the job's timing does not fit: {error}")))?;
+    let plan = crate::schedules::tools::plan_from_arguments(&config, &when, now).map_err(ApiError::BadRequest)?;
     let database = env.d1(DATABASE_BINDING)?;
     // An operator's job is theirs: no cap, and only an operator cancels it.
     let operator = crate::inbound::Author { id: "operator".into(), name: "an operator".into(), is_bot: false };

@@ -17,6 +17,8 @@ use worker::{D1Database, Env, Request, Response, Result};
 use crate::runtime::config::redactor;
 
 use crate::api_error::ApiError;
+use crate::llm::tool::given;
+use crate::people::arguments::PersonNoteArguments;
 use crate::people::rules::{self as people, Edit, Edited, Note, Profile, Refusal, BY_BOT};
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
@@ -242,16 +244,24 @@ async fn write(db: &D1Database, row: &Row, change: &Change, now: i64) -> Result<
     Ok(changes(&result) == 1)
 }
 
-/// `person_note` and `person_forget`, for a branch whose turn's people are
-/// `speakers`. Errors are the text the model reads.
+/// What a profile tool does to the profile it names.
+pub enum ProfileChange {
+    /// `person_note`.
+    Note(PersonNoteArguments),
+    /// `person_forget`.
+    Forget,
+}
+
+/// `person_note` and `person_forget` on `person` (a name, or None when only
+/// one person writes), for a branch whose turn's people are `speakers`.
+/// Errors are the text the model reads.
 pub async fn tool(
     db: &D1Database,
     speakers: &[Profile],
-    name: &str,
-    arguments: &Value,
+    person: Option<&str>,
+    edit: &ProfileChange,
 ) -> std::result::Result<String, String> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let person = people::pick(speakers, text("person")).map_err(|refusal| refusal.to_string())?;
+    let person = people::pick(speakers, person).map_err(|refusal| refusal.to_string())?;
     let failed = |error: worker::Error| format!("the profile could not be read or written: {error}");
     // The turn recorded them; a record lost to a D1 hiccup then is made now.
     batch(db, sighting(db, person, now_ms()).map_err(failed)?).await.map_err(failed)?;
@@ -260,15 +270,16 @@ pub async fn tool(
         let row = record_of(db, &person.key).await.map_err(failed)?.ok_or("the person's record is missing")?;
         let current = profile_of(&row, person);
         let mut change = Change::of(&row);
-        let answer = match name {
-            "person_note" => note(&mut change, &current, arguments).map_err(|refusal| refusal.to_string())?,
-            "person_forget" => {
+        let answer = match edit {
+            ProfileChange::Note(arguments) => {
+                note(&mut change, &current, arguments).map_err(|refusal| refusal.to_string())?
+            }
+            ProfileChange::Forget => {
                 change.notes.clear();
                 change.time_zone = None;
                 change.language = None;
                 people::forgotten(&current)
             }
-            other => return Err(format!("there is no tool named `{other}`")),
         };
         if write(db, &row, &change, now_ms()).await.map_err(failed)? {
             return Ok(answer);
@@ -278,25 +289,29 @@ pub async fn tool(
 }
 
 /// Applies `person_note`'s arguments to `change`; says what it did.
-fn note(change: &mut Change, person: &Profile, arguments: &Value) -> std::result::Result<String, Refusal> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let replaces = arguments.get("replaces").and_then(Value::as_u64);
+fn note(
+    change: &mut Change,
+    person: &Profile,
+    arguments: &PersonNoteArguments,
+) -> std::result::Result<String, Refusal> {
+    let text = |value: &'_ Option<String>| given(value).map(str::to_string);
+    let replaces = arguments.replaces.and_then(|number| u64::try_from(number).ok());
     let mut said = Vec::new();
-    if let Some(zone) = text("time_zone") {
-        change.time_zone = people::time_zone(&IntlZones, zone)?;
+    if let Some(zone) = text(&arguments.time_zone) {
+        change.time_zone = people::time_zone(&IntlZones, &zone)?;
         said.push(format!("set {}'s time zone to {zone} (the default for schedules they create)", person.name));
     }
-    if let Some(language) = text("language") {
-        change.language = people::language(language)?;
+    if let Some(language) = text(&arguments.language) {
+        change.language = people::language(&language)?;
         said.push(format!("set {}'s language to {language}", person.name));
     }
-    match (text("note"), replaces) {
+    match (text(&arguments.note), replaces) {
         (None, Some(_)) => return Err(Refusal::Empty),
         (None, None) if said.is_empty() => return Err(Refusal::Nothing),
         (None, None) => {}
         (Some(written), replaces) => {
             // A secret a person pasted never lands in a profile shown elsewhere.
-            let written = redactor().redact(written).into_owned();
+            let written = redactor().redact(&written).into_owned();
             let edit = match replaces {
                 Some(number) => Edit::Correct { number: number as usize, text: written },
                 None => Edit::Add(written),
