@@ -9,6 +9,6 @@ pub mod processes;
 pub mod routes;
 pub mod state;
 pub mod sticky;
-pub mod tools;
+pub mod tool_set;
 pub mod turn;
 pub mod versioned;

@@ -4,7 +4,7 @@
 pub mod branch;
 pub mod compaction;
 pub mod envelope;
-pub mod tools;
+pub mod tool_sets;
 pub mod worker;
 pub mod worker_run;
 

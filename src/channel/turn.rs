@@ -10,7 +10,7 @@ use std::cell::RefCell;
 
 use super::processes::{ProcessReport, Processes};
 use super::state::{Notice, ObservedMessage};
-use super::tools::{HostToolSet, Reply, TurnToolSet, TurnTools};
+use super::tool_set::{HostToolSet, Reply, TurnToolSet, TurnTools};
 use crate::inbound::InboundEvent;
 use crate::llm::readiness::{self, ModelProblem};
 use crate::llm::stream::Assembler;

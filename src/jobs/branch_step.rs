@@ -32,7 +32,7 @@ use crate::people::store as people;
 use crate::people::store::ProfileChange;
 use crate::process::branch::{compose_messages, run_branch, BranchJob, BranchToolSet, BranchTools};
 use crate::process::envelope::{Envelope, MessageType};
-use crate::process::tools::{ChannelRecall, ChannelRecallArguments, WorkerInspect, WorkerInspectArguments};
+use crate::process::tool_sets::{ChannelRecall, ChannelRecallArguments, WorkerInspect, WorkerInspectArguments};
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::Metered;
 use crate::runtime::http::now_ms;

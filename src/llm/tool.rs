@@ -275,9 +275,9 @@ mod tests {
     /// Every tool set the models are offered, by who offers it (the channel
     /// offers its turn's tools and its edge's as one list).
     fn sets() -> Vec<(&'static str, Vec<ToolSpec>)> {
-        use crate::channel::tools::{HostToolSet, TurnToolSet};
+        use crate::channel::tool_set::{HostToolSet, TurnToolSet};
         use crate::process::branch::BranchToolSet;
-        use crate::process::tools::SetStatus;
+        use crate::process::tool_sets::SetStatus;
         use crate::process::worker_run::WorkerToolSet;
         let channel = [TurnToolSet::specs(), HostToolSet::specs()].concat();
         let worker = [vec![SetStatus::spec()], WorkerToolSet::specs()].concat();

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::tools::{ChannelRecall, WorkerInspect};
+use super::tool_sets::{ChannelRecall, WorkerInspect};
 use crate::files::arguments::{AttachmentRead, AttachmentRecall, SendFile};
 use crate::inbound::InboundEvent;
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, HistoryEntry, HistoryRole, LlmError, Role, ToolSpec, Usage};

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::tools::{SetStatus, SetStatusArguments, StatusKind};
+use super::tool_sets::{SetStatus, SetStatusArguments, StatusKind};
 use super::worker::TURNS_PER_SEGMENT;
 use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
 use crate::approvals::rules::Verdict;

@@ -10,7 +10,7 @@ use crate::schedules::store::Creation;
 
 use crate::schedules::store::Job;
 
-use crate::channel::tools::HostToolSet;
+use crate::channel::tool_set::HostToolSet;
 use crate::channel::turn::ToolHost;
 use crate::config::Config;
 use crate::inbound::{Author, ReplyAddress};

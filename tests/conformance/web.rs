@@ -240,7 +240,7 @@ impl Messenger for Web {
         let answer: Value = request.send().await.unwrap().json().await.unwrap();
         let token = answer["upload"].as_str().expect("an upload token").to_string();
         Attachment {
-            id: edgebot::files::file_id(&self.conversation, &token),
+            id: edgebot::files::rules::file_id(&self.conversation, &token),
             name: name.into(),
             size: bytes.len(),
             handle: token,
