@@ -42,6 +42,7 @@ use crate::platforms::messenger::Messenger;
 use crate::platforms::outbound;
 use crate::platforms::web_chat::messenger::{self as web_chat, CHAT, WATCH};
 use crate::process::envelope::{Envelope, MessageType};
+use crate::reply::outbox::OutboxStatus;
 use crate::runtime::config::{self, DATABASE_BINDING};
 use crate::runtime::durable::{self, MeteredStorage};
 use crate::runtime::http::{now_ms, sleep_ms, within};
@@ -421,7 +422,12 @@ impl ChannelObject {
             })
             .collect();
         let working = inbox::has_queued(&sql)?;
-        for entry in outbox::recent(&sql, CHAT_HISTORY_LINES as i64)?.into_iter().filter(|entry| entry.status == "sent")
+        // `recent` is newest first; oldest first here, so the stable sort by
+        // time below keeps a split reply's pieces (one `created_at`) in order.
+        for entry in outbox::recent(&sql, CHAT_HISTORY_LINES as i64)?
+            .into_iter()
+            .rev()
+            .filter(|entry| entry.status == OutboxStatus::Sent)
         {
             let mut line = web_chat::chat_message(
                 &web_chat::reply_id(&entry.id),

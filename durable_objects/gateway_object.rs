@@ -14,18 +14,19 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use worker::{
-    durable_object, DurableObject, Env, Method, Request, Response, Result, State, Storage, WebSocket, WebsocketEvent,
+    durable_object, DurableObject, Env, Request, Response, Result, State, Storage, WebSocket, WebsocketEvent,
 };
 
 use crate::config::Config;
 use crate::log_line::LogLine;
 use crate::platforms::discord::gateway::{parse_frame, Gateway, Move, Session};
+use crate::platforms::discord::gateway_route::GatewayRoute;
 use crate::platforms::discord::message::parse_message_create;
 use crate::platforms::discord::messenger::bot_get;
 use crate::platforms::webhooks::deliver;
 use crate::runtime::config;
 use crate::runtime::durable::{self, MeteredStorage, Sql};
-use crate::runtime::http::{now_ms, sleep_ms};
+use crate::runtime::http::{method, now_ms, sleep_ms};
 use crate::runtime::log::Emit;
 
 /// The watchdog alarm's period while the Gateway is meant to run.
@@ -97,8 +98,9 @@ impl GatewayObject {
     /// Start, keep running, stop, or report the session.
     async fn serve(&self, request: Request) -> Result<Response> {
         let shared = &self.shared;
-        match (request.method(), request.path().as_str()) {
-            (Method::Post, "/start") => {
+        let route = GatewayRoute::at(&request.path()).filter(|route| request.method() == method(route.verb()));
+        match route {
+            Some(GatewayRoute::Start) => {
                 {
                     let mut live = shared.live.borrow_mut();
                     live.enabled = Some(true);
@@ -107,10 +109,10 @@ impl GatewayObject {
                 shared.save()?;
                 shared.ensure_running().await?;
             }
-            (Method::Post, "/ensure") => shared.ensure_running().await?,
-            (Method::Delete, "/stop") => shared.stop()?,
-            (Method::Get, "/status") => {}
-            _ => return Response::error("not found", 404),
+            Some(GatewayRoute::Ensure) => shared.ensure_running().await?,
+            Some(GatewayRoute::Stop) => shared.stop()?,
+            Some(GatewayRoute::Status) => {}
+            None => return Response::error("not found", 404),
         }
         Response::from_json(&shared.status())
     }

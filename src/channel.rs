@@ -10,5 +10,6 @@ pub mod processes;
 pub mod routes;
 pub mod state;
 pub mod sticky;
+pub mod tool_set;
 pub mod turn;
 pub mod versioned;

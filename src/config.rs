@@ -245,9 +245,7 @@ impl Config {
             approvers: text("APPROVERS", "")
                 .split(',')
                 .map(|entry| entry.trim().to_string())
-                .filter(|entry| {
-                    entry.split_once(':').is_some_and(|(platform, id)| !platform.is_empty() && !id.is_empty())
-                })
+                .filter(|entry| crate::inbound::PersonKey::parse(entry).is_ok())
                 .collect(),
             approval_timeout_ms: number(
                 "APPROVAL_TIMEOUT_SECS",
@@ -514,6 +512,14 @@ mod tests {
         assert!(chosen.streams("web") && chosen.streams("telegram") && !chosen.streams("slack"));
         for off in ["off", "none"] {
             assert!(!with(&[("STREAM_REPLIES", off)]).streams("web"), "{off}");
+        }
+    }
+
+    #[test]
+    fn every_platform_streams_by_default_so_a_new_one_joins_the_default_list() {
+        let defaults = with(&[]);
+        for platform in crate::platforms::Platform::ALL {
+            assert!(defaults.streams(platform.as_str()), "{platform} is missing from DEFAULT_STREAM_REPLIES");
         }
     }
 

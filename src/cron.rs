@@ -14,6 +14,7 @@ use crate::channel::routes::ChannelRoute;
 use crate::conversations::store as conversations;
 use crate::files::store as files;
 use crate::log_line::{Level, LogLine};
+use crate::platforms::discord::gateway_route::GatewayRoute;
 use crate::platforms::discord::gateway_stub as gateway;
 use crate::runtime::channel_stub;
 use crate::runtime::config;
@@ -80,7 +81,7 @@ async fn tick(env: &Env) {
     }
     let started = now_ms();
     let gateway = match config.discord_gateway {
-        true => outcome(gateway::call(env, worker::Method::Post, "/ensure").await.map(|_| None)),
+        true => outcome(gateway::call(env, GatewayRoute::Ensure).await.map(|_| None)),
         false => "off".to_string(),
     };
     let schedules = schedules::rearm_overdue(env, started).await;

@@ -2,6 +2,7 @@
 //! caps and where it lives; `download_link` (pure) signed links; `store` R2
 //! and D1; `chat_api` the web chat's uploads and downloads.
 
+pub mod arguments;
 pub mod download_link;
 pub mod rules;
 

@@ -2,6 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+mod conversation_key;
+
+pub use conversation_key::{ConversationKey, MalformedKey, PersonKey};
+
 /// Who wrote a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Author {
@@ -107,23 +111,15 @@ impl ReplyAddress {
     /// admin creates): `telegram:{chat}[:{topic}]`, `slack:{team}:{channel}[:{thread}]`,
     /// `discord:{guild|dm}:{channel}`, `web:{session}`.
     pub fn for_conversation(conversation_key: &str) -> Option<ReplyAddress> {
-        let parts: Vec<&str> = conversation_key.split(':').collect();
-        match parts.as_slice() {
-            ["telegram", chat] => Some(ReplyAddress::Telegram { chat_id: chat.parse().ok()?, topic_id: None }),
-            ["telegram", chat, topic] => {
-                Some(ReplyAddress::Telegram { chat_id: chat.parse().ok()?, topic_id: Some(topic.parse().ok()?) })
+        Some(match ConversationKey::parse(conversation_key).ok()? {
+            ConversationKey::Telegram { chat, topic } => ReplyAddress::Telegram { chat_id: chat, topic_id: topic },
+            ConversationKey::Slack { channel, thread, .. } => ReplyAddress::Slack { channel, thread_ts: thread },
+            ConversationKey::Discord { guild, channel } => {
+                ReplyAddress::DiscordChannel { channel_id: channel, guild_id: guild }
             }
-            ["slack", _, channel] => Some(ReplyAddress::Slack { channel: channel.to_string(), thread_ts: None }),
-            ["slack", _, channel, thread] => {
-                Some(ReplyAddress::Slack { channel: channel.to_string(), thread_ts: Some(thread.to_string()) })
-            }
-            ["discord", scope, channel] => Some(ReplyAddress::DiscordChannel {
-                channel_id: channel.to_string(),
-                guild_id: (*scope != "dm").then(|| scope.to_string()),
-            }),
-            ["web", session] if is_web_session(session) => Some(ReplyAddress::Web { session: session.to_string() }),
-            _ => None,
-        }
+            ConversationKey::Web { session } if is_web_session(&session) => ReplyAddress::Web { session },
+            ConversationKey::Web { .. } => return None,
+        })
     }
 }
 

@@ -210,7 +210,7 @@ pub(crate) async fn send_file(
     db: &D1Database,
     conversation_key: &str,
     process: (&str, &str),
-    arguments: &serde_json::Value,
+    arguments: &crate::files::arguments::SendFileArguments,
 ) -> String {
     let envelope = match files::produce(config, env, db, conversation_key, process, arguments, now_ms()).await {
         Ok(envelope) => envelope,

@@ -12,6 +12,7 @@
 
 pub mod api_error;
 pub mod approvals;
+pub mod bindings;
 pub mod budget;
 pub mod channel;
 pub mod config;
@@ -38,6 +39,7 @@ pub mod sorting;
 pub mod status;
 pub mod tasks;
 pub mod time;
+pub mod verb;
 pub mod web_tools;
 
 #[cfg(target_arch = "wasm32")]

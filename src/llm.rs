@@ -6,6 +6,7 @@ pub mod openai;
 pub mod readiness;
 pub mod routing;
 pub mod stream;
+pub mod tool;
 pub mod vision;
 pub mod workers_ai;
 
@@ -232,11 +233,6 @@ pub struct HistoryEntry {
 pub enum HistoryRole {
     User,
     Assistant,
-}
-
-/// A JSON-schema object with these properties.
-pub fn object(properties: serde_json::Value, required: &[&str]) -> serde_json::Value {
-    serde_json::json!({ "type": "object", "properties": properties, "required": required })
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! bulletin's sections, and who may see which memory (scopes). No I/O: the edges load rows from D1, call these
 //! functions and write back what they return.
 
+pub mod arguments;
 pub mod bulletin;
 pub mod circuit;
 pub mod embed;
@@ -22,5 +23,7 @@ pub mod embedder;
 pub mod recall;
 #[cfg(target_arch = "wasm32")]
 pub mod store;
+#[cfg(target_arch = "wasm32")]
+pub mod tools;
 #[cfg(target_arch = "wasm32")]
 pub mod vector_index;

@@ -2,6 +2,7 @@
 //! shows and what a branch may write; `store` keeps the records in D1, with
 //! the branch tools and the admin views.
 
+pub mod arguments;
 pub mod rules;
 
 #[cfg(target_arch = "wasm32")]

@@ -4,6 +4,7 @@
 pub mod branch;
 pub mod compaction;
 pub mod envelope;
+pub mod tool_sets;
 pub mod worker;
 pub mod worker_run;
 pub mod worker_step;

@@ -8,12 +8,13 @@ use crate::api_error::ApiError;
 use crate::routes::{self, Access, Found, Route, Verb};
 use crate::security::percent_decode;
 
-use crate::approvals::buttons;
 use crate::conversations::api as admin;
 use crate::files::chat_api as chat_files;
 use crate::identity::store as identity;
 use crate::mcp::api as mcp_admin;
 use crate::people::store as people;
+use crate::platforms::discord::gateway_route::GatewayRoute;
+use crate::platforms::web_chat::buttons as web_chat_buttons;
 use crate::platforms::webhooks;
 use crate::runtime::config;
 use crate::runtime::failure::internal;
@@ -69,9 +70,7 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::Health => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
         Route::Status => admin::status(env, operator()?).await,
         Route::Ops => admin::ops(operator()?).await,
-        Route::TelegramWebhook => webhooks::telegram(request, env).await,
-        Route::SlackWebhook => webhooks::slack(request, env).await,
-        Route::DiscordWebhook => webhooks::discord(request, env).await,
+        Route::Webhook(platform) => webhooks::receive(platform, request, env).await,
         Route::SignIn => sessions::sign_in(request, env).await,
         Route::Session => sessions::current(&request, env).await,
         Route::SignOut => sessions::sign_out(&request).await,
@@ -124,15 +123,15 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::ApproveTask => admin::move_task(request, env, param("id"), Some("ready"), operator()?).await,
         Route::MoveTask => admin::move_task(request, env, param("id"), None, operator()?).await,
         Route::DeleteTask => admin::delete_task(env, param("id"), operator()?).await,
-        Route::StartGateway => admin::gateway(env, Method::Post, "/start", operator()?).await,
-        Route::StopGateway => admin::gateway(env, Method::Delete, "/stop", operator()?).await,
-        Route::GatewayStatus => admin::gateway(env, Method::Get, "/status", operator()?).await,
+        Route::StartGateway => admin::gateway(env, GatewayRoute::Start, operator()?).await,
+        Route::StopGateway => admin::gateway(env, GatewayRoute::Stop, operator()?).await,
+        Route::GatewayStatus => admin::gateway(env, GatewayRoute::Status, operator()?).await,
         Route::McpServers => mcp_admin::servers(env, operator()?).await,
         Route::SaveMcpServer => mcp_admin::save(request, env, param("name"), operator()?).await,
         Route::RemoveMcpServer => mcp_admin::remove(env, param("name"), operator()?).await,
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator()?).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator()?).await,
-        Route::ChatApproval => buttons::web(request, env, param("id")).await,
+        Route::ChatApproval => web_chat_buttons::pressed(request, env, param("id")).await,
     }
 }
 

@@ -10,14 +10,8 @@ use std::sync::OnceLock;
 
 use matchit::{Params, Router};
 
-/// The methods routes use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
-    Get,
-    Post,
-    Put,
-    Delete,
-}
+use crate::platforms::Platform;
+pub use crate::verb::Verb;
 
 /// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +19,8 @@ pub enum Route {
     Health,
     Status,
     Ops,
-    TelegramWebhook,
-    SlackWebhook,
-    DiscordWebhook,
+    /// A platform's webhook (`platforms/{platform}/webhook.rs`).
+    Webhook(Platform),
     SignIn,
     Session,
     SignOut,
@@ -108,8 +101,8 @@ impl Route {
     /// so a new one is closed until it is opened on purpose.
     pub fn access(self) -> Access {
         match self {
-            Health | TelegramWebhook | SlackWebhook | DiscordWebhook | SignIn | Session | SignOut | StartChat
-            | CurrentChat | ChatSocket | UploadChatFile | DownloadFile | ChatApproval => Access::Anyone,
+            Health | Webhook(_) | SignIn | Session | SignOut | StartChat | CurrentChat | ChatSocket
+            | UploadChatFile | DownloadFile | ChatApproval => Access::Anyone,
             _ => Access::Operator,
         }
     }
@@ -120,9 +113,9 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/health", Health),
     (Get, "/api/status", Status),
     (Get, "/api/ops", Ops),
-    (Post, "/webhooks/telegram", TelegramWebhook),
-    (Post, "/webhooks/slack", SlackWebhook),
-    (Post, "/webhooks/discord", DiscordWebhook),
+    (Post, "/webhooks/telegram", Webhook(Platform::Telegram)),
+    (Post, "/webhooks/slack", Webhook(Platform::Slack)),
+    (Post, "/webhooks/discord", Webhook(Platform::Discord)),
     (Post, "/api/session", SignIn),
     (Get, "/api/session", Session),
     (Delete, "/api/session", SignOut),

@@ -1,6 +1,7 @@
 //! The task board: `rules` (pure) the legal status changes; `store` the
 //! board in D1.
 
+pub mod arguments;
 pub mod rules;
 
 #[cfg(target_arch = "wasm32")]

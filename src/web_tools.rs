@@ -2,6 +2,7 @@
 //! reach; `search` (pure) the search provider's wire format; `tools` the
 //! `http_fetch` and `web_search` tools.
 
+pub mod arguments;
 pub mod guard;
 pub mod search;
 

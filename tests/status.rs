@@ -20,7 +20,10 @@ async fn status_reports_bindings_migrations_platforms_and_the_last_cron_tick() {
     assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(
         status["bindings"],
-        json!({"DB": true, "CHANNEL": true, "GATEWAY": true, "SIGN_IN": true, "JOBS": true, "AI": false, "VECTORS": false})
+        json!({
+            "DB": true, "CHANNEL": true, "GATEWAY": true, "SIGN_IN": true, "JOBS": true, "FILES": true,
+            "AI": false, "VECTORS": false
+        })
     );
     let migrations: Vec<&str> = status["migrations"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert_eq!(migrations.first(), Some(&"0001_history.sql"));

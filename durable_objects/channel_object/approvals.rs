@@ -9,8 +9,9 @@ use crate::approvals::store::{self as approvals, Ask, Settled};
 use crate::inbound::ReplyAddress;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Messenger, Piece};
-use crate::platforms::outbound::{self, Platform};
+use crate::platforms::outbound::{self, Outbound};
 use crate::platforms::web_chat::messenger as web_chat;
+use crate::reply::outbox::OutboxStatus;
 use crate::reply::pieces::prepare;
 use crate::runtime::config::redactor;
 use crate::runtime::durable::MeteredStorage;
@@ -49,7 +50,7 @@ pub(super) async fn ask(object: &ChannelObject, mut request: Request) -> Result<
     let sql = object.state.storage().counted_sql();
     // The address rides in the entry (an approval's message quotes nothing), for the edit later.
     let entry = outbox::enqueue_approval(&sql, &ask.approval_id, &text, &address, now_ms())?;
-    if entry.status == "sent" {
+    if entry.status == OutboxStatus::Sent {
         return Response::ok("");
     }
     let buttons = match &entry.approval_id {
@@ -140,7 +141,7 @@ async fn show(object: &ChannelObject, approval_id: &str, text: &str) -> Result<(
         return Ok(());
     };
     web_chat::changed(&object.state, "outbox");
-    let Some(message_id) = entry.platform_message_id.filter(|_| entry.status == "sent") else {
+    let Some(message_id) = entry.platform_message_id.filter(|_| entry.status == OutboxStatus::Sent) else {
         return Ok(());
     };
     let piece =
@@ -152,7 +153,7 @@ async fn show(object: &ChannelObject, approval_id: &str, text: &str) -> Result<(
 }
 
 /// Markdown as the platform shows it, secrets cut, in one message.
-fn rendered(platform: &Platform<'_>, text: &str) -> String {
+fn rendered(platform: &Outbound<'_>, text: &str) -> String {
     let prepared = prepare(&[text.to_string()], platform.flavor(), platform.message_limit(), &redactor());
     prepared.pieces.into_iter().next().unwrap_or_default()
 }

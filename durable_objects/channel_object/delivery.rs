@@ -20,9 +20,10 @@ use crate::inbound::InboundEvent;
 use crate::llm::HistoryRole;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, FileBody, Interrupted, Messenger, Piece, Streaming};
-use crate::platforms::outbound::Platform;
+use crate::platforms::outbound::Outbound;
 use crate::prompt;
 use crate::reply::markup::{escape, shown};
+use crate::reply::outbox::OutboxStatus;
 use crate::reply::pace::Pace;
 use crate::runtime::durable::Sql;
 use crate::runtime::http::{now_ms, sleep_ms};
@@ -47,7 +48,7 @@ pub(super) enum Delivery {
 pub(super) struct Outlet<'a> {
     pub config: &'a Config,
     pub env: &'a Env,
-    pub platform: &'a Platform<'a>,
+    pub platform: &'a Outbound<'a>,
     pub sql: &'a Sql,
     pub pace: &'a Cell<Pace>,
 }
@@ -88,16 +89,17 @@ impl Outlet<'_> {
 pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64) -> Result<Delivery> {
     let Outlet { config, platform, sql, .. } = *outlet;
     let mut sent = Vec::new();
-    // The note is plain text, escaped for the platform like any text.
-    let resend_note = format!("{}\n\n", escape(platform.flavor(), prompt::text("resend_note").trim_end(), false));
+    let resend_note = resend_note(platform);
     for mut entry in outbox::entries(sql, turn)? {
         let piece_id = piece_id(event, &entry.id);
         // A file piece still to send brings its bytes; one whose file is gone is given up.
-        let body = match (&entry.file_id, entry.status.as_str()) {
-            (Some(file_id), "pending" | "sending") => match file_of(outlet, event, &entry.id, file_id).await? {
-                Some(body) => Some(body),
-                None => continue,
-            },
+        let body = match (&entry.file_id, entry.status) {
+            (Some(file_id), OutboxStatus::Pending | OutboxStatus::Sending) => {
+                match file_of(outlet, event, &entry.id, file_id).await? {
+                    Some(body) => Some(body),
+                    None => continue,
+                }
+            }
             _ => None,
         };
         let piece = Piece {
@@ -110,12 +112,12 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
         };
         // A streamed piece is finished by editing its draft; a draft the reply
         // did not need is deleted; a draft that cannot be edited is sent anew.
-        match entry.status.as_str() {
-            "withdraw" => {
+        match entry.status {
+            OutboxStatus::Withdraw => {
                 withdraw(platform, sql, event, &entry, &piece).await?;
                 continue;
             }
-            "draft" | "drafting" => match finish_draft(outlet, event, &entry, &piece).await? {
+            OutboxStatus::Draft | OutboxStatus::Drafting => match finish_draft(outlet, event, &entry, &piece).await? {
                 Finishing::Edited(message_id) => {
                     sent.push(history_row(config, platform, event, &entry, &resend_note, message_id));
                     continue;
@@ -123,31 +125,32 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
                 Finishing::RetryAt(resume_at) => return Ok(Delivery::RateLimited { resume_at }),
                 Finishing::GaveUp => continue,
                 Finishing::SendAnew { attempts } => {
-                    entry.status = "pending".into();
+                    // finish_draft moved the row (checked there): the entry follows.
+                    entry.status = OutboxStatus::Pending;
                     entry.attempts = attempts as i64;
                 }
             },
             _ => {}
         }
         // Nothing, not even asking after an interrupted send, goes to a chat that is held.
-        if matches!(entry.status.as_str(), "pending" | "sending") {
+        if OutboxStatus::UNSENT.contains(&entry.status) {
             if let Some(resume_at) = outlet.clear_to_call().await {
                 return Ok(Delivery::RateLimited { resume_at });
             }
         }
         // Found mid-send: the Worker stopped during the call. Ask the platform.
-        let interrupted = match entry.status.as_str() {
-            "sending" => Some(platform.interrupted(&event.reply_address, &piece, entry.created_at).await),
+        let interrupted = match entry.status {
+            OutboxStatus::Sending => Some(platform.interrupted(&event.reply_address, &piece, entry.created_at).await),
             _ => None,
         };
         let (attempts, text) = settle_interrupted(sql, event, &entry, interrupted.as_ref(), &resend_note)?;
-        let platform_message_id = match (entry.status.as_str(), interrupted) {
-            ("sent", _) => entry.platform_message_id.clone(),
+        let platform_message_id = match (entry.status, interrupted) {
+            (OutboxStatus::Sent, _) => entry.platform_message_id.clone(),
             (_, Some(Interrupted::Landed(id))) => {
                 outbox::mark_sent(sql, &entry.id, &id)?;
                 Some(id)
             }
-            ("pending", _) | (_, Some(Interrupted::Resend | Interrupted::Unsure)) => {
+            (OutboxStatus::Pending, _) | (_, Some(Interrupted::Resend | Interrupted::Unsure)) => {
                 let piece = Piece { text: &text, ..piece };
                 let unsent = Unsent { id: &entry.id, created_at: entry.created_at, attempts, note: &resend_note };
                 match send_with_retries(outlet, event, unsent, &piece).await? {
@@ -158,11 +161,15 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
             }
             _ => None,
         };
-        if let Some(platform_message_id) = platform_message_id {
-            sent.push(history_row(config, platform, event, &entry, &resend_note, platform_message_id));
-        }
+        sent.extend(platform_message_id.map(|id| history_row(config, platform, event, &entry, &resend_note, id)));
     }
     Ok(Delivery::Done(sent))
+}
+
+/// What a copy that may be a repeat begins with: plain text, escaped for the
+/// platform like any text.
+fn resend_note(platform: &Outbound<'_>) -> String {
+    format!("{}\n\n", escape(platform.flavor(), prompt::text("resend_note").trim_end(), false))
 }
 
 /// A file piece's bytes; None when its file is gone (the piece is given up).
@@ -208,7 +215,7 @@ fn settle_interrupted(
 /// A sent piece, as the history keeps it.
 fn history_row(
     config: &Config,
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     event: &InboundEvent,
     entry: &outbox::Entry,
     resend_note: &str,
@@ -314,7 +321,7 @@ async fn finish_draft(
 /// posting again is harmless (a Discord nonce answers with the message that
 /// landed), `post_again` does, for the message to edit.
 async fn draft_message(
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     sql: &Sql,
     event: &InboundEvent,
     entry: &outbox::Entry,
@@ -338,7 +345,7 @@ async fn draft_message(
 
 /// Deletes a draft the finished reply did not need.
 async fn withdraw(
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     sql: &Sql,
     event: &InboundEvent,
     entry: &outbox::Entry,

@@ -13,7 +13,8 @@ use super::outbox;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Messenger, Piece};
-use crate::platforms::outbound::Platform;
+use crate::platforms::outbound::Outbound;
+use crate::reply::outbox::OutboxStatus;
 use crate::reply::pace::Pace;
 use crate::runtime::durable::Sql;
 use crate::runtime::http::now_ms;
@@ -43,7 +44,7 @@ struct Draft {
 
 /// The draft messages of one turn.
 pub(super) struct MessageDrafts<'a> {
-    platform: &'a Platform<'a>,
+    platform: &'a Outbound<'a>,
     sql: &'a Sql,
     event: &'a InboundEvent,
     turn: i64,
@@ -63,7 +64,7 @@ impl<'a> MessageDrafts<'a> {
     /// A post a crash interrupted is left to delivery, which asks the
     /// platform whether it landed before anything is sent again.
     pub(super) fn resume(
-        platform: &'a Platform<'a>,
+        platform: &'a Outbound<'a>,
         sql: &'a Sql,
         event: &'a InboundEvent,
         turn: i64,
@@ -78,7 +79,7 @@ impl<'a> MessageDrafts<'a> {
             if drafts.len() <= index {
                 drafts.resize_with(index + 1, Draft::default);
             }
-            stopped |= row.status == "drafting";
+            stopped |= row.status == OutboxStatus::Drafting;
             drafts[index] =
                 Draft { message_id: row.platform_message_id, shown: row.text, failures: row.attempts.max(0) as u32 };
         }

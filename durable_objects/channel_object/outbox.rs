@@ -1,20 +1,11 @@
 //! The outbox: every piece of text the channel means to send, written before
-//! it is sent. A piece is `pending`, then `sending` (recorded before each
-//! platform call), then `sent`, `failed` or `unknown`. A piece found still
-//! `sending` was interrupted mid-call; the platform decides whether it landed
-//! (see [`crate::platforms::messenger::Interrupted`]), so a resumed turn never sends
-//! what it knows was sent.
-//!
-//! A streamed piece starts as a draft: `drafting` (recorded before the post of
-//! its first words), then `draft` (posted: its message id is known, and it is
-//! edited as the model writes). When the turn's reply is known its text becomes
-//! the draft's, and delivery's edit makes it `sent`. A draft whose post was
-//! refused becomes `pending` (sent whole by delivery); every failed call of a
-//! piece, draft or final, counts among its attempts. A draft the reply did not
-//! need (the model wrote fewer pieces the second time, or chose `skip`) is
-//! marked `withdraw`, deleted by delivery, then `withdrawn`.
+//! it is sent. Its states and the moves between them are
+//! [`OutboxStatus`]'s (docs/delivery.md): every write of a state here names
+//! the state it moves to, and one the rules do not allow from where the piece
+//! stands is refused as an error, leaving the row as it was.
 
 use crate::inbound::ReplyAddress;
+use crate::reply::outbox::{IllegalTransition, OutboxStatus};
 use crate::runtime::durable::Sql;
 use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorageValue};
@@ -53,7 +44,7 @@ pub struct Entry {
     pub piece: i64,
     pub text: String,
     pub reply_to: Option<String>,
-    pub status: String,
+    pub status: OutboxStatus,
     pub attempts: i64,
     pub platform_message_id: Option<String>,
     pub last_error: Option<String>,
@@ -72,10 +63,14 @@ pub fn enqueue(sql: &Sql, turn: i64, pieces: &[String], reply_to: Option<&str>, 
     for (index, text) in pieces.iter().enumerate() {
         // Only the first piece quotes the message it answers.
         let quote = if index == 0 { reply_to } else { None };
-        insert(sql, turn, index as i64, text, quote, "pending", now_ms)?;
+        insert(sql, turn, index as i64, text, quote, OutboxStatus::Pending, now_ms)?;
     }
+    let withdraw = OutboxStatus::Withdraw;
     sql.exec(
-        "UPDATE outbox SET status = 'withdraw' WHERE turn = ? AND piece >= ? AND status IN ('draft', 'drafting')",
+        &format!(
+            "UPDATE outbox SET status = '{withdraw}' WHERE turn = ? AND piece >= ? AND status IN ({})",
+            OutboxStatus::sql_list(&withdraw.sources())
+        ),
         vec![SqlStorageValue::from(turn), SqlStorageValue::from(pieces.len() as i64)],
     )?;
     Ok(())
@@ -93,9 +88,9 @@ const FIRST_FILE_PIECE: i64 = 1_000;
 pub fn enqueue_files(sql: &Sql, turn: i64, files: &[(String, String)], now_ms: i64) -> Result<()> {
     for (offset, (file_id, caption)) in files.iter().enumerate() {
         let piece = FIRST_FILE_PIECE + offset as i64;
-        insert(sql, turn, piece, caption, None, "pending", now_ms)?;
+        insert(sql, turn, piece, caption, None, OutboxStatus::Pending, now_ms)?;
         sql.exec(
-            "UPDATE outbox SET file_id = ? WHERE id = ? AND status = 'pending'",
+            &format!("UPDATE outbox SET file_id = ? WHERE id = ? AND status = '{}'", OutboxStatus::Pending),
             vec![file_id.as_str().into(), format!("{turn}:{piece}").into()],
         )?;
     }
@@ -108,19 +103,24 @@ fn insert(
     piece: i64,
     text: &str,
     reply_to: Option<&str>,
-    status: &str,
+    status: OutboxStatus,
     now_ms: i64,
 ) -> Result<()> {
+    // A piece written again keeps its state; only one not yet sent takes the new text.
+    let rewritable = [OutboxStatus::Draft, OutboxStatus::Drafting, OutboxStatus::Pending];
     sql.exec(
-        "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (id) DO UPDATE SET text = excluded.text WHERE outbox.status IN ('draft', 'drafting', 'pending')",
+        &format!(
+            "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (id) DO UPDATE SET text = excluded.text WHERE outbox.status IN ({})",
+            OutboxStatus::sql_list(&rewritable)
+        ),
         vec![
             format!("{turn}:{piece}").into(),
             SqlStorageValue::from(turn),
             SqlStorageValue::from(piece),
             text.into(),
             reply_to.map(str::to_string).into(),
-            status.into(),
+            status.as_str().into(),
             SqlStorageValue::from(now_ms),
         ],
     )?;
@@ -147,8 +147,11 @@ pub fn enqueue_approval(
 ) -> Result<Entry> {
     let id = approval_entry_id(approval_id);
     sql.exec(
-        "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at, approval_id) \
-         VALUES (?, ?, 0, ?, ?, 'pending', ?, ?) ON CONFLICT (id) DO NOTHING",
+        &format!(
+            "INSERT INTO outbox (id, turn, piece, text, reply_to, status, created_at, approval_id) \
+             VALUES (?, ?, 0, ?, ?, '{}', ?, ?) ON CONFLICT (id) DO NOTHING",
+            OutboxStatus::Pending
+        ),
         vec![
             id.as_str().into(),
             SqlStorageValue::from(APPROVALS_TURN),
@@ -180,24 +183,24 @@ pub fn settle_approval(sql: &Sql, approval_id: &str, text: &str) -> Result<Optio
 /// Records a draft's first post as under way (`drafting`), before the call:
 /// found so after a crash, the platform is asked whether it landed.
 pub fn start_draft(sql: &Sql, turn: i64, piece: i64, text: &str, reply_to: Option<&str>, now_ms: i64) -> Result<()> {
-    insert(sql, turn, piece, text, reply_to, "drafting", now_ms)
+    insert(sql, turn, piece, text, reply_to, OutboxStatus::Drafting, now_ms)
 }
 
 /// The draft's message is posted: from now on it is edited.
 pub fn mark_drafted(sql: &Sql, id: &str, platform_message_id: &str) -> Result<()> {
-    sql.exec(
-        "UPDATE outbox SET status = 'draft', platform_message_id = ? WHERE id = ?",
-        vec![platform_message_id.into(), id.into()],
-    )?;
+    transition(sql, id, OutboxStatus::Draft, ", platform_message_id = ?", vec![platform_message_id.into()])?;
     Ok(())
 }
 
 /// A draft's post was refused: there is no draft, and the piece is sent
-/// whole by delivery, with this call counted among its attempts.
+/// whole by delivery, with this call counted among its attempts. (A piece no
+/// longer `drafting`, whose draft was refused before, is left as it is.)
 pub fn draft_refused(sql: &Sql, id: &str, error: &str) -> Result<()> {
+    let (from, to) = (OutboxStatus::Drafting, OutboxStatus::Pending);
     sql.exec(
-        "UPDATE outbox SET status = 'pending', attempts = attempts + 1, last_error = ? \
-         WHERE id = ? AND status = 'drafting'",
+        &format!(
+            "UPDATE outbox SET status = '{to}', attempts = attempts + 1, last_error = ? WHERE id = ? AND status = '{from}'"
+        ),
         vec![error.into(), id.into()],
     )?;
     Ok(())
@@ -206,7 +209,10 @@ pub fn draft_refused(sql: &Sql, id: &str, error: &str) -> Result<()> {
 /// The turn's drafts (posted, or with a post under way), in order.
 pub fn drafts(sql: &Sql, turn: i64) -> Result<Vec<Entry>> {
     sql.exec(
-        &format!("{SELECT_ENTRIES} WHERE turn = ? AND status IN ('draft', 'drafting') ORDER BY piece"),
+        &format!(
+            "{SELECT_ENTRIES} WHERE turn = ? AND status IN ({}) ORDER BY piece",
+            OutboxStatus::sql_list(&OutboxStatus::DRAFTS)
+        ),
         vec![SqlStorageValue::from(turn)],
     )?
     .to_array()
@@ -214,7 +220,7 @@ pub fn drafts(sql: &Sql, turn: i64) -> Result<Vec<Entry>> {
 
 /// A draft the reply did not need is gone (or was never found).
 pub fn mark_withdrawn(sql: &Sql, id: &str) -> Result<()> {
-    sql.exec("UPDATE outbox SET status = 'withdrawn' WHERE id = ?", vec![id.into()])?;
+    transition(sql, id, OutboxStatus::Withdrawn, "", Vec::new())?;
     Ok(())
 }
 
@@ -232,7 +238,7 @@ pub fn mark_call_failed(sql: &Sql, id: &str, error: &str) -> Result<i64> {
 /// posted) is sent as a new message instead; the calls its draft made still
 /// count (`SEND_MAX_ATTEMPTS` bounds every call a piece makes).
 pub fn mark_pending(sql: &Sql, id: &str) -> Result<()> {
-    sql.exec("UPDATE outbox SET status = 'pending' WHERE id = ?", vec![id.into()])?;
+    transition(sql, id, OutboxStatus::Pending, "", Vec::new())?;
     Ok(())
 }
 
@@ -242,17 +248,15 @@ pub fn entries(sql: &Sql, turn: i64) -> Result<Vec<Entry>> {
 }
 
 pub fn mark_sent(sql: &Sql, id: &str, platform_message_id: &str) -> Result<()> {
-    sql.exec(
-        "UPDATE outbox SET status = 'sent', attempts = attempts + 1, platform_message_id = ? WHERE id = ?",
-        vec![platform_message_id.into(), id.into()],
-    )?;
+    let sets = ", attempts = attempts + 1, platform_message_id = ?";
+    transition(sql, id, OutboxStatus::Sent, sets, vec![platform_message_id.into()])?;
     Ok(())
 }
 
 /// Recorded before each platform call: found again after a crash, it means
 /// the call's outcome is unknown.
 pub fn mark_sending(sql: &Sql, id: &str) -> Result<()> {
-    sql.exec("UPDATE outbox SET status = 'sending' WHERE id = ?", vec![id.into()])?;
+    transition(sql, id, OutboxStatus::Sending, "", Vec::new())?;
     Ok(())
 }
 
@@ -260,12 +264,8 @@ pub fn mark_sending(sql: &Sql, id: &str) -> Result<()> {
 /// crashing its sender is given up on); `text` is what to send now (marked
 /// when it may be a repeat). Returns the attempts so far.
 pub fn mark_interrupted(sql: &Sql, id: &str, text: &str) -> Result<i64> {
-    counting_attempt(
-        sql,
-        "UPDATE outbox SET status = 'pending', attempts = attempts + 1, text = ?, \
-         last_error = 'interrupted mid-send' WHERE id = ? RETURNING attempts",
-        vec![text.into(), id.into()],
-    )
+    let sets = ", attempts = attempts + 1, text = ?, last_error = 'interrupted mid-send'";
+    Ok(transition(sql, id, OutboxStatus::Pending, sets, vec![text.into()])?.unwrap_or(0))
 }
 
 /// Runs an update that counts an attempt (`... RETURNING attempts`); returns the attempts so far.
@@ -285,12 +285,44 @@ pub fn mark_text(sql: &Sql, id: &str, text: &str) -> Result<()> {
 }
 
 pub fn mark_attempt_failed(sql: &Sql, id: &str, error: &str, give_up: bool) -> Result<()> {
-    let status = if give_up { "failed" } else { "pending" };
-    sql.exec(
-        "UPDATE outbox SET status = ?, attempts = attempts + 1, last_error = ? WHERE id = ?",
-        vec![status.into(), error.into(), id.into()],
-    )?;
+    let status = if give_up { OutboxStatus::Failed } else { OutboxStatus::Pending };
+    transition(sql, id, status, ", attempts = attempts + 1, last_error = ?", vec![error.into()])?;
     Ok(())
+}
+
+/// Moves a piece to `next`, with more assignments (`sets`: `, column = ?…`,
+/// their values in `bindings`); returns its attempts so far (None: no such
+/// piece, nothing written). A piece in a state that may not become `next`
+/// is left as it is, and the move is an error.
+fn transition(
+    sql: &Sql,
+    id: &str,
+    next: OutboxStatus,
+    sets: &str,
+    mut bindings: Vec<SqlStorageValue>,
+) -> Result<Option<i64>> {
+    #[derive(Deserialize)]
+    struct Moved {
+        attempts: i64,
+    }
+    #[derive(Deserialize)]
+    struct Found {
+        status: OutboxStatus,
+    }
+    bindings.push(id.into());
+    let query = format!(
+        "UPDATE outbox SET status = '{next}'{sets} WHERE id = ? AND status IN ({}) RETURNING attempts",
+        OutboxStatus::sql_list(&next.sources())
+    );
+    let moved: Vec<Moved> = sql.exec(&query, bindings)?.to_array()?;
+    if let Some(row) = moved.first() {
+        return Ok(Some(row.attempts));
+    }
+    let found: Vec<Found> = sql.exec("SELECT status FROM outbox WHERE id = ?", vec![id.into()])?.to_array()?;
+    match found.first() {
+        Some(row) => Err(worker::Error::RustError(IllegalTransition { from: row.status, to: next }.to_string())),
+        None => Ok(None),
+    }
 }
 
 /// The most recent pieces, newest first (admin API): failed sends show here.

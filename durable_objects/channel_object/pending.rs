@@ -8,17 +8,20 @@ use worker::D1Database;
 
 use super::ChannelObject;
 use crate::log_line::LogLine;
+use crate::reply::outbox::OutboxStatus;
 use crate::runtime::durable::Sql;
 use crate::runtime::log::Emit;
 use crate::status::api::report_pending;
 
 /// Pieces not yet sent: pending, or caught mid-send.
-const UNSENT: &str = "SELECT COUNT(*) AS unsent FROM outbox WHERE status IN ('pending', 'sending')";
+fn unsent_query() -> String {
+    format!("SELECT COUNT(*) AS unsent FROM outbox WHERE status IN ({})", OutboxStatus::sql_list(&OutboxStatus::UNSENT))
+}
 
 /// Best effort: a failed report is logged and tried again after the next turn.
 pub async fn report(object: &ChannelObject, sql: &Sql, database: &D1Database, conversation_key: &str) {
     // Read as JSON values, as the inbox reads its rows: no deserializer of its own.
-    let rows = sql.exec(UNSENT, None).and_then(|cursor| cursor.to_array::<serde_json::Value>());
+    let rows = sql.exec(&unsent_query(), None).and_then(|cursor| cursor.to_array::<serde_json::Value>());
     let unsent = rows.map(|rows| rows.first().and_then(|row| row["unsent"].as_i64()).unwrap_or(0));
     let unsent = match unsent {
         Ok(unsent) if object.reported_unsent.get() != Some(unsent) => unsent,

@@ -5,7 +5,7 @@
 use worker::{Result, SqlStorageValue};
 
 use crate::conversations::store::Conversation;
-use crate::inbound::InboundEvent;
+use crate::inbound::{ConversationKey, InboundEvent};
 use crate::runtime::durable::Sql;
 
 pub const SCHEMA: &str = "
@@ -62,7 +62,7 @@ pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
         )?
         .to_array()?;
     Ok(rows.into_iter().next().map(|row| Conversation {
-        platform: row.conversation_key.split(':').next().unwrap_or_default().to_string(),
+        platform: ConversationKey::parse(&row.conversation_key).map(|key| key.platform()).unwrap_or_default().into(),
         conversation_key: row.conversation_key,
         title: row.title,
         last_activity_at: row.last_activity,

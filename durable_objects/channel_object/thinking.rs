@@ -29,7 +29,7 @@ use crate::log_line::LogLine;
 use crate::memory::embedder::AI_BINDING;
 use crate::people::rules::{self as people, Profile};
 use crate::platforms::messenger::{Messenger, Streaming};
-use crate::platforms::outbound::Platform;
+use crate::platforms::outbound::Outbound;
 use crate::process::compaction::estimate_tokens;
 use crate::prompt;
 use crate::reply::live;
@@ -92,7 +92,7 @@ pub(super) async fn think(
     object: &ChannelObject,
     database: &D1Database,
     turn: &TurnSnapshot,
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     live: Option<&dyn Fn(&str)>,
 ) -> Result<Thought> {
     let config = &object.config;

@@ -24,7 +24,7 @@ use crate::channel::turn::APOLOGISE_AFTER_FAILURES;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Messenger, Streaming};
-use crate::platforms::outbound::{self, Platform};
+use crate::platforms::outbound::{self, Outbound};
 use crate::prompt;
 use crate::reply::pieces::prepare;
 use crate::runtime::config::{redactor, DATABASE_BINDING};
@@ -237,7 +237,7 @@ async fn failed_runs(database: &D1Database, turn: &TurnSnapshot, thought: &mut T
 }
 
 /// Re-reads the group's member count when the cached one is not fresh.
-async fn refresh_membership(object: &ChannelObject, platform: &Platform<'_>, event: &InboundEvent) -> Result<()> {
+async fn refresh_membership(object: &ChannelObject, platform: &Outbound<'_>, event: &InboundEvent) -> Result<()> {
     let now = now_ms();
     let fresh = object.machine.borrow().membership.get().is_some_and(|read| read.is_fresh_and_complete(now));
     if event.is_dm || fresh {

@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::inbound::PersonKey;
+
 /// How long a call waits for a decision unless `APPROVAL_TIMEOUT_SECS` says otherwise.
 pub const DEFAULT_TIMEOUT_MS: i64 = 30 * 60_000;
 /// The shown arguments are cut here (the model may write long ones).
@@ -155,7 +157,8 @@ impl Click {
 pub fn may_decide(asker: Option<(&str, &str)>, operators: &[String], clicker: &Clicker) -> bool {
     let is_asker = asker.is_some_and(|(platform, id)| platform == clicker.platform && id == clicker.user_id);
     let is_operator = operators.iter().any(|operator| {
-        operator.split_once(':').is_some_and(|(platform, id)| platform == clicker.platform && id == clicker.user_id)
+        PersonKey::parse(operator)
+            .is_ok_and(|operator| operator.platform() == clicker.platform && operator.user_id() == clicker.user_id)
     });
     !clicker.user_id.is_empty() && (is_asker || is_operator)
 }

@@ -14,6 +14,7 @@ use crate::approvals::rules::{self as approval, Choice, Click, Kind, Verdict};
 use crate::budget::rules::Person;
 use crate::channel::routes::ChannelRoute;
 use crate::config::Config;
+use crate::inbound::PersonKey;
 use crate::log_line::LogLine;
 use crate::process::worker_run::{WorkerInput, WorkerJob};
 use crate::process::Job;
@@ -64,7 +65,8 @@ impl Approval {
         asker: Option<&Person>,
         expires_at: Option<i64>,
     ) -> Approval {
-        let (platform, id) = asker.and_then(|person| person.key.split_once(':')).unzip();
+        let asker_key = asker.and_then(|person| PersonKey::parse(&person.key).ok());
+        let (platform, id) = asker_key.map(|key| (key.platform().to_string(), key.user_id().to_string())).unzip();
         Approval {
             id: approval::approval_id(subject, call_id.unwrap_or("task")),
             conversation_key: conversation_key.to_string(),
@@ -74,8 +76,8 @@ impl Approval {
             what: what.to_string(),
             // Kept and shown (the dashboard too) without any configured secret.
             arguments: redactor().redact(arguments).into_owned(),
-            asker_platform: platform.map(str::to_string),
-            asker_id: id.map(str::to_string),
+            asker_platform: platform,
+            asker_id: id,
             asker_name: asker.map(|person| person.name.clone()),
             status: "waiting".into(),
             expires_at,

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::inbound::ConversationKey;
 use crate::llm::Usage;
 
 /// A day in milliseconds.
@@ -220,7 +221,7 @@ pub fn person_key(conversation_key: &str, author_id: &str) -> Option<String> {
     if matches!(author_id, "schedule" | "cortex") || author_id.is_empty() {
         return None;
     }
-    let platform = conversation_key.split(':').next().unwrap_or_default();
+    let platform = ConversationKey::parse(conversation_key).ok()?.platform();
     match author_id.starts_with(&format!("{platform}:")) {
         true => Some(author_id.to_string()),
         false => Some(format!("{platform}:{author_id}")),

@@ -1,7 +1,7 @@
 //! The channel object's routes: the one spelling of each, shared by the Worker
 //! that calls the object and the object that serves it.
 
-pub use crate::routes::Verb;
+pub use crate::verb::Verb;
 
 /// A request the channel object serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,14 +6,16 @@
 
 use serde_json::json;
 
-use super::processes::{ProcessKind, ProcessReport, Processes};
+use std::cell::RefCell;
+
+use super::processes::{ProcessReport, Processes};
 use super::state::{Notice, ObservedMessage};
+use super::tool_set::{HostToolSet, Reply, TurnToolSet, TurnTools};
 use crate::inbound::InboundEvent;
 use crate::llm::readiness::{self, ModelProblem};
 use crate::llm::stream::Assembler;
-use crate::llm::{
-    object, ChatMessage, ChatModel, ChatRequest, HistoryEntry, HistoryRole, LlmError, Role, ToolSpec, Usage,
-};
+use crate::llm::tool::Tool;
+use crate::llm::{ChatMessage, ChatModel, ChatRequest, HistoryEntry, HistoryRole, LlmError, Role, ToolSpec, Usage};
 use crate::people::rules::Profile;
 use crate::process::envelope::MessageType;
 use crate::prompt;
@@ -159,58 +161,19 @@ pub fn alarm_retry_ms(failures: u32) -> u64 {
     (1_000u64 << failures.saturating_sub(1).min(6)).min(60_000)
 }
 
-/// The channel tools offered to the model.
+/// The channel tools offered to the model: the turn's own, then its edge's.
 pub fn channel_tools() -> Vec<ToolSpec> {
-    let text = |description: &str| json!({ "type": "string", "description": description });
-    vec![
-        ToolSpec::new("reply", object(json!({ "content": text("The message to send.") }), &["content"])),
-        ToolSpec::new("react", object(json!({ "emoji": text("One emoji, e.g. 👍") }), &["emoji"])),
-        ToolSpec::new("branch", object(json!({ "question": text("What to think through.") }), &["question"])),
-        ToolSpec::new(
-            "spawn_worker",
-            object(
-                json!({
-                    "task": text("The whole task: the worker sees nothing else."),
-                    "interactive": { "type": "boolean", "description": "Whether it may ask for follow-ups." }
-                }),
-                &["task"],
-            ),
-        ),
-        ToolSpec::new(
-            "route",
-            object(json!({ "id": text("The worker's id."), "message": text("The follow-up.") }), &["id", "message"]),
-        ),
-        ToolSpec::new("cancel", object(json!({ "id": text("The branch's or worker's id.") }), &["id"])),
-        ToolSpec::new("channel_disengage", object(json!({}), &[])),
-        ToolSpec::new("skip", object(json!({ "reason": text("Why no answer is needed.") }), &[])),
-        ToolSpec::new(
-            "schedule",
-            object(
-                json!({
-                    "action": { "type": "string", "enum": ["create", "list", "cancel"] },
-                    "prompt": text("create: what to do when it runs, written as a request to yourself."),
-                    "at": text("create, one-shot: local time `YYYY-MM-DD HH:MM` in `timezone`."),
-                    "in_seconds": { "type": "integer", "description": "create, one-shot: run this many seconds from now." },
-                    "cron": text("create, recurring: a 5-field cron expression in `timezone`, e.g. `30 8 * * 1-5`."),
-                    "every_seconds": { "type": "integer", "description": "create, recurring: a fixed interval." },
-                    "timezone": text("An IANA time zone, e.g. Europe/Berlin (default: the time zone of the person asking, else the configured one)."),
-                    "active_hours": text("create, optional: local window `HH:MM-HH:MM` (may wrap midnight)."),
-                    "end_at": text("create, optional: local time `YYYY-MM-DD HH:MM` after which it stops."),
-                    "max_runs": { "type": "integer", "description": "create, optional: stop after this many runs." },
-                    "id": text("cancel: the job's id.")
-                }),
-                &["action"],
-            ),
-        ),
-    ]
+    let mut tools = TurnToolSet::specs();
+    tools.extend(HostToolSet::specs());
+    tools
 }
 
 /// Tools whose answers need the world outside the turn (storage, clocks):
 /// the channel's edge answers them, so the turn loop stays pure.
 #[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
 pub trait ToolHost {
-    /// The answer to a tool the turn does not handle itself, or None when
-    /// the host has no such tool either.
+    /// The answer to a tool the turn does not handle itself (one of
+    /// [`HostToolSet`]), or None when the host has no such tool either.
     async fn call(&self, name: &str, arguments: &serde_json::Value) -> Option<String>;
 }
 
@@ -341,7 +304,7 @@ pub async fn run_turn(
     let tools = channel_tools();
     let mut outcome = TurnOutcome::default();
     // The turn's own view: what it starts, routes and cancels counts at once.
-    let mut processes = processes.clone();
+    let turn_tools = TurnTools { processes: RefCell::new(processes.clone()) };
     while outcome.model_calls < MAX_MODEL_CALLS_PER_TURN {
         let request = ChatRequest { model: model_name.to_string(), messages: messages.clone(), tools: tools.clone() };
         let completion = match live {
@@ -349,7 +312,7 @@ pub async fn run_turn(
             // not shown early: it may turn out to be NO_REPLY).
             Some(live) => {
                 let watch = |answer: &Assembler| {
-                    if let Some(text) = answer.partial_argument("reply", "content") {
+                    if let Some(text) = answer.partial_argument(Reply::NAME, "content") {
                         live(&text);
                     }
                 };
@@ -374,18 +337,19 @@ pub async fn run_turn(
         messages.push(assistant);
         let mut finished = false;
         for call in &completion.tool_calls {
-            let result = match channel_tool(&call.name, &call.arguments, &mut processes) {
-                Ok(action) => {
+            let acted = TurnToolSet::call(&turn_tools, &call.name, &call.arguments).await;
+            let result = match acted.map(|result| result.and_then(|action| action)) {
+                Some(Ok(action)) => {
                     let result = action_result(&action);
                     finished |= matches!(action, Action::Reply { .. } | Action::Skip { .. });
                     outcome.actions.push(action);
                     result
                 }
-                Err(ToolRefusal::Unknown(name)) => match host.call(&name, &call.arguments).await {
+                Some(Err(error)) => format!("error: {error}"),
+                None => match host.call(&call.name, &call.arguments).await {
                     Some(result) => result,
-                    None => format!("error: there is no tool named `{name}`"),
+                    None => format!("error: there is no tool named `{}`", call.name),
                 },
-                Err(ToolRefusal::Invalid(error)) => format!("error: {error}"),
             };
             messages.push(ChatMessage::tool_result(&call.id, result));
         }
@@ -394,69 +358,6 @@ pub async fn run_turn(
         }
     }
     Ok(outcome)
-}
-
-/// Why a tool call did not become an action.
-enum ToolRefusal {
-    /// Not one of the turn's own tools (the host may have it).
-    Unknown(String),
-    /// One of them, called wrongly or refused: the model is told why.
-    Invalid(String),
-}
-
-impl From<String> for ToolRefusal {
-    fn from(reason: String) -> Self {
-        ToolRefusal::Invalid(reason)
-    }
-}
-
-/// Reads one tool call into an action, checking it against the processes.
-fn channel_tool(name: &str, arguments: &serde_json::Value, processes: &mut Processes) -> Result<Action, ToolRefusal> {
-    let argument = |key: &str| -> Result<String, String> {
-        match arguments.get(key).and_then(|value| value.as_str()) {
-            Some(value) if !value.trim().is_empty() => Ok(value.to_string()),
-            _ => Err(format!("`{key}` must be a non-empty string")),
-        }
-    };
-    let start = |processes: &mut Processes, kind: ProcessKind| match processes.reserve(kind) {
-        true => Ok(()),
-        false => Err("too many are running already; answer directly or wait".to_string()),
-    };
-    match name {
-        "reply" => Ok(spoken(argument("content")?)),
-        "skip" => Ok(Action::Skip {
-            reason: arguments.get("reason").and_then(|value| value.as_str()).unwrap_or("").to_string(),
-        }),
-        "react" => {
-            let emoji = argument("emoji")?;
-            crate::reply::reaction::parse(&emoji).map_err(str::to_string)?;
-            Ok(Action::React { emoji })
-        }
-        "channel_disengage" => Ok(Action::Disengage),
-        "branch" => {
-            let question = argument("question")?;
-            start(processes, ProcessKind::Branch)?;
-            Ok(Action::Branch { question })
-        }
-        "spawn_worker" => {
-            let task = argument("task")?;
-            start(processes, ProcessKind::Worker)?;
-            let interactive = arguments.get("interactive").and_then(|value| value.as_bool()).unwrap_or(false);
-            Ok(Action::SpawnWorker { task, interactive })
-        }
-        "route" => {
-            let id = argument("id")?;
-            let message = argument("message")?;
-            processes.route(&id).map_err(|refusal| refusal.to_string())?;
-            Ok(Action::Route { id, message })
-        }
-        "cancel" => {
-            let id = argument("id")?;
-            processes.cancel(&id).map_err(|refusal| refusal.to_string())?;
-            Ok(Action::Cancel { id })
-        }
-        other => Err(ToolRefusal::Unknown(other.to_string())),
-    }
 }
 
 /// What the model is told a successful tool call did.
@@ -475,7 +376,7 @@ fn action_result(action: &Action) -> String {
 }
 
 /// A text the model meant to send; `NO_REPLY` means silence.
-fn spoken(text: String) -> Action {
+pub(super) fn spoken(text: String) -> Action {
     if text.trim() == NO_REPLY {
         Action::Skip { reason: NO_REPLY.into() }
     } else {

@@ -1,6 +1,6 @@
 //! The admin API: read-only views of a conversation, behind `ADMIN_TOKEN`.
 
-use worker::{Env, Method, Request, Response};
+use worker::{Env, Request, Response};
 
 use crate::api_error::ApiError;
 use crate::channel::routes::ChannelRoute;
@@ -11,6 +11,7 @@ use crate::conversations::store as conversations;
 use crate::jobs;
 use crate::log_line::LogLine;
 use crate::memory::store as memory;
+use crate::platforms::discord::gateway_route::GatewayRoute;
 use crate::runtime::channel_stub;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
@@ -130,7 +131,9 @@ pub async fn create_schedule(mut request: Request, env: &Env, _operator: &Operat
     }
     let config = config::load(env);
     let now = crate::runtime::http::now_ms();
-    let plan = crate::schedules::tools::plan_from_arguments(&config, &arguments, now).map_err(ApiError::BadRequest)?;
+    let when = <crate::schedules::arguments::PlanArguments as serde::Deserialize>::deserialize(&arguments)
+        .map_err(|error| ApiError::BadRequest(format!("the job's timing does not fit: {error}")))?;
+    let plan = crate::schedules::tools::plan_from_arguments(&config, &when, now).map_err(ApiError::BadRequest)?;
     let database = env.d1(DATABASE_BINDING)?;
     // An operator's job is theirs: no cap, and only an operator cancels it.
     let operator = crate::inbound::Author { id: "operator".into(), name: "an operator".into(), is_bot: false };
@@ -313,8 +316,8 @@ async fn task_answer(database: &worker::D1Database, id: i64) -> Result<Response,
 }
 
 /// The Discord Gateway connection: start (POST), stop (DELETE), status (GET).
-pub async fn gateway(env: &Env, method: Method, path: &str, _operator: &Operator) -> Result<Response, ApiError> {
-    crate::platforms::discord::gateway_stub::call(env, method, path).await.map_err(internal)
+pub async fn gateway(env: &Env, route: GatewayRoute, _operator: &Operator) -> Result<Response, ApiError> {
+    crate::platforms::discord::gateway_stub::call(env, route).await.map_err(internal)
 }
 
 /// The conversation's stored history, oldest first. The channel object first

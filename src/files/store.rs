@@ -14,6 +14,7 @@ use crate::budget::rules::day_of;
 use crate::budget::usage;
 use crate::budget::usage::Spender;
 use crate::config::Config;
+use crate::files::arguments::SendFileArguments;
 use crate::files::rules::{
     admit, describe, display_name, file_id, object_key, sniff, transcribed, Kind, Received, Refusal, Sight, StoredFile,
     KEEP_DAYS, READ_LIMIT_CHARS,
@@ -21,6 +22,7 @@ use crate::files::rules::{
 use crate::inbound::{Attachment, InboundEvent};
 use crate::llm::client::HttpModel;
 use crate::llm::routing::parse_chain;
+use crate::llm::tool::given;
 use crate::llm::vision::sees_images;
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, Image, Role};
 use crate::log_line::LogLine;
@@ -28,7 +30,7 @@ use crate::memory::embedder::AI_BINDING;
 use crate::ops::Op;
 use crate::platforms::messenger::FileBody;
 use crate::platforms::messenger::Messenger;
-use crate::platforms::outbound::Platform;
+use crate::platforms::outbound::Outbound;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::prompt;
 use crate::runtime::config::redactor;
@@ -38,7 +40,7 @@ use crate::runtime::http::send_form;
 use crate::runtime::log::Emit;
 
 /// The R2 bucket files live in.
-pub const BUCKET_BINDING: &str = "FILES";
+pub const BUCKET_BINDING: &str = crate::bindings::FILES.name;
 /// How long a transcription may take.
 const TRANSCRIBE_TIMEOUT_MS: u64 = 60_000;
 /// Images sent with one turn's prompt, at most.
@@ -62,7 +64,7 @@ pub async fn receive(
     config: &Config,
     env: &Env,
     db: &D1Database,
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     events: &mut [InboundEvent],
     now_ms: i64,
 ) -> TurnFiles {
@@ -115,7 +117,7 @@ pub async fn receive(
 async fn keep(
     env: &Env,
     db: &D1Database,
-    platform: &Platform<'_>,
+    platform: &Outbound<'_>,
     event: &InboundEvent,
     attachment: &Attachment,
     now_ms: i64,
@@ -486,24 +488,22 @@ pub async fn produce(
     db: &D1Database,
     conversation: &str,
     process: (&str, &str),
-    arguments: &Value,
+    arguments: &SendFileArguments,
     now_ms: i64,
 ) -> Result<Envelope, String> {
-    let argument =
-        |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
     let process_id = process.1;
     // A file's text is kept as written (its last newline too); only its presence is trimmed.
-    let text = arguments.get("text").and_then(Value::as_str).filter(|text| !text.trim().is_empty());
-    if let Some(url) = argument("url") {
-        return fetched(config, env, db, conversation, process, argument("name"), url, now_ms).await;
+    let text = arguments.text.as_deref().filter(|text| !text.trim().is_empty());
+    if let Some(url) = given(&arguments.url) {
+        return fetched(config, env, db, conversation, process, given(&arguments.name), url, now_ms).await;
     }
-    let file = match (argument("id"), text) {
+    let file = match (given(&arguments.id), text) {
         (Some(id), _) => find(db, conversation, id)
             .await
             .map_err(|error| error.to_string())?
             .ok_or_else(|| format!("this conversation has no file {id}"))?,
         (None, Some(text)) => {
-            let name = display_name(argument("name").unwrap_or("file.txt"));
+            let name = display_name(given(&arguments.name).unwrap_or("file.txt"));
             let text = redactor().redact(text).into_owned();
             let digest = crate::security::encode_hex(sha2::Sha256::digest(format!("{name}\n{text}").as_bytes()));
             let id = file_id(conversation, &format!("out:{process_id}:{digest}"));

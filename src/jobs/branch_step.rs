@@ -14,22 +14,30 @@ use crate::budget::rules::Person;
 use crate::budget::usage;
 use crate::config::Config;
 use crate::conversations::archive as history;
+use crate::files::arguments::{AttachmentRead, AttachmentReadArguments, AttachmentRecall, SendFile, SendFileArguments};
 use crate::files::store as files;
 use crate::inbound::InboundEvent;
 use crate::jobs::worker_step;
 use crate::llm::client::HttpModel;
+use crate::llm::tool::{answer, given, NoArguments, Run};
 use crate::llm::LlmError;
 use crate::llm::ToolSpec;
 use crate::log_line::LogLine;
 use crate::mcp::toolbox::Toolbox;
-use crate::memory::store as memory;
+use crate::memory::arguments::{MemoryDelete, MemoryDeleteArguments, MemoryRecall, MemoryRecallArguments};
+use crate::memory::arguments::{MemorySave, MemorySaveArguments};
+use crate::memory::tools::MemoryTools;
+use crate::people::arguments::{PersonForget, PersonForgetArguments, PersonNote, PersonNoteArguments};
 use crate::people::store as people;
-use crate::process::branch::{compose_messages, run_branch, BranchJob, BranchTools};
+use crate::people::store::ProfileChange;
+use crate::process::branch::{compose_messages, run_branch, BranchJob, BranchToolSet, BranchTools};
 use crate::process::envelope::{Envelope, MessageType};
+use crate::process::tool_sets::{ChannelRecall, ChannelRecallArguments, WorkerInspect, WorkerInspectArguments};
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::Metered;
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
+use crate::tasks::arguments::{TaskCreate, TaskCreateArguments, TaskList, TaskUpdate, TaskUpdateArguments};
 use crate::tasks::store as tasks;
 
 /// Thinks (or, out of retries, gives up) and reports. An error means the
@@ -127,62 +135,24 @@ impl BranchTools for EdgeTools<'_> {
     }
 
     async fn call(&self, name: &str, arguments: &Value) -> String {
-        let result = match name {
-            "memory_save" | "memory_recall" | "memory_delete" => {
-                memory::tool(self.config, self.env, self.db, self.conversation_key, name, arguments).await
-            }
-            "person_note" | "person_forget" => {
-                return people::tool(self.db, self.people, name, arguments)
-                    .await
-                    .unwrap_or_else(|error| format!("error: {error}"));
-            }
-            _ => self.conversation_tool(name, arguments).await,
-        };
-        result.unwrap_or_else(|error| format!("error: {error}"))
+        if let Some(result) = BranchToolSet::call(self, name, arguments).await {
+            return answer(result);
+        }
+        match self.mcp.call(name, arguments).await {
+            Some(result) => result,
+            None => format!("error: there is no tool named `{name}`"),
+        }
     }
 }
 
 impl EdgeTools<'_> {
-    async fn conversation_tool(&self, name: &str, arguments: &Value) -> worker::Result<String> {
-        let argument = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("").trim().to_string();
-        let (db, key) = (self.db, self.conversation_key);
-        Ok(match name {
-            "channel_recall" => {
-                let found = history::search(db, key, &argument("query"), 10).await?;
-                if found.is_empty() {
-                    "nothing found".to_string()
-                } else {
-                    found.iter().map(|row| format!("{}: {}\n", row.author_name, row.content)).collect()
-                }
-            }
-            "task_create" => match tasks::propose(db, key, arguments).await? {
-                Ok(task) => {
-                    self.ask_approval(&task).await?;
-                    format!(
-                        "task {} created; it waits for a person's approval (buttons in the conversation) before a \
-                         worker takes it",
-                        task.id
-                    )
-                }
-                Err(why) => format!("error: {why}"),
-            },
-            "task_list" | "task_update" => tasks::branch_tool(db, key, name, arguments).await?,
-            "attachment_read" => files::read(self.env, db, key, &argument("id")).await,
-            "attachment_recall" => files::recall(db, key).await,
-            "send_file" => {
-                crate::jobs::send_file(self.config, self.env, db, key, ("branch", self.branch_id), arguments).await
-            }
-            "worker_inspect" => {
-                let id = argument("id");
-                let workers = worker_step::list(db, key).await?;
-                let shown: Vec<_> = workers.iter().filter(|worker| id.is_empty() || worker.id == id).collect();
-                serde_json::to_string(&shown)?
-            }
-            other => match self.mcp.call(other, arguments).await {
-                Some(result) => result,
-                None => format!("error: there is no tool named `{other}`"),
-            },
-        })
+    fn memory(&self) -> MemoryTools<'_> {
+        MemoryTools { config: self.config, env: self.env, db: self.db, conversation_key: self.conversation_key }
+    }
+
+    /// A profile tool's answer.
+    async fn profile(&self, person: &Option<String>, change: ProfileChange) -> String {
+        answer(people::tool(self.db, self.people, given(person), &change).await)
     }
 
     /// A proposed task waits for a person: its approval is recorded and
@@ -200,5 +170,112 @@ impl EdgeTools<'_> {
         );
         approvals::record(self.db, &approval)?.run_counted().await?;
         approvals::ask(self.env, &approval, self.branch_id).await
+    }
+}
+
+/// What a failed read or write of a tool tells the model.
+fn failed(result: worker::Result<String>) -> String {
+    result.unwrap_or_else(|error| format!("error: {error}"))
+}
+
+impl Run<MemorySave> for EdgeTools<'_> {
+    async fn run(&self, arguments: MemorySaveArguments) -> String {
+        failed(self.memory().save(arguments).await)
+    }
+}
+
+impl Run<MemoryRecall> for EdgeTools<'_> {
+    async fn run(&self, arguments: MemoryRecallArguments) -> String {
+        failed(self.memory().recall(arguments).await)
+    }
+}
+
+impl Run<MemoryDelete> for EdgeTools<'_> {
+    async fn run(&self, arguments: MemoryDeleteArguments) -> String {
+        failed(self.memory().delete(arguments).await)
+    }
+}
+
+impl Run<ChannelRecall> for EdgeTools<'_> {
+    async fn run(&self, arguments: ChannelRecallArguments) -> String {
+        let found = history::search(self.db, self.conversation_key, arguments.query.trim(), 10).await;
+        failed(found.map(|found| match found.is_empty() {
+            true => "nothing found".to_string(),
+            false => found.iter().map(|row| format!("{}: {}\n", row.author_name, row.content)).collect(),
+        }))
+    }
+}
+
+impl Run<TaskCreate> for EdgeTools<'_> {
+    async fn run(&self, arguments: TaskCreateArguments) -> String {
+        let created = async {
+            Ok(match tasks::propose(self.db, self.conversation_key, &arguments).await? {
+                Ok(task) => {
+                    self.ask_approval(&task).await?;
+                    format!(
+                        "task {} created; it waits for a person's approval (buttons in the conversation) before a \
+                         worker takes it",
+                        task.id
+                    )
+                }
+                Err(why) => format!("error: {why}"),
+            })
+        };
+        failed(created.await)
+    }
+}
+
+impl Run<TaskList> for EdgeTools<'_> {
+    async fn run(&self, _arguments: NoArguments) -> String {
+        let listed = tasks::list(self.db, Some(self.conversation_key), None).await;
+        failed(listed.and_then(|tasks| Ok(serde_json::to_string(&tasks)?)))
+    }
+}
+
+impl Run<TaskUpdate> for EdgeTools<'_> {
+    async fn run(&self, arguments: TaskUpdateArguments) -> String {
+        failed(tasks::update(self.db, Some(self.conversation_key), None, &arguments).await)
+    }
+}
+
+impl Run<WorkerInspect> for EdgeTools<'_> {
+    async fn run(&self, arguments: WorkerInspectArguments) -> String {
+        let id = given(&arguments.id);
+        let listed = worker_step::list(self.db, self.conversation_key).await.and_then(|workers| {
+            let shown: Vec<_> = workers.iter().filter(|worker| id.is_none_or(|id| worker.id == id)).collect();
+            Ok(serde_json::to_string(&shown)?)
+        });
+        failed(listed)
+    }
+}
+
+impl Run<PersonNote> for EdgeTools<'_> {
+    async fn run(&self, arguments: PersonNoteArguments) -> String {
+        self.profile(&arguments.person.clone(), ProfileChange::Note(arguments)).await
+    }
+}
+
+impl Run<PersonForget> for EdgeTools<'_> {
+    async fn run(&self, arguments: PersonForgetArguments) -> String {
+        self.profile(&arguments.person, ProfileChange::Forget).await
+    }
+}
+
+impl Run<AttachmentRead> for EdgeTools<'_> {
+    async fn run(&self, arguments: AttachmentReadArguments) -> String {
+        files::read(self.env, self.db, self.conversation_key, arguments.id.trim()).await
+    }
+}
+
+impl Run<AttachmentRecall> for EdgeTools<'_> {
+    async fn run(&self, _arguments: NoArguments) -> String {
+        files::recall(self.db, self.conversation_key).await
+    }
+}
+
+impl Run<SendFile> for EdgeTools<'_> {
+    async fn run(&self, arguments: SendFileArguments) -> String {
+        let process = ("branch", self.branch_id);
+        crate::jobs::send_file(self.config, self.env, self.db, self.conversation_key, process, &arguments).await
     }
 }

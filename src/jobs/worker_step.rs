@@ -15,22 +15,28 @@ use crate::approvals::store as approvals;
 use crate::approvals::store::Approval;
 use crate::budget::usage;
 use crate::config::Config;
+use crate::files::arguments::{AttachmentRead, AttachmentReadArguments, AttachmentRecall, SendFile, SendFileArguments};
 use crate::files::store as files;
 use crate::jobs::deliver;
 use crate::llm::client::HttpModel;
+use crate::llm::tool::{answer, NoArguments, Run};
 use crate::llm::{ChatMessage, Role, ToolSpec};
 use crate::log_line::LogLine;
 use crate::mcp::toolbox::Toolbox;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::process::worker::WorkerState;
-use crate::process::worker_run::{run_segment, SegmentEnd, WorkerInput, WorkerJob, WorkerRun, WorkerTools};
+use crate::process::worker_run::{
+    run_segment, SegmentEnd, WorkerInput, WorkerJob, WorkerRun, WorkerToolSet, WorkerTools,
+};
 use crate::process::worker_step::{owed, Owed};
 use crate::process::Job;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::Metered;
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
+use crate::tasks::arguments::{TaskUpdate, TaskUpdateArguments};
 use crate::tasks::store as tasks;
+use crate::web_tools::arguments::{HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments};
 use crate::web_tools::tools as web;
 
 /// A worker tells the channel it is alive at most this often (the channel gives
@@ -226,30 +232,12 @@ impl WorkerTools for EdgeTools<'_> {
     }
 
     async fn call(&self, name: &str, arguments: &Value) -> String {
-        let argument = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("").trim().to_string();
-        match name {
-            "http_fetch" => web::http_fetch(self.config, &argument("url")).await,
-            "web_search" => web::web_search(self.config, &argument("query")).await,
-            "attachment_read" => files::read(self.env, self.db, &self.job.conversation_key, &argument("id")).await,
-            "attachment_recall" => files::recall(self.db, &self.job.conversation_key).await,
-            "send_file" => {
-                crate::jobs::send_file(
-                    self.config,
-                    self.env,
-                    self.db,
-                    &self.job.conversation_key,
-                    ("worker", &self.job.id),
-                    arguments,
-                )
-                .await
-            }
-            "task_update" => tasks::update(self.db, Some(&self.job.conversation_key), Some(&self.job.id), arguments)
-                .await
-                .unwrap_or_else(|error| format!("error: {error}")),
-            other => match self.mcp.call(other, arguments).await {
-                Some(result) => result,
-                None => format!("error: there is no tool named `{other}`"),
-            },
+        if let Some(result) = WorkerToolSet::call(self, name, arguments).await {
+            return answer(result);
+        }
+        match self.mcp.call(name, arguments).await {
+            Some(result) => result,
+            None => format!("error: there is no tool named `{name}`"),
         }
     }
 
@@ -284,6 +272,46 @@ impl WorkerTools for EdgeTools<'_> {
 
     async fn is_cancelled(&self) -> bool {
         load(self.db, &self.job.id).await.ok().flatten().is_some_and(|row| row.cancelled != 0)
+    }
+}
+
+impl Run<HttpFetch> for EdgeTools<'_> {
+    async fn run(&self, arguments: HttpFetchArguments) -> String {
+        web::http_fetch(self.config, arguments.url.trim()).await
+    }
+}
+
+impl Run<WebSearch> for EdgeTools<'_> {
+    async fn run(&self, arguments: WebSearchArguments) -> String {
+        web::web_search(self.config, arguments.query.trim()).await
+    }
+}
+
+impl Run<AttachmentRead> for EdgeTools<'_> {
+    async fn run(&self, arguments: AttachmentReadArguments) -> String {
+        files::read(self.env, self.db, &self.job.conversation_key, arguments.id.trim()).await
+    }
+}
+
+impl Run<AttachmentRecall> for EdgeTools<'_> {
+    async fn run(&self, _arguments: NoArguments) -> String {
+        files::recall(self.db, &self.job.conversation_key).await
+    }
+}
+
+impl Run<SendFile> for EdgeTools<'_> {
+    async fn run(&self, arguments: SendFileArguments) -> String {
+        let (key, process) = (&self.job.conversation_key, ("worker", self.job.id.as_str()));
+        crate::jobs::send_file(self.config, self.env, self.db, key, process, &arguments).await
+    }
+}
+
+impl Run<TaskUpdate> for EdgeTools<'_> {
+    async fn run(&self, arguments: TaskUpdateArguments) -> String {
+        let key = Some(self.job.conversation_key.as_str());
+        tasks::update(self.db, key, Some(&self.job.id), &arguments)
+            .await
+            .unwrap_or_else(|error| format!("error: {error}"))
     }
 }
 

@@ -73,7 +73,7 @@ fn key_setting(provider: Provider) -> &'static str {
     match provider {
         Provider::OpenAi => "OPENAI_API_KEY",
         Provider::Anthropic => "ANTHROPIC_API_KEY",
-        Provider::WorkersAi => "AI",
+        Provider::WorkersAi => crate::bindings::AI.name,
     }
 }
 

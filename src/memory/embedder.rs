@@ -14,7 +14,7 @@ use crate::ops::Op;
 use crate::runtime::http::post_json;
 
 /// The Workers AI binding's name in wrangler.toml.
-pub const AI_BINDING: &str = "AI";
+pub const AI_BINDING: &str = crate::bindings::AI.name;
 const EMBED_TIMEOUT_MS: u64 = 20_000;
 
 pub enum EdgeEmbedder<'a> {

@@ -7,6 +7,7 @@ use serde_json::Value;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env, Result};
 
+use crate::memory::arguments::{DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT};
 use crate::memory::embedder::embed_one;
 
 use crate::memory::vector_index::vector_index;
@@ -25,10 +26,6 @@ use crate::runtime::http::now_ms;
 pub const COLUMNS: &str =
     "id, memory_type, content, importance, created_at, updated_at, last_accessed_at, access_count, source, scope";
 
-/// Results a recall returns unless asked for fewer (or more, up to the max).
-const DEFAULT_RECALL_LIMIT: usize = 10;
-const MAX_RECALL_LIMIT: usize = 50;
-
 /// A recall as the tool or the admin API asks for it.
 #[derive(Debug, Clone)]
 pub struct RecallRequest {
@@ -40,28 +37,37 @@ pub struct RecallRequest {
 }
 
 impl RecallRequest {
-    /// From tool arguments or query parameters (all optional).
+    /// From the admin API's query parameters (all optional; words it does
+    /// not know are left out).
     pub fn from_arguments(arguments: &Value) -> Self {
         let text =
             |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty());
-        let limit = arguments
-            .get("limit")
-            .and_then(|value| value.as_u64().or_else(|| value.as_str()?.parse().ok()))
-            .map_or(DEFAULT_RECALL_LIMIT, |limit| (limit as usize).clamp(1, MAX_RECALL_LIMIT));
-        let memory_type = text("memory_type").and_then(|kind| MemoryType::parse(kind).ok());
-        let mode =
-            text("mode").and_then(|mode| SearchMode::parse(mode).ok()).unwrap_or(match (text("query"), memory_type) {
-                (None, Some(_)) => SearchMode::Typed,
-                (None, None) => SearchMode::Recent,
-                _ => SearchMode::Hybrid,
-            });
-        RecallRequest {
-            query: text("query").unwrap_or_default().to_string(),
-            mode,
-            memory_type,
-            sort: text("sort").and_then(|sort| SearchSort::parse(sort).ok()),
+        let limit = arguments.get("limit").and_then(|value| value.as_u64().or_else(|| value.as_str()?.parse().ok()));
+        RecallRequest::new(
+            text("query"),
+            text("mode").and_then(|mode| SearchMode::parse(mode).ok()),
+            text("memory_type").and_then(|kind| MemoryType::parse(kind).ok()),
+            text("sort").and_then(|sort| SearchSort::parse(sort).ok()),
             limit,
-        }
+        )
+    }
+
+    /// A recall: without a mode, a query searches, a memory type lists that
+    /// type, and neither lists the newest.
+    pub fn new(
+        query: Option<&str>,
+        mode: Option<SearchMode>,
+        memory_type: Option<MemoryType>,
+        sort: Option<SearchSort>,
+        limit: Option<u64>,
+    ) -> Self {
+        let limit = limit.map_or(DEFAULT_RECALL_LIMIT, |limit| (limit as usize).clamp(1, MAX_RECALL_LIMIT));
+        let mode = mode.unwrap_or(match (query, memory_type) {
+            (None, Some(_)) => SearchMode::Typed,
+            (None, None) => SearchMode::Recent,
+            _ => SearchMode::Hybrid,
+        });
+        RecallRequest { query: query.unwrap_or_default().to_string(), mode, memory_type, sort, limit }
     }
 }
 

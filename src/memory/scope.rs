@@ -7,6 +7,9 @@
 //! delete all of them. Pure rules; the edge turns them into SQL conditions and
 //! vector-index filters.
 
+use crate::inbound::ConversationKey;
+use crate::platforms::Platform;
+
 /// The scope of a memory an operator shared: every conversation sees it.
 pub const SHARED: &str = "shared";
 /// The scope of a memory whose origin is unknown (saved before scopes existed,
@@ -22,9 +25,6 @@ pub enum Viewer<'a> {
     Conversation(&'a str),
 }
 
-/// The platforms whose conversation keys a memory's `source` may hold.
-const PLATFORMS: [&str; 4] = ["telegram", "slack", "discord", "web"];
-
 /// The scope of what is learned in a conversation: the place whose readers
 /// could already read it. A Slack thread (`slack:T:C:root`) belongs to its
 /// channel and a Telegram forum topic (`telegram:chat:topic`) to its group,
@@ -33,17 +33,15 @@ const PLATFORMS: [&str; 4] = ["telegram", "slack", "discord", "web"];
 /// own place. Member lists are not consulted: see docs/security.md ("What
 /// stays private").
 pub fn conversation_scope(conversation_key: &str) -> String {
-    let parts: Vec<&str> = conversation_key.split(':').collect();
-    match parts.as_slice() {
-        ["slack", team, channel, _thread] => format!("slack:{team}:{channel}"),
-        ["telegram", chat, _topic] => format!("telegram:{chat}"),
-        _ => conversation_key.to_string(),
+    match ConversationKey::parse(conversation_key) {
+        Ok(key) => key.without_thread().to_string(),
+        Err(_) => conversation_key.to_string(),
     }
 }
 
 /// Whether `source` (where a memory was saved) names a conversation.
 pub fn is_conversation_key(source: &str) -> bool {
-    source.split_once(':').is_some_and(|(platform, rest)| PLATFORMS.contains(&platform) && !rest.is_empty())
+    source.split_once(':').is_some_and(|(platform, rest)| Platform::parse(platform).is_some() && !rest.is_empty())
 }
 
 /// The scope a memory returns to when an operator stops sharing it (and the

@@ -5,13 +5,12 @@
 //! conversation sees its own and shared memories and changes only its own.
 
 use serde::Deserialize;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Env, Result};
 
 use super::embedder::{embed_one, embedder};
-use super::recall::{recall, RecallRequest, COLUMNS};
+use super::recall::COLUMNS;
 use super::vector_index::{vector_index, EdgeIndex, VectorIndex};
 use crate::config::Config;
 use crate::log_line::LogLine;
@@ -29,64 +28,6 @@ use crate::runtime::log::Emit;
 const IMPORT_BYTES_PER_STATEMENT: usize = 256 * 1024;
 /// Neighbours considered when linking a new memory.
 const LINK_CANDIDATES: usize = 10;
-
-/// Runs a memory tool for a branch; the answer is text for the model.
-pub async fn tool(
-    config: &Config,
-    env: &Env,
-    db: &D1Database,
-    conversation_key: &str,
-    name: &str,
-    arguments: &Value,
-) -> Result<String> {
-    let argument = |key: &str| arguments.get(key).and_then(Value::as_str).unwrap_or("").trim().to_string();
-    // A conversation's tools act as that conversation, never as an operator.
-    let viewer = Viewer::Conversation(conversation_key);
-    match name {
-        "memory_save" => {
-            let content = argument("content");
-            if content.is_empty() {
-                return Ok("error: `content` must be a non-empty string".into());
-            }
-            let Ok(memory_type) = MemoryType::parse(&argument("memory_type")) else {
-                return Ok("error: `memory_type` must be one of fact, preference, decision, identity, event, \
-                           observation, goal, todo"
-                    .into());
-            };
-            let importance = arguments.get("importance").and_then(Value::as_f64);
-            let saved = save(config, env, db, conversation_key, memory_type, &content, importance).await?;
-            if !saved.stored {
-                return Ok("error: an operator has shared a memory with these words; only operators change it".into());
-            }
-            Ok(format!("saved memory {} ({} link(s) to related memories)", saved.id, saved.links))
-        }
-        "memory_recall" => {
-            let request = RecallRequest::from_arguments(arguments);
-            let found = recall(config, env, db, viewer, &request).await?;
-            if found.is_empty() {
-                return Ok("no memories found".into());
-            }
-            Ok(found
-                .iter()
-                .map(|memory| {
-                    format!(
-                        "[{}] ({}, importance {:.2}) {}\n",
-                        memory.id,
-                        memory.memory_type.as_str(),
-                        memory.importance,
-                        memory.content
-                    )
-                })
-                .collect())
-        }
-        // Another conversation's memory, or a shared one, answers as a missing one does.
-        "memory_delete" => Ok(match delete(config, env, db, viewer, &argument("id")).await? {
-            true => "deleted".into(),
-            false => "error: there is no memory with that id in this conversation".into(),
-        }),
-        other => Ok(format!("error: there is no tool named `{other}`")),
-    }
-}
 
 /// What a save did.
 pub struct Saved {

@@ -22,7 +22,7 @@ use crate::memory::vector::{decode_vector, encode_vector, scan};
 use crate::runtime::d1::Metered;
 
 /// The Vectorize binding's name in wrangler.toml.
-pub const VECTORIZE_BINDING: &str = "VECTORS";
+pub const VECTORIZE_BINDING: &str = crate::bindings::VECTORS.name;
 /// Vectors read and re-ranked exactly per result a D1 query asks for: the
 /// sketches' scores are off by a few hundredths (src/memory/sketch.rs).
 const RERANK_FACTOR: usize = 3;

@@ -10,12 +10,11 @@
 //! a branch writes only about them ([`pick`]).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use thiserror::Error;
 
 use crate::budget::rules::person_key;
-use crate::inbound::InboundEvent;
-use crate::redact::Redactor;
+use crate::inbound::{InboundEvent, PersonKey};
+use crate::platforms::Platform;
 use crate::schedules::zone::{is_known_zone, ZoneRules};
 
 /// Notes one person's profile holds at most: a profile is a short card in every
@@ -27,8 +26,6 @@ pub const MAX_NOTE_CHARS: usize = 200;
 pub const MAX_NAME_CHARS: usize = 80;
 /// Characters of a language (a name, `German`, or a tag, `de-CH`).
 pub const MAX_LANGUAGE_CHARS: usize = 40;
-/// The platforms a platform id may name (`{platform}:{user id}`).
-pub const PLATFORMS: &[&str] = &["telegram", "slack", "discord", "web"];
 
 /// Who wrote a note.
 pub const BY_BOT: &str = "bot";
@@ -80,9 +77,8 @@ pub fn person_id(platform_key: &str) -> String {
 /// Whether `key` names a platform id an operator may link: `{platform}:{id}`
 /// of a known platform, printable, at most 200 characters.
 pub fn is_platform_key(key: &str) -> bool {
-    let Some((platform, id)) = key.split_once(':') else { return false };
-    PLATFORMS.contains(&platform)
-        && !id.is_empty()
+    let Ok(person) = PersonKey::parse(key) else { return false };
+    Platform::parse(person.platform()).is_some()
         && key.len() <= 200
         && key.chars().all(|character| character.is_ascii_graphic())
 }
@@ -359,62 +355,6 @@ pub struct Change {
     pub notes: Vec<Note>,
 }
 
-/// Applies a branch's `person_note` arguments (`time_zone`, `language`,
-/// `note`, `replaces`) to `change`; says what it did, in words for the model.
-pub fn note(
-    change: &mut Change,
-    person: &Profile,
-    arguments: &Value,
-    zones: &(impl ZoneRules + ?Sized),
-    redactor: &Redactor,
-    now_ms: i64,
-) -> Result<String, Refusal> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let replaces = arguments.get("replaces").and_then(Value::as_u64);
-    let mut said = Vec::new();
-    if let Some(zone) = text("time_zone") {
-        change.time_zone = time_zone(zones, zone)?;
-        said.push(format!("set {}'s time zone to {zone} (the default for schedules they create)", person.name));
-    }
-    if let Some(language) = text("language") {
-        change.language = self::language(language)?;
-        said.push(format!("set {}'s language to {language}", person.name));
-    }
-    match (text("note"), replaces) {
-        (None, Some(_)) => return Err(Refusal::Empty),
-        (None, None) if said.is_empty() => return Err(Refusal::Nothing),
-        (None, None) => {}
-        (Some(written), replaces) => {
-            // A secret a person pasted never lands in a profile shown elsewhere.
-            let written = redactor.redact(written).into_owned();
-            let edit = match replaces {
-                Some(number) => Edit::Correct { number: number as usize, text: written },
-                None => Edit::Add(written),
-            };
-            let (notes, edited) = apply(&change.notes, edit, now_ms, BY_BOT, &person.name)?;
-            let count = notes.len();
-            let newest = |index: usize| notes.get(index).map(|note| note.text.clone()).unwrap_or_default();
-            said.push(match edited {
-                Edited::Added => format!(
-                    "noted about {} ({count} of {} notes): {}",
-                    person.name,
-                    MAX_NOTES_PER_PERSON,
-                    newest(count - 1)
-                ),
-                Edited::AlreadyKnown => format!("{} already has that note: nothing changed", person.name),
-                Edited::Corrected { was } => format!(
-                    "corrected {}'s note {}: was \"{was}\", now \"{}\"",
-                    person.name,
-                    replaces.unwrap_or_default(),
-                    newest(replaces.unwrap_or(1) as usize - 1)
-                ),
-            });
-            change.notes = notes;
-        }
-    }
-    Ok(said.join("; "))
-}
-
 /// The time zone a person's schedules default to, from their profile: the
 /// profile of the speaker with `platform_key`.
 pub fn default_zone(speakers: &[Profile], platform_key: Option<&str>) -> Option<String> {
@@ -423,8 +363,6 @@ pub fn default_zone(speakers: &[Profile], platform_key: Option<&str>) -> Option<
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
     use crate::inbound::Author;
 
@@ -585,71 +523,6 @@ mod tests {
         let said = forgotten(&dana);
         assert!(said.contains("(2 item(s)): \"prefers short answers\"; time zone Europe/Berlin."), "{said}");
     }
-    /// Knows two zones, at UTC+1 and UTC-5 all year.
-    struct TwoZones;
-
-    impl ZoneRules for TwoZones {
-        fn offset_minutes(&self, zone: &str, _utc_ms: i64) -> Option<i32> {
-            match zone {
-                "Europe/Berlin" => Some(60),
-                "America/New_York" => Some(-300),
-                _ => None,
-            }
-        }
-    }
-
-    fn change() -> Change {
-        Change { display_name: "Dana".into(), time_zone: None, language: None, notes: vec![note("likes tea")] }
-    }
-
-    fn noted(change: &mut Change, arguments: serde_json::Value) -> Result<String, Refusal> {
-        let redactor = Redactor::new([("ADMIN_TOKEN", "admin-secret-value", None)]);
-        super::note(change, &profile("telegram:7", "Dana"), &arguments, &TwoZones, &redactor, 99)
-    }
-
-    #[test]
-    fn a_person_note_sets_the_zone_and_language_and_adds_or_corrects_a_note() {
-        let mut dana = change();
-        let said = noted(&mut dana, json!({ "time_zone": "Europe/Berlin", "language": "German" })).unwrap();
-        assert_eq!(dana.time_zone.as_deref(), Some("Europe/Berlin"));
-        assert_eq!(dana.language.as_deref(), Some("German"));
-        assert!(said.contains("time zone to Europe/Berlin") && said.contains("language to German"), "{said}");
-
-        let said = noted(&mut dana, json!({ "note": "  plays chess " })).unwrap();
-        assert_eq!(said, format!("noted about Dana (2 of {MAX_NOTES_PER_PERSON} notes): plays chess"));
-        assert_eq!((dana.notes[1].at_ms, dana.notes[1].by.as_str()), (99, BY_BOT));
-
-        let said = noted(&mut dana, json!({ "note": "plays go", "replaces": 2 })).unwrap();
-        assert_eq!(said, "corrected Dana's note 2: was \"plays chess\", now \"plays go\"");
-        let said = noted(&mut dana, json!({ "note": "Likes tea" })).unwrap();
-        assert_eq!(said, "Dana already has that note: nothing changed");
-        assert_eq!(dana.notes.iter().map(|note| note.text.as_str()).collect::<Vec<_>>(), ["likes tea", "plays go"]);
-    }
-
-    #[test]
-    fn a_secret_in_a_note_is_scrubbed_before_it_is_kept() {
-        let mut dana = change();
-        noted(&mut dana, json!({ "note": "token admin-secret-value" })).unwrap();
-        assert!(!dana.notes[1].text.contains("admin-secret-value"), "{:?}", dana.notes[1]);
-    }
-
-    #[test]
-    fn a_person_note_that_says_nothing_or_names_no_zone_changes_nothing() {
-        let table = [
-            (json!({}), Refusal::Nothing),
-            (json!({ "note": "   " }), Refusal::Nothing),
-            (json!({ "replaces": 1 }), Refusal::Empty),
-            (json!({ "time_zone": "Mars/Olympus" }), Refusal::TimeZone("Mars/Olympus".into())),
-            (json!({ "note": "x", "replaces": 5 }), Refusal::NoSuchNote { name: "Dana".into(), number: 5, count: 1 }),
-        ];
-        for (arguments, refusal) in table {
-            let mut dana = change();
-            let shown = arguments.to_string();
-            assert_eq!(noted(&mut dana, arguments), Err(refusal), "{shown}");
-            assert_eq!(dana.notes, change().notes, "{shown}");
-        }
-    }
-
     #[test]
     fn schedules_default_to_the_zone_of_the_speaker_who_asked() {
         let mut dana = profile("telegram:7", "Dana");

@@ -17,6 +17,7 @@ use worker::{D1Database, Env, Request, Response, Result};
 use crate::runtime::config::redactor;
 
 use crate::api_error::ApiError;
+use crate::people::arguments::PersonNoteArguments;
 use crate::people::rules::{self as people, Change, Note, Profile, Refusal};
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
@@ -234,16 +235,24 @@ async fn write(db: &D1Database, row: &Row, change: &Change, now: i64) -> Result<
     Ok(changes(&result) == 1)
 }
 
-/// `person_note` and `person_forget`, for a branch whose turn's people are
-/// `speakers`. Errors are the text the model reads.
+/// What a profile tool does to the profile it names.
+pub enum ProfileChange {
+    /// `person_note`.
+    Note(PersonNoteArguments),
+    /// `person_forget`.
+    Forget,
+}
+
+/// `person_note` and `person_forget` on `person` (a name, or None when only
+/// one person writes), for a branch whose turn's people are `speakers`.
+/// Errors are the text the model reads.
 pub async fn tool(
     db: &D1Database,
     speakers: &[Profile],
-    name: &str,
-    arguments: &Value,
+    person: Option<&str>,
+    edit: &ProfileChange,
 ) -> std::result::Result<String, String> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let person = people::pick(speakers, text("person")).map_err(|refusal| refusal.to_string())?;
+    let person = people::pick(speakers, person).map_err(|refusal| refusal.to_string())?;
     let failed = |error: worker::Error| format!("the profile could not be read or written: {error}");
     // The turn recorded them; a record lost to a D1 hiccup then is made now.
     batch(db, sighting(db, person, now_ms()).map_err(failed)?).await.map_err(failed)?;
@@ -252,15 +261,16 @@ pub async fn tool(
         let row = record_of(db, &person.key).await.map_err(failed)?.ok_or("the person's record is missing")?;
         let current = profile_of(&row, person);
         let mut change = Change::of(&row);
-        let answer = match name {
-            "person_note" => note(&mut change, &current, arguments).map_err(|refusal| refusal.to_string())?,
-            "person_forget" => {
+        let answer = match edit {
+            ProfileChange::Note(arguments) => {
+                note(&mut change, &current, arguments).map_err(|refusal| refusal.to_string())?
+            }
+            ProfileChange::Forget => {
                 change.notes.clear();
                 change.time_zone = None;
                 change.language = None;
                 people::forgotten(&current)
             }
-            other => return Err(format!("there is no tool named `{other}`")),
         };
         if write(db, &row, &change, now_ms()).await.map_err(failed)? {
             return Ok(answer);
@@ -269,9 +279,13 @@ pub async fn tool(
     Err("the profile kept changing while it was written: try again".into())
 }
 
-/// Applies `person_note`'s arguments to `change` ([`people::note`]); says what it did.
-fn note(change: &mut Change, person: &Profile, arguments: &Value) -> std::result::Result<String, Refusal> {
-    people::note(change, person, arguments, &IntlZones, &redactor(), now_ms())
+/// Applies `person_note`'s arguments to `change` ([`PersonNoteArguments::apply`]); says what it did.
+fn note(
+    change: &mut Change,
+    person: &Profile,
+    arguments: &PersonNoteArguments,
+) -> std::result::Result<String, Refusal> {
+    arguments.apply(change, person, &IntlZones, &redactor(), now_ms())
 }
 
 // ---- The admin API (operators only) ----

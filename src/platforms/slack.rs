@@ -1,7 +1,14 @@
-//! Slack: `wire` (pure) its events, signatures and Block Kit; `messenger` the
-//! Web API calls.
+//! Slack: `wire` (pure) its events, signatures and Block Kit; `settings`
+//! (pure) what `/api/status` says of its configuration; `webhook` the Events
+//! API, slash commands and button presses; `buttons` an approval pressed;
+//! `messenger` the Web API calls.
 
+pub mod settings;
 pub mod wire;
 
 #[cfg(target_arch = "wasm32")]
+pub mod buttons;
+#[cfg(target_arch = "wasm32")]
 pub mod messenger;
+#[cfg(target_arch = "wasm32")]
+pub mod webhook;

@@ -5,12 +5,15 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::tool_sets::{ChannelRecall, WorkerInspect};
+use crate::files::arguments::{AttachmentRead, AttachmentRecall, SendFile};
 use crate::inbound::InboundEvent;
-use crate::llm::{object, ChatModel, HistoryEntry, HistoryRole};
-use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolSpec, Usage};
-use crate::memory::types::MemoryType;
-use crate::people::rules::{Profile, MAX_NOTES_PER_PERSON, MAX_NOTE_CHARS};
+use crate::llm::{ChatMessage, ChatModel, ChatRequest, HistoryEntry, HistoryRole, LlmError, Role, ToolSpec, Usage};
+use crate::memory::arguments::{MemoryDelete, MemoryRecall, MemorySave};
+use crate::people::arguments::{PersonForget, PersonNote};
+use crate::people::rules::Profile;
 use crate::prompt;
+use crate::tasks::arguments::{TaskCreate, TaskList, TaskUpdate};
 
 pub const MAX_BRANCH_MODEL_CALLS: u32 = 10;
 
@@ -66,114 +69,28 @@ pub trait BranchTools {
     async fn call(&self, name: &str, arguments: &Value) -> String;
 }
 
-/// The tools a branch is offered.
-pub fn branch_tools() -> Vec<ToolSpec> {
-    let text = |description: &str| json!({ "type": "string", "description": description });
-    let types =
-        json!({ "type": "string", "enum": MemoryType::ALL.iter().map(|kind| kind.as_str()).collect::<Vec<_>>() });
-    let mut tools = vec![
-        ToolSpec::new(
-            "memory_save",
-            object(
-                json!({
-                    "content": text("The memory, self-contained."),
-                    "memory_type": types,
-                    "importance": { "type": "number", "description": "0 to 1; leave out for the type's default." }
-                }),
-                &["content", "memory_type"],
-            ),
-        ),
-        ToolSpec::new(
-            "memory_recall",
-            object(
-                json!({
-                    "query": text("What to look for (hybrid mode)."),
-                    "mode": { "type": "string", "enum": ["hybrid", "recent", "important", "typed"] },
-                    "memory_type": types,
-                    "sort": { "type": "string", "enum": ["recent", "importance", "most_accessed"] },
-                    "limit": { "type": "integer" }
-                }),
-                &[],
-            ),
-        ),
-        ToolSpec::new("memory_delete", object(json!({ "id": text("The memory's id.") }), &["id"])),
-        ToolSpec::new(
-            "channel_recall",
-            object(json!({ "query": text("Words to find in this conversation.") }), &["query"]),
-        ),
-        ToolSpec::new(
-            "task_create",
-            object(
-                json!({
-                    "title": text("What needs doing."),
-                    "description": text("Everything a worker needs to do it without this conversation."),
-                    "priority": { "type": "string", "enum": ["critical", "high", "medium", "low"] }
-                }),
-                &["title"],
-            ),
-        ),
-        ToolSpec::new("task_list", object(json!({}), &[])),
-        task_update_tool(),
-        ToolSpec::new("worker_inspect", object(json!({ "id": text("A worker's id; leave out for all.") }), &[])),
-        ToolSpec::new(
-            "person_note",
-            object(
-                json!({
-                    "person": text("Who it is about: the name of someone writing now; leave out when only one person is."),
-                    "note": text(&format!("One short fact about them, at most {MAX_NOTE_CHARS} characters.")),
-                    "replaces": { "type": "integer", "description": format!("Correct note number N instead of adding one (a profile holds at most {MAX_NOTES_PER_PERSON}).") },
-                    "time_zone": text("Their IANA time zone, e.g. Europe/Berlin (the default for schedules they create)."),
-                    "language": text("The language they prefer, e.g. German.")
-                }),
-                &[],
-            ),
-        ),
-        ToolSpec::new(
-            "person_forget",
-            object(
-                json!({ "person": text("Who asked to be forgotten: the name of someone writing now; leave out when only one person is.") }),
-                &[],
-            ),
-        ),
-    ];
-    tools.extend(attachment_tools());
-    tools
-}
-
-/// `attachment_read`, `attachment_recall` and `send_file`, which branches
-/// and workers share: the conversation's files, and only its own.
-pub fn attachment_tools() -> [ToolSpec; 3] {
-    let text = |description: &str| json!({ "type": "string", "description": description });
-    let id = text("The file's id (f and 16 hex digits).");
-    let send = json!({
-        "name": text("The file's name, with its extension (report.csv, notes.md)."),
-        "text": text("The file's content, for a file you wrote."),
-        "id": text("Or: the id of a file of this conversation, to send it again."),
-        "url": text("Or: an http(s) URL to fetch the file from (an image you found, a CSV to pass on)."),
-    });
-    [
-        ToolSpec::new("attachment_read", object(json!({ "id": id }), &["id"])),
-        ToolSpec::new("attachment_recall", object(json!({}), &[])),
-        ToolSpec::new("send_file", object(send, &[])),
+crate::tool_set! {
+    /// The tools a branch is offered (besides the MCP tools opened to branches).
+    pub BranchToolSet = [
+        MemorySave,
+        MemoryRecall,
+        MemoryDelete,
+        ChannelRecall,
+        TaskCreate,
+        TaskList,
+        TaskUpdate,
+        WorkerInspect,
+        PersonNote,
+        PersonForget,
+        AttachmentRead,
+        AttachmentRecall,
+        SendFile,
     ]
 }
 
-/// `task_update`, which branches and workers share.
-pub fn task_update_tool() -> ToolSpec {
-    let text = |description: &str| json!({ "type": "string", "description": description });
-    ToolSpec::new(
-        "task_update",
-        object(
-            json!({
-                "id": text("The task's number."),
-                "status": { "type": "string", "enum": ["backlog", "ready"], "description": "Branches only: move parked work to ready." },
-                "priority": { "type": "string", "enum": ["critical", "high", "medium", "low"] },
-                "subtasks": { "type": "array", "items": { "type": "object" }, "description": "Steps and whether each is done." },
-                "note": text("What changed.")
-            }),
-            &["id"],
-        ),
-    )
+/// The tools a branch is offered.
+pub fn branch_tools() -> Vec<ToolSpec> {
+    BranchToolSet::specs()
 }
 
 /// Thinks until the model answers in plain text (the conclusion) or the call

@@ -6,13 +6,17 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::branch::{attachment_tools, task_update_tool};
+use super::tool_sets::{SetStatus, SetStatusArguments, StatusKind};
 use super::worker::TURNS_PER_SEGMENT;
 use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
 use crate::approvals::rules::Verdict;
-use crate::llm::{object, ChatModel};
+use crate::files::arguments::{AttachmentRead, AttachmentRecall, SendFile};
+use crate::llm::tool::Tool;
+use crate::llm::ChatModel;
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolCall, ToolSpec, Usage};
 use crate::prompt;
+use crate::tasks::arguments::TaskUpdate;
+use crate::web_tools::arguments::{HttpFetch, WebSearch};
 
 /// The queue message that runs one step of a worker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,27 +199,16 @@ impl WorkerRun {
     }
 }
 
-/// The tools a worker is offered.
+crate::tool_set! {
+    /// The tools a worker's world answers (besides MCP tools); `web_search`
+    /// only where a search provider is configured.
+    pub WorkerToolSet = [HttpFetch, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, WebSearch]
+}
+
+/// The tools a worker is offered: its runner's `set_status`, then its world's.
 pub fn worker_tools(has_search: bool) -> Vec<ToolSpec> {
-    let text = |description: &str| json!({ "type": "string", "description": description });
-    let mut tools = vec![
-        ToolSpec::new("http_fetch", object(json!({ "url": text("An http(s) URL.") }), &["url"])),
-        ToolSpec::new(
-            "set_status",
-            object(
-                json!({
-                    "kind": { "type": "string", "enum": ["progress", "outcome"] },
-                    "text": text("The progress line, or the complete result.")
-                }),
-                &["kind", "text"],
-            ),
-        ),
-        task_update_tool(),
-    ];
-    tools.extend(attachment_tools());
-    if has_search {
-        tools.push(ToolSpec::new("web_search", object(json!({ "query": text("What to search for.") }), &["query"])));
-    }
+    let mut tools = vec![SetStatus::spec()];
+    tools.extend(WorkerToolSet::specs().into_iter().filter(|tool| has_search || tool.name != WebSearch::NAME));
     tools
 }
 
@@ -290,8 +283,11 @@ pub async fn run_segment(
 /// answered, an outcome one of them reported ends the run.
 async fn run_queued(tools: &impl WorkerTools, specs: &[ToolSpec], run: &mut WorkerRun) -> Option<SegmentEnd> {
     while let Some(call) = run.queued.first().cloned() {
-        let result = if call.name == "set_status" {
-            set_status(tools, run, &call.arguments).await
+        let result = if call.name == SetStatus::NAME {
+            match SetStatus::parse(&call.arguments) {
+                Ok(arguments) => set_status(tools, run, arguments).await,
+                Err(error) => format!("error: {error}"),
+            }
         } else if !specs.iter().any(|spec| spec.name == call.name) {
             format!("error: there is no tool named `{}`", call.name)
         } else if tools.needs_approval(&call.name) {
@@ -318,12 +314,11 @@ async fn run_queued(tools: &impl WorkerTools, specs: &[ToolSpec], run: &mut Work
 
 /// `set_status`: a progress line goes to the channel; an outcome is kept
 /// until the calls beside it are answered.
-async fn set_status(tools: &impl WorkerTools, run: &mut WorkerRun, arguments: &Value) -> String {
-    let status = arguments.get("text").and_then(Value::as_str).unwrap_or("").trim().to_string();
-    let kind = arguments.get("kind").and_then(Value::as_str).unwrap_or("progress");
-    match (kind, status.is_empty()) {
+async fn set_status(tools: &impl WorkerTools, run: &mut WorkerRun, arguments: SetStatusArguments) -> String {
+    let status = arguments.text.trim().to_string();
+    match (arguments.kind, status.is_empty()) {
         (_, true) => "error: `text` must be a non-empty string".to_string(),
-        ("outcome", false) => {
+        (StatusKind::Outcome, false) => {
             run.outcome = Some(status);
             "outcome recorded".to_string()
         }
@@ -352,6 +347,7 @@ mod tests {
     use std::collections::VecDeque;
 
     use super::*;
+    use crate::llm::tool::{parameters, NoArguments};
     use crate::llm::{Completion, ToolCall};
 
     struct Script(RefCell<VecDeque<Completion>>);
@@ -377,7 +373,7 @@ mod tests {
             false
         }
         fn extra_tools(&self) -> Vec<ToolSpec> {
-            self.guarded.map(|name| ToolSpec::new(name, object(json!({}), &[]))).into_iter().collect()
+            self.guarded.map(|name| ToolSpec::new(name, parameters::<NoArguments>())).into_iter().collect()
         }
         fn needs_approval(&self, name: &str) -> bool {
             self.guarded == Some(name)

@@ -4,21 +4,22 @@ use std::rc::Rc;
 
 use worker::Env;
 
+use crate::bindings;
 use crate::config::Config;
 use crate::redact::Redactor;
 
 /// Name of the Durable Object binding for conversation channels.
-pub const CHANNEL_BINDING: &str = "CHANNEL";
+pub const CHANNEL_BINDING: &str = bindings::CHANNEL.name;
 /// Name of the Durable Object binding for the Discord Gateway connection.
-pub const GATEWAY_BINDING: &str = "GATEWAY";
+pub const GATEWAY_BINDING: &str = bindings::GATEWAY.name;
 /// Name of the Durable Object binding that counts failed sign-ins.
-pub const SIGN_IN_BINDING: &str = "SIGN_IN";
+pub const SIGN_IN_BINDING: &str = bindings::SIGN_IN.name;
 /// Name of the Queue binding for process jobs.
-pub const JOBS_BINDING: &str = "JOBS";
+pub const JOBS_BINDING: &str = bindings::JOBS.name;
 /// Queue names ending in this are dead-letter queues.
 pub const DEAD_LETTER_SUFFIX: &str = "-dlq";
 /// Name of the D1 binding.
-pub const DATABASE_BINDING: &str = "DB";
+pub const DATABASE_BINDING: &str = bindings::DATABASE.name;
 
 thread_local! {
     /// Vars and secrets are fixed for an isolate's life (a deploy or a changed

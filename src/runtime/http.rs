@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use crate::api_error::ApiError;
 use crate::files::rules::{Refusal, FILE_LIMIT_BYTES};
 use crate::ops::{self, Op};
-use crate::routes::Verb;
+use crate::verb::Verb;
 use js_sys::Uint8Array;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;

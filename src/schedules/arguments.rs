@@ -1,42 +1,99 @@
-//! The `schedule` tool's and the admin API's arguments read into a [`Plan`]:
-//! plain JSON in, a checked plan or the words of a refusal out.
+//! The `schedule` tool as a type: its documented arguments (the channel's
+//! edge answers it: `tools.rs`), and when a job runs ([`PlanArguments`]),
+//! which the admin API's jobs are read from too, and the plan they say.
 
-use serde_json::Value;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
+use crate::llm::tool::{given, Tool};
 use crate::schedules::plan::{once_at, validate, ActiveHours, Plan, Recurrence};
 use crate::schedules::zone::{is_known_zone, ZoneRules};
 
-/// Reads a plan from the `schedule` tool's (or the admin API's) arguments, in
-/// the job's zone (`timezone`, else `default_zone`, the configured `TIMEZONE`): exactly one of `at` (local
-/// `YYYY-MM-DD HH:MM`), `in_seconds`, `cron` or `every_seconds`, and optionally
-/// `active_hours`, `end_at` and `max_runs`. The error is written for the model.
-pub fn plan_from_arguments(
-    default_zone: &str,
-    min_interval_ms: i64,
-    zones: &(impl ZoneRules + ?Sized),
-    arguments: &Value,
-    now_ms: i64,
-) -> Result<Plan, String> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
-    let whole = |key: &str| arguments.get(key).and_then(Value::as_i64);
-    let zone = text("timezone").unwrap_or(default_zone).to_string();
-    if !is_known_zone(zones, &zone) {
-        return Err(format!("unknown time zone `{zone}`: use an IANA name such as Europe/Berlin"));
+/// `schedule`: create, list and cancel this conversation's jobs.
+pub struct Schedule;
+
+impl Tool for Schedule {
+    const NAME: &'static str = "schedule";
+    type Arguments = ScheduleArguments;
+}
+
+// What `schedule` is asked to do (no doc comment: it would become the
+// argument's description, which the prompt file gives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleAction {
+    Create,
+    List,
+    Cancel,
+}
+
+/// `schedule`'s arguments.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ScheduleArguments {
+    pub action: ScheduleAction,
+    /// create: what to do when it runs, written as a request to yourself.
+    pub prompt: Option<String>,
+    #[serde(flatten)]
+    pub when: PlanArguments,
+    /// cancel: the job's id.
+    pub id: Option<String>,
+}
+
+/// When a job runs: exactly one of `at`, `in_seconds`, `cron` or
+/// `every_seconds`, in a time zone, with optional limits.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct PlanArguments {
+    /// create, one-shot: local time `YYYY-MM-DD HH:MM` in `timezone`.
+    pub at: Option<String>,
+    /// create, one-shot: run this many seconds from now.
+    pub in_seconds: Option<i64>,
+    /// create, recurring: a 5-field cron expression in `timezone`, e.g. `30 8 * * 1-5`.
+    pub cron: Option<String>,
+    /// create, recurring: a fixed interval.
+    pub every_seconds: Option<i64>,
+    /// An IANA time zone, e.g. Europe/Berlin (default: the time zone of the person asking, else the configured one).
+    pub timezone: Option<String>,
+    /// create, optional: local window `HH:MM-HH:MM` (may wrap midnight).
+    pub active_hours: Option<String>,
+    /// create, optional: local time `YYYY-MM-DD HH:MM` after which it stops.
+    pub end_at: Option<String>,
+    /// create, optional: stop after this many runs.
+    pub max_runs: Option<i64>,
+}
+
+impl PlanArguments {
+    /// The plan these arguments say, in the job's zone (`timezone`, else
+    /// `default_zone`: the asker's or the configured `TIMEZONE`). The error is
+    /// written for the model.
+    pub fn plan(
+        &self,
+        default_zone: &str,
+        min_interval_ms: i64,
+        zones: &(impl ZoneRules + ?Sized),
+        now_ms: i64,
+    ) -> Result<Plan, String> {
+        let arguments = self;
+        let zone = given(&arguments.timezone).unwrap_or(default_zone).to_string();
+        if !is_known_zone(zones, &zone) {
+            return Err(format!("unknown time zone `{zone}`: use an IANA name such as Europe/Berlin"));
+        }
+        let local_instant = |value: &str| once_at(zones, &zone, value).map_err(|error| error.to_string());
+        let when = (given(&arguments.at), arguments.in_seconds, given(&arguments.cron), arguments.every_seconds);
+        let recurrence = match when {
+            (Some(at), None, None, None) => Recurrence::Once { at_utc_ms: local_instant(at)? },
+            (None, Some(seconds), None, None) => Recurrence::Once { at_utc_ms: now_ms + seconds.max(1) * 1000 },
+            (None, None, Some(expression), None) => Recurrence::Cron { expression: expression.to_string() },
+            (None, None, None, Some(seconds)) => Recurrence::Every { interval_ms: seconds * 1000 },
+            _ => return Err("give exactly one of `at`, `in_seconds`, `cron` or `every_seconds`".into()),
+        };
+        let active_hours =
+            given(&arguments.active_hours).map(ActiveHours::parse).transpose().map_err(|error| error.to_string())?;
+        let end_at_ms = given(&arguments.end_at).map(local_instant).transpose()?;
+        let max_runs = arguments.max_runs.map(|runs| runs.clamp(1, u32::MAX.into()) as u32);
+        let plan = Plan { recurrence, zone, active_hours, end_at_ms, max_runs };
+        validate(&plan, zones, min_interval_ms).map_err(|error| error.to_string())?;
+        Ok(plan)
     }
-    let local_instant = |value: &str| once_at(zones, &zone, value).map_err(|error| error.to_string());
-    let recurrence = match (text("at"), whole("in_seconds"), text("cron"), whole("every_seconds")) {
-        (Some(at), None, None, None) => Recurrence::Once { at_utc_ms: local_instant(at)? },
-        (None, Some(seconds), None, None) => Recurrence::Once { at_utc_ms: now_ms + seconds.max(1) * 1000 },
-        (None, None, Some(expression), None) => Recurrence::Cron { expression: expression.to_string() },
-        (None, None, None, Some(seconds)) => Recurrence::Every { interval_ms: seconds * 1000 },
-        _ => return Err("give exactly one of `at`, `in_seconds`, `cron` or `every_seconds`".into()),
-    };
-    let active_hours = text("active_hours").map(ActiveHours::parse).transpose().map_err(|error| error.to_string())?;
-    let end_at_ms = text("end_at").map(local_instant).transpose()?;
-    let max_runs = whole("max_runs").map(|runs| runs.clamp(1, u32::MAX.into()) as u32);
-    let plan = Plan { recurrence, zone, active_hours, end_at_ms, max_runs };
-    validate(&plan, zones, min_interval_ms).map_err(|error| error.to_string())?;
-    Ok(plan)
 }
 
 #[cfg(test)]
@@ -46,10 +103,32 @@ mod tests {
     use super::*;
     use crate::schedules::test_zones::{utc, ChronoZones};
 
+    #[test]
+    fn a_schedule_call_reads_its_action_and_its_timing() {
+        let call = Schedule::parse(&json!({ "action": "create", "prompt": "water the plants", "cron": "0 9 * * *",
+                                            "timezone": "Europe/Berlin", "max_runs": 3 }))
+        .unwrap();
+        assert_eq!(call.action, ScheduleAction::Create);
+        assert_eq!((call.when.cron.as_deref(), call.when.max_runs), (Some("0 9 * * *"), Some(3)));
+        assert_eq!(call.when.timezone.as_deref(), Some("Europe/Berlin"));
+        assert!(Schedule::parse(&json!({ "action": "list" })).is_ok());
+        assert!(Schedule::parse(&json!({ "action": "snooze" })).unwrap_err().contains("unknown variant `snooze`"));
+        assert!(Schedule::parse(&json!({ "action": "create", "in_seconds": "soon" })).is_err());
+        assert!(Schedule::parse(&json!({})).unwrap_err().contains("missing field `action`"));
+        // The schema lists the timing's arguments beside the action's own.
+        let schema = crate::llm::tool::parameters::<ScheduleArguments>();
+        let properties = schema["properties"].as_object().unwrap();
+        assert!(["action", "prompt", "id", "at", "in_seconds", "cron", "every_seconds", "max_runs"]
+            .iter()
+            .all(|key| properties.contains_key(*key)));
+        assert_eq!(schema["required"], json!(["action"]));
+    }
+
     const NOW: i64 = 1_780_000_000_000;
 
-    fn plan(arguments: Value) -> Result<Plan, String> {
-        plan_from_arguments("Europe/Berlin", 60_000, &ChronoZones, &arguments, NOW)
+    fn plan(arguments: serde_json::Value) -> Result<Plan, String> {
+        let arguments: PlanArguments = serde_json::from_value(arguments).expect("timing arguments");
+        arguments.plan("Europe/Berlin", 60_000, &ChronoZones, NOW)
     }
 
     #[test]

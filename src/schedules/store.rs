@@ -161,7 +161,8 @@ pub async fn create(
 fn durable_address(address: &ReplyAddress, conversation_key: &str) -> ReplyAddress {
     match address {
         ReplyAddress::Discord { channel_id, .. } => {
-            let guild_id = conversation_key.split(':').nth(1).filter(|scope| *scope != "dm").map(str::to_string);
+            let key = crate::inbound::ConversationKey::parse(conversation_key).ok();
+            let guild_id = key.and_then(|key| key.guild().map(str::to_string));
             ReplyAddress::DiscordChannel { channel_id: channel_id.clone(), guild_id }
         }
         other => other.clone(),

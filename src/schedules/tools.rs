@@ -10,9 +10,12 @@ use crate::schedules::store::Creation;
 
 use crate::schedules::store::Job;
 
+use crate::channel::tool_set::HostToolSet;
 use crate::channel::turn::ToolHost;
 use crate::config::Config;
 use crate::inbound::{Author, ReplyAddress};
+use crate::llm::tool::{answer, given, Run};
+use crate::schedules::arguments::{PlanArguments, Schedule, ScheduleAction, ScheduleArguments};
 use crate::schedules::limits::{may_cancel, may_create, Creator, Refusal};
 use crate::schedules::plan::Plan;
 use crate::schedules::store::Refused;
@@ -43,32 +46,29 @@ pub struct ChannelTools<'a> {
 
 impl ToolHost for ChannelTools<'_> {
     async fn call(&self, name: &str, arguments: &Value) -> Option<String> {
-        if name != "schedule" {
-            return None;
-        }
-        Some(match self.schedule(arguments).await {
-            Ok(answer) => answer,
-            Err(error) => format!("error: {error}"),
-        })
+        HostToolSet::call(self, name, arguments).await.map(answer)
+    }
+}
+
+impl Run<Schedule> for ChannelTools<'_> {
+    async fn run(&self, arguments: ScheduleArguments) -> String {
+        answer(self.schedule(arguments).await)
     }
 }
 
 impl ChannelTools<'_> {
-    async fn schedule(&self, arguments: &Value) -> Result<String, String> {
-        let text =
-            |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|value| !value.is_empty());
+    async fn schedule(&self, mut arguments: ScheduleArguments) -> Result<String, String> {
         let failed = |error: worker::Error| error.to_string();
-        match text("action").unwrap_or_default() {
-            "create" => {
+        match arguments.action {
+            ScheduleAction::Create => {
                 let refused = |refusal: Refusal| refusal.to_string();
                 may_create(self.is_scheduled_run, self.created.get(), self.config.schedule_max_creations_per_turn)
                     .map_err(refused)?;
-                let prompt = text("prompt").ok_or("`prompt` must say what to do when it runs")?;
-                let mut arguments = arguments.clone();
-                if let (None, Some(zone)) = (text("timezone"), &self.default_zone) {
-                    arguments["timezone"] = Value::from(zone.as_str());
+                let prompt = given(&arguments.prompt).ok_or("`prompt` must say what to do when it runs")?;
+                if given(&arguments.when.timezone).is_none() {
+                    arguments.when.timezone = self.default_zone.clone().or(arguments.when.timezone);
                 }
-                let plan = plan_from_arguments(self.config, &arguments, self.now_ms)?;
+                let plan = plan_from_arguments(self.config, &arguments.when, self.now_ms)?;
                 let creation =
                     Creation { creator: self.author, max_jobs: Some(self.config.schedule_max_jobs_per_conversation) };
                 let job = schedules::create(
@@ -89,15 +89,15 @@ impl ChannelTools<'_> {
                 self.changed.set(true);
                 Ok(format!("created {}", describe(&job)))
             }
-            "list" => {
+            ScheduleAction::List => {
                 let jobs = schedules::list(self.db, Some(self.conversation_key)).await.map_err(failed)?;
                 if jobs.is_empty() {
                     return Ok("no scheduled jobs in this conversation".into());
                 }
                 Ok(jobs.iter().map(describe).collect::<Vec<_>>().join("\n"))
             }
-            "cancel" => {
-                let id = text("id").ok_or("`id` names the job to cancel")?;
+            ScheduleAction::Cancel => {
+                let id = given(&arguments.id).ok_or("`id` names the job to cancel")?;
                 let job = schedules::one(self.db, id).await.map_err(failed)?;
                 let job = job
                     .filter(|job| job.conversation_key == self.conversation_key)
@@ -112,16 +112,14 @@ impl ChannelTools<'_> {
                     false => Err(format!("no job {id} in this conversation")),
                 }
             }
-            _ => Err("`action` must be create, list or cancel".into()),
         }
     }
 }
 
 /// Reads a plan from the tool's (or the admin API's) arguments, in the job's
-/// zone, with the runtime's time zones ([`arguments::plan_from_arguments`]).
-pub fn plan_from_arguments(config: &Config, arguments: &Value, now_ms: i64) -> Result<Plan, String> {
-    let (zone, min_interval_ms) = (&config.timezone, config.schedule_min_interval_ms);
-    crate::schedules::arguments::plan_from_arguments(zone, min_interval_ms, &IntlZones, arguments, now_ms)
+/// zone, with the runtime's time zones ([`PlanArguments::plan`]).
+pub fn plan_from_arguments(config: &Config, arguments: &PlanArguments, now_ms: i64) -> Result<Plan, String> {
+    arguments.plan(&config.timezone, config.schedule_min_interval_ms, &IntlZones, now_ms)
 }
 
 /// One job for the model: its id, what it does, its next run in its zone.

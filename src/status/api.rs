@@ -17,7 +17,7 @@ use crate::runtime::d1::number;
 use crate::runtime::d1::Metered;
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
-use crate::status::rules::{models, platforms, BINDINGS};
+use crate::status::rules::{models, platforms};
 
 /// `status_events` key of the last cron tick.
 pub const CRON_TICK: &str = "cron_tick";
@@ -87,7 +87,7 @@ pub async fn report_pending(db: &D1Database, conversation_key: &str, unsent: i64
 pub async fn report(env: &Env) -> Result<Value> {
     let config = config::load(env);
     let mut bindings = serde_json::Map::new();
-    for name in BINDINGS {
+    for name in crate::bindings::ALL.map(|binding| binding.name) {
         let bound = js_sys::Reflect::get(env, &JsValue::from_str(name)).is_ok_and(|value| !value.is_undefined());
         bindings.insert(name.to_string(), Value::Bool(bound));
     }
@@ -112,7 +112,7 @@ pub async fn report(env: &Env) -> Result<Value> {
     .await
     .map(|row| row["running"].clone());
     // The settings say it first; otherwise what the last turns met, for an hour.
-    let ai_bound = bindings.get("AI").is_some_and(|bound| bound == &Value::Bool(true));
+    let ai_bound = bindings.get(crate::bindings::AI.name).is_some_and(|bound| bound == &Value::Bool(true));
     let recorded =
         event(MODEL_SETUP).filter(|seen| seen["at"].as_i64().is_some_and(|at| now_ms() - at < MODEL_PROBLEM_SHOWN_MS));
     let model = match crate::status::setup::model_problem(&config, ai_bound) {

@@ -7,36 +7,15 @@ use std::fmt::Display;
 use serde_json::{json, Value};
 
 use crate::config::Config;
-
-/// The bindings the Worker may use (wrangler.toml), reported present or not.
-pub const BINDINGS: [&str; 7] = ["DB", "CHANNEL", "GATEWAY", "SIGN_IN", "JOBS", "AI", "VECTORS"];
+use crate::platforms::Platform;
 
 /// Each platform's settings, present or not, and whether the platform has
 /// what it needs to answer.
 pub fn platforms(config: &Config) -> Value {
-    let set = |value: &str| !value.is_empty();
-    json!({
-        "telegram": {
-            "ready": config.telegram_bot_token.is_set() && config.telegram_webhook_secret.is_set(),
-            "bot_token": config.telegram_bot_token.is_set(),
-            "webhook_secret": config.telegram_webhook_secret.is_set(),
-        },
-        "slack": {
-            "ready": config.slack_signing_secret.is_set() && config.slack_bot_token.is_set(),
-            "signing_secret": config.slack_signing_secret.is_set(),
-            "bot_token": config.slack_bot_token.is_set(),
-            "bot_user_id": set(&config.slack_bot_user_id),
-        },
-        "discord": {
-            // Interactions need the key and id; the Gateway also needs the bot token.
-            "ready": set(&config.discord_public_key) && set(&config.discord_application_id)
-                && (!config.discord_gateway || config.discord_bot_token.is_set()),
-            "public_key": set(&config.discord_public_key),
-            "application_id": set(&config.discord_application_id),
-            "bot_token": config.discord_bot_token.is_set(),
-            "gateway": config.discord_gateway,
-        },
-    })
+    let states = Platform::ALL
+        .into_iter()
+        .filter_map(|platform| Some((platform.as_str().to_string(), platform.settings_state(config)?)));
+    Value::Object(states.collect())
 }
 
 /// The models and other keys: which are set, and the model settings.

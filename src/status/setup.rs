@@ -5,6 +5,7 @@
 
 use crate::config::Config;
 use crate::llm::readiness::{self, ModelAccess, ModelProblem};
+use crate::platforms::Platform;
 
 /// Whether the channel's model can be called, from the settings alone.
 pub fn model_problem(config: &Config, ai_binding: bool) -> Option<ModelProblem> {
@@ -19,17 +20,7 @@ pub fn model_problem(config: &Config, ai_binding: bool) -> Option<ModelProblem> 
 
 /// The platforms with no credentials at all (a person cannot reach the bot there yet).
 pub fn unconnected_platforms(config: &Config) -> Vec<&'static str> {
-    let mut missing = Vec::new();
-    if !config.telegram_bot_token.is_set() {
-        missing.push("Telegram (TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET)");
-    }
-    if !config.slack_bot_token.is_set() {
-        missing.push("Slack (SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN)");
-    }
-    if config.discord_public_key.is_empty() {
-        missing.push("Discord (DISCORD_PUBLIC_KEY, DISCORD_APPLICATION_ID, DISCORD_BOT_TOKEN)");
-    }
-    missing
+    Platform::ALL.into_iter().filter_map(|platform| platform.unconnected(config)).collect()
 }
 
 #[cfg(test)]

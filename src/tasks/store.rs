@@ -8,11 +8,13 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, Env, Result};
 
 use crate::channel::routes::ChannelRoute;
+use crate::llm::tool::given;
 use crate::runtime::channel_stub;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::Metered;
 use crate::runtime::d1::{changes, number, text_or_null};
 use crate::runtime::http::now_ms;
+use crate::tasks::arguments::{Move, TaskCreateArguments, TaskNumber, TaskUpdateArguments};
 use crate::tasks::rules::{after_failure, transition, Actor, Priority, TaskStatus};
 
 /// Tasks a list shows at most.
@@ -108,25 +110,16 @@ pub async fn delete(db: &D1Database, id: i64) -> Result<bool> {
 pub async fn propose(
     db: &D1Database,
     conversation_key: &str,
-    arguments: &Value,
+    arguments: &TaskCreateArguments,
 ) -> Result<std::result::Result<Task, String>> {
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).unwrap_or("").to_string();
-    let title = text("title");
+    let title = arguments.title.trim();
     if title.is_empty() {
         return Ok(Err("`title` must be a non-empty string".into()));
     }
-    let priority = Priority::parse(&text("priority")).unwrap_or(Priority::Medium);
-    let id = create(db, conversation_key, &title, &text("description"), priority).await?;
+    let priority = arguments.priority.unwrap_or(Priority::Medium);
+    let description = arguments.description.as_deref().unwrap_or_default().trim();
+    let id = create(db, conversation_key, title, description, priority).await?;
     Ok(one(db, id).await?.ok_or_else(|| format!("task {id} is gone")))
-}
-
-/// The branch tools that read and change the board (`task_create` is
-/// [`propose`], with its approval); the answer is text for the model.
-pub async fn branch_tool(db: &D1Database, conversation_key: &str, name: &str, arguments: &Value) -> Result<String> {
-    Ok(match name {
-        "task_list" => serde_json::to_string(&list(db, Some(conversation_key), None).await?)?,
-        _ => update(db, Some(conversation_key), None, arguments).await?,
-    })
 }
 
 /// `task_update`: a branch may move a task (by the rules) and change its
@@ -136,12 +129,9 @@ pub async fn update(
     db: &D1Database,
     conversation_key: Option<&str>,
     worker_id: Option<&str>,
-    arguments: &Value,
+    arguments: &TaskUpdateArguments,
 ) -> Result<String> {
-    let Some(id) = arguments.get("id").and_then(|id| id.as_i64().or_else(|| id.as_str()?.trim().parse().ok())) else {
-        return Ok("error: `id` must be a task id".into());
-    };
-    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim).filter(|text| !text.is_empty());
+    let TaskNumber(id) = arguments.id;
     let Some(task) = one(db, id).await?.filter(|task| conversation_key.is_none_or(|key| key == task.conversation_key))
     else {
         return Ok(format!("error: there is no task {id}"));
@@ -150,30 +140,28 @@ pub async fn update(
         if task.worker_id.as_deref() != Some(worker) {
             return Ok(format!("error: task {id} is not yours: a worker may only update its own task"));
         }
-        if text("status").is_some() || text("priority").is_some() {
+        if arguments.status.is_some() || arguments.priority.is_some() {
             return Ok("error: a worker may only change its task's note and subtasks".into());
         }
     }
-    if let Some(status) = text("status") {
-        let Some(to) = TaskStatus::parse(status) else {
-            return Ok(format!("error: unknown status `{status}`"));
+    if let Some(to) = arguments.status {
+        let to = match to {
+            Move::Backlog => TaskStatus::Backlog,
+            Move::Ready => TaskStatus::Ready,
         };
         if let Err(refusal) = move_task(db, id, to, Actor::Branch).await {
             return Ok(format!("error: {refusal}"));
         }
     }
-    let priority = text("priority").map(|priority| Priority::parse(priority).map(Priority::as_str));
-    if priority == Some(None) {
-        return Ok("error: `priority` must be critical, high, medium or low".into());
-    }
-    let subtasks = arguments.get("subtasks").filter(|value| value.is_array()).map(Value::to_string);
+    let priority = arguments.priority.map(Priority::as_str);
+    let subtasks = arguments.subtasks.as_ref().map(|steps| Value::from(steps.0.clone()).to_string());
     db.prepare(
         "UPDATE tasks SET note = COALESCE(?1, note), priority = COALESCE(?2, priority), \
          subtasks = COALESCE(?3, subtasks), updated_at = ?4 WHERE id = ?5",
     )
     .bind(&[
-        text_or_null(text("note")),
-        text_or_null(priority.flatten()),
+        text_or_null(given(&arguments.note)),
+        text_or_null(priority),
         text_or_null(subtasks.as_deref()),
         number(now_ms()),
         number(id),

@@ -177,7 +177,7 @@ impl Messenger for Discord {
         let platform_id = "A1";
         self.env.discord.serve_file(&format!("/attachments/1/2/{name}"), bytes.to_vec());
         Attachment {
-            id: edgebot::files::file_id(&self.conversation(), platform_id),
+            id: edgebot::files::rules::file_id(&self.conversation(), platform_id),
             name: name.into(),
             size: bytes.len(),
             handle: platform_id.into(),

@@ -163,7 +163,7 @@ impl Messenger for Slack {
         let platform_id = "F1";
         self.env.slack.serve_file(&format!("/files/{name}"), bytes.to_vec());
         Attachment {
-            id: edgebot::files::file_id(&self.conversation(), platform_id),
+            id: edgebot::files::rules::file_id(&self.conversation(), platform_id),
             name: name.into(),
             size: bytes.len(),
             handle: platform_id.into(),

@@ -133,7 +133,7 @@ impl Messenger for Telegram {
         let platform_id = "DOC1";
         self.env.telegram.serve_file(&format!("/file/bot{TELEGRAM_TOKEN}/files/{platform_id}"), bytes.to_vec());
         Attachment {
-            id: edgebot::files::file_id(&self.conversation(), platform_id),
+            id: edgebot::files::rules::file_id(&self.conversation(), platform_id),
             name: name.into(),
             size: bytes.len(),
             handle: platform_id.into(),

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 
 use super::*;
-use crate::channel::processes::ProcessStatus;
+use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::inbound::Author;
 use crate::llm::{Completion, ToolCall};
 

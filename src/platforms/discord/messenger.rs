@@ -27,6 +27,7 @@ use crate::platforms::messenger::Messenger;
 use crate::platforms::messenger::Piece;
 use crate::platforms::messenger::SendFailure;
 use crate::platforms::messenger::Streaming;
+use crate::platforms::Platform;
 use crate::reply::reaction::Reaction;
 use crate::runtime::http::HttpFailure;
 
@@ -39,8 +40,17 @@ const EDIT_EVERY_MS: u64 = 1_000;
 /// How long an upload may take.
 const UPLOAD_TIMEOUT_MS: u64 = 60_000;
 
+/// Sends to Discord with the deployment's settings.
 pub struct Discord<'a> {
     pub config: &'a Config,
+}
+
+impl<'a> Discord<'a> {
+    /// The messenger for a reply ([`crate::platforms::outbound`]'s one way to
+    /// make each); Discord needs only the settings, not the conversation's object.
+    pub fn new(config: &'a Config, _state: &'a worker::State) -> Self {
+        Discord { config }
+    }
 }
 
 impl Discord<'_> {
@@ -148,7 +158,7 @@ impl Messenger for Discord<'_> {
     }
 
     fn streaming(&self) -> Streaming {
-        match self.config.streams("discord") {
+        match self.config.streams(Platform::Discord.as_str()) {
             true => Streaming::Messages { edit_every_ms: EDIT_EVERY_MS },
             false => Streaming::Off,
         }

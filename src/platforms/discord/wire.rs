@@ -8,6 +8,7 @@ use thiserror::Error;
 
 use crate::approvals::rules::{Click, Clicker};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
+use crate::platforms::Platform;
 use crate::security::{decode_hex, is_fresh};
 
 /// Discord's limit on one message's content.
@@ -210,7 +211,7 @@ fn component(payload: Payload) -> Result<Interaction, DiscordError> {
     let scope = payload.guild_id.unwrap_or_else(|| "dm".into());
     Ok(Interaction::Component(Box::new(Click {
         clicker: Clicker {
-            platform: "discord".into(),
+            platform: Platform::Discord.as_str().into(),
             name: user.global_name.unwrap_or(user.username),
             user_id: user.id,
         },

@@ -24,6 +24,7 @@ use crate::platforms::messenger::Streaming;
 use crate::platforms::slack::wire::{
     approval_blocks, find_piece, piece_lookup, post_message_body, update_message_body, MESSAGE_LIMIT, WORKING_REACTION,
 };
+use crate::platforms::Platform;
 use crate::reply::reaction::Reaction;
 use crate::runtime::http::send_form;
 
@@ -40,8 +41,17 @@ const EDIT_EVERY_MS: u64 = 1_000;
 /// How long an upload may take.
 const UPLOAD_TIMEOUT_MS: u64 = 60_000;
 
+/// Sends to Slack with the deployment's settings.
 pub struct Slack<'a> {
     pub config: &'a Config,
+}
+
+impl<'a> Slack<'a> {
+    /// The messenger for a reply ([`crate::platforms::outbound`]'s one way to
+    /// make each); Slack needs only the settings, not the conversation's object.
+    pub fn new(config: &'a Config, _state: &'a worker::State) -> Self {
+        Slack { config }
+    }
 }
 
 impl Slack<'_> {
@@ -175,7 +185,7 @@ impl Messenger for Slack<'_> {
     /// AI apps, `chat.startStream` and friends, need an assistant thread and
     /// take markdown, not the mrkdwn every other reply is rendered in.)
     fn streaming(&self) -> Streaming {
-        match self.config.streams("slack") {
+        match self.config.streams(Platform::Slack.as_str()) {
             true => Streaming::Messages { edit_every_ms: EDIT_EVERY_MS },
             false => Streaming::Off,
         }

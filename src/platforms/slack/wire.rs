@@ -8,6 +8,7 @@ use thiserror::Error;
 
 use crate::approvals::rules::{Click, Clicker};
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
+use crate::platforms::Platform;
 use crate::security::{decode_hex, is_fresh};
 
 /// Slack truncates very long messages; replies are split well before that.
@@ -301,7 +302,11 @@ pub fn parse_click(body: &[u8]) -> Option<Result<Click, SlackError>> {
         let team = payload.pointer("/team/id").or_else(|| payload.pointer("/user/team_id"));
         let name = [text("/user/name"), text("/user/username")].into_iter().find(|name| !name.is_empty());
         Ok(Click {
-            clicker: Clicker { platform: "slack".into(), name: name.unwrap_or_else(|| user_id.clone()), user_id },
+            clicker: Clicker {
+                platform: Platform::Slack.as_str().into(),
+                name: name.unwrap_or_else(|| user_id.clone()),
+                user_id,
+            },
             data: text("/actions/0/value"),
             conversation: format!("slack:{}:{channel}", team.and_then(Value::as_str).unwrap_or_default()),
             answer_to: None,

@@ -26,6 +26,7 @@ use crate::platforms::messenger::Streaming;
 use crate::platforms::telegram::wire::{
     approval_keyboard, is_not_modified, message_ref, send_message_body, sent_message_id, MESSAGE_LIMIT,
 };
+use crate::platforms::Platform;
 use crate::reply::markup::{shown, Flavor};
 use crate::reply::reaction::Reaction;
 use crate::runtime::http::HttpFailure;
@@ -41,8 +42,17 @@ const UPLOAD_TIMEOUT_MS: u64 = 60_000;
 /// Telegram takes photos up to 10 MB; a larger image goes as a document.
 const PHOTO_LIMIT_BYTES: usize = 10 * 1024 * 1024;
 
+/// Sends to Telegram with the deployment's settings.
 pub struct Telegram<'a> {
     pub config: &'a Config,
+}
+
+impl<'a> Telegram<'a> {
+    /// The messenger for a reply ([`crate::platforms::outbound`]'s one way to
+    /// make each); Telegram needs only the settings, not the conversation's object.
+    pub fn new(config: &'a Config, _state: &'a worker::State) -> Self {
+        Telegram { config }
+    }
 }
 
 impl Telegram<'_> {
@@ -192,7 +202,7 @@ impl Messenger for Telegram<'_> {
     }
 
     fn streaming(&self) -> Streaming {
-        match self.config.streams("telegram") {
+        match self.config.streams(Platform::Telegram.as_str()) {
             true => Streaming::Messages { edit_every_ms: EDIT_EVERY_MS },
             false => Streaming::Off,
         }

@@ -6,6 +6,7 @@ use thiserror::Error;
 
 use crate::approvals::rules::{Click, Clicker};
 use crate::inbound::{Attachment, Author, InboundEvent, ReplyAddress};
+use crate::platforms::Platform;
 use crate::security::constant_time_eq;
 
 /// Telegram's limit on one message's text.
@@ -174,7 +175,7 @@ pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, Tele
             .find(|name| !name.is_empty())
             .unwrap_or_else(|| query.from.id.to_string());
         return Ok(ParsedUpdate::Click(Box::new(Click {
-            clicker: Clicker { platform: "telegram".into(), user_id: query.from.id.to_string(), name },
+            clicker: Clicker { platform: Platform::Telegram.as_str().into(), user_id: query.from.id.to_string(), name },
             data: query.data.unwrap_or_default(),
             conversation: format!("telegram:{}", chat.id),
             answer_to: Some(query.id),

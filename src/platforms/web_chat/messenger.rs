@@ -6,6 +6,7 @@
 use worker::{Response, Result, State, WebSocket, WebSocketPair};
 
 use crate::channel::participants::MembershipCount;
+use crate::config::Config;
 use crate::inbound::{InboundEvent, ReplyAddress};
 
 use crate::platforms::messenger::Buttons;
@@ -14,14 +15,11 @@ use crate::platforms::messenger::Messenger;
 use crate::platforms::messenger::Piece;
 use crate::platforms::messenger::SendFailure;
 use crate::platforms::messenger::Streaming;
+use crate::platforms::Platform;
 use crate::runtime::http::now_ms;
 
-/// Sockets of web-chat pages.
-pub const CHAT: &str = "chat";
-/// Sockets of dashboard pages watching the conversation.
-pub const WATCH: &str = "watch";
-/// The longest text the page takes in one message.
-pub const MESSAGE_LIMIT: usize = 16_000;
+// The page's message shapes live in `wire` (pure); the channel object reaches them here.
+pub use crate::platforms::web_chat::wire::{chat_message, reply_id, with_buttons, CHAT, MESSAGE_LIMIT, WATCH};
 
 /// Accepts a browser's socket with the hibernation API (an idle open page
 /// costs the object no time) and answers the upgrade.
@@ -54,28 +52,19 @@ pub fn send_to(socket: &WebSocket, message: &serde_json::Value) {
     let _ = socket.send_with_str(message.to_string());
 }
 
-/// One line of the chat as the page shows it.
-pub fn chat_message(id: &str, role: &str, author: &str, text: &str, at: i64) -> serde_json::Value {
-    serde_json::json!({ "type": "message", "id": id, "role": role, "author": author, "text": text, "at": at })
-}
-
-/// Approve and Deny under a chat line, for the approval with this id (the
-/// page sends the choice to `POST /api/chat/approvals/{id}`).
-pub fn with_buttons(line: &mut serde_json::Value, approval: &str) {
-    line["approval"] = serde_json::json!({ "id": approval, "open": true });
-}
-
-/// The chat id of a reply piece (`Piece::id` is `{conversation}/{turn}:{piece}`).
-pub fn reply_id(outbox_id: &str) -> String {
-    format!("out:{}", outbox_id.rsplit_once('/').map_or(outbox_id, |(_, entry)| entry))
-}
-
 /// Sends to the browser sockets of the conversation's object.
 pub struct WebChat<'a> {
     pub state: &'a State,
     pub bot_name: &'a str,
     /// Replies show over the socket while the model writes them.
     pub streams: bool,
+}
+
+impl<'a> WebChat<'a> {
+    /// The messenger for a reply ([`crate::platforms::outbound`]'s one way to make each).
+    pub fn new(config: &'a Config, state: &'a State) -> Self {
+        WebChat { state, bot_name: &config.bot_name, streams: config.streams(Platform::Web.as_str()) }
+    }
 }
 
 impl Messenger for WebChat<'_> {

@@ -1,0 +1,142 @@
+//! The messengers the bot speaks on, as one type: the name each goes by in
+//! conversation keys and person keys (`telegram:42`), and the static facts
+//! about it that the rest of the code asks (what it is called in a prompt,
+//! the markup it reads, its longest message). What its settings say is in
+//! [`crate::platforms::settings`]. Pure: the Workers-facing
+//! registry that picks a [`crate::platforms::messenger::Messenger`] for a
+//! reply address is [`crate::platforms::outbound`].
+
+use crate::inbound::ReplyAddress;
+use crate::platforms::{discord, slack, telegram, web_chat};
+use crate::reply::markup::Flavor;
+
+/// A messenger the bot speaks on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Platform {
+    Telegram,
+    Slack,
+    Discord,
+    /// The web chat (`web:{session}`).
+    Web,
+}
+
+impl Platform {
+    /// Every platform, in the order status pages list them.
+    pub const ALL: [Platform; 4] = [Platform::Telegram, Platform::Slack, Platform::Discord, Platform::Web];
+
+    /// The name in conversation keys, person keys and settings (`STREAM_REPLIES`, `APPROVERS`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Platform::Telegram => "telegram",
+            Platform::Slack => "slack",
+            Platform::Discord => "discord",
+            Platform::Web => "web",
+        }
+    }
+
+    /// The platform named `name` exactly as [`Platform::as_str`] writes it.
+    pub fn parse(name: &str) -> Option<Platform> {
+        Platform::ALL.into_iter().find(|platform| platform.as_str() == name)
+    }
+
+    /// The platform a conversation key or person key (`{platform}:…`) names,
+    /// by its first part alone.
+    pub fn of_key(key: &str) -> Option<Platform> {
+        Platform::parse(key.split_once(':')?.0)
+    }
+
+    /// The platform a reply goes out on.
+    pub fn answering(address: &ReplyAddress) -> Platform {
+        match address {
+            ReplyAddress::Telegram { .. } => Platform::Telegram,
+            ReplyAddress::Slack { .. } => Platform::Slack,
+            ReplyAddress::Discord { .. } | ReplyAddress::DiscordChannel { .. } => Platform::Discord,
+            ReplyAddress::Web { .. } => Platform::Web,
+        }
+    }
+
+    /// What the prompt and the logs call it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Platform::Telegram => "Telegram",
+            Platform::Slack => "Slack",
+            Platform::Discord => "Discord",
+            Platform::Web => "the web chat",
+        }
+    }
+
+    /// The format it reads replies in.
+    pub const fn flavor(self) -> Flavor {
+        match self {
+            Platform::Telegram => Flavor::TelegramHtml,
+            Platform::Slack => Flavor::SlackMrkdwn,
+            Platform::Discord => Flavor::DiscordMarkdown,
+            Platform::Web => Flavor::Plain,
+        }
+    }
+
+    /// The longest message it takes, in characters; replies are split to fit.
+    pub const fn message_limit(self) -> usize {
+        match self {
+            Platform::Telegram => telegram::wire::MESSAGE_LIMIT,
+            Platform::Slack => slack::wire::MESSAGE_LIMIT,
+            Platform::Discord => discord::wire::MESSAGE_LIMIT,
+            Platform::Web => web_chat::wire::MESSAGE_LIMIT,
+        }
+    }
+}
+
+impl std::fmt::Display for Platform {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_platform_is_read_back_from_its_name_and_nothing_else_is() {
+        for platform in Platform::ALL {
+            assert_eq!(Platform::parse(platform.as_str()), Some(platform));
+            assert_eq!(Platform::of_key(&format!("{platform}:42")), Some(platform));
+        }
+        for other in ["", "Telegram", "web ", "whatsapp", "telegram:1"] {
+            assert_eq!(Platform::parse(other), None, "{other:?}");
+        }
+        assert_eq!(Platform::of_key("telegram"), None, "a key has a platform and an id");
+        assert_eq!(Platform::of_key("operators"), None);
+    }
+
+    #[test]
+    fn a_reply_goes_out_on_the_platform_its_address_names() {
+        let cases = [
+            (ReplyAddress::Telegram { chat_id: 1, topic_id: None }, Platform::Telegram),
+            (ReplyAddress::Slack { channel: "C1".into(), thread_ts: None }, Platform::Slack),
+            (
+                ReplyAddress::Discord {
+                    application_id: "A".into(),
+                    interaction_token: "t".into(),
+                    channel_id: "C".into(),
+                },
+                Platform::Discord,
+            ),
+            (ReplyAddress::DiscordChannel { channel_id: "C".into(), guild_id: None }, Platform::Discord),
+            (ReplyAddress::Web { session: "s".into() }, Platform::Web),
+        ];
+        for (address, platform) in cases {
+            assert_eq!(Platform::answering(&address), platform, "{address:?}");
+        }
+    }
+
+    #[test]
+    fn each_platform_has_its_own_format_and_a_limit_a_reply_fits_in() {
+        let flavors: std::collections::BTreeSet<_> =
+            Platform::ALL.iter().map(|platform| format!("{:?}", platform.flavor())).collect();
+        assert_eq!(flavors.len(), Platform::ALL.len(), "no two platforms read the same markup");
+        assert_eq!(Platform::Discord.message_limit(), 2_000);
+        assert_eq!(Platform::Telegram.message_limit(), 4_096);
+        assert!(Platform::ALL.iter().all(|platform| platform.message_limit() >= 2_000));
+    }
+}

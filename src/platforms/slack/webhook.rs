@@ -1,0 +1,49 @@
+//! Slack's webhook: the signature checked, then an Events API delivery, a
+//! slash command or a button press (both form-encoded).
+
+use worker::{Env, Request, Response};
+
+use crate::api_error::ApiError;
+use crate::platforms::slack::wire::{self as slack, ParsedSlack, SlackError};
+use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::prompt;
+use crate::runtime::config;
+use crate::runtime::http::{now_ms, read_body};
+
+/// `POST /webhooks/slack`: Events API deliveries, slash commands and button presses.
+pub async fn receive(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+    let config = config::load(env);
+    let signature = header(&request, slack::SIGNATURE_HEADER)?;
+    let timestamp = header(&request, slack::TIMESTAMP_HEADER)?;
+    let is_form =
+        header(&request, "content-type")?.is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
+    let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
+    slack::verify_signature(
+        signature.as_deref(),
+        timestamp.as_deref(),
+        &body,
+        config.slack_signing_secret.expose(),
+        now_ms() / 1000,
+    )
+    .map_err(|error| match error {
+        SlackError::MissingSignature => ApiError::Unauthorized("missing Slack signature"),
+        SlackError::Stale => ApiError::Unauthorized("stale Slack request"),
+        _ => ApiError::Unauthorized("invalid Slack signature"),
+    })?;
+    if is_form {
+        // A button press (interactivity) comes form-encoded too, as `payload`.
+        if let Some(click) = slack::parse_click(&body) {
+            let click = click.map_err(|error| ApiError::BadRequest(error.to_string()))?;
+            return super::buttons::pressed(env, &click).await;
+        }
+        let event = slack::parse_command(&body).map_err(|error| ApiError::BadRequest(error.to_string()))?;
+        deliver(env, &event).await?;
+        return acknowledge(serde_json::json!({ "response_type": "ephemeral", "text": prompt::text("command_ack") }));
+    }
+    match slack::parse_event(&body, &config.slack_bot_user_id) {
+        Err(error) => Err(ApiError::BadRequest(error.to_string())),
+        Ok(ParsedSlack::Challenge(challenge)) => acknowledge(serde_json::json!({ "challenge": challenge })),
+        Ok(ParsedSlack::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
+        Ok(ParsedSlack::Message(event)) => acknowledge(deliver(env, &event).await?),
+    }
+}
