@@ -1,6 +1,7 @@
 //! Files people send and the bot keeps: `rules` (pure) what a file is, the
 //! caps and where it lives; `download_link` (pure) signed links; `store` R2
-//! and D1; `chat_api` the web chat's uploads and downloads.
+//! and D1; `tools` the file tools' calls; `chat_api` the web chat's uploads
+//! and downloads.
 
 pub mod arguments;
 pub mod download_link;
@@ -10,3 +11,5 @@ pub mod rules;
 pub mod chat_api;
 #[cfg(target_arch = "wasm32")]
 pub mod store;
+#[cfg(target_arch = "wasm32")]
+pub mod tools;

@@ -17,7 +17,7 @@ use worker::{D1Database, Env, Message, MessageBatch, MessageExt};
 
 use crate::channel::routes::ChannelRoute;
 use crate::config::Config;
-use crate::files::store as files;
+use crate::files::tools as files;
 use crate::llm::client::HttpModel;
 use crate::llm::ChatModel;
 use crate::llm::{ChatMessage, ChatRequest, Role};

@@ -82,9 +82,9 @@ const EDGE_LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// File names that say a file's role: these are always pure…
-const PURE_ROLES: &[&str] = &["rules", "wire"];
+const PURE_ROLES: &[&str] = &["arguments", "rules", "settings", "wire"];
 /// …and these always Workers-facing.
-const EDGE_ROLES: &[&str] = &["store", "api", "tools", "messenger", "webhook", "client"];
+const EDGE_ROLES: &[&str] = &["api", "buttons", "client", "messenger", "store", "tools", "webhook"];
 /// Crates only Workers-facing code may name.
 const RUNTIME_CRATES: &[&str] = &["worker", "js_sys", "wasm_bindgen", "wasm_bindgen_futures", "web_sys"];
 

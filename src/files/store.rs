@@ -7,22 +7,19 @@
 
 use base64::Engine;
 use serde_json::{json, Value};
-use sha2::Digest;
 use worker::{D1Database, Env, HttpMetadata, Method};
 
 use crate::budget::rules::day_of;
 use crate::budget::usage;
 use crate::budget::usage::Spender;
 use crate::config::Config;
-use crate::files::arguments::SendFileArguments;
 use crate::files::rules::{
     admit, describe, display_name, file_id, object_key, sniff, transcribed, Kind, Received, Refusal, Sight, StoredFile,
-    KEEP_DAYS, READ_LIMIT_CHARS,
+    KEEP_DAYS,
 };
 use crate::inbound::{Attachment, InboundEvent};
 use crate::llm::client::HttpModel;
 use crate::llm::routing::parse_chain;
-use crate::llm::tool::given;
 use crate::llm::vision::sees_images;
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, Image, Role};
 use crate::log_line::LogLine;
@@ -31,7 +28,6 @@ use crate::ops::Op;
 use crate::platforms::messenger::FileBody;
 use crate::platforms::messenger::Messenger;
 use crate::platforms::outbound::Outbound;
-use crate::process::envelope::{Envelope, MessageType};
 use crate::prompt;
 use crate::runtime::config::redactor;
 use crate::runtime::config::DATABASE_BINDING;
@@ -164,7 +160,7 @@ pub async fn store_upload(
 /// Keeps bytes as the conversation's file `id`, if today's caps allow:
 /// typed by the bytes, stored in R2, recorded in D1.
 #[allow(clippy::too_many_arguments)] // each is a different fact about the file
-async fn keep_bytes(
+pub(crate) async fn keep_bytes(
     env: &Env,
     db: &D1Database,
     conversation: &str,
@@ -200,7 +196,7 @@ async fn keep_bytes(
 const UPLOADED: &str = "upload";
 
 /// The name a file gets when the platform sent none.
-fn default_name(kind: &str) -> &'static str {
+pub(crate) fn default_name(kind: &str) -> &'static str {
     match kind {
         "photo" => "photo.jpg",
         "voice" => "voice-note.ogg",
@@ -319,7 +315,7 @@ pub async fn outgoing(config: &Config, env: &Env, conversation: &str, id: &str) 
 }
 
 /// A file's bytes from R2 (None if they are gone).
-async fn bytes(env: &Env, conversation: &str, file: &StoredFile) -> Option<Vec<u8>> {
+pub(crate) async fn bytes(env: &Env, conversation: &str, file: &StoredFile) -> Option<Vec<u8>> {
     let key = object_key(conversation, &file.id, &file.name);
     let object = env.bucket(BUCKET_BINDING).ok()?.get(key).execute().await.ok()??;
     object.body()?.bytes().await.ok()
@@ -346,7 +342,7 @@ async fn image(env: &Env, conversation: &str, file: &StoredFile) -> Option<Image
 }
 
 /// Keeps a file's text (a transcript, a description) for the next time it is read.
-async fn remember_text(db: &D1Database, conversation: &str, id: &str, text: &str) {
+pub(crate) async fn remember_text(db: &D1Database, conversation: &str, id: &str, text: &str) {
     let statement = db.prepare("UPDATE files SET text = ?1 WHERE conversation_key = ?2 AND id = ?3").bind(&[
         text.into(),
         conversation.into(),
@@ -442,128 +438,11 @@ async fn transcribe(
     Some(transcript)
 }
 
-/// The text of one of the conversation's files, for `attachment_read`: text
-/// files as they are, a voice note's transcript, an image's description;
-/// redacted, and cut at [`READ_LIMIT_CHARS`].
-pub async fn read(env: &Env, db: &D1Database, conversation: &str, id: &str) -> String {
-    let file = match find(db, conversation, id).await {
-        Ok(Some(file)) => file,
-        Ok(None) => return format!("error: this conversation has no file {id}"),
-        Err(error) => return format!("error: {error}"),
-    };
-    let text = match (file.kind, &file.text) {
-        (_, Some(text)) => text.clone(),
-        (Kind::Text, None) => match bytes(env, conversation, &file).await {
-            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            None => return format!("error: the bytes of {id} are gone"),
-        },
-        (Kind::Document, None) => match convert(env, conversation, &file).await {
-            Some(text) => {
-                remember_text(db, conversation, id, &text).await;
-                text
-            }
-            None => {
-                return format!(
-                "{} is a {} this deployment cannot convert to text (Workers AI's conversion runs only in production)",
-                file.name, file.content_type
-            )
-            }
-        },
-        _ => return format!("{} ({}) has no text to read", file.name, file.content_type),
-    };
-    let cut: String = text.chars().take(READ_LIMIT_CHARS).collect();
-    let more = if cut.len() < text.len() { "\n[cut: the file goes on]" } else { "" };
-    format!("{} ({}):\n{}{more}", file.name, file.content_type, redactor().redact(&cut))
-}
-
-/// `send_file`: the file a process sends the conversation, kept like any
-/// other (R2, D1, the day's caps) and announced to the channel in the
-/// returned envelope; the channel sends it after its next reply. Either a
-/// file it wrote (`name` and `text`, redacted like any text leaving the
-/// Worker) or one of the conversation's files again (`id`). The same file
-/// from the same process keeps the same id, so a retried step sends it once.
-pub async fn produce(
-    config: &Config,
-    env: &Env,
-    db: &D1Database,
-    conversation: &str,
-    process: (&str, &str),
-    arguments: &SendFileArguments,
-    now_ms: i64,
-) -> Result<Envelope, String> {
-    let process_id = process.1;
-    // A file's text is kept as written (its last newline too); only its presence is trimmed.
-    let text = arguments.text.as_deref().filter(|text| !text.trim().is_empty());
-    if let Some(url) = given(&arguments.url) {
-        return fetched(config, env, db, conversation, process, given(&arguments.name), url, now_ms).await;
-    }
-    let file = match (given(&arguments.id), text) {
-        (Some(id), _) => find(db, conversation, id)
-            .await
-            .map_err(|error| error.to_string())?
-            .ok_or_else(|| format!("this conversation has no file {id}"))?,
-        (None, Some(text)) => {
-            let name = display_name(given(&arguments.name).unwrap_or("file.txt"));
-            let text = redactor().redact(text).into_owned();
-            let digest = crate::security::encode_hex(sha2::Sha256::digest(format!("{name}\n{text}").as_bytes()));
-            let id = file_id(conversation, &format!("out:{process_id}:{digest}"));
-            match find(db, conversation, &id).await.map_err(|error| error.to_string())? {
-                Some(file) => file,
-                None => keep_bytes(env, db, conversation, &id, &name, "", text.into_bytes(), now_ms)
-                    .await
-                    .map_err(|why| format!("not sent: {why}"))?,
-            }
-        }
-        (None, None) => {
-            return Err("give the file's `name` and `text`, or the `id` of a file of this conversation".into())
-        }
-    };
-    Ok(announce(process, &file, now_ms))
-}
-
-/// The envelope that tells the channel a process sent `file`.
-fn announce((process_kind, process_id): (&str, &str), file: &StoredFile, now_ms: i64) -> Envelope {
-    let body = format!("{} {}", file.id, file.name);
-    Envelope::report(process_kind, process_id, &format!("file:{}", file.id), now_ms, MessageType::File, body)
-}
-
-/// `send_file` with a `url`: the file is fetched through the fetch guard
-/// (what `http_fetch` may reach, nothing private), at most the file cap, and
-/// sent as it came (an image it found, a CSV it downloaded).
-#[allow(clippy::too_many_arguments)] // the tool's context and its two arguments
-async fn fetched(
-    config: &Config,
-    env: &Env,
-    db: &D1Database,
-    conversation: &str,
-    process: (&str, &str),
-    name: Option<&str>,
-    url: &str,
-    now_ms: i64,
-) -> Result<Envelope, String> {
-    let limit = crate::files::rules::FILE_LIMIT_BYTES as usize + 1;
-    let answer = crate::web_tools::tools::guarded_get(config, url, limit).await?;
-    if answer.status != 200 {
-        return Err(format!("the fetch answered HTTP {}", answer.status));
-    }
-    let from_url = url.split(['?', '#']).next().unwrap_or_default().rsplit('/').next().unwrap_or_default();
-    let name = display_name(name.unwrap_or(from_url));
-    let digest = crate::security::encode_hex(sha2::Sha256::digest(&answer.body));
-    let id = file_id(conversation, &format!("out:{}:{digest}", process.1));
-    let file = match find(db, conversation, &id).await.map_err(|error| error.to_string())? {
-        Some(file) => file,
-        None => keep_bytes(env, db, conversation, &id, &name, "", answer.body, now_ms)
-            .await
-            .map_err(|why| format!("not sent: {why}"))?,
-    };
-    Ok(announce(process, &file, now_ms))
-}
-
 /// A PDF or office document as Markdown, by Workers AI's document conversion
 /// (`env.AI.toMarkdown`, which workers-rs does not wrap, so it is called
 /// through the binding's JS object). None where there is no `AI` binding
 /// (local runs: `read` says so) or the conversion fails.
-async fn convert(env: &Env, conversation: &str, file: &StoredFile) -> Option<String> {
+pub(crate) async fn convert(env: &Env, conversation: &str, file: &StoredFile) -> Option<String> {
     use wasm_bindgen::JsCast;
     let ai = env.ai(AI_BINDING).ok()?;
     let bytes = bytes(env, conversation, file).await?;
@@ -615,25 +494,4 @@ pub async fn expire(env: &Env, now_ms: i64) -> worker::Result<usize> {
         .collect::<worker::Result<Vec<_>>>()?;
     crate::runtime::d1::batch(&db, statements).await?;
     Ok(expired.len())
-}
-
-/// The conversation's files, for `attachment_recall`.
-pub async fn recall(db: &D1Database, conversation: &str) -> String {
-    match list(db, conversation, 50).await {
-        Ok(files) if files.is_empty() => "this conversation has no files".into(),
-        Ok(files) => files
-            .iter()
-            .map(|file| {
-                format!(
-                    "{} {} ({}, {}, {})\n",
-                    file.id,
-                    file.name,
-                    file.content_type,
-                    crate::files::rules::human_size(file.size),
-                    crate::time::format_utc(file.created_at)
-                )
-            })
-            .collect(),
-        Err(error) => format!("error: {error}"),
-    }
 }

@@ -5,6 +5,7 @@
 use serde_json::Value;
 use worker::{D1Database, Env};
 
+use crate::files::tools as files;
 use crate::jobs::deliver;
 
 use crate::approvals::rules::Kind;
@@ -15,7 +16,6 @@ use crate::budget::usage;
 use crate::config::Config;
 use crate::conversations::archive as history;
 use crate::files::arguments::{AttachmentRead, AttachmentReadArguments, AttachmentRecall, SendFile, SendFileArguments};
-use crate::files::store as files;
 use crate::inbound::InboundEvent;
 use crate::jobs::worker_step;
 use crate::llm::client::HttpModel;

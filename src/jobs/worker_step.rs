@@ -16,7 +16,7 @@ use crate::approvals::store::Approval;
 use crate::budget::usage;
 use crate::config::Config;
 use crate::files::arguments::{AttachmentRead, AttachmentReadArguments, AttachmentRecall, SendFile, SendFileArguments};
-use crate::files::store as files;
+use crate::files::tools as files;
 use crate::jobs::deliver;
 use crate::llm::client::HttpModel;
 use crate::llm::tool::{answer, NoArguments, Run};

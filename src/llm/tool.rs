@@ -91,7 +91,8 @@ macro_rules! words_schema {
 /// `format`) and without the `null` that an optional field's type allows
 /// (leaving an argument out is how a model says "none").
 pub fn parameters<A: JsonSchema>() -> Value {
-    let mut settings = SchemaSettings::draft07();
+    // Everything inline, so no definitions (nor a draft's transforms of them) are needed.
+    let mut settings = SchemaSettings::draft2020_12();
     settings.inline_subschemas = true;
     settings.meta_schema = None;
     let schema = settings.into_generator().into_root_schema_for::<A>();

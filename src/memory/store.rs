@@ -15,7 +15,7 @@ use super::vector_index::{vector_index, EdgeIndex, VectorIndex};
 use crate::config::Config;
 use crate::log_line::LogLine;
 use crate::memory::embed::Embedder;
-use crate::memory::linking::{plan_links, RELATED_THRESHOLD};
+use crate::memory::linking::{plan_links, Link, RELATED_THRESHOLD};
 use crate::memory::scope::{conversation_scope, private_scope, Viewer, SHARED};
 use crate::memory::types::{Memory, MemoryType};
 use crate::runtime::d1::number;
@@ -113,20 +113,7 @@ pub async fn save(
         .bind(&[id.as_str().into(), scope.as_str().into()])?,
     ];
     for link in &links {
-        statements.push(
-            db.prepare(
-                "INSERT OR IGNORE INTO associations (source_id, target_id, relation, weight, created_at) \
-                 SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?1 AND scope = ?6)",
-            )
-            .bind(&[
-                id.as_str().into(),
-                link.target.as_str().into(),
-                link.relation.as_str().into(),
-                f64::from(link.weight).into(),
-                number(now),
-                scope.as_str().into(),
-            ])?,
-        );
+        statements.push(link_statement(db, &id, link, &scope, now)?);
     }
     let results = crate::runtime::d1::batch(db, statements).await?;
     if changes(results.first()) == 0 {
@@ -134,6 +121,23 @@ pub async fn save(
     }
     index.upsert(&id, &vector, memory_type, &scope).await?;
     Ok(Saved { id, links: links.len(), stored: true })
+}
+
+/// The statement that links a saved memory to a neighbour, if the memory is
+/// still of `scope` (a re-save into another scope links nothing).
+fn link_statement(db: &D1Database, id: &str, link: &Link, scope: &str, now: i64) -> Result<D1PreparedStatement> {
+    db.prepare(
+        "INSERT OR IGNORE INTO associations (source_id, target_id, relation, weight, created_at) \
+         SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?1 AND scope = ?6)",
+    )
+    .bind(&[
+        id.into(),
+        link.target.as_str().into(),
+        link.relation.as_str().into(),
+        f64::from(link.weight).into(),
+        number(now),
+        scope.into(),
+    ])
 }
 
 /// The rows a statement of a batch changed (0 when D1 did not say).

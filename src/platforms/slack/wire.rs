@@ -202,19 +202,7 @@ pub fn parse_event(body: &[u8], bot_user_id: &str) -> Result<ParsedSlack, SlackE
         .and_then(|profile| profile.name.clone())
         .or(event.username.clone())
         .unwrap_or_else(|| author_id.clone());
-    let attachments = event
-        .files
-        .iter()
-        .filter_map(|file| {
-            Some(crate::inbound::Attachment {
-                kind: file.filetype.clone().unwrap_or_else(|| "file".into()),
-                platform_file_id: file.id.clone()?,
-                name: file.name.clone(),
-                size: file.size,
-                url: file.url_private_download.clone(),
-            })
-        })
-        .collect();
+    let attachments = event.files.iter().filter_map(attachment_of).collect();
     let timestamp_ms = ts.split('.').next().and_then(|secs| secs.parse::<i64>().ok()).unwrap_or(0) * 1000;
     Ok(ParsedSlack::Message(Box::new(
         InboundEvent {
@@ -241,6 +229,17 @@ pub fn parse_event(body: &[u8], bot_user_id: &str) -> Result<ParsedSlack, SlackE
         }
         .with_text_capped(INBOUND_TEXT_LIMIT),
     )))
+}
+
+/// A shared file as an attachment (a file without an id is left out).
+fn attachment_of(file: &File) -> Option<crate::inbound::Attachment> {
+    Some(crate::inbound::Attachment {
+        kind: file.filetype.clone().unwrap_or_else(|| "file".into()),
+        platform_file_id: file.id.clone()?,
+        name: file.name.clone(),
+        size: file.size,
+        url: file.url_private_download.clone(),
+    })
 }
 
 /// Returns (mentions the bot, mentions someone else) from `<@U…>` tokens.

@@ -166,20 +166,7 @@ struct FileRef {
 pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, TelegramError> {
     let update: Update = serde_json::from_slice(body).map_err(|error| TelegramError::Malformed(error.to_string()))?;
     if let Some(query) = update.callback_query {
-        let Some(chat) = query.message.map(|message| message.chat) else {
-            return Ok(ParsedUpdate::Ignored("a button under no message edgebot can see"));
-        };
-        let name = [Some(query.from.first_name.clone()), query.from.username.clone()]
-            .into_iter()
-            .flatten()
-            .find(|name| !name.is_empty())
-            .unwrap_or_else(|| query.from.id.to_string());
-        return Ok(ParsedUpdate::Click(Box::new(Click {
-            clicker: Clicker { platform: Platform::Telegram.as_str().into(), user_id: query.from.id.to_string(), name },
-            data: query.data.unwrap_or_default(),
-            conversation: format!("telegram:{}", chat.id),
-            answer_to: Some(query.id),
-        })));
+        return Ok(click_of(query));
     }
     let Some(message) = update.message else {
         return Ok(ParsedUpdate::Ignored("update carries no new message"));
@@ -241,6 +228,24 @@ pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, Tele
         }
         .with_text_capped(INBOUND_TEXT_LIMIT),
     )))
+}
+
+/// A button pressed: who pressed it, under which chat's message.
+fn click_of(query: CallbackQuery) -> ParsedUpdate {
+    let Some(chat) = query.message.map(|message| message.chat) else {
+        return ParsedUpdate::Ignored("a button under no message edgebot can see");
+    };
+    let name = [Some(query.from.first_name.clone()), query.from.username.clone()]
+        .into_iter()
+        .flatten()
+        .find(|name| !name.is_empty())
+        .unwrap_or_else(|| query.from.id.to_string());
+    ParsedUpdate::Click(Box::new(Click {
+        clicker: Clicker { platform: Platform::Telegram.as_str().into(), user_id: query.from.id.to_string(), name },
+        data: query.data.unwrap_or_default(),
+        conversation: format!("telegram:{}", chat.id),
+        answer_to: Some(query.id),
+    }))
 }
 
 fn display_name(user: &User) -> String {
