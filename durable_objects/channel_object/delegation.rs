@@ -5,9 +5,9 @@ use worker::{D1Database, Result};
 
 use super::thinking::Thought;
 use super::{envelopes, ChannelObject};
+use crate::channel::actions::Action;
 use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::TurnSnapshot;
-use crate::channel::turn::Action;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::process::branch::BranchJob;

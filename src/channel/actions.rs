@@ -3,7 +3,43 @@
 //! hand on (branches, workers, follow-ups, cancellations). The channel object
 //! carries these out.
 
-use crate::channel::turn::Action;
+/// The word a model answers with to stay silent.
+pub const NO_REPLY: &str = "NO_REPLY";
+
+/// What the turn decided to do; the channel object carries these out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Reply {
+        text: String,
+    },
+    Skip {
+        reason: String,
+    },
+    /// Clear every sticky credit of this conversation.
+    Disengage,
+    /// Think a question through in a background branch.
+    Branch {
+        question: String,
+    },
+    /// Hand a task to a background worker.
+    SpawnWorker {
+        task: String,
+        interactive: bool,
+    },
+    /// A follow-up for an interactive worker that waits for input.
+    Route {
+        id: String,
+        message: String,
+    },
+    /// Stop a branch or a worker.
+    Cancel {
+        id: String,
+    },
+    /// React to the message being answered with an emoji.
+    React {
+        emoji: String,
+    },
+}
 
 /// What a turn's actions come to, in the order the model called them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,6 +67,15 @@ pub fn fold(actions: Vec<Action>) -> Acts {
         }
     }
     acts
+}
+
+/// A text the model meant to send; `NO_REPLY` means silence.
+pub fn spoken(text: String) -> Action {
+    if text.trim() == NO_REPLY {
+        Action::Skip { reason: NO_REPLY.into() }
+    } else {
+        Action::Reply { text }
+    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::actions::{spoken, Action};
 use super::processes::{ProcessKind, Processes};
-use super::turn::{spoken, Action};
 use crate::llm::tool::{NoArguments, Run, Tool};
 use crate::schedules::arguments::Schedule;
 
@@ -230,7 +230,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::channel::turn::NO_REPLY;
+    use crate::channel::actions::NO_REPLY;
     use std::future::Future;
 
     #[test]

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use std::cell::RefCell;
 
+use super::actions::{spoken, Action};
 use super::processes::{ProcessReport, Processes};
 use super::state::{Notice, ObservedMessage};
 use super::tool_set::{HostToolSet, Reply, TurnToolSet, TurnTools};
@@ -23,9 +24,6 @@ use crate::prompt;
 /// Most channel turns take one to three model calls; past this the channel is
 /// trying to work instead of delegating.
 pub const MAX_MODEL_CALLS_PER_TURN: u32 = 5;
-
-/// The word a model answers with to stay silent.
-pub const NO_REPLY: &str = "NO_REPLY";
 
 /// Everything a turn's prompt is made of.
 #[derive(Debug, Clone)]
@@ -56,41 +54,6 @@ pub struct TurnContext<'a> {
     pub process_events: &'a [ProcessReport],
     /// Branches and workers still running.
     pub processes: &'a Processes,
-}
-
-/// What the turn decided to do; the channel object carries these out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    Reply {
-        text: String,
-    },
-    Skip {
-        reason: String,
-    },
-    /// Clear every sticky credit of this conversation.
-    Disengage,
-    /// Think a question through in a background branch.
-    Branch {
-        question: String,
-    },
-    /// Hand a task to a background worker.
-    SpawnWorker {
-        task: String,
-        interactive: bool,
-    },
-    /// A follow-up for an interactive worker that waits for input.
-    Route {
-        id: String,
-        message: String,
-    },
-    /// Stop a branch or a worker.
-    Cancel {
-        id: String,
-    },
-    /// React to the message being answered with an emoji.
-    React {
-        emoji: String,
-    },
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -373,15 +336,6 @@ fn action_result(action: &Action) -> String {
         Action::Cancel { .. } => "cancelled",
     }
     .to_string()
-}
-
-/// A text the model meant to send; `NO_REPLY` means silence.
-pub(super) fn spoken(text: String) -> Action {
-    if text.trim() == NO_REPLY {
-        Action::Skip { reason: NO_REPLY.into() }
-    } else {
-        Action::Reply { text }
-    }
 }
 
 #[cfg(test)]
