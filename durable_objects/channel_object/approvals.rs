@@ -59,7 +59,8 @@ pub(super) async fn ask(object: &ChannelObject, mut request: Request) -> Result<
     };
     let piece_id = format!("{}/{}", ask.conversation_key, entry.id);
     // Never the first piece of a reply: on a Discord command that would replace the deferred answer.
-    let piece = Piece { id: &piece_id, index: 1, text: &entry.text, reply_to: None, file: None, buttons };
+    let piece =
+        Piece { id: &piece_id, index: 1, text: &entry.text, reply_to: None, file: None, buttons, follow_up: true };
     for attempt in 1..=object.config.send_max_attempts {
         outbox::mark_sending(&sql, &entry.id)?;
         let failure = match platform.send(&address, &piece).await {
@@ -144,8 +145,15 @@ async fn show(object: &ChannelObject, approval_id: &str, text: &str) -> Result<(
     let Some(message_id) = entry.platform_message_id.filter(|_| entry.status == OutboxStatus::Sent) else {
         return Ok(());
     };
-    let piece =
-        Piece { id: &entry.id, index: 0, text: &entry.text, reply_to: None, file: None, buttons: Buttons::Cleared };
+    let piece = Piece {
+        id: &entry.id,
+        index: 0,
+        text: &entry.text,
+        reply_to: None,
+        file: None,
+        buttons: Buttons::Cleared,
+        follow_up: true,
+    };
     if let Err(failure) = platform.edit(&address, &message_id, &piece).await {
         LogLine::warn("approval_message_not_edited").id(&approval_id).reason(&failure.message).emit();
     }

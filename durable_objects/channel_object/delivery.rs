@@ -51,6 +51,9 @@ pub(super) struct Outlet<'a> {
     pub platform: &'a Outbound<'a>,
     pub sql: &'a Sql,
     pub pace: &'a Cell<Pace>,
+    /// The turn answers an inbound an earlier turn answered (a worker's or a
+    /// branch's outcome): its pieces are follow-ups (see [`Piece::follow_up`]).
+    pub follow_up: bool,
 }
 
 impl Outlet<'_> {
@@ -68,15 +71,15 @@ impl Outlet<'_> {
     }
 
     /// A call was refused with a rate limit: the chat waits from now; returns when it may go again.
-    fn refused(&self, retry_after_ms: u64) -> i64 {
+    pub(super) fn refused(&self, retry_after_ms: u64) -> i64 {
         let mut pace = self.pace.get();
         pace.refused(now_ms(), retry_after_ms);
         self.pace.set(pace);
         pace.not_before_ms()
     }
 
-    /// An edit went out: the next one keeps the platform's edit pace.
-    fn edited(&self) {
+    /// An edit (or a draft's post) went out: the next one keeps the platform's edit pace.
+    pub(super) fn edited(&self) {
         if let Streaming::Messages { edit_every_ms } = self.platform.streaming() {
             let mut pace = self.pace.get();
             pace.edited(now_ms(), edit_every_ms);
@@ -109,6 +112,7 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
             reply_to: entry.reply_to.as_deref(),
             file: body.as_ref(),
             buttons: Buttons::None,
+            follow_up: outlet.follow_up,
         };
         // A streamed piece is finished by editing its draft; a draft the reply
         // did not need is deleted; a draft that cannot be edited is sent anew.

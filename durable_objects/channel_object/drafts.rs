@@ -5,18 +5,14 @@
 //! rather than a second message, and a turn resumed after a crash edits the
 //! drafts it had posted instead of posting them again.
 
-use std::cell::Cell;
-
 use worker::Result;
 
+use super::delivery::Outlet;
 use super::outbox;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Messenger, Piece};
-use crate::platforms::outbound::Outbound;
 use crate::reply::outbox::OutboxStatus;
-use crate::reply::pace::Pace;
-use crate::runtime::durable::Sql;
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
 
@@ -44,13 +40,12 @@ struct Draft {
 
 /// The draft messages of one turn.
 pub(super) struct MessageDrafts<'a> {
-    platform: &'a Outbound<'a>,
-    sql: &'a Sql,
+    /// The platform, storage and the chat's pace, shared with delivery: a rate
+    /// limit holds every call.
+    outlet: &'a Outlet<'a>,
     event: &'a InboundEvent,
     turn: i64,
     edit_every_ms: u64,
-    /// The chat's pace, shared with delivery: a rate limit holds every call.
-    pace: &'a Cell<Pace>,
     /// `SEND_MAX_ATTEMPTS`: a piece's failed calls, draft or final, stop here.
     max_attempts: u32,
     drafts: Vec<Draft>,
@@ -64,17 +59,15 @@ impl<'a> MessageDrafts<'a> {
     /// A post a crash interrupted is left to delivery, which asks the
     /// platform whether it landed before anything is sent again.
     pub(super) fn resume(
-        platform: &'a Outbound<'a>,
-        sql: &'a Sql,
+        outlet: &'a Outlet<'a>,
         event: &'a InboundEvent,
         turn: i64,
         edit_every_ms: u64,
-        pace: &'a Cell<Pace>,
-        max_attempts: u32,
     ) -> Result<Self> {
+        let max_attempts = outlet.config.send_max_attempts;
         let mut drafts: Vec<Draft> = Vec::new();
         let mut stopped = false;
-        for row in outbox::drafts(sql, turn)? {
+        for row in outbox::drafts(outlet.sql, turn)? {
             let index = row.piece.max(0) as usize;
             if drafts.len() <= index {
                 drafts.resize_with(index + 1, Draft::default);
@@ -83,7 +76,7 @@ impl<'a> MessageDrafts<'a> {
             drafts[index] =
                 Draft { message_id: row.platform_message_id, shown: row.text, failures: row.attempts.max(0) as u32 };
         }
-        Ok(MessageDrafts { platform, sql, event, turn, edit_every_ms, pace, max_attempts, drafts, stopped })
+        Ok(MessageDrafts { outlet, event, turn, edit_every_ms, max_attempts, drafts, stopped })
     }
 
     /// Whether the reply has shown anything yet (or drafting stopped).
@@ -98,7 +91,7 @@ impl<'a> MessageDrafts<'a> {
     /// is called while the chat's pace holds, after a post that failed, or
     /// for a piece whose calls failed `SEND_MAX_ATTEMPTS` times.
     pub(super) async fn update(&mut self, pieces: &[String]) -> Result<u64> {
-        let wait = self.pace.get().wait_ms(now_ms());
+        let wait = self.outlet.pace.get().wait_ms(now_ms());
         if wait > 0 || self.stopped {
             return Ok(wait.max(self.edit_every_ms));
         }
@@ -117,40 +110,41 @@ impl<'a> MessageDrafts<'a> {
         let row = format!("{}:{index}", self.turn);
         let id = piece_id(self.event, &row);
         let reply_to = if index == 0 { quoted(self.event) } else { None };
-        let piece = Piece { id: &id, index, text, reply_to, file: None, buttons: Buttons::None };
+        let follow_up = self.outlet.follow_up;
+        let piece = Piece { id: &id, index, text, reply_to, file: None, buttons: Buttons::None, follow_up };
         let address = &self.event.reply_address;
         let draft = &mut self.drafts[index];
         let failure = match draft.message_id.clone() {
-            Some(message_id) => match self.platform.edit(address, &message_id, &piece).await {
+            Some(message_id) => match self.outlet.platform.edit(address, &message_id, &piece).await {
                 Ok(()) => {
                     draft.shown = text.clone();
-                    self.pace.set(paced(self.pace.get(), self.edit_every_ms));
+                    self.outlet.edited();
                     return Ok(self.edit_every_ms);
                 }
                 // The next edit, or the final one, tries again.
                 Err(failure) => {
-                    draft.failures = outbox::mark_call_failed(self.sql, &row, &failure.message)?.max(0) as u32;
+                    draft.failures = outbox::mark_call_failed(self.outlet.sql, &row, &failure.message)?.max(0) as u32;
                     failure
                 }
             },
             None => {
-                outbox::start_draft(self.sql, self.turn, index as i64, text, reply_to, now_ms())?;
-                match self.platform.send(address, &piece).await {
+                outbox::start_draft(self.outlet.sql, self.turn, index as i64, text, reply_to, now_ms())?;
+                match self.outlet.platform.send(address, &piece).await {
                     Ok(message_id) => {
-                        outbox::mark_drafted(self.sql, &row, &message_id)?;
+                        outbox::mark_drafted(self.outlet.sql, &row, &message_id)?;
                         *draft = Draft { message_id: Some(message_id), shown: text.clone(), failures: draft.failures };
-                        self.pace.set(paced(self.pace.get(), self.edit_every_ms));
+                        self.outlet.edited();
                         return Ok(self.edit_every_ms);
                     }
                     // No answer: it may have landed; delivery asks before anything is sent again.
                     Err(failure) if failure.ambiguous => {
-                        outbox::mark_call_failed(self.sql, &row, &failure.message)?;
+                        outbox::mark_call_failed(self.outlet.sql, &row, &failure.message)?;
                         self.stopped = true;
                         failure
                     }
                     // Refused: the piece is sent whole by delivery, this call counted.
                     Err(failure) => {
-                        outbox::draft_refused(self.sql, &row, &failure.message)?;
+                        outbox::draft_refused(self.outlet.sql, &row, &failure.message)?;
                         self.stopped = true;
                         failure
                     }
@@ -158,9 +152,7 @@ impl<'a> MessageDrafts<'a> {
             }
         };
         if let Some(retry_after_ms) = failure.retry_after_ms {
-            let mut pace = self.pace.get();
-            pace.refused(now_ms(), retry_after_ms);
-            self.pace.set(pace);
+            self.outlet.refused(retry_after_ms);
         }
         LogLine::warn("draft_failed")
             .conversation(&self.event.conversation_key)
@@ -169,12 +161,6 @@ impl<'a> MessageDrafts<'a> {
             .field("drafting_stopped", self.stopped)
             .reason(&failure.message)
             .emit();
-        Ok(self.pace.get().wait_ms(now_ms()).max(self.edit_every_ms))
+        Ok(self.outlet.pace.get().wait_ms(now_ms()).max(self.edit_every_ms))
     }
-}
-
-/// The pace after a call that went out now.
-fn paced(mut pace: Pace, edit_every_ms: u64) -> Pace {
-    pace.edited(now_ms(), edit_every_ms);
-    pace
 }

@@ -493,14 +493,11 @@ pub(super) async fn while_working<T>(
 /// Shows the `draft` as it grows, where the platform streams (see
 /// [`while_working`]); returns when the model is done.
 async fn show_draft(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64, draft: &Draft) -> Result<()> {
-    let Outlet { platform, sql, .. } = *outlet;
+    let Outlet { platform, .. } = *outlet;
     let mut messages = match platform.streaming() {
         Streaming::Off => return Ok(()),
         Streaming::Socket => None,
-        Streaming::Messages { edit_every_ms } => {
-            let max_attempts = outlet.config.send_max_attempts;
-            Some(MessageDrafts::resume(platform, sql, event, turn, edit_every_ms, outlet.pace, max_attempts)?)
-        }
+        Streaming::Messages { edit_every_ms } => Some(MessageDrafts::resume(outlet, event, turn, edit_every_ms)?),
     };
     let mut shown = Vec::new();
     let (mut first_words_at, mut worth_it_at) = (None, None);

@@ -100,7 +100,9 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         return Ok(None);
     };
     let platform = outbound::for_address(config, &object.state, &last.reply_address);
-    let outlet = Outlet { config, env: &object.env, platform: &platform, sql, pace: &object.pace };
+    // A turn with no new message answers only what work finished (its inbound was answered before).
+    let follow_up = turn.messages.is_empty();
+    let outlet = Outlet { config, env: &object.env, platform: &platform, sql, pace: &object.pace, follow_up };
     let log = |line: LogLine| line.conversation(&last.conversation_key).id(&turn.id).platform(platform.name());
     // Reactions the model chose; a turn resumed after a crash has lost them (a
     // small loss). The turn created or cancelled jobs: the channel's due time moves.

@@ -56,6 +56,10 @@ pub struct Piece<'a> {
     pub file: Option<&'a FileBody>,
     /// Approve and Deny buttons under the text, or their removal by an edit.
     pub buttons: Buttons<'a>,
+    /// A later turn's answer to an inbound already answered (a worker's
+    /// outcome after a command): a platform that answers an inbound once
+    /// (Discord's deferred response) sends it as a message of its own.
+    pub follow_up: bool,
 }
 
 /// The buttons a piece carries.

@@ -212,8 +212,5 @@ super::conformance_tests!(Discord {
     settles_an_interrupted_send,
     lets_only_the_asker_decide_an_approval,
     takes_a_file_in_and_sends_one_out,
-    #[ignore = "the Worker edits a command's deferred response (@original) with every later turn's first piece: \
-                a worker's outcome relayed after /ask replaces the answer the person already read \
-                (src/platforms/discord.rs webhook_call, piece 0 is always PATCH @original)"]
     keeps_an_earlier_reply_when_a_worker_reports,
 });

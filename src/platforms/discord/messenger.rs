@@ -102,7 +102,7 @@ impl Messenger for Discord<'_> {
                 (Method::Post, format!("/channels/{channel_id}/messages"), body, true)
             }
             _ => {
-                let (method, path, body) = webhook_call(address, piece.index, piece.text)
+                let (method, path, body) = webhook_call(address, piece.index == 0 && !piece.follow_up, piece.text)
                     .ok_or_else(|| SendFailure::permanent("not a Discord address".into()))?;
                 (if method == "PATCH" { Method::Patch } else { Method::Post }, path, body, false)
             }

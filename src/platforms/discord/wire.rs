@@ -231,14 +231,15 @@ pub fn immediate_response(interaction: &Interaction) -> Value {
     }
 }
 
-/// The webhook call for piece `piece` of a reply: the first edits the deferred
-/// response, the rest are follow-up messages. Returns (method, path, body).
-pub fn webhook_call(address: &ReplyAddress, piece: usize, text: &str) -> Option<(&'static str, String, Value)> {
+/// The webhook call for a piece of a reply: the `original` one (a reply's
+/// first piece, in the turn that answers the command) edits the deferred
+/// response, every other is a follow-up message. Returns (method, path, body).
+pub fn webhook_call(address: &ReplyAddress, original: bool, text: &str) -> Option<(&'static str, String, Value)> {
     let ReplyAddress::Discord { application_id, interaction_token, .. } = address else {
         return None;
     };
     let body = edit_body(text);
-    Some(if piece == 0 {
+    Some(if original {
         ("PATCH", format!("/webhooks/{application_id}/{interaction_token}/messages/@original"), body)
     } else {
         ("POST", format!("/webhooks/{application_id}/{interaction_token}"), body)
@@ -373,12 +374,12 @@ mod tests {
         assert_eq!(event.author.name, "Mason S");
         assert!(event.is_command && !event.is_dm);
         assert_eq!(immediate_response(&Interaction::Command(event.clone())), json!({"type": 5}));
-        let (method, path, _) = webhook_call(&event.reply_address, 0, "x").unwrap();
+        let (method, path, _) = webhook_call(&event.reply_address, true, "x").unwrap();
         assert_eq!(
             (method, path.as_str()),
             ("PATCH", "/webhooks/775799577604522054/A_UNIQUE_TOKEN/messages/@original")
         );
-        let (method, path, _) = webhook_call(&event.reply_address, 1, "y").unwrap();
+        let (method, path, _) = webhook_call(&event.reply_address, false, "y").unwrap();
         assert_eq!((method, path.as_str()), ("POST", "/webhooks/775799577604522054/A_UNIQUE_TOKEN"));
     }
 
