@@ -6,6 +6,8 @@ pub mod prices;
 pub mod rules;
 
 #[cfg(target_arch = "wasm32")]
+pub mod api;
+#[cfg(target_arch = "wasm32")]
 pub mod store;
 #[cfg(target_arch = "wasm32")]
 pub mod usage;

@@ -18,6 +18,8 @@ pub mod types;
 pub mod vector;
 
 #[cfg(target_arch = "wasm32")]
+pub mod api;
+#[cfg(target_arch = "wasm32")]
 pub mod embedder;
 #[cfg(target_arch = "wasm32")]
 pub mod recall;

@@ -6,4 +6,6 @@ pub mod arguments;
 pub mod rules;
 
 #[cfg(target_arch = "wasm32")]
+pub mod api;
+#[cfg(target_arch = "wasm32")]
 pub mod store;

@@ -20,6 +20,8 @@ pub mod runs;
 pub mod zone;
 
 #[cfg(target_arch = "wasm32")]
+pub mod api;
+#[cfg(target_arch = "wasm32")]
 pub mod store;
 #[cfg(target_arch = "wasm32")]
 pub mod tools;

@@ -31,30 +31,30 @@ use crate::sessions::api::Operator;
 /// A sighting rewrites a platform id's `last_seen_at` at most this often.
 const SEEN_REWRITE_MS: i64 = 3_600_000;
 /// People a listing returns at most.
-const LISTING_LIMIT: f64 = 500.0;
+pub(super) const LISTING_LIMIT: f64 = 500.0;
 
 /// A person record as D1 holds it.
 #[derive(Debug, Clone, Deserialize)]
-struct Row {
-    id: String,
-    display_name: String,
-    time_zone: Option<String>,
-    language: Option<String>,
-    is_bot: i64,
-    notes: String,
-    version: i64,
-    created_at: i64,
-    updated_at: i64,
+pub(super) struct Row {
+    pub(super) id: String,
+    pub(super) display_name: String,
+    pub(super) time_zone: Option<String>,
+    pub(super) language: Option<String>,
+    pub(super) is_bot: i64,
+    pub(super) notes: String,
+    pub(super) version: i64,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
     /// JSON array of the platform ids (listing queries only).
     #[serde(default)]
-    ids: Option<String>,
+    pub(super) ids: Option<String>,
     /// The platform id a turn's query matched.
     #[serde(default)]
-    platform_key: Option<String>,
+    pub(super) platform_key: Option<String>,
 }
 
 impl Row {
-    fn notes(&self) -> Vec<Note> {
+    pub(super) fn notes(&self) -> Vec<Note> {
         serde_json::from_str(&self.notes).unwrap_or_default()
     }
 }
@@ -101,15 +101,15 @@ impl From<Row> for Person {
     }
 }
 
-const COLUMNS: &str = "p.id, p.display_name, p.time_zone, p.language, p.is_bot, p.notes, p.version, p.created_at, \
+pub(super) const COLUMNS: &str = "p.id, p.display_name, p.time_zone, p.language, p.is_bot, p.notes, p.version, p.created_at, \
                        p.updated_at";
-const IDS: &str = "(SELECT json_group_array(json_object('platform_key', i.platform_key, 'display_name', \
+pub(super) const IDS: &str = "(SELECT json_group_array(json_object('platform_key', i.platform_key, 'display_name', \
                    i.display_name, 'last_seen_at', i.last_seen_at)) FROM person_ids i WHERE i.person_id = p.id) AS ids";
 
 /// The statements that record a sighting of `person`: their record made on
 /// first sight (unless the platform id is already someone's: an operator
 /// linked it), the platform id's name and last sighting kept current.
-fn sighting(db: &D1Database, person: &Profile, now: i64) -> Result<Vec<worker::D1PreparedStatement>> {
+pub(super) fn sighting(db: &D1Database, person: &Profile, now: i64) -> Result<Vec<worker::D1PreparedStatement>> {
     let key: JsValue = person.key.as_str().into();
     let name: JsValue = person.seen_as.as_deref().unwrap_or(&person.name).into();
     Ok(vec![
@@ -185,7 +185,7 @@ fn profile_of(row: &Row, speaker: &Profile) -> Profile {
 }
 
 /// The record a platform id belongs to.
-async fn record_of(db: &D1Database, platform_key: &str) -> Result<Option<Row>> {
+pub(super) async fn record_of(db: &D1Database, platform_key: &str) -> Result<Option<Row>> {
     db.prepare(format!(
         "SELECT {COLUMNS} FROM person_ids i JOIN people p ON p.id = i.person_id WHERE i.platform_key = ?1"
     ))
@@ -195,7 +195,7 @@ async fn record_of(db: &D1Database, platform_key: &str) -> Result<Option<Row>> {
 }
 
 /// One record with its platform ids.
-async fn one(db: &D1Database, id: &str) -> Result<Option<Row>> {
+pub(super) async fn one(db: &D1Database, id: &str) -> Result<Option<Row>> {
     db.prepare(format!("SELECT {COLUMNS}, {IDS} FROM people p WHERE p.id = ?1"))
         .bind(&[id.into()])?
         .first_counted()
@@ -203,7 +203,7 @@ async fn one(db: &D1Database, id: &str) -> Result<Option<Row>> {
 }
 
 impl Change {
-    fn of(row: &Row) -> Change {
+    pub(super) fn of(row: &Row) -> Change {
         Change {
             display_name: row.display_name.clone(),
             time_zone: row.time_zone.clone(),
@@ -214,7 +214,7 @@ impl Change {
 }
 
 /// Writes `change` over the record if nobody changed it since `row` was read.
-async fn write(db: &D1Database, row: &Row, change: &Change, now: i64) -> Result<bool> {
+pub(super) async fn write(db: &D1Database, row: &Row, change: &Change, now: i64) -> Result<bool> {
     let notes = serde_json::to_string(&change.notes)?;
     let result = db
         .prepare(
@@ -289,168 +289,3 @@ fn note(
 }
 
 // ---- The admin API (operators only) ----
-
-/// `GET /api/people[?q=…]`: people, most recently seen first, with their
-/// platform ids; `q` searches names and platform ids.
-pub async fn list(request: &Request, env: &Env, _operator: &Operator) -> std::result::Result<Response, ApiError> {
-    let url = request.url()?;
-    let search = url.query_pairs().find(|(key, _)| key == "q").map(|(_, value)| value.trim().to_lowercase());
-    let pattern = search.filter(|search| !search.is_empty()).map(|search| format!("%{search}%"));
-    let database = env.d1(DATABASE_BINDING)?;
-    let rows: Vec<Row> = database
-        .prepare(format!(
-            "SELECT {COLUMNS}, {IDS} FROM people p WHERE ?1 IS NULL OR lower(p.display_name) LIKE ?1 \
-             OR EXISTS (SELECT 1 FROM person_ids i WHERE i.person_id = p.id AND (lower(i.platform_key) LIKE ?1 \
-             OR lower(i.display_name) LIKE ?1)) \
-             ORDER BY (SELECT MAX(i.last_seen_at) FROM person_ids i WHERE i.person_id = p.id) DESC, p.created_at DESC \
-             LIMIT ?2"
-        ))
-        .bind(&[text_or_null(pattern.as_deref()), JsValue::from_f64(LISTING_LIMIT)])?
-        .all_counted()
-        .await?
-        .results()?;
-    Response::from_json(&rows.into_iter().map(Person::from).collect::<Vec<_>>()).map_err(internal)
-}
-
-/// `GET /api/people/{id}`.
-pub async fn show(env: &Env, id: &str, _operator: &Operator) -> std::result::Result<Response, ApiError> {
-    let database = env.d1(DATABASE_BINDING)?;
-    answer(&database, &percent_decode(id)).await
-}
-
-async fn answer(database: &D1Database, id: &str) -> std::result::Result<Response, ApiError> {
-    let row = one(database, id).await?.ok_or(ApiError::NotFound)?;
-    Response::from_json(&Person::from(row)).map_err(internal)
-}
-
-/// `PUT /api/people/{id}` with any of `{"display_name", "time_zone",
-/// "language", "notes": [text]}`: a field left out stays; `notes` replaces
-/// the list (within the caps); an empty time zone or language clears it.
-pub async fn update(
-    mut request: Request,
-    env: &Env,
-    id: &str,
-    _operator: &Operator,
-) -> std::result::Result<Response, ApiError> {
-    let body = json_object(&mut request).await?;
-    let database = env.d1(DATABASE_BINDING)?;
-    let id = percent_decode(id);
-    let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
-    let refused = |refusal: Refusal| ApiError::BadRequest(refusal.to_string());
-    let field = |key: &str| match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(_) => Err(ApiError::BadRequest(format!("`{key}` must be text"))),
-    };
-    let mut change = Change::of(&row);
-    if let Some(name) = field("display_name")? {
-        change.display_name = people::display_name(&name).map_err(refused)?;
-    }
-    if let Some(zone) = field("time_zone")? {
-        change.time_zone = people::time_zone(&IntlZones, &zone).map_err(refused)?;
-    }
-    if let Some(language) = field("language")? {
-        change.language = people::language(&language).map_err(refused)?;
-    }
-    match body.get("notes") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            let texts = items
-                .iter()
-                .map(|item| item.as_str().map(|text| redactor().redact(text).into_owned()))
-                .collect::<Option<Vec<String>>>()
-                .ok_or_else(|| ApiError::BadRequest("`notes` must be a list of texts".into()))?;
-            change.notes = people::replace_all(&change.notes, &texts, now_ms()).map_err(refused)?;
-        }
-        Some(_) => return Err(ApiError::BadRequest("`notes` must be a list of texts".into())),
-    }
-    if !write(&database, &row, &change, now_ms()).await? {
-        return Err(ApiError::BadRequest("the person changed meanwhile: reload and try again".into()));
-    }
-    answer(&database, &id).await
-}
-
-/// `DELETE /api/people/{id}/notes`: forgets the notes; answers what went.
-pub async fn clear_notes(env: &Env, id: &str, _operator: &Operator) -> std::result::Result<Response, ApiError> {
-    let database = env.d1(DATABASE_BINDING)?;
-    let id = percent_decode(id);
-    let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
-    let removed = row.notes();
-    let change = Change { notes: Vec::new(), ..Change::of(&row) };
-    if !write(&database, &row, &change, now_ms()).await? {
-        return Err(ApiError::BadRequest("the person changed meanwhile: reload and try again".into()));
-    }
-    Response::from_json(&json!({ "removed": removed })).map_err(internal)
-}
-
-/// `POST /api/people/{id}/link` with `{"platform_key"}`: that platform id
-/// becomes this person's (seen or not yet). When it was the last id of
-/// another record, that record is merged in (its notes after these, within
-/// the cap; its time zone and language where these have none) and removed.
-/// Answers the person and the notes that did not fit (`dropped`).
-pub async fn link(
-    mut request: Request,
-    env: &Env,
-    id: &str,
-    _operator: &Operator,
-) -> std::result::Result<Response, ApiError> {
-    let body = json_object(&mut request).await?;
-    let key = body.get("platform_key").and_then(Value::as_str).unwrap_or_default().trim().to_string();
-    if !people::is_platform_key(&key) {
-        return Err(ApiError::BadRequest(
-            "`platform_key` must be a platform id such as slack:U123 or telegram:42 (telegram, slack, discord, web)"
-                .into(),
-        ));
-    }
-    let database = env.d1(DATABASE_BINDING)?;
-    let id = percent_decode(id);
-    let target = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
-    let now = now_ms();
-    let mut statements = vec![database
-        .prepare(
-            "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at) \
-             VALUES (?1, ?2, '', NULL, NULL) ON CONFLICT (platform_key) DO UPDATE SET person_id = excluded.person_id",
-        )
-        .bind(&[key.as_str().into(), id.as_str().into()])?];
-    let mut dropped = Vec::new();
-    let previous = record_of(&database, &key).await?;
-    if let Some(previous) = previous.filter(|previous| previous.id != id) {
-        let others = one(&database, &previous.id).await?.map(Person::from);
-        let is_last_id = others.is_some_and(|other| other.platform_ids.iter().all(|known| known.platform_key == key));
-        if is_last_id {
-            let (notes, left_out) = people::merge(&target.notes(), &previous.notes());
-            dropped = left_out;
-            let change = Change {
-                display_name: target.display_name.clone(),
-                time_zone: target.time_zone.clone().or(previous.time_zone.clone()),
-                language: target.language.clone().or(previous.language.clone()),
-                notes,
-            };
-            statements.push(
-                database
-                    .prepare(
-                        "UPDATE people SET time_zone = ?1, language = ?2, notes = ?3, version = version + 1, \
-                         updated_at = ?4 WHERE id = ?5",
-                    )
-                    .bind(&[
-                        text_or_null(change.time_zone.as_deref()),
-                        text_or_null(change.language.as_deref()),
-                        serde_json::to_string(&change.notes).map_err(internal)?.into(),
-                        number(now),
-                        id.as_str().into(),
-                    ])?,
-            );
-            statements.push(
-                database
-                    .prepare(
-                        "DELETE FROM people WHERE id = ?1 AND NOT EXISTS \
-                         (SELECT 1 FROM person_ids WHERE person_id = ?1)",
-                    )
-                    .bind(&[previous.id.as_str().into()])?,
-            );
-        }
-    }
-    batch(&database, statements).await?;
-    let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
-    Response::from_json(&json!({ "person": Person::from(row), "dropped": dropped })).map_err(internal)
-}

@@ -1,0 +1,185 @@
+//! The admin API's People views: list and show people, edit a person, clear
+//! their notes, link another platform id to them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use wasm_bindgen::JsValue;
+use worker::{D1Database, Env, Request, Response, Result};
+use crate::runtime::config::redactor;
+use crate::api_error::ApiError;
+use crate::people::arguments::PersonNoteArguments;
+use crate::people::rules::{self as people, Change, Note, Profile, Refusal};
+use crate::runtime::config::DATABASE_BINDING;
+use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
+use crate::runtime::failure::internal;
+use crate::runtime::http::json_object;
+use crate::runtime::http::now_ms;
+use crate::schedules::zones::IntlZones;
+use crate::security::percent_decode;
+use crate::sessions::api::Operator;
+use super::store::*;
+
+/// `GET /api/people[?q=…]`: people, most recently seen first, with their
+/// platform ids; `q` searches names and platform ids.
+pub async fn list(request: &Request, env: &Env, _operator: &Operator) -> std::result::Result<Response, ApiError> {
+    let url = request.url()?;
+    let search = url.query_pairs().find(|(key, _)| key == "q").map(|(_, value)| value.trim().to_lowercase());
+    let pattern = search.filter(|search| !search.is_empty()).map(|search| format!("%{search}%"));
+    let database = env.d1(DATABASE_BINDING)?;
+    let rows: Vec<Row> = database
+        .prepare(format!(
+            "SELECT {COLUMNS}, {IDS} FROM people p WHERE ?1 IS NULL OR lower(p.display_name) LIKE ?1 \
+             OR EXISTS (SELECT 1 FROM person_ids i WHERE i.person_id = p.id AND (lower(i.platform_key) LIKE ?1 \
+             OR lower(i.display_name) LIKE ?1)) \
+             ORDER BY (SELECT MAX(i.last_seen_at) FROM person_ids i WHERE i.person_id = p.id) DESC, p.created_at DESC \
+             LIMIT ?2"
+        ))
+        .bind(&[text_or_null(pattern.as_deref()), JsValue::from_f64(LISTING_LIMIT)])?
+        .all_counted()
+        .await?
+        .results()?;
+    Response::from_json(&rows.into_iter().map(Person::from).collect::<Vec<_>>()).map_err(internal)
+}
+
+/// `GET /api/people/{id}`.
+pub async fn show(env: &Env, id: &str, _operator: &Operator) -> std::result::Result<Response, ApiError> {
+    let database = env.d1(DATABASE_BINDING)?;
+    answer(&database, &percent_decode(id)).await
+}
+
+async fn answer(database: &D1Database, id: &str) -> std::result::Result<Response, ApiError> {
+    let row = one(database, id).await?.ok_or(ApiError::NotFound)?;
+    Response::from_json(&Person::from(row)).map_err(internal)
+}
+
+/// `PUT /api/people/{id}` with any of `{"display_name", "time_zone",
+/// "language", "notes": [text]}`: a field left out stays; `notes` replaces
+/// the list (within the caps); an empty time zone or language clears it.
+pub async fn update(
+    mut request: Request,
+    env: &Env,
+    id: &str,
+    _operator: &Operator,
+) -> std::result::Result<Response, ApiError> {
+    let body = json_object(&mut request).await?;
+    let database = env.d1(DATABASE_BINDING)?;
+    let id = percent_decode(id);
+    let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
+    let refused = |refusal: Refusal| ApiError::BadRequest(refusal.to_string());
+    let field = |key: &str| match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(ApiError::BadRequest(format!("`{key}` must be text"))),
+    };
+    let mut change = Change::of(&row);
+    if let Some(name) = field("display_name")? {
+        change.display_name = people::display_name(&name).map_err(refused)?;
+    }
+    if let Some(zone) = field("time_zone")? {
+        change.time_zone = people::time_zone(&IntlZones, &zone).map_err(refused)?;
+    }
+    if let Some(language) = field("language")? {
+        change.language = people::language(&language).map_err(refused)?;
+    }
+    match body.get("notes") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            let texts = items
+                .iter()
+                .map(|item| item.as_str().map(|text| redactor().redact(text).into_owned()))
+                .collect::<Option<Vec<String>>>()
+                .ok_or_else(|| ApiError::BadRequest("`notes` must be a list of texts".into()))?;
+            change.notes = people::replace_all(&change.notes, &texts, now_ms()).map_err(refused)?;
+        }
+        Some(_) => return Err(ApiError::BadRequest("`notes` must be a list of texts".into())),
+    }
+    if !write(&database, &row, &change, now_ms()).await? {
+        return Err(ApiError::BadRequest("the person changed meanwhile: reload and try again".into()));
+    }
+    answer(&database, &id).await
+}
+
+/// `DELETE /api/people/{id}/notes`: forgets the notes; answers what went.
+pub async fn clear_notes(env: &Env, id: &str, _operator: &Operator) -> std::result::Result<Response, ApiError> {
+    let database = env.d1(DATABASE_BINDING)?;
+    let id = percent_decode(id);
+    let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
+    let removed = row.notes();
+    let change = Change { notes: Vec::new(), ..Change::of(&row) };
+    if !write(&database, &row, &change, now_ms()).await? {
+        return Err(ApiError::BadRequest("the person changed meanwhile: reload and try again".into()));
+    }
+    Response::from_json(&json!({ "removed": removed })).map_err(internal)
+}
+
+/// `POST /api/people/{id}/link` with `{"platform_key"}`: that platform id
+/// becomes this person's (seen or not yet). When it was the last id of
+/// another record, that record is merged in (its notes after these, within
+/// the cap; its time zone and language where these have none) and removed.
+/// Answers the person and the notes that did not fit (`dropped`).
+pub async fn link(
+    mut request: Request,
+    env: &Env,
+    id: &str,
+    _operator: &Operator,
+) -> std::result::Result<Response, ApiError> {
+    let body = json_object(&mut request).await?;
+    let key = body.get("platform_key").and_then(Value::as_str).unwrap_or_default().trim().to_string();
+    if !people::is_platform_key(&key) {
+        return Err(ApiError::BadRequest(
+            "`platform_key` must be a platform id such as slack:U123 or telegram:42 (telegram, slack, discord, web)"
+                .into(),
+        ));
+    }
+    let database = env.d1(DATABASE_BINDING)?;
+    let id = percent_decode(id);
+    let target = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
+    let now = now_ms();
+    let mut statements = vec![database
+        .prepare(
+            "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at) \
+             VALUES (?1, ?2, '', NULL, NULL) ON CONFLICT (platform_key) DO UPDATE SET person_id = excluded.person_id",
+        )
+        .bind(&[key.as_str().into(), id.as_str().into()])?];
+    let mut dropped = Vec::new();
+    let previous = record_of(&database, &key).await?;
+    if let Some(previous) = previous.filter(|previous| previous.id != id) {
+        let others = one(&database, &previous.id).await?.map(Person::from);
+        let is_last_id = others.is_some_and(|other| other.platform_ids.iter().all(|known| known.platform_key == key));
+        if is_last_id {
+            let (notes, left_out) = people::merge(&target.notes(), &previous.notes());
+            dropped = left_out;
+            let change = Change {
+                display_name: target.display_name.clone(),
+                time_zone: target.time_zone.clone().or(previous.time_zone.clone()),
+                language: target.language.clone().or(previous.language.clone()),
+                notes,
+            };
+            statements.push(
+                database
+                    .prepare(
+                        "UPDATE people SET time_zone = ?1, language = ?2, notes = ?3, version = version + 1, \
+                         updated_at = ?4 WHERE id = ?5",
+                    )
+                    .bind(&[
+                        text_or_null(change.time_zone.as_deref()),
+                        text_or_null(change.language.as_deref()),
+                        serde_json::to_string(&change.notes).map_err(internal)?.into(),
+                        number(now),
+                        id.as_str().into(),
+                    ])?,
+            );
+            statements.push(
+                database
+                    .prepare(
+                        "DELETE FROM people WHERE id = ?1 AND NOT EXISTS \
+                         (SELECT 1 FROM person_ids WHERE person_id = ?1)",
+                    )
+                    .bind(&[previous.id.as_str().into()])?,
+            );
+        }
+    }
+    batch(&database, statements).await?;
+    let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
+    Response::from_json(&json!({ "person": Person::from(row), "dropped": dropped })).map_err(internal)
+}
