@@ -15,6 +15,7 @@ mod history_upkeep;
 mod inbox;
 mod notices;
 mod outbox;
+mod outlet;
 mod pending;
 mod routes;
 mod scheduled_runs;

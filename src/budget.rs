@@ -1,6 +1,7 @@
 //! Budgets: `rules` (pure) what a call cost and whether a turn may run;
 //! `prices` the model price table; `store` today's spend and limits in D1;
-//! `usage` token usage rolled up per process and day.
+//! `usage` token usage rolled up per process and day; `api` the admin views
+//! and limit overrides.
 
 pub mod prices;
 pub mod rules;

@@ -1,8 +1,9 @@
 //! The memory system's pure core: typed memories, embeddings, vector search
 //! (4-bit sketches of every vector, then an exact re-rank), rank fusion,
 //! automatic links, maintenance, the cortex's circuit breaker and the
-//! bulletin's sections, and who may see which memory (scopes). No I/O: the edges load rows from D1, call these
-//! functions and write back what they return.
+//! bulletin's sections, and who may see which memory (scopes), all pure; and,
+//! Workers-facing, `store` (D1), `recall`, `embedder`, `vector_index` (D1 or
+//! Vectorize), `tools` (the branch tools' calls) and `api` (the admin routes).
 
 pub mod arguments;
 pub mod bulletin;

@@ -1,6 +1,7 @@
 //! People: who the bot talks to. `rules` (pure) says whose profile a turn
-//! shows and what a branch may write; `store` keeps the records in D1, with
-//! the branch tools and the admin views.
+//! shows and what a branch may write; `arguments` (pure) its tools' arguments;
+//! `store` keeps the records in D1 and carries out the tools; `api` the admin
+//! views.
 
 pub mod arguments;
 pub mod rules;

@@ -10,7 +10,7 @@ use crate::security::percent_decode;
 
 use crate::conversations::api as admin;
 use crate::files::chat_api as chat_files;
-use crate::identity::store as identity;
+use crate::identity::api as identity;
 use crate::mcp::api as mcp_admin;
 use crate::people::api as people;
 use crate::platforms::discord::gateway_route::GatewayRoute;
@@ -18,8 +18,9 @@ use crate::platforms::web_chat::buttons as web_chat_buttons;
 use crate::platforms::webhooks;
 use crate::runtime::config;
 use crate::runtime::failure::internal;
-use crate::schedules::store as schedules;
+use crate::schedules::store::{ACTIVE, PAUSED};
 use crate::sessions::api::{self as sessions, Operator};
+use crate::{budget::api as budget, memory::api as memory, schedules::api as schedules, tasks::api as tasks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
     // Loaded first, so every log line and error body knows the secrets to scrub.
@@ -81,7 +82,7 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::DownloadFile => chat_files::download(&request, env, param("id")).await,
         Route::Conversations => admin::conversations(&request, env, operator()?).await,
         Route::Settings => admin::settings(env, operator()?).await,
-        Route::Bulletin => crate::memory::api::bulletin(env, operator()?).await,
+        Route::Bulletin => memory::bulletin(env, operator()?).await,
         Route::ChannelLive => sessions::watch_socket(&request, env, &percent_decode(param("key")), operator()?).await,
         Route::ChannelEvents => admin::channel_events(env, param("key"), operator()?).await,
         Route::ChannelMessages => admin::channel_messages(env, param("key"), operator()?).await,
@@ -97,38 +98,32 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::IdentityVersions => identity::versions(env, param("name"), operator()?).await,
         Route::SaveIdentity => identity::save_document(request, env, param("name"), operator()?).await,
         Route::RestoreIdentity => identity::restore(env, param("name"), param("version"), operator()?).await,
-        Route::Memories => crate::memory::api::memories(&request, env, operator()?).await,
-        Route::ImportMemories => crate::memory::api::import_memories(request, env, operator()?).await,
-        Route::DeleteMemory => crate::memory::api::delete_memory(env, param("id"), operator()?).await,
-        Route::ShareMemory => crate::memory::api::share_memory(env, param("id"), true, operator()?).await,
-        Route::UnshareMemory => crate::memory::api::share_memory(env, param("id"), false, operator()?).await,
-        Route::Schedules => crate::schedules::api::schedules(&request, env, operator()?).await,
-        Route::CreateSchedule => crate::schedules::api::create_schedule(request, env, operator()?).await,
-        Route::PauseSchedule => {
-            crate::schedules::api::set_schedule_status(env, param("id"), schedules::PAUSED, operator()?).await
-        }
-        Route::ResumeSchedule => {
-            crate::schedules::api::set_schedule_status(env, param("id"), schedules::ACTIVE, operator()?).await
-        }
-        Route::DeleteSchedule => crate::schedules::api::delete_schedule(env, param("id"), operator()?).await,
-        Route::ScheduleRuns => crate::schedules::api::schedule_runs(env, param("id"), operator()?).await,
-        Route::Spend => crate::budget::api::spend(&request, env, operator()?).await,
+        Route::Memories => memory::memories(&request, env, operator()?).await,
+        Route::ImportMemories => memory::import_memories(request, env, operator()?).await,
+        Route::DeleteMemory => memory::delete_memory(env, param("id"), operator()?).await,
+        Route::ShareMemory => memory::share_memory(env, param("id"), true, operator()?).await,
+        Route::UnshareMemory => memory::share_memory(env, param("id"), false, operator()?).await,
+        Route::Schedules => schedules::schedules(&request, env, operator()?).await,
+        Route::CreateSchedule => schedules::create_schedule(request, env, operator()?).await,
+        Route::PauseSchedule => schedules::set_schedule_status(env, param("id"), PAUSED, operator()?).await,
+        Route::ResumeSchedule => schedules::set_schedule_status(env, param("id"), ACTIVE, operator()?).await,
+        Route::DeleteSchedule => schedules::delete_schedule(env, param("id"), operator()?).await,
+        Route::ScheduleRuns => schedules::schedule_runs(env, param("id"), operator()?).await,
+        Route::Spend => budget::spend(&request, env, operator()?).await,
         Route::SetSpendLimit => {
-            crate::budget::api::set_spend_limit(request, env, param("scope"), param("subject"), operator()?).await
+            budget::set_spend_limit(request, env, param("scope"), param("subject"), operator()?).await
         }
-        Route::RemoveSpendLimit => {
-            crate::budget::api::remove_spend_limit(env, param("scope"), param("subject"), operator()?).await
-        }
+        Route::RemoveSpendLimit => budget::remove_spend_limit(env, param("scope"), param("subject"), operator()?).await,
         Route::People => people::list(&request, env, operator()?).await,
         Route::Person => people::show(env, param("id"), operator()?).await,
         Route::UpdatePerson => people::update(request, env, param("id"), operator()?).await,
         Route::LinkPerson => people::link(request, env, param("id"), operator()?).await,
         Route::ForgetPersonNotes => people::clear_notes(env, param("id"), operator()?).await,
-        Route::Tasks => crate::tasks::api::tasks(&request, env, operator()?).await,
-        Route::CreateTask => crate::tasks::api::create_task(request, env, operator()?).await,
-        Route::ApproveTask => crate::tasks::api::move_task(request, env, param("id"), Some("ready"), operator()?).await,
-        Route::MoveTask => crate::tasks::api::move_task(request, env, param("id"), None, operator()?).await,
-        Route::DeleteTask => crate::tasks::api::delete_task(env, param("id"), operator()?).await,
+        Route::Tasks => tasks::tasks(&request, env, operator()?).await,
+        Route::CreateTask => tasks::create_task(request, env, operator()?).await,
+        Route::ApproveTask => tasks::move_task(request, env, param("id"), Some("ready"), operator()?).await,
+        Route::MoveTask => tasks::move_task(request, env, param("id"), None, operator()?).await,
+        Route::DeleteTask => tasks::delete_task(env, param("id"), operator()?).await,
         Route::StartGateway => admin::gateway(env, GatewayRoute::Start, operator()?).await,
         Route::StopGateway => admin::gateway(env, GatewayRoute::Stop, operator()?).await,
         Route::GatewayStatus => admin::gateway(env, GatewayRoute::Status, operator()?).await,

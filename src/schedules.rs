@@ -1,10 +1,13 @@
-//! Schedules: when a job runs next, as pure functions of plain data.
+//! Schedules: a person's recurring or one-off prompts. When one runs next is
+//! pure functions of plain data (below); `store` keeps them in D1, `tools` is
+//! the channel's `schedule` tool, `zones` reads offsets from `Intl`, `api` the
+//! admin routes.
 //!
 //! A schedule is a [`plan::Plan`]: a recurrence (once, cron, or a fixed
 //! interval) read in an IANA time zone, optionally limited to active hours of
 //! the local day, an end instant and a number of runs. [`plan::next_run`] and
 //! [`plan::catch_up`] answer what the channel object's alarm needs;
-//! [`runs::claim`] says whether a job's next run may start (never while an
+//! [`runs::claim`] says whether a schedule's next run may start (never while an
 //! earlier run of it is unresolved). Nothing here reads a clock or storage.
 //!
 //! There is no tz database in this crate on purpose: offsets come through the

@@ -1,5 +1,5 @@
-//! The task board: `rules` (pure) the legal status changes; `store` the
-//! board in D1.
+//! The task board: `rules` (pure) the legal status changes; `arguments`
+//! (pure) its tools' arguments; `store` the board in D1; `api` the admin routes.
 
 pub mod arguments;
 pub mod rules;

@@ -7,33 +7,28 @@
 //! platform's edit pace after the drafts. `SEND_MAX_ATTEMPTS` bounds every
 //! failed call a piece makes, its draft's included.
 
-use std::cell::Cell;
-
-use worker::{Env, Result};
+use worker::Result;
 
 use super::drafts::piece_id;
 use super::outbox;
+use super::outlet::Outlet;
 use crate::config::Config;
 use crate::conversations::archive::StoredMessage;
 use crate::files::store as files;
 use crate::inbound::InboundEvent;
 use crate::llm::HistoryRole;
 use crate::log_line::LogLine;
-use crate::platforms::messenger::{Buttons, FileBody, Interrupted, Messenger, Piece, Streaming};
+use crate::platforms::messenger::{Buttons, FileBody, Interrupted, Messenger, Piece};
 use crate::platforms::outbound::Outbound;
 use crate::prompt;
 use crate::reply::markup::{escape, shown};
 use crate::reply::outbox::OutboxStatus;
-use crate::reply::pace::Pace;
 use crate::runtime::durable::Sql;
-use crate::runtime::http::{now_ms, sleep_ms};
+use crate::runtime::http::sleep_ms;
 use crate::runtime::log::Emit;
 
 /// Wait between attempts at one platform send.
 const SEND_BACKOFF_MS: u64 = 500;
-/// A hold this short (or shorter) is slept here; a longer one ends the
-/// alarm and resumes the turn when it is over.
-const SLEEP_THROUGH_MS: u64 = 1_000;
 
 /// How a turn's delivery ended.
 pub(super) enum Delivery {
@@ -41,51 +36,6 @@ pub(super) enum Delivery {
     Done(Vec<StoredMessage>),
     /// The platform asked to wait: resume the turn at this time.
     RateLimited { resume_at: i64 },
-}
-
-/// What delivery works with: the channel's settings and storage, the chat's
-/// platform, and the chat's pace (shared with the drafts).
-pub(super) struct Outlet<'a> {
-    pub config: &'a Config,
-    pub env: &'a Env,
-    pub platform: &'a Outbound<'a>,
-    pub sql: &'a Sql,
-    pub pace: &'a Cell<Pace>,
-    /// The turn answers an inbound an earlier turn answered (a worker's or a
-    /// branch's outcome): its pieces are follow-ups (see [`Piece::follow_up`]).
-    pub follow_up: bool,
-}
-
-impl Outlet<'_> {
-    /// Waits until the chat may be called: None when it may go now (after a
-    /// short sleep), or when to resume the turn.
-    async fn clear_to_call(&self) -> Option<i64> {
-        let wait = self.pace.get().wait_ms(now_ms());
-        if wait > SLEEP_THROUGH_MS {
-            return Some(self.pace.get().not_before_ms());
-        }
-        if wait > 0 {
-            sleep_ms(wait).await;
-        }
-        None
-    }
-
-    /// A call was refused with a rate limit: the chat waits from now; returns when it may go again.
-    pub(super) fn refused(&self, retry_after_ms: u64) -> i64 {
-        let mut pace = self.pace.get();
-        pace.refused(now_ms(), retry_after_ms);
-        self.pace.set(pace);
-        pace.not_before_ms()
-    }
-
-    /// An edit (or a draft's post) went out: the next one keeps the platform's edit pace.
-    pub(super) fn edited(&self) {
-        if let Streaming::Messages { edit_every_ms } = self.platform.streaming() {
-            let mut pace = self.pace.get();
-            pace.edited(now_ms(), edit_every_ms);
-            self.pace.set(pace);
-        }
-    }
 }
 
 /// Sends the turn's unsent pieces in order; returns every piece sent so far, as history.
@@ -98,10 +48,8 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
         // A file piece still to send brings its bytes; one whose file is gone is given up.
         let body = match (&entry.file_id, entry.status) {
             (Some(file_id), OutboxStatus::Pending | OutboxStatus::Sending) => {
-                match file_of(outlet, event, &entry.id, file_id).await? {
-                    Some(body) => Some(body),
-                    None => continue,
-                }
+                let Some(body) = file_of(outlet, event, &entry.id, file_id).await? else { continue };
+                Some(body)
             }
             _ => None,
         };

@@ -7,8 +7,8 @@
 
 use worker::Result;
 
-use super::delivery::Outlet;
 use super::outbox;
+use super::outlet::Outlet;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Messenger, Piece};

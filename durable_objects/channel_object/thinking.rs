@@ -9,8 +9,8 @@ use std::task::{Poll, Waker};
 use futures_util::future::{join3, select};
 use worker::{D1Database, Result};
 
-use super::delivery::Outlet;
 use super::drafts::MessageDrafts;
+use super::outlet::Outlet;
 use super::scheduled_runs::scheduled_runs;
 use super::{history as history_store, notices, ChannelObject};
 use crate::budget::rules::{Scope, Spend};

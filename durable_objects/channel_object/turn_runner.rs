@@ -11,9 +11,10 @@
 use worker::{D1Database, Result};
 
 use super::delegation::{delegate, give_up_on_silent_processes};
-use super::delivery::{deliver, Delivery, Outlet};
+use super::delivery::{deliver, Delivery};
 use super::drafts::quoted;
 use super::history_upkeep::{compact, mirror_history};
+use super::outlet::Outlet;
 use super::scheduled_runs::{scheduled_runs, take_scheduled_runs};
 use super::thinking::{over_budget_thought, think, while_working, Draft, Thought};
 use super::{history as history_store, inbox, outbox, pending, ChannelObject};

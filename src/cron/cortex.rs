@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use serde_json::json;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env, Result};
@@ -25,9 +24,9 @@ use crate::memory::circuit::RoutineHealth;
 use crate::memory::maintenance::{plan_maintenance, MaintenancePlan, DAY_MS};
 use crate::memory::recall::COLUMNS;
 use crate::memory::scope::SHARED;
-use crate::memory::store::bump_version;
 use crate::memory::store::forget;
 use crate::memory::store::SCOPE_SYNC_PER_CALL;
+use crate::memory::store::{bump_version, read_meta};
 use crate::memory::types::Memory;
 use crate::memory::vector_index::vector_index;
 use crate::memory::vector_index::VectorIndex;
@@ -102,16 +101,6 @@ async fn routine(
         write_meta(db, &[(&key, serde_json::to_string(&health)?)]).await?;
     }
     Ok(())
-}
-
-async fn read_meta(db: &D1Database) -> Result<BTreeMap<String, String>> {
-    #[derive(Deserialize)]
-    struct Row {
-        key: String,
-        value: String,
-    }
-    let rows: Vec<Row> = db.prepare("SELECT key, value FROM memory_meta").all_counted().await?.results()?;
-    Ok(crate::sorting::map_from(rows.into_iter().map(|row| (row.key, row.value))))
 }
 
 async fn write_meta(db: &D1Database, entries: &[(&str, String)]) -> Result<()> {
@@ -270,16 +259,4 @@ async fn rebuild_bulletin(config: &Config, env: &Env, db: &D1Database, meta: &BT
         &[("bulletin", bulletin), ("bulletin_version", version.to_string()), ("bulletin_built_at", built_at)],
     )
     .await
-}
-
-/// The current bulletin, when it was built (None before the first), and
-/// the memory store version it was built from.
-pub async fn bulletin(db: &D1Database) -> Result<serde_json::Value> {
-    let meta = read_meta(db).await?;
-    let number = |key: &str| meta.get(key).and_then(|value| value.parse::<i64>().ok());
-    Ok(json!({
-        "bulletin": meta.get("bulletin").cloned().unwrap_or_default(),
-        "built_at": number("bulletin_built_at"),
-        "version": number("bulletin_version"),
-    }))
 }

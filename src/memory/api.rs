@@ -18,7 +18,7 @@ pub const MAX_IMPORT_BODY_BYTES: usize = 4 << 20;
 /// The memory bulletin the cortex built last, and when.
 pub async fn bulletin(env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
     let database = env.d1(DATABASE_BINDING)?;
-    Response::from_json(&crate::cron::cortex::bulletin(&database).await?).map_err(internal)
+    Response::from_json(&memory::bulletin(&database).await?).map_err(internal)
 }
 
 /// Lists or searches every memory, whatever its scope (operators see all):

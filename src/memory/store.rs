@@ -5,6 +5,9 @@
 //! conversation sees its own and shared memories and changes only its own.
 
 use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Env, Result};
@@ -314,4 +317,27 @@ pub fn bump_version(db: &D1Database) -> Result<D1PreparedStatement> {
         "INSERT INTO memory_meta (key, value) VALUES ('version', '1') \
          ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
     ))
+}
+
+/// The memory store's own records (`memory_meta`): its version, the bulletin and when it was built.
+pub async fn read_meta(db: &D1Database) -> Result<BTreeMap<String, String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        key: String,
+        value: String,
+    }
+    let rows: Vec<Row> = db.prepare("SELECT key, value FROM memory_meta").all_counted().await?.results()?;
+    Ok(crate::sorting::map_from(rows.into_iter().map(|row| (row.key, row.value))))
+}
+
+/// The current bulletin, when it was built (None before the first), and
+/// the memory store version it was built from.
+pub async fn bulletin(db: &D1Database) -> Result<serde_json::Value> {
+    let meta = read_meta(db).await?;
+    let number = |key: &str| meta.get(key).and_then(|value| value.parse::<i64>().ok());
+    Ok(json!({
+        "bulletin": meta.get("bulletin").cloned().unwrap_or_default(),
+        "built_at": number("bulletin_built_at"),
+        "version": number("bulletin_version"),
+    }))
 }

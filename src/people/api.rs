@@ -1,23 +1,21 @@
 //! The admin API's People views: list and show people, edit a person, clear
 //! their notes, link another platform id to them.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-use wasm_bindgen::JsValue;
-use worker::{D1Database, Env, Request, Response, Result};
-use crate::runtime::config::redactor;
+use super::store::*;
 use crate::api_error::ApiError;
-use crate::people::arguments::PersonNoteArguments;
-use crate::people::rules::{self as people, Change, Note, Profile, Refusal};
+use crate::people::rules::{self as people, Change, Refusal};
+use crate::runtime::config::redactor;
 use crate::runtime::config::DATABASE_BINDING;
-use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
+use crate::runtime::d1::{batch, number, text_or_null, Metered};
 use crate::runtime::failure::internal;
 use crate::runtime::http::json_object;
 use crate::runtime::http::now_ms;
 use crate::schedules::zones::IntlZones;
 use crate::security::percent_decode;
 use crate::sessions::api::Operator;
-use super::store::*;
+use serde_json::{json, Value};
+use wasm_bindgen::JsValue;
+use worker::{D1Database, Env, Request, Response};
 
 /// `GET /api/people[?q=…]`: people, most recently seen first, with their
 /// platform ids; `q` searches names and platform ids.

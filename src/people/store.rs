@@ -10,23 +10,16 @@
 //! turn, only the profiles of its own people.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
-use worker::{D1Database, Env, Request, Response, Result};
+use worker::{D1Database, Result};
 
 use crate::runtime::config::redactor;
 
-use crate::api_error::ApiError;
 use crate::people::arguments::PersonNoteArguments;
 use crate::people::rules::{self as people, Change, Note, Profile, Refusal};
-use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
-use crate::runtime::failure::internal;
-use crate::runtime::http::json_object;
 use crate::runtime::http::now_ms;
 use crate::schedules::zones::IntlZones;
-use crate::security::percent_decode;
-use crate::sessions::api::Operator;
 
 /// A sighting rewrites a platform id's `last_seen_at` at most this often.
 const SEEN_REWRITE_MS: i64 = 3_600_000;
@@ -101,7 +94,8 @@ impl From<Row> for Person {
     }
 }
 
-pub(super) const COLUMNS: &str = "p.id, p.display_name, p.time_zone, p.language, p.is_bot, p.notes, p.version, p.created_at, \
+pub(super) const COLUMNS: &str =
+    "p.id, p.display_name, p.time_zone, p.language, p.is_bot, p.notes, p.version, p.created_at, \
                        p.updated_at";
 pub(super) const IDS: &str = "(SELECT json_group_array(json_object('platform_key', i.platform_key, 'display_name', \
                    i.display_name, 'last_seen_at', i.last_seen_at)) FROM person_ids i WHERE i.person_id = p.id) AS ids";
