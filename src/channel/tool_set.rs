@@ -5,12 +5,9 @@
 
 use std::cell::RefCell;
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-
 use super::actions::{spoken, Action};
 use super::processes::{ProcessKind, Processes};
-use crate::llm::tool::{NoArguments, Run, Tool};
+use crate::llm::tool::{NoArguments, Run};
 use crate::schedules::arguments::Schedule;
 
 crate::tool_set! {
@@ -23,121 +20,83 @@ crate::tool_set! {
     pub HostToolSet = [Schedule]
 }
 
-/// `reply`: send a message to the conversation.
-pub struct Reply;
-
-/// `reply`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct ReplyArguments {
-    /// The message to send.
-    pub content: String,
+crate::tool! {
+    /// `reply`: send a message to the conversation.
+    pub Reply = "reply",
+    /// `reply`'s arguments.
+    struct ReplyArguments {
+        /// The message to send.
+        pub content: String,
+    }
 }
 
-impl Tool for Reply {
-    const NAME: &'static str = "reply";
-    type Arguments = ReplyArguments;
+crate::tool! {
+    /// `react`: an emoji on the message answered.
+    pub React = "react",
+    /// `react`'s arguments.
+    struct ReactArguments {
+        /// One emoji, e.g. 👍
+        pub emoji: String,
+    }
 }
 
-/// `react`: an emoji on the message answered.
-pub struct React;
-
-/// `react`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct ReactArguments {
-    /// One emoji, e.g. 👍
-    pub emoji: String,
+crate::tool! {
+    /// `branch`: think a question through in the background.
+    pub Branch = "branch",
+    /// `branch`'s arguments.
+    struct BranchArguments {
+        /// What to think through.
+        pub question: String,
+    }
 }
 
-impl Tool for React {
-    const NAME: &'static str = "react";
-    type Arguments = ReactArguments;
+crate::tool! {
+    /// `spawn_worker`: hand a task to a background worker.
+    pub SpawnWorker = "spawn_worker",
+    /// `spawn_worker`'s arguments.
+    struct SpawnWorkerArguments {
+        /// The whole task: the worker sees nothing else.
+        pub task: String,
+        /// Whether it may ask for follow-ups.
+        pub interactive: Option<bool>,
+    }
 }
 
-/// `branch`: think a question through in the background.
-pub struct Branch;
-
-/// `branch`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct BranchArguments {
-    /// What to think through.
-    pub question: String,
+crate::tool! {
+    /// `route`: a follow-up for a worker waiting for input.
+    pub Route = "route",
+    /// `route`'s arguments.
+    struct RouteArguments {
+        /// The worker's id.
+        pub id: String,
+        /// The follow-up.
+        pub message: String,
+    }
 }
 
-impl Tool for Branch {
-    const NAME: &'static str = "branch";
-    type Arguments = BranchArguments;
+crate::tool! {
+    /// `cancel`: stop a branch or a worker.
+    pub Cancel = "cancel",
+    /// `cancel`'s arguments.
+    struct CancelArguments {
+        /// The branch's or worker's id.
+        pub id: String,
+    }
 }
 
-/// `spawn_worker`: hand a task to a background worker.
-pub struct SpawnWorker;
-
-/// `spawn_worker`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct SpawnWorkerArguments {
-    /// The whole task: the worker sees nothing else.
-    pub task: String,
-    /// Whether it may ask for follow-ups.
-    pub interactive: Option<bool>,
+crate::tool! {
+    /// `channel_disengage`: step back until addressed again.
+    pub ChannelDisengage = "channel_disengage", NoArguments
 }
 
-impl Tool for SpawnWorker {
-    const NAME: &'static str = "spawn_worker";
-    type Arguments = SpawnWorkerArguments;
-}
-
-/// `route`: a follow-up for a worker waiting for input.
-pub struct Route;
-
-/// `route`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct RouteArguments {
-    /// The worker's id.
-    pub id: String,
-    /// The follow-up.
-    pub message: String,
-}
-
-impl Tool for Route {
-    const NAME: &'static str = "route";
-    type Arguments = RouteArguments;
-}
-
-/// `cancel`: stop a branch or a worker.
-pub struct Cancel;
-
-/// `cancel`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct CancelArguments {
-    /// The branch's or worker's id.
-    pub id: String,
-}
-
-impl Tool for Cancel {
-    const NAME: &'static str = "cancel";
-    type Arguments = CancelArguments;
-}
-
-/// `channel_disengage`: step back until addressed again.
-pub struct ChannelDisengage;
-
-impl Tool for ChannelDisengage {
-    const NAME: &'static str = "channel_disengage";
-    type Arguments = NoArguments;
-}
-
-/// `skip`: stay silent this turn.
-pub struct Skip;
-
-/// `skip`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct SkipArguments {
-    /// Why no answer is needed.
-    pub reason: Option<String>,
-}
-
-impl Tool for Skip {
-    const NAME: &'static str = "skip";
-    type Arguments = SkipArguments;
+crate::tool! {
+    /// `skip`: stay silent this turn.
+    pub Skip = "skip",
+    /// `skip`'s arguments.
+    struct SkipArguments {
+        /// Why no answer is needed.
+        pub reason: Option<String>,
+    }
 }
 
 /// The turn's tools as they act: on the turn's own view of the processes
@@ -231,6 +190,7 @@ mod tests {
 
     use super::*;
     use crate::channel::actions::NO_REPLY;
+    use crate::llm::tool::Tool;
     use std::future::Future;
 
     #[test]

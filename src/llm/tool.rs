@@ -148,6 +148,34 @@ fn tidy(value: &mut Value) {
     }
 }
 
+/// Declares a tool: its type (with its doc comment), the name the model calls
+/// it by, and its argument struct (declared here, or named when it is
+/// declared elsewhere).
+#[macro_export]
+macro_rules! tool {
+    // The argument struct declared here too: it derives `Debug`, `Clone`,
+    // `Deserialize` and `JsonSchema` (its doc comments are the schema's).
+    (
+        $(#[$meta:meta])* $vis:vis $tool:ident = $name:literal,
+        $(#[$arguments_meta:meta])* struct $arguments:ident { $($fields:tt)* }
+    ) => {
+        $crate::tool!($(#[$meta])* $vis $tool = $name, $arguments);
+
+        #[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
+        $(#[$arguments_meta])*
+        $vis struct $arguments { $($fields)* }
+    };
+    ($(#[$meta:meta])* $vis:vis $tool:ident = $name:literal, $arguments:ty) => {
+        $(#[$meta])*
+        $vis struct $tool;
+
+        impl $crate::llm::tool::Tool for $tool {
+            const NAME: &'static str = $name;
+            type Arguments = $arguments;
+        }
+    };
+}
+
 /// Declares a tool set: a list of tool types, with their specs in order, their
 /// names, and the one dispatcher that runs a call with a host that runs each
 /// of them ([`Run`]). The dispatcher answers `None` for a name not in the set

@@ -2,67 +2,49 @@
 //! `memory_delete`, with their documented arguments. Their calls act on the
 //! store (`tools.rs`), always as the conversation, never as an operator.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-
 use super::types::{MemoryType, SearchMode, SearchSort};
-use crate::llm::tool::Tool;
 
 /// Results a recall returns unless asked for fewer (or more, up to the max).
 pub const DEFAULT_RECALL_LIMIT: usize = 10;
 pub const MAX_RECALL_LIMIT: usize = 50;
 
-/// `memory_save`: remember something in later turns of this conversation.
-pub struct MemorySave;
-
-impl Tool for MemorySave {
-    const NAME: &'static str = "memory_save";
-    type Arguments = MemorySaveArguments;
+crate::tool! {
+    /// `memory_save`: remember something in later turns of this conversation.
+    pub MemorySave = "memory_save",
+    /// `memory_save`'s arguments.
+    struct MemorySaveArguments {
+        /// The memory, self-contained.
+        pub content: String,
+        pub memory_type: MemoryType,
+        /// 0 to 1; leave out for the type's default.
+        pub importance: Option<f64>,
+    }
 }
 
-/// `memory_save`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct MemorySaveArguments {
-    /// The memory, self-contained.
-    pub content: String,
-    pub memory_type: MemoryType,
-    /// 0 to 1; leave out for the type's default.
-    pub importance: Option<f64>,
+crate::tool! {
+    /// `memory_recall`: search long-term memory.
+    pub MemoryRecall = "memory_recall",
+    /// `memory_recall`'s arguments (all optional).
+    #[derive(Default)]
+    struct MemoryRecallArguments {
+        /// What to look for (hybrid mode).
+        pub query: Option<String>,
+        pub mode: Option<SearchMode>,
+        pub memory_type: Option<MemoryType>,
+        pub sort: Option<SearchSort>,
+        #[schemars(description = format!("How many at most (default {DEFAULT_RECALL_LIMIT}, at most {MAX_RECALL_LIMIT})."))]
+        pub limit: Option<i64>,
+    }
 }
 
-/// `memory_recall`: search long-term memory.
-pub struct MemoryRecall;
-
-impl Tool for MemoryRecall {
-    const NAME: &'static str = "memory_recall";
-    type Arguments = MemoryRecallArguments;
-}
-
-/// `memory_recall`'s arguments (all optional).
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-pub struct MemoryRecallArguments {
-    /// What to look for (hybrid mode).
-    pub query: Option<String>,
-    pub mode: Option<SearchMode>,
-    pub memory_type: Option<MemoryType>,
-    pub sort: Option<SearchSort>,
-    #[schemars(description = format!("How many at most (default {DEFAULT_RECALL_LIMIT}, at most {MAX_RECALL_LIMIT})."))]
-    pub limit: Option<i64>,
-}
-
-/// `memory_delete`: delete one of this conversation's memories.
-pub struct MemoryDelete;
-
-impl Tool for MemoryDelete {
-    const NAME: &'static str = "memory_delete";
-    type Arguments = MemoryDeleteArguments;
-}
-
-/// `memory_delete`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct MemoryDeleteArguments {
-    /// The memory's id.
-    pub id: String,
+crate::tool! {
+    /// `memory_delete`: delete one of this conversation's memories.
+    pub MemoryDelete = "memory_delete",
+    /// `memory_delete`'s arguments.
+    struct MemoryDeleteArguments {
+        /// The memory's id.
+        pub id: String,
+    }
 }
 
 crate::words_schema!(MemoryType, SearchMode, SearchSort);
@@ -72,6 +54,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::llm::tool::Tool;
 
     #[test]
     fn memory_arguments_read_their_vocabularies_and_refuse_other_words() {

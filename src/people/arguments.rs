@@ -2,38 +2,31 @@
 //! documented arguments. Their calls (`tools.rs`) touch only the people
 //! writing in the turn that started the branch.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-
 use super::rules::{self, Change, Edit, Edited, Profile, Refusal, BY_BOT, MAX_NOTES_PER_PERSON, MAX_NOTE_CHARS};
-use crate::llm::tool::{given, Tool};
+use crate::llm::tool::given;
 use crate::redact::Redactor;
 use crate::schedules::zone::ZoneRules;
 
-/// `person_note`: add or correct a note, or set a time zone or language.
-pub struct PersonNote;
-
-impl Tool for PersonNote {
-    const NAME: &'static str = "person_note";
-    type Arguments = PersonNoteArguments;
-}
-
-/// `person_note`'s arguments (the descriptions that name a limit are written
-/// from it, so they never disagree).
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-pub struct PersonNoteArguments {
-    /// Who it is about: the name of someone writing now; leave out when only one person is.
-    pub person: Option<String>,
-    #[schemars(description = format!("One short fact about them, at most {MAX_NOTE_CHARS} characters."))]
-    pub note: Option<String>,
-    #[schemars(description = format!(
-        "Correct note number N instead of adding one (a profile holds at most {MAX_NOTES_PER_PERSON})."
-    ))]
-    pub replaces: Option<i64>,
-    /// Their IANA time zone, e.g. Europe/Berlin (the default for schedules they create).
-    pub time_zone: Option<String>,
-    /// The language they prefer, e.g. German.
-    pub language: Option<String>,
+crate::tool! {
+    /// `person_note`: add or correct a note, or set a time zone or language.
+    pub PersonNote = "person_note",
+    /// `person_note`'s arguments (the descriptions that name a limit are written
+    /// from it, so they never disagree).
+    #[derive(Default)]
+    struct PersonNoteArguments {
+        /// Who it is about: the name of someone writing now; leave out when only one person is.
+        pub person: Option<String>,
+        #[schemars(description = format!("One short fact about them, at most {MAX_NOTE_CHARS} characters."))]
+        pub note: Option<String>,
+        #[schemars(description = format!(
+            "Correct note number N instead of adding one (a profile holds at most {MAX_NOTES_PER_PERSON})."
+        ))]
+        pub replaces: Option<i64>,
+        /// Their IANA time zone, e.g. Europe/Berlin (the default for schedules they create).
+        pub time_zone: Option<String>,
+        /// The language they prefer, e.g. German.
+        pub language: Option<String>,
+    }
 }
 
 impl PersonNoteArguments {
@@ -96,19 +89,15 @@ impl PersonNoteArguments {
     }
 }
 
-/// `person_forget`: forget the profile of someone who asked.
-pub struct PersonForget;
-
-impl Tool for PersonForget {
-    const NAME: &'static str = "person_forget";
-    type Arguments = PersonForgetArguments;
-}
-
-/// `person_forget`'s arguments.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-pub struct PersonForgetArguments {
-    /// Who asked to be forgotten: the name of someone writing now; leave out when only one person is.
-    pub person: Option<String>,
+crate::tool! {
+    /// `person_forget`: forget the profile of someone who asked.
+    pub PersonForget = "person_forget",
+    /// `person_forget`'s arguments.
+    #[derive(Default)]
+    struct PersonForgetArguments {
+        /// Who asked to be forgotten: the name of someone writing now; leave out when only one person is.
+        pub person: Option<String>,
+    }
 }
 
 #[cfg(test)]
@@ -116,6 +105,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::llm::tool::Tool;
     use crate::people::rules::Note;
 
     #[test]

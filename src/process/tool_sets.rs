@@ -5,14 +5,9 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::llm::tool::Tool;
-
-/// `set_status`: a worker's progress line or its outcome.
-pub struct SetStatus;
-
-impl Tool for SetStatus {
-    const NAME: &'static str = "set_status";
-    type Arguments = SetStatusArguments;
+crate::tool! {
+    /// `set_status`: a worker's progress line or its outcome.
+    pub SetStatus = "set_status", SetStatusArguments
 }
 
 // What a `set_status` reports (no doc comment: it would become the
@@ -32,34 +27,25 @@ pub struct SetStatusArguments {
     pub text: String,
 }
 
-/// `worker_inspect`: this conversation's workers.
-pub struct WorkerInspect;
-
-impl Tool for WorkerInspect {
-    const NAME: &'static str = "worker_inspect";
-    type Arguments = WorkerInspectArguments;
+crate::tool! {
+    /// `worker_inspect`: this conversation's workers.
+    pub WorkerInspect = "worker_inspect",
+    /// `worker_inspect`'s arguments.
+    #[derive(Default)]
+    struct WorkerInspectArguments {
+        /// A worker's id; leave out for all.
+        pub id: Option<String>,
+    }
 }
 
-/// `worker_inspect`'s arguments.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-pub struct WorkerInspectArguments {
-    /// A worker's id; leave out for all.
-    pub id: Option<String>,
-}
-
-/// `channel_recall`: search this conversation's stored history.
-pub struct ChannelRecall;
-
-impl Tool for ChannelRecall {
-    const NAME: &'static str = "channel_recall";
-    type Arguments = ChannelRecallArguments;
-}
-
-/// `channel_recall`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct ChannelRecallArguments {
-    /// Words to find in this conversation.
-    pub query: String,
+crate::tool! {
+    /// `channel_recall`: search this conversation's stored history.
+    pub ChannelRecall = "channel_recall",
+    /// `channel_recall`'s arguments.
+    struct ChannelRecallArguments {
+        /// Words to find in this conversation.
+        pub query: String,
+    }
 }
 
 #[cfg(test)]
@@ -67,6 +53,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::llm::tool::Tool;
 
     #[test]
     fn process_tool_arguments_parse_and_refuse_what_does_not_fit() {

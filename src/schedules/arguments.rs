@@ -5,16 +5,13 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::llm::tool::{given, Tool};
+use crate::llm::tool::given;
 use crate::schedules::plan::{once_at, validate, ActiveHours, Plan, Recurrence};
 use crate::schedules::zone::{is_known_zone, ZoneRules};
 
-/// `schedule`: create, list and cancel this conversation's jobs.
-pub struct Schedule;
-
-impl Tool for Schedule {
-    const NAME: &'static str = "schedule";
-    type Arguments = ScheduleArguments;
+crate::tool! {
+    /// `schedule`: create, list and cancel this conversation's jobs.
+    pub Schedule = "schedule", ScheduleArguments
 }
 
 // What `schedule` is asked to do (no doc comment: it would become the
@@ -101,6 +98,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::llm::tool::Tool;
     use crate::schedules::test_zones::{utc, ChronoZones};
 
     #[test]

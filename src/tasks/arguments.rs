@@ -7,54 +7,41 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::rules::Priority;
-use crate::llm::tool::{NoArguments, Tool};
+use crate::llm::tool::NoArguments;
 
-/// `task_create`: propose a task, which waits for a person's approval.
-pub struct TaskCreate;
-
-impl Tool for TaskCreate {
-    const NAME: &'static str = "task_create";
-    type Arguments = TaskCreateArguments;
+crate::tool! {
+    /// `task_create`: propose a task, which waits for a person's approval.
+    pub TaskCreate = "task_create",
+    /// `task_create`'s arguments.
+    struct TaskCreateArguments {
+        /// What needs doing.
+        pub title: String,
+        /// Everything a worker needs to do it without this conversation.
+        pub description: Option<String>,
+        pub priority: Option<Priority>,
+    }
 }
 
-/// `task_create`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct TaskCreateArguments {
-    /// What needs doing.
-    pub title: String,
-    /// Everything a worker needs to do it without this conversation.
-    pub description: Option<String>,
-    pub priority: Option<Priority>,
+crate::tool! {
+    /// `task_list`: this conversation's tasks.
+    pub TaskList = "task_list", NoArguments
 }
 
-/// `task_list`: this conversation's tasks.
-pub struct TaskList;
-
-impl Tool for TaskList {
-    const NAME: &'static str = "task_list";
-    type Arguments = NoArguments;
-}
-
-/// `task_update`: change a task by its number.
-pub struct TaskUpdate;
-
-impl Tool for TaskUpdate {
-    const NAME: &'static str = "task_update";
-    type Arguments = TaskUpdateArguments;
-}
-
-/// `task_update`'s arguments.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct TaskUpdateArguments {
-    /// The task's number.
-    pub id: TaskNumber,
-    /// Branches only: move parked work to ready.
-    pub status: Option<Move>,
-    pub priority: Option<Priority>,
-    /// Steps and whether each is done.
-    pub subtasks: Option<Subtasks>,
-    /// What changed.
-    pub note: Option<String>,
+crate::tool! {
+    /// `task_update`: change a task by its number.
+    pub TaskUpdate = "task_update",
+    /// `task_update`'s arguments.
+    struct TaskUpdateArguments {
+        /// The task's number.
+        pub id: TaskNumber,
+        /// Branches only: move parked work to ready.
+        pub status: Option<Move>,
+        pub priority: Option<Priority>,
+        /// Steps and whether each is done.
+        pub subtasks: Option<Subtasks>,
+        /// What changed.
+        pub note: Option<String>,
+    }
 }
 
 // Where a branch may move parked work (the field says it).
@@ -115,6 +102,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::llm::tool::Tool;
 
     #[test]
     fn a_task_number_may_be_written_as_a_number_or_a_string_and_nothing_else() {
