@@ -1,7 +1,7 @@
 //! The admin API's People views: list and show people, edit a person, clear
 //! their notes, link another platform id to them.
 
-use super::store::*;
+use super::store::{one, record_of, write, Person, Row, COLUMNS, IDS, LISTING_LIMIT};
 use crate::api_error::ApiError;
 use crate::people::rules::{self as people, Change, Refusal};
 use crate::runtime::config::redactor;
