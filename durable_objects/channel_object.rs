@@ -34,7 +34,7 @@ use worker::{
 
 use crate::channel::engagement::Decision;
 use crate::channel::participants::MembershipCount;
-use crate::channel::routes::ChannelRoute;
+use crate::channel::routes::{ChannelRoute, ObjectRoute};
 use crate::channel::state::ChannelState;
 use crate::config::Config;
 use crate::inbound::{Author, InboundEvent, ReplyAddress};

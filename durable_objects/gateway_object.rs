@@ -20,7 +20,7 @@ use worker::{
 use crate::config::Config;
 use crate::log_line::LogLine;
 use crate::platforms::discord::gateway::{parse_frame, Gateway, Move, Session};
-use crate::platforms::discord::gateway_route::GatewayRoute;
+use crate::platforms::discord::gateway_route::{GatewayRoute, ObjectRoute};
 use crate::platforms::discord::message::parse_message_create;
 use crate::platforms::discord::messenger::bot_get;
 use crate::platforms::webhooks::deliver;

@@ -33,62 +33,51 @@ pub struct Binding {
     pub required: bool,
 }
 
+impl Binding {
+    /// A binding the Worker cannot answer without.
+    const fn required(name: &'static str, kind: BindingKind, purpose: &'static str) -> Binding {
+        Binding { name, kind, purpose, required: true }
+    }
+
+    /// A binding a feature needs (off, or falling back, without it).
+    const fn optional(name: &'static str, kind: BindingKind, purpose: &'static str) -> Binding {
+        Binding { name, kind, purpose, required: false }
+    }
+}
+
 /// The D1 database: history, people, jobs, tasks, memories, the status records.
-pub const DATABASE: Binding = Binding {
-    name: "DB",
-    kind: BindingKind::D1,
-    purpose: "the D1 database (history, people, scheduled jobs, tasks, memories)",
-    required: true,
-};
+pub const DATABASE: Binding =
+    Binding::required("DB", BindingKind::D1, "the D1 database (history, people, scheduled jobs, tasks, memories)");
 /// One Durable Object per conversation: its inbox, turns and outbox.
-pub const CHANNEL: Binding = Binding {
-    name: "CHANNEL",
-    kind: BindingKind::DurableObject,
-    purpose: "one channel object per conversation (inbox, turns, outbox)",
-    required: true,
-};
+pub const CHANNEL: Binding = Binding::required(
+    "CHANNEL",
+    BindingKind::DurableObject,
+    "one channel object per conversation (inbox, turns, outbox)",
+);
 /// The Durable Object that holds the Discord Gateway connection.
-pub const GATEWAY: Binding = Binding {
-    name: "GATEWAY",
-    kind: BindingKind::DurableObject,
-    purpose: "the Discord Gateway connection (DISCORD_GATEWAY = \"on\")",
-    required: false,
-};
+pub const GATEWAY: Binding = Binding::optional(
+    "GATEWAY",
+    BindingKind::DurableObject,
+    "the Discord Gateway connection (DISCORD_GATEWAY = \"on\")",
+);
 /// The Durable Object that counts failed sign-ins for the whole deployment.
-pub const SIGN_IN: Binding = Binding {
-    name: "SIGN_IN",
-    kind: BindingKind::DurableObject,
-    purpose: "counts failed sign-ins and token checks (one instance)",
-    required: true,
-};
+pub const SIGN_IN: Binding =
+    Binding::required("SIGN_IN", BindingKind::DurableObject, "counts failed sign-ins and token checks (one instance)");
 /// The queue of process jobs (branches, workers, scheduled runs).
-pub const JOBS: Binding = Binding {
-    name: "JOBS",
-    kind: BindingKind::Queue,
-    purpose: "the queue of process jobs (branches, workers, scheduled runs)",
-    required: true,
-};
+pub const JOBS: Binding =
+    Binding::required("JOBS", BindingKind::Queue, "the queue of process jobs (branches, workers, scheduled runs)");
 /// The R2 bucket files live in.
-pub const FILES: Binding = Binding {
-    name: "FILES",
-    kind: BindingKind::R2,
-    purpose: "the R2 bucket files sent and received are kept in",
-    required: false,
-};
+pub const FILES: Binding =
+    Binding::optional("FILES", BindingKind::R2, "the R2 bucket files sent and received are kept in");
 /// Workers AI: `workers-ai/…` models and embeddings.
-pub const AI: Binding = Binding {
-    name: "AI",
-    kind: BindingKind::Ai,
-    purpose: "Workers AI, for `workers-ai/…` models and embeddings",
-    required: false,
-};
+pub const AI: Binding =
+    Binding::optional("AI", BindingKind::Ai, "Workers AI, for `workers-ai/…` models and embeddings");
 /// The Vectorize index of memories (`VECTOR_BACKEND = "vectorize"`).
-pub const VECTORS: Binding = Binding {
-    name: "VECTORS",
-    kind: BindingKind::Vectorize,
-    purpose: "the Vectorize index of memories (VECTOR_BACKEND = \"vectorize\")",
-    required: false,
-};
+pub const VECTORS: Binding = Binding::optional(
+    "VECTORS",
+    BindingKind::Vectorize,
+    "the Vectorize index of memories (VECTOR_BACKEND = \"vectorize\")",
+);
 
 /// Every binding the Worker uses, in the order `/api/status` lists them.
 pub const ALL: [Binding; 8] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS];

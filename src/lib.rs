@@ -23,6 +23,7 @@ pub mod llm;
 pub mod log_line;
 pub mod mcp;
 pub mod memory;
+pub mod named;
 pub mod ops;
 pub mod people;
 pub mod platforms;

@@ -10,35 +10,20 @@ use crate::inbound::ReplyAddress;
 use crate::platforms::{discord, slack, telegram, web_chat};
 use crate::reply::markup::Flavor;
 
-/// A messenger the bot speaks on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Platform {
-    Telegram,
-    Slack,
-    Discord,
-    /// The web chat (`web:{session}`).
-    Web,
+crate::named! {
+    /// A messenger the bot speaks on, by the name it goes by in conversation
+    /// keys, person keys and settings (`STREAM_REPLIES`, `APPROVERS`).
+    #[derive(Hash, PartialOrd, Ord)]
+    pub enum Platform {
+        Telegram = "telegram",
+        Slack = "slack",
+        Discord = "discord",
+        /// The web chat (`web:{session}`).
+        Web = "web",
+    }
 }
 
 impl Platform {
-    /// Every platform, in the order status pages list them.
-    pub const ALL: [Platform; 4] = [Platform::Telegram, Platform::Slack, Platform::Discord, Platform::Web];
-
-    /// The name in conversation keys, person keys and settings (`STREAM_REPLIES`, `APPROVERS`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Platform::Telegram => "telegram",
-            Platform::Slack => "slack",
-            Platform::Discord => "discord",
-            Platform::Web => "web",
-        }
-    }
-
-    /// The platform named `name` exactly as [`Platform::as_str`] writes it.
-    pub fn parse(name: &str) -> Option<Platform> {
-        Platform::ALL.into_iter().find(|platform| platform.as_str() == name)
-    }
-
     /// The platform a conversation key or person key (`{platform}:…`) names,
     /// by its first part alone.
     pub fn of_key(key: &str) -> Option<Platform> {
@@ -86,24 +71,15 @@ impl Platform {
     }
 }
 
-impl std::fmt::Display for Platform {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn each_platform_is_read_back_from_its_name_and_nothing_else_is() {
+        crate::named::assert_spellings::<Platform>(&["", "Telegram", "web ", "whatsapp", "telegram:1"]);
         for platform in Platform::ALL {
-            assert_eq!(Platform::parse(platform.as_str()), Some(platform));
             assert_eq!(Platform::of_key(&format!("{platform}:42")), Some(platform));
-        }
-        for other in ["", "Telegram", "web ", "whatsapp", "telegram:1"] {
-            assert_eq!(Platform::parse(other), None, "{other:?}");
         }
         assert_eq!(Platform::of_key("telegram"), None, "a key has a platform and an id");
         assert_eq!(Platform::of_key("operators"), None);

@@ -12,34 +12,34 @@
 //! refused, or that cannot be edited, becomes `pending` and is sent whole. A
 //! draft the reply did not need is marked `withdraw`, deleted, then `withdrawn`.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-/// Where a piece of a reply stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutboxStatus {
-    /// Written, not yet sent (or to be sent again).
-    Pending,
-    /// A platform call for it is under way (found so after a crash: its
-    /// outcome is unknown until the platform is asked).
-    Sending,
-    /// The platform has it; its message id is recorded.
-    Sent,
-    /// Given up after its attempts (shown in the admin outbox).
-    Failed,
-    /// A draft's first post is under way.
-    Drafting,
-    /// A draft is posted and edited as the model writes.
-    Draft,
-    /// A draft the finished reply did not need: delivery deletes it.
-    Withdraw,
-    /// The unneeded draft is deleted (or was never found).
-    Withdrawn,
-    /// Written by earlier versions for an interrupted send the platform could
-    /// not settle; nothing writes it now, and a piece in it stays as it is.
-    Unknown,
+crate::named! {
+    /// Where a piece of a reply stands.
+    #[derive(Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum OutboxStatus {
+        /// Written, not yet sent (or to be sent again).
+        Pending = "pending",
+        /// A platform call for it is under way (found so after a crash: its
+        /// outcome is unknown until the platform is asked).
+        Sending = "sending",
+        /// The platform has it; its message id is recorded.
+        Sent = "sent",
+        /// Given up after its attempts (shown in the admin outbox).
+        Failed = "failed",
+        /// A draft's first post is under way.
+        Drafting = "drafting",
+        /// A draft is posted and edited as the model writes.
+        Draft = "draft",
+        /// A draft the finished reply did not need: delivery deletes it.
+        Withdraw = "withdraw",
+        /// The unneeded draft is deleted (or was never found).
+        Withdrawn = "withdrawn",
+        /// Written by earlier versions for an interrupted send the platform could
+        /// not settle; nothing writes it now, and a piece in it stays as it is.
+        Unknown = "unknown",
+    }
 }
 
 /// A move between two states that the delivery rules do not allow.
@@ -51,43 +51,11 @@ pub struct IllegalTransition {
 }
 
 impl OutboxStatus {
-    pub const ALL: [OutboxStatus; 9] = [
-        OutboxStatus::Pending,
-        OutboxStatus::Sending,
-        OutboxStatus::Sent,
-        OutboxStatus::Failed,
-        OutboxStatus::Drafting,
-        OutboxStatus::Draft,
-        OutboxStatus::Withdraw,
-        OutboxStatus::Withdrawn,
-        OutboxStatus::Unknown,
-    ];
-
     /// A draft, posted or with its post under way.
     pub const DRAFTS: [OutboxStatus; 2] = [OutboxStatus::Draft, OutboxStatus::Drafting];
 
     /// Not sent yet, and not given up: what `/api/status` counts as waiting.
     pub const UNSENT: [OutboxStatus; 2] = [OutboxStatus::Pending, OutboxStatus::Sending];
-
-    /// The text stored in the outbox table (and shown by the admin API).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OutboxStatus::Pending => "pending",
-            OutboxStatus::Sending => "sending",
-            OutboxStatus::Sent => "sent",
-            OutboxStatus::Failed => "failed",
-            OutboxStatus::Drafting => "drafting",
-            OutboxStatus::Draft => "draft",
-            OutboxStatus::Withdraw => "withdraw",
-            OutboxStatus::Withdrawn => "withdrawn",
-            OutboxStatus::Unknown => "unknown",
-        }
-    }
-
-    /// The state a stored text names.
-    pub fn parse(text: &str) -> Option<OutboxStatus> {
-        OutboxStatus::ALL.into_iter().find(|status| status.as_str() == text)
-    }
 
     /// Whether a piece in this state may go to `next`:
     ///
@@ -137,12 +105,6 @@ impl OutboxStatus {
     }
 }
 
-impl fmt::Display for OutboxStatus {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,8 +112,8 @@ mod tests {
 
     #[test]
     fn every_state_is_stored_as_its_own_text_and_read_back() {
+        crate::named::assert_spellings::<OutboxStatus>(&["", "Pending", "queued", "sent "]);
         for status in OutboxStatus::ALL {
-            assert_eq!(OutboxStatus::parse(status.as_str()), Some(status));
             assert_eq!(serde_json::to_value(status).unwrap(), serde_json::json!(status.as_str()));
             assert_eq!(serde_json::from_value::<OutboxStatus>(serde_json::json!(status.as_str())).unwrap(), status);
         }
@@ -161,9 +123,6 @@ mod tests {
             ["pending", "sending", "sent", "failed", "drafting", "draft", "withdraw", "withdrawn", "unknown"],
             "the texts already stored in outboxes"
         );
-        for stranger in ["", "Pending", "queued", "sent "] {
-            assert_eq!(OutboxStatus::parse(stranger), None, "{stranger:?}");
-        }
     }
 
     #[test]

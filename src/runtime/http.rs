@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use crate::api_error::ApiError;
 use crate::files::rules::{Refusal, FILE_LIMIT_BYTES};
 use crate::ops::{self, Op};
-use crate::verb::Verb;
+use crate::verb::{ObjectRoute, Verb};
 use js_sys::Uint8Array;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
@@ -353,6 +353,23 @@ pub fn method(verb: Verb) -> Method {
         Verb::Put => Method::Put,
         Verb::Delete => Method::Delete,
     }
+}
+
+/// A request to a Durable Object's `route`; `query` is appended as given
+/// (empty, or `?…`).
+pub fn object_request<R: ObjectRoute>(
+    route: R,
+    query: &str,
+    body: Option<String>,
+    headers: &[(&str, &str)],
+) -> worker::Result<Request> {
+    let sent = Headers::new();
+    for (name, value) in headers {
+        sent.set(name, value)?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(method(route.verb())).with_headers(sent).with_body(body.map(Into::into));
+    Request::new_with_init(&format!("{}{query}", route.url()), &init)
 }
 
 /// The largest schedule or task body taken.

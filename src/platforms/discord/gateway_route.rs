@@ -2,51 +2,31 @@
 //! Worker that calls the object (the admin API, the cron) and the object
 //! that serves it.
 
-pub use crate::verb::Verb;
+pub use crate::verb::{ObjectRoute, Verb};
 
-/// A request the Gateway object serves; each answers with the session's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GatewayRoute {
-    /// The admin started the Gateway: connect (a fresh session).
-    Start,
-    /// The cron's check: connect if the Gateway is meant to run and is not.
-    Ensure,
-    /// The admin stopped the Gateway: close the socket, stay closed.
-    Stop,
-    /// The session as it is.
-    Status,
+crate::named! {
+    /// A request the Gateway object serves; each answers with the session's status.
+    pub enum GatewayRoute {
+        /// The admin started the Gateway: connect (a fresh session).
+        Start = "/start",
+        /// The cron's check: connect if the Gateway is meant to run and is not.
+        Ensure = "/ensure",
+        /// The admin stopped the Gateway: close the socket, stay closed.
+        Stop = "/stop",
+        /// The session as it is.
+        Status = "/status",
+    }
 }
 
-impl GatewayRoute {
-    pub const ALL: [GatewayRoute; 4] =
-        [GatewayRoute::Start, GatewayRoute::Ensure, GatewayRoute::Stop, GatewayRoute::Status];
+impl ObjectRoute for GatewayRoute {
+    const HOST: &'static str = "gateway";
 
-    pub fn path(self) -> &'static str {
-        match self {
-            GatewayRoute::Start => "/start",
-            GatewayRoute::Ensure => "/ensure",
-            GatewayRoute::Stop => "/stop",
-            GatewayRoute::Status => "/status",
-        }
-    }
-
-    pub fn verb(self) -> Verb {
+    fn verb(self) -> Verb {
         match self {
             GatewayRoute::Start | GatewayRoute::Ensure => Verb::Post,
             GatewayRoute::Stop => Verb::Delete,
             GatewayRoute::Status => Verb::Get,
         }
-    }
-
-    /// The URL a stub is called with (the host is never looked at).
-    pub fn url(self) -> String {
-        format!("https://gateway{}", self.path())
-    }
-
-    /// The route at `path`, whatever the method (the object answers 404 to
-    /// an unknown path and to the wrong method alike).
-    pub fn at(path: &str) -> Option<GatewayRoute> {
-        GatewayRoute::ALL.into_iter().find(|route| route.path() == path)
     }
 }
 
@@ -56,13 +36,15 @@ mod tests {
 
     #[test]
     fn every_route_is_found_at_its_own_path_and_nothing_else_is() {
-        for route in GatewayRoute::ALL {
-            assert_eq!(GatewayRoute::at(route.path()), Some(route));
-            assert!(route.url().ends_with(route.path()));
-        }
-        for stranger in ["", "/", "/start/", "/START", "status", "/ensure?now=1", "/inbound"] {
-            assert_eq!(GatewayRoute::at(stranger), None, "{stranger}");
-        }
+        crate::verb::assert_routes::<GatewayRoute>(&[
+            "",
+            "/",
+            "/start/",
+            "/START",
+            "status",
+            "/ensure?now=1",
+            "/inbound",
+        ]);
     }
 
     #[test]
