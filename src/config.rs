@@ -154,6 +154,12 @@ pub struct Config {
 }
 
 impl Config {
+    /// For tests: the configuration these settings make (every other one unset).
+    #[cfg(test)]
+    pub fn of(vars: &[(&str, &str)]) -> Config {
+        Config::from_lookup(|name| vars.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string()))
+    }
+
     /// Builds the configuration from a lookup of variable names; empty values
     /// count as absent.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {

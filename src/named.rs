@@ -41,6 +41,8 @@ macro_rules! named {
             $($(#[$variant_meta])* $variant),+
         }
 
+        // Not every enum uses every method the macro gives it.
+        #[allow(dead_code)]
         impl $name {
             /// Every value, in declaration order.
             pub const ALL: [$name; [$($text),+].len()] = [$($name::$variant),+];

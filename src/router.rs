@@ -6,6 +6,7 @@ use worker::{Env, Headers, Method, Request, Response, Result};
 
 use crate::api_error::ApiError;
 use crate::routes::{self, Access, Found, Route, Verb};
+use crate::runtime::failure::Answer;
 use crate::security::percent_decode;
 
 use crate::conversations::api as admin;
@@ -57,7 +58,7 @@ fn with_browser_headers(response: Response) -> Result<Response> {
     Ok(response.with_headers(headers))
 }
 
-async fn route(request: Request, env: &Env) -> std::result::Result<Response, ApiError> {
+async fn route(request: Request, env: &Env) -> Answer {
     let path = request.path();
     let (route, params) = match routes::find(verb(&request.method()), &path) {
         Found::Route(route, params) => (route, params),

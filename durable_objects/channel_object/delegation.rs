@@ -32,18 +32,8 @@ pub(super) async fn delegate(
     let conversation_key = &origin.conversation_key;
     for (index, action) in thought.delegations.iter().enumerate() {
         let id = format!("{conversation_key}:{}:{index}", turn.id);
-        let status = |kind, task: &str, interactive| ProcessStatus {
-            kind,
-            task: task.to_string(),
-            started_at_ms: now_ms(),
-            origin: origin.clone(),
-            status: None,
-            interactive,
-            waiting: false,
-            last_heard_ms: now_ms(),
-            files_sent: Vec::new(),
-            approval: None,
-        };
+        let status =
+            |kind, task: &str, interactive| ProcessStatus::started(kind, task, origin.clone(), interactive, now_ms());
         let (envelope, job) = match action {
             Action::Branch { question } => {
                 if !object.step(|machine| machine.start_process(&id, status(ProcessKind::Branch, question, false)))? {
@@ -136,18 +126,7 @@ pub(super) async fn start_worker(
     let now = now_ms();
     let conversation_key = origin.conversation_key.clone();
     let status_author = origin.author.clone();
-    let status = ProcessStatus {
-        kind: ProcessKind::Worker,
-        task: task.to_string(),
-        started_at_ms: now,
-        origin,
-        status: None,
-        interactive,
-        waiting: false,
-        last_heard_ms: now,
-        files_sent: Vec::new(),
-        approval: None,
-    };
+    let status = ProcessStatus::started(ProcessKind::Worker, task, origin, interactive, now);
     if !object.step(|machine| machine.start_process(id, status))? {
         return Ok(false);
     }

@@ -66,7 +66,7 @@ pub(super) async fn deliver(outlet: &Outlet<'_>, event: &InboundEvent, turn: i64
         // did not need is deleted; a draft that cannot be edited is sent anew.
         match entry.status {
             OutboxStatus::Withdraw => {
-                withdraw(platform, sql, event, &entry, &piece).await?;
+                withdraw(outlet, event, &entry, &piece).await?;
                 continue;
             }
             OutboxStatus::Draft | OutboxStatus::Drafting => match finish_draft(outlet, event, &entry, &piece).await? {
@@ -220,7 +220,7 @@ async fn finish_draft(
 ) -> Result<Finishing> {
     let Outlet { config, platform, sql, .. } = *outlet;
     let mut attempts = entry.attempts.max(0) as u32;
-    let Some(message_id) = draft_message(platform, sql, event, entry, piece, true).await? else {
+    let Some(message_id) = draft_message(outlet, event, entry, piece, true).await? else {
         outbox::mark_pending(sql, &entry.id)?;
         return Ok(Finishing::SendAnew { attempts });
     };
@@ -273,13 +273,13 @@ async fn finish_draft(
 /// posting again is harmless (a Discord nonce answers with the message that
 /// landed), `post_again` does, for the message to edit.
 async fn draft_message(
-    platform: &Outbound<'_>,
-    sql: &Sql,
+    outlet: &Outlet<'_>,
     event: &InboundEvent,
     entry: &outbox::Entry,
     piece: &Piece<'_>,
     post_again: bool,
 ) -> Result<Option<String>> {
+    let Outlet { platform, sql, .. } = *outlet;
     if let Some(message_id) = entry.platform_message_id.clone() {
         return Ok(Some(message_id));
     }
@@ -296,17 +296,11 @@ async fn draft_message(
 }
 
 /// Deletes a draft the finished reply did not need.
-async fn withdraw(
-    platform: &Outbound<'_>,
-    sql: &Sql,
-    event: &InboundEvent,
-    entry: &outbox::Entry,
-    piece: &Piece<'_>,
-) -> Result<()> {
-    if let Some(message_id) = draft_message(platform, sql, event, entry, piece, false).await? {
-        platform.withdraw(&event.reply_address, &message_id).await;
+async fn withdraw(outlet: &Outlet<'_>, event: &InboundEvent, entry: &outbox::Entry, piece: &Piece<'_>) -> Result<()> {
+    if let Some(message_id) = draft_message(outlet, event, entry, piece, false).await? {
+        outlet.platform.withdraw(&event.reply_address, &message_id).await;
     }
-    outbox::mark_withdrawn(sql, &entry.id)
+    outbox::mark_withdrawn(outlet.sql, &entry.id)
 }
 
 enum Sending {

@@ -6,8 +6,6 @@ use worker::{D1Database, Result};
 use super::thinking::Thought;
 use super::{history as history_store, ChannelObject};
 use crate::channel::history_mirror::kept_rows;
-use crate::channel::state::TurnSnapshot;
-use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
 use crate::process::compaction::{plan, CompactionJob, CompactionPlan};
 use crate::process::Job;
@@ -36,11 +34,12 @@ pub(super) async fn mirror_history(object: &ChannelObject) -> Result<()> {
 
 /// Keeps the context inside the window: summarising is queued (the channel
 /// never waits for it); only an emergency cut happens here, without an LLM.
+/// `turn_id` names the compaction job, so a resumed turn queues it once.
 pub(super) async fn compact(
     object: &ChannelObject,
     database: &D1Database,
-    turn: &TurnSnapshot,
-    origin: &InboundEvent,
+    conversation_key: &str,
+    turn_id: u64,
     thought: &Thought,
 ) -> Result<()> {
     let ids = &thought.history_ids;
@@ -57,8 +56,8 @@ pub(super) async fn compact(
                 return Ok(());
             }
             let job = Job::Compaction(CompactionJob {
-                id: format!("{}:{}:compaction", origin.conversation_key, turn.id),
-                conversation_key: origin.conversation_key.clone(),
+                id: format!("{conversation_key}:{turn_id}:compaction"),
+                conversation_key: conversation_key.to_string(),
                 message_ids: ids[..oldest].to_vec(),
             });
             crate::runtime::queue::enqueue(&object.env, &job).await

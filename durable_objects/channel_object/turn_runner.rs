@@ -160,7 +160,7 @@ async fn answer(
         failed_runs(database, turn, &mut thought).await?;
     }
     delegate(object, database, turn, last, &thought).await?;
-    compact(object, database, turn, last, &thought).await?;
+    compact(object, database, &last.conversation_key, turn.id, &thought).await?;
     let result = thought.result;
     // The replies, rendered for the platform and split to fit; a secret
     // is cut from what a reader sees of the whole turn (even split across

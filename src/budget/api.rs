@@ -8,13 +8,14 @@ use crate::api_error::ApiError;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::internal;
+use crate::runtime::failure::Answer;
 use crate::runtime::http::json_object;
 use crate::security::percent_decode;
 use crate::sessions::api::Operator;
 
 /// Today's spend (or `?day=YYYY-MM-DD`'s) per conversation, per person and
 /// for the deployment, each with the limit in force.
-pub async fn spend(request: &Request, env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn spend(request: &Request, env: &Env, _operator: &Operator) -> Answer {
     let url = request.url()?;
     let asked = url.query_pairs().find(|(key, _)| key == "day").map(|(_, value)| value.into_owned());
     let day = asked.unwrap_or_else(|| crate::budget::rules::day_of(crate::runtime::http::now_ms()));
@@ -32,7 +33,7 @@ pub async fn set_spend_limit(
     scope: &str,
     subject: &str,
     _operator: &Operator,
-) -> Result<Response, ApiError> {
+) -> Answer {
     let (scope, subject) = spend_subject(scope, subject)?;
     let body = json_object(&mut request).await?;
     let field = |key: &str| match body.get(key) {
@@ -54,12 +55,7 @@ pub async fn set_spend_limit(
 }
 
 /// Removes an operator's limit: the configured one applies again.
-pub async fn remove_spend_limit(
-    env: &Env,
-    scope: &str,
-    subject: &str,
-    _operator: &Operator,
-) -> Result<Response, ApiError> {
+pub async fn remove_spend_limit(env: &Env, scope: &str, subject: &str, _operator: &Operator) -> Answer {
     let (scope, subject) = spend_subject(scope, subject)?;
     let database = env.d1(DATABASE_BINDING)?;
     match store::remove_limit(&database, scope, &subject).await? {

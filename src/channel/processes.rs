@@ -85,6 +85,29 @@ pub struct AwaitedApproval {
 }
 
 impl ProcessStatus {
+    /// A process started at `now_ms` for `origin`, heard from then, with no
+    /// progress, files or approval yet.
+    pub fn started(
+        kind: ProcessKind,
+        task: &str,
+        origin: InboundEvent,
+        interactive: bool,
+        now_ms: i64,
+    ) -> ProcessStatus {
+        ProcessStatus {
+            kind,
+            task: task.to_string(),
+            started_at_ms: now_ms,
+            origin,
+            status: None,
+            interactive,
+            waiting: false,
+            last_heard_ms: now_ms,
+            files_sent: Vec::new(),
+            approval: None,
+        }
+    }
+
     /// When the channel stops waiting for it; a waiting worker waits on the
     /// person, not on itself, so it has no deadline.
     fn deadline(&self, timeouts: Timeouts) -> Option<i64> {
@@ -334,18 +357,7 @@ mod tests {
     }
 
     fn process(kind: ProcessKind, interactive: bool) -> ProcessStatus {
-        ProcessStatus {
-            kind,
-            task: "count the stars".into(),
-            started_at_ms: 0,
-            origin: origin(),
-            status: None,
-            interactive,
-            waiting: false,
-            last_heard_ms: 0,
-            files_sent: Vec::new(),
-            approval: None,
-        }
+        ProcessStatus::started(kind, "count the stars", origin(), interactive, 0)
     }
 
     fn envelope(id: &str, kind: MessageType, process: &str, body: &str) -> Envelope {

@@ -9,6 +9,7 @@ use crate::api_error::ApiError;
 use crate::budget::rules::seconds_until_next_day;
 use crate::files::download_link::LinkKey;
 use crate::files::rules::{safe_name, Refusal, FILE_LIMIT_BYTES};
+use crate::runtime::failure::Answer;
 use crate::security::percent_decode;
 
 use crate::runtime::config;
@@ -29,7 +30,7 @@ fn too_large() -> ApiError {
 
 /// `POST /api/chat/files`: the body is the file, `x-file-name` its name.
 /// Answers the upload token the next message names it by, and what it is.
-pub async fn upload(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn upload(mut request: Request, env: &Env) -> Answer {
     let conversation = sessions::chat_conversation(&request, env)?;
     let name = request.headers().get(NAME_HEADER)?.map(|name| percent_decode(&name));
     let name = name.filter(|name| !name.trim().is_empty()).ok_or_else(|| {
@@ -69,7 +70,7 @@ pub async fn upload(mut request: Request, env: &Env) -> Result<Response, ApiErro
 
 /// `GET /api/files/{id}?c=&exp=&sig=`: the file's bytes, as an attachment,
 /// while the link's signature holds.
-pub async fn download(request: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+pub async fn download(request: &Request, env: &Env, id: &str) -> Answer {
     let refused = ApiError::Forbidden("this link is not valid, or it has expired");
     let url = request.url()?;
     let query = |name: &str| url.query_pairs().find(|(key, _)| key == name).map(|(_, value)| value.into_owned());

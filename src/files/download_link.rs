@@ -96,11 +96,7 @@ mod tests {
     use crate::files::rules::Kind;
 
     fn config(admin_token: &str, web_chat_token: &str) -> Config {
-        Config::from_lookup(|name| match name {
-            "ADMIN_TOKEN" => Some(admin_token.to_string()),
-            "WEB_CHAT_TOKEN" => Some(web_chat_token.to_string()),
-            _ => None,
-        })
+        Config::of(&[("ADMIN_TOKEN", admin_token), ("WEB_CHAT_TOKEN", web_chat_token)])
     }
 
     const ADMIN: &str = "operator-secret-0123456789";

@@ -24,6 +24,7 @@ use crate::identity::rules::{
 };
 use crate::inbound::ReplyAddress;
 use crate::log_line::LogLine;
+use crate::runtime::failure::Answer;
 use crate::security::percent_decode;
 use crate::sessions::rules::OperatorAccess;
 
@@ -143,7 +144,7 @@ fn document_view(document: Document, current: Option<&Version>) -> Value {
     })
 }
 
-async fn document_answer(db: &D1Database, document: Document, extra: Value) -> Result<Response, ApiError> {
+async fn document_answer(db: &D1Database, document: Document, extra: Value) -> Answer {
     let current = current_versions(db).await?;
     let mine = current.iter().find(|(name, _)| name == document.name()).map(|(_, version)| version);
     let mut view = document_view(document, mine);
@@ -154,7 +155,7 @@ async fn document_answer(db: &D1Database, document: Document, extra: Value) -> R
 }
 
 /// `GET /api/identity`: the three documents as they are now, and the limits.
-pub async fn documents(env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn documents(env: &Env, _operator: &Operator) -> Answer {
     let database = env.d1(DATABASE_BINDING)?;
     let current = current_versions(&database).await?;
     let documents: Vec<Value> = Document::ALL
@@ -169,7 +170,7 @@ pub async fn documents(env: &Env, _operator: &Operator) -> Result<Response, ApiE
 
 /// `GET /api/identity/{name}/versions`: the kept versions, newest first, then
 /// the shipped default (version 0), each with its text, author and time.
-pub async fn versions(env: &Env, name: &str, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn versions(env: &Env, name: &str, _operator: &Operator) -> Answer {
     let document = document_of(name)?;
     let database = env.d1(DATABASE_BINDING)?;
     let mut versions: Vec<Version> = database
@@ -231,12 +232,7 @@ async fn save(
 
 /// `PUT /api/identity/{name}` with `{"text"}`: saves a new version. Over the
 /// limit: 413 and nothing stored; a secret in it: 400 and nothing stored.
-pub async fn save_document(
-    mut request: Request,
-    env: &Env,
-    name: &str,
-    operator: &Operator,
-) -> Result<Response, ApiError> {
+pub async fn save_document(mut request: Request, env: &Env, name: &str, operator: &Operator) -> Answer {
     let access = operator.access();
     let document = document_of(name)?;
     let text = check_document(document, &text_body(&mut request).await?).map_err(refused)?;
@@ -248,7 +244,7 @@ pub async fn save_document(
 
 /// `POST /api/identity/{name}/restore/{version}`: saves a kept version's text
 /// (or the shipped default's, version 0) again as the newest version.
-pub async fn restore(env: &Env, name: &str, version: &str, operator: &Operator) -> Result<Response, ApiError> {
+pub async fn restore(env: &Env, name: &str, version: &str, operator: &Operator) -> Answer {
     let access = operator.access();
     let document = document_of(name)?;
     let version = parse_version(version).map_err(refused)?;
@@ -288,7 +284,7 @@ struct OverrideRow {
     updated_at: i64,
 }
 
-async fn override_answer(db: &D1Database, conversation_key: &str) -> Result<Response, ApiError> {
+async fn override_answer(db: &D1Database, conversation_key: &str) -> Answer {
     let row: Option<OverrideRow> = db
         .prepare("SELECT text, author, updated_at FROM conversation_identity WHERE conversation_key = ?1")
         .bind(&[conversation_key.into()])?
@@ -305,18 +301,13 @@ async fn override_answer(db: &D1Database, conversation_key: &str) -> Result<Resp
 }
 
 /// `GET /api/channels/{key}/identity`: the conversation's override (text null without one).
-pub async fn conversation_override(env: &Env, key: &str, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn conversation_override(env: &Env, key: &str, _operator: &Operator) -> Answer {
     let conversation_key = conversation_of(key)?;
     override_answer(&env.d1(DATABASE_BINDING)?, &conversation_key).await
 }
 
 /// `PUT /api/channels/{key}/identity` with `{"text"}`: sets the override.
-pub async fn set_conversation_override(
-    mut request: Request,
-    env: &Env,
-    key: &str,
-    operator: &Operator,
-) -> Result<Response, ApiError> {
+pub async fn set_conversation_override(mut request: Request, env: &Env, key: &str, operator: &Operator) -> Answer {
     let access = operator.access();
     let conversation_key = conversation_of(key)?;
     let text = check_override(&text_body(&mut request).await?).map_err(refused)?;
@@ -354,7 +345,7 @@ pub async fn set_conversation_override(
 }
 
 /// `DELETE /api/channels/{key}/identity`: removes the override (404 without one).
-pub async fn remove_conversation_override(env: &Env, key: &str, operator: &Operator) -> Result<Response, ApiError> {
+pub async fn remove_conversation_override(env: &Env, key: &str, operator: &Operator) -> Answer {
     let access = operator.access();
     let conversation_key = conversation_of(key)?;
     let database = env.d1(DATABASE_BINDING)?;

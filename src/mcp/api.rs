@@ -14,6 +14,7 @@ use crate::mcp::toolbox::refresh_now;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::internal;
+use crate::runtime::failure::Answer;
 use crate::runtime::http::json_object;
 use crate::sessions::api::Operator;
 
@@ -22,14 +23,14 @@ const MAX_SERVERS: usize = 20;
 /// Approvals the list shows.
 const APPROVALS_LISTED: i64 = 200;
 
-pub async fn servers(env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn servers(env: &Env, _operator: &Operator) -> Answer {
     let db = env.d1(DATABASE_BINDING)?;
     Response::from_json(&mcp::views(&db).await?).map_err(internal)
 }
 
 /// Adds or changes a server, then lists its tools at once (the answer says
 /// whether it could be reached).
-pub async fn save(mut request: Request, env: &Env, name: &str, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn save(mut request: Request, env: &Env, name: &str, _operator: &Operator) -> Answer {
     check_name(name).map_err(ApiError::BadRequest)?;
     let body = json_object(&mut request).await?;
     let settings: ServerSettings =
@@ -52,11 +53,11 @@ pub async fn save(mut request: Request, env: &Env, name: &str, _operator: &Opera
     refreshed(&config, env, name).await
 }
 
-pub async fn refresh(env: &Env, name: &str, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn refresh(env: &Env, name: &str, _operator: &Operator) -> Answer {
     refreshed(&config::load(env), env, name).await
 }
 
-async fn refreshed(config: &crate::config::Config, env: &Env, name: &str) -> Result<Response, ApiError> {
+async fn refreshed(config: &crate::config::Config, env: &Env, name: &str) -> Answer {
     let db = env.d1(DATABASE_BINDING)?;
     match refresh_now(config, env, &db, name).await? {
         Some(view) => Response::from_json(&view).map_err(internal),
@@ -64,7 +65,7 @@ async fn refreshed(config: &crate::config::Config, env: &Env, name: &str) -> Res
     }
 }
 
-pub async fn remove(env: &Env, name: &str, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn remove(env: &Env, name: &str, _operator: &Operator) -> Answer {
     let db = env.d1(DATABASE_BINDING)?;
     match mcp::remove(&db, name).await? {
         true => Response::from_json(&serde_json::json!({ "deleted": name })).map_err(internal),
@@ -73,7 +74,7 @@ pub async fn remove(env: &Env, name: &str, _operator: &Operator) -> Result<Respo
 }
 
 /// Every approval asked for, newest first: what, who asked, who decided and when.
-pub async fn list_approvals(env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn list_approvals(env: &Env, _operator: &Operator) -> Answer {
     let db = env.d1(DATABASE_BINDING)?;
     Response::from_json(&approvals::recent(&db, APPROVALS_LISTED).await?).map_err(internal)
 }

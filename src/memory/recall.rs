@@ -12,7 +12,7 @@ use crate::memory::embedder::embed_one;
 
 use crate::memory::vector_index::vector_index;
 
-use crate::memory::vector_index::VectorIndex;
+use crate::memory::vector_index::{VectorIndex, VectorQuery};
 
 use crate::config::Config;
 use crate::memory::full_text::fts_query;
@@ -168,11 +168,10 @@ async fn hybrid(
     let candidates = candidates_per_list(limit);
     let vector = embed_one(config, env, query).await?;
     let index = vector_index(config, env, db)?;
-    let (by_meaning, by_words) = futures_util::future::join(
-        index.query(&vector, candidates, 0.0, memory_type, visible.as_deref()),
-        full_text(db, viewer, query, candidates, memory_type),
-    )
-    .await;
+    let nearest =
+        VectorQuery { vector: &vector, k: candidates, min_score: 0.0, memory_type, scopes: visible.as_deref() };
+    let (by_meaning, by_words) =
+        futures_util::future::join(index.query(&nearest), full_text(db, viewer, query, candidates, memory_type)).await;
     let by_meaning: Vec<String> = by_meaning?.into_iter().map(|(id, _)| id).collect();
     let by_words = by_words?;
     // The graph: neighbours of the best direct hits, strongest edges first.

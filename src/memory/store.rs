@@ -14,7 +14,7 @@ use worker::{D1Database, D1PreparedStatement, Env, Result};
 
 use super::embedder::{embed_one, embedder};
 use super::recall::COLUMNS;
-use super::vector_index::{vector_index, EdgeIndex, VectorIndex};
+use super::vector_index::{vector_index, EdgeIndex, VectorIndex, VectorQuery};
 use crate::config::Config;
 use crate::log_line::LogLine;
 use crate::memory::embed::Embedder;
@@ -77,7 +77,10 @@ pub async fn save(
     let index = vector_index(config, env, db)?;
     // Links only to what this conversation sees: a count of links to other
     // conversations' memories would tell that they exist.
-    let neighbours = index.query(&vector, LINK_CANDIDATES, RELATED_THRESHOLD, None, visible.as_deref()).await?;
+    let scopes = visible.as_deref();
+    let related =
+        VectorQuery { vector: &vector, k: LINK_CANDIDATES, min_score: RELATED_THRESHOLD, memory_type: None, scopes };
+    let neighbours = index.query(&related).await?;
     let links = plan_links(&id, &neighbours);
     let stored = index.row_vector(&vector);
     let vector_scope = match index {

@@ -27,6 +27,18 @@ pub const VECTORIZE_BINDING: &str = crate::bindings::VECTORS.name;
 /// sketches' scores are off by a few hundredths (src/memory/sketch.rs).
 const RERANK_FACTOR: usize = 3;
 
+/// A nearest-neighbour query: the `k` nearest ids to `vector` with a cosine
+/// of at least `min_score`, of one memory type if given and of the given
+/// scopes only (`None`: all).
+#[derive(Debug, Clone, Copy)]
+pub struct VectorQuery<'a> {
+    pub vector: &'a [f32],
+    pub k: usize,
+    pub min_score: f32,
+    pub memory_type: Option<MemoryType>,
+    pub scopes: Option<&'a [String]>,
+}
+
 #[allow(async_fn_in_trait)] // Workers are single-threaded; futures need not be Send.
 pub trait VectorIndex {
     /// Stores a memory's vector where the index keeps it apart from the memory's
@@ -36,14 +48,7 @@ pub trait VectorIndex {
     /// The `k` nearest ids with a cosine of at least `min_score`, best first,
     /// of one memory type if given and of the given scopes only (`None`: all),
     /// both metadata filters.
-    async fn query(
-        &self,
-        vector: &[f32],
-        k: usize,
-        min_score: f32,
-        memory_type: Option<MemoryType>,
-        scopes: Option<&[String]>,
-    ) -> Result<Vec<(String, f32)>>;
+    async fn query(&self, query: &VectorQuery<'_>) -> Result<Vec<(String, f32)>>;
     async fn delete(&self, ids: &[String]) -> Result<()>;
     /// The stored vectors of these ids (maintenance compares them).
     async fn vectors(&self, ids: &[String]) -> Result<Vec<(String, Vec<f32>)>>;
@@ -203,17 +208,10 @@ impl VectorIndex for EdgeIndex<'_> {
         Ok(())
     }
 
-    async fn query(
-        &self,
-        vector: &[f32],
-        k: usize,
-        min_score: f32,
-        memory_type: Option<MemoryType>,
-        scopes: Option<&[String]>,
-    ) -> Result<Vec<(String, f32)>> {
+    async fn query(&self, query: &VectorQuery<'_>) -> Result<Vec<(String, f32)>> {
         match self {
-            EdgeIndex::D1(db) => query_d1(db, vector, k, min_score, memory_type, scopes).await,
-            EdgeIndex::Vectorize(index) => query_vectorize(index, vector, k, min_score, memory_type, scopes).await,
+            EdgeIndex::D1(db) => query_d1(db, query).await,
+            EdgeIndex::Vectorize(index) => query_vectorize(index, query).await,
         }
     }
 
@@ -265,14 +263,8 @@ impl VectorIndex for EdgeIndex<'_> {
 }
 /// The D1 index's query: every sketch is ranked coarsely, the best
 /// [`RERANK_FACTOR`] × `k` and the vectors still without a sketch scored exactly.
-async fn query_d1(
-    db: &D1Database,
-    vector: &[f32],
-    k: usize,
-    min_score: f32,
-    memory_type: Option<MemoryType>,
-    scopes: Option<&[String]>,
-) -> Result<Vec<(String, f32)>> {
+async fn query_d1(db: &D1Database, query: &VectorQuery<'_>) -> Result<Vec<(String, f32)>> {
+    let VectorQuery { vector, k, min_score, memory_type, scopes } = *query;
     #[derive(Deserialize)]
     struct Pack {
         records: String,
@@ -330,14 +322,8 @@ async fn query_d1(
 }
 
 /// Vectorize's query, filtered by type and scope on its metadata indexes.
-async fn query_vectorize(
-    index: &JsValue,
-    vector: &[f32],
-    k: usize,
-    min_score: f32,
-    memory_type: Option<MemoryType>,
-    scopes: Option<&[String]>,
-) -> Result<Vec<(String, f32)>> {
+async fn query_vectorize(index: &JsValue, query: &VectorQuery<'_>) -> Result<Vec<(String, f32)>> {
+    let VectorQuery { vector, k, min_score, memory_type, scopes } = *query;
     #[derive(Deserialize)]
     struct Match {
         id: String,

@@ -8,6 +8,7 @@ use crate::runtime::config::redactor;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::{batch, number, text_or_null, Metered};
 use crate::runtime::failure::internal;
+use crate::runtime::failure::Answer;
 use crate::runtime::http::json_object;
 use crate::runtime::http::now_ms;
 use crate::schedules::zones::IntlZones;
@@ -19,7 +20,7 @@ use worker::{D1Database, Env, Request, Response};
 
 /// `GET /api/people[?q=…]`: people, most recently seen first, with their
 /// platform ids; `q` searches names and platform ids.
-pub async fn list(request: &Request, env: &Env, _operator: &Operator) -> std::result::Result<Response, ApiError> {
+pub async fn list(request: &Request, env: &Env, _operator: &Operator) -> Answer {
     let url = request.url()?;
     let search = url.query_pairs().find(|(key, _)| key == "q").map(|(_, value)| value.trim().to_lowercase());
     let pattern = search.filter(|search| !search.is_empty()).map(|search| format!("%{search}%"));
@@ -40,12 +41,12 @@ pub async fn list(request: &Request, env: &Env, _operator: &Operator) -> std::re
 }
 
 /// `GET /api/people/{id}`.
-pub async fn show(env: &Env, id: &str, _operator: &Operator) -> std::result::Result<Response, ApiError> {
+pub async fn show(env: &Env, id: &str, _operator: &Operator) -> Answer {
     let database = env.d1(DATABASE_BINDING)?;
     answer(&database, &percent_decode(id)).await
 }
 
-async fn answer(database: &D1Database, id: &str) -> std::result::Result<Response, ApiError> {
+async fn answer(database: &D1Database, id: &str) -> Answer {
     let row = one(database, id).await?.ok_or(ApiError::NotFound)?;
     Response::from_json(&Person::from(row)).map_err(internal)
 }
@@ -53,12 +54,7 @@ async fn answer(database: &D1Database, id: &str) -> std::result::Result<Response
 /// `PUT /api/people/{id}` with any of `{"display_name", "time_zone",
 /// "language", "notes": [text]}`: a field left out stays; `notes` replaces
 /// the list (within the caps); an empty time zone or language clears it.
-pub async fn update(
-    mut request: Request,
-    env: &Env,
-    id: &str,
-    _operator: &Operator,
-) -> std::result::Result<Response, ApiError> {
+pub async fn update(mut request: Request, env: &Env, id: &str, _operator: &Operator) -> Answer {
     let body = json_object(&mut request).await?;
     let database = env.d1(DATABASE_BINDING)?;
     let id = percent_decode(id);
@@ -98,7 +94,7 @@ pub async fn update(
 }
 
 /// `DELETE /api/people/{id}/notes`: forgets the notes; answers what went.
-pub async fn clear_notes(env: &Env, id: &str, _operator: &Operator) -> std::result::Result<Response, ApiError> {
+pub async fn clear_notes(env: &Env, id: &str, _operator: &Operator) -> Answer {
     let database = env.d1(DATABASE_BINDING)?;
     let id = percent_decode(id);
     let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
@@ -115,12 +111,7 @@ pub async fn clear_notes(env: &Env, id: &str, _operator: &Operator) -> std::resu
 /// another record, that record is merged in (its notes after these, within
 /// the cap; its time zone and language where these have none) and removed.
 /// Answers the person and the notes that did not fit (`dropped`).
-pub async fn link(
-    mut request: Request,
-    env: &Env,
-    id: &str,
-    _operator: &Operator,
-) -> std::result::Result<Response, ApiError> {
+pub async fn link(mut request: Request, env: &Env, id: &str, _operator: &Operator) -> Answer {
     let body = json_object(&mut request).await?;
     let key = body.get("platform_key").and_then(Value::as_str).unwrap_or_default().trim().to_string();
     if !people::is_platform_key(&key) {

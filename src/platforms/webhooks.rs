@@ -9,6 +9,7 @@ use crate::api_error::ApiError;
 use crate::channel::routes::ChannelRoute;
 use crate::inbound::InboundEvent;
 use crate::platforms::{discord, slack, telegram, Platform};
+use crate::runtime::failure::Answer;
 
 use crate::runtime::channel_stub;
 use crate::runtime::failure::internal;
@@ -19,7 +20,7 @@ use crate::runtime::failure::internal;
 pub const MAX_WEBHOOK_BODY_BYTES: usize = 1 << 20;
 
 /// `POST /webhooks/{platform}`: the platform's own webhook.
-pub async fn receive(platform: Platform, request: Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn receive(platform: Platform, request: Request, env: &Env) -> Answer {
     match platform {
         Platform::Telegram => telegram::webhook::receive(request, env).await,
         Platform::Slack => slack::webhook::receive(request, env).await,
@@ -35,7 +36,7 @@ pub fn header(request: &Request, name: &str) -> Result<Option<String>, ApiError>
 }
 
 /// The platform's 200 with `body`.
-pub fn acknowledge(body: serde_json::Value) -> Result<Response, ApiError> {
+pub fn acknowledge(body: serde_json::Value) -> Answer {
     Ok(Response::from_json(&body)?)
 }
 

@@ -6,6 +6,10 @@ use crate::log_line::LogLine;
 
 use crate::runtime::log::Emit;
 
+/// What an HTTP handler answers: a response, or an API error (a JSON
+/// error with its status).
+pub type Answer = std::result::Result<worker::Response, ApiError>;
+
 /// Logs a runtime failure and hides its detail from the caller.
 pub fn internal(error: impl std::fmt::Display) -> ApiError {
     LogLine::error("internal_error").reason(&error).emit();

@@ -8,11 +8,12 @@ use crate::api_error::ApiError;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::internal;
+use crate::runtime::failure::Answer;
 use crate::runtime::http::json_object;
 use crate::sessions::api::Operator;
 
 /// Scheduled jobs, all or of one conversation (`?conversation=KEY`).
-pub async fn schedules(request: &Request, env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn schedules(request: &Request, env: &Env, _operator: &Operator) -> Answer {
     let url = request.url()?;
     let conversation = url.query_pairs().find(|(key, _)| key == "conversation").map(|(_, value)| value.into_owned());
     let database = env.d1(DATABASE_BINDING)?;
@@ -22,7 +23,7 @@ pub async fn schedules(request: &Request, env: &Env, _operator: &Operator) -> Re
 
 /// Creates a job: `{"conversation", "prompt", and one of "at" | "in_seconds" |
 /// "cron" | "every_seconds", "timezone"?, "active_hours"?, "end_at"?, "max_runs"?}`.
-pub async fn create_schedule(mut request: Request, env: &Env, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn create_schedule(mut request: Request, env: &Env, _operator: &Operator) -> Answer {
     let arguments = json_object(&mut request).await?;
     let text = |key: &str| arguments.get(key).and_then(|value| value.as_str()).unwrap_or("").trim().to_string();
     let (conversation, prompt) = (text("conversation"), text("prompt"));
@@ -52,12 +53,7 @@ pub async fn create_schedule(mut request: Request, env: &Env, _operator: &Operat
 }
 
 /// Pauses or resumes a job.
-pub async fn set_schedule_status(
-    env: &Env,
-    id: &str,
-    status: &str,
-    _operator: &Operator,
-) -> Result<Response, ApiError> {
+pub async fn set_schedule_status(env: &Env, id: &str, status: &str, _operator: &Operator) -> Answer {
     let database = env.d1(DATABASE_BINDING)?;
     let job = store::set_status(&database, id, status, crate::runtime::http::now_ms()).await?;
     let job = job.ok_or(ApiError::NotFound)?;
@@ -66,7 +62,7 @@ pub async fn set_schedule_status(
 }
 
 /// Deletes a job: it never runs again.
-pub async fn delete_schedule(env: &Env, id: &str, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn delete_schedule(env: &Env, id: &str, _operator: &Operator) -> Answer {
     let database = env.d1(DATABASE_BINDING)?;
     match store::cancel(&database, None, id).await? {
         true => Response::from_json(&serde_json::json!({ "deleted": id })).map_err(internal),
@@ -75,7 +71,7 @@ pub async fn delete_schedule(env: &Env, id: &str, _operator: &Operator) -> Resul
 }
 
 /// A job's runs, newest first, with their status and error.
-pub async fn schedule_runs(env: &Env, id: &str, _operator: &Operator) -> Result<Response, ApiError> {
+pub async fn schedule_runs(env: &Env, id: &str, _operator: &Operator) -> Answer {
     let database = env.d1(DATABASE_BINDING)?;
     Response::from_json(&store::runs(&database, id).await?).map_err(internal)
 }

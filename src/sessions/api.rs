@@ -14,6 +14,7 @@ use worker::{Env, Method, Request, RequestInit, Response};
 use crate::api_error::ApiError;
 use crate::channel::routes::ChannelRoute;
 use crate::config::Config;
+use crate::runtime::failure::Answer;
 use crate::security::{bearer_matches, constant_time_eq};
 use crate::sessions::limit::{client_key, Outcome};
 use crate::sessions::rules::{
@@ -168,14 +169,14 @@ async fn sign_in_body(request: &mut Request) -> Result<SignIn, ApiError> {
     serde_json::from_slice(&body).map_err(|_| ApiError::BadRequest("expected {\"token\": \"…\"}".into()))
 }
 
-fn with_cookie(body: serde_json::Value, cookie: &str) -> Result<Response, ApiError> {
+fn with_cookie(body: serde_json::Value, cookie: &str) -> Answer {
     let mut response = Response::from_json(&body)?;
     response.headers_mut().set("set-cookie", cookie)?;
     Ok(response)
 }
 
 /// `POST /api/session {"token"}`: the admin token for a session cookie.
-pub async fn sign_in(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn sign_in(mut request: Request, env: &Env) -> Answer {
     check_origin_if_sent(&request)?;
     let config = config::load(env);
     let presented = sign_in_body(&mut request).await?.token;
@@ -190,7 +191,7 @@ pub async fn sign_in(mut request: Request, env: &Env) -> Result<Response, ApiErr
 }
 
 /// `GET /api/session`: whether this browser is signed in.
-pub async fn current(request: &Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn current(request: &Request, env: &Env) -> Answer {
     match cookie_session(request, &config::load(env), ADMIN_COOKIE, SessionKind::Operator)? {
         Some(session) => {
             Response::from_json(&serde_json::json!({ "signed_in": true, "expires_at": session.expires_ms }))
@@ -201,7 +202,7 @@ pub async fn current(request: &Request, env: &Env) -> Result<Response, ApiError>
 }
 
 /// `DELETE /api/session`: signs this browser out.
-pub async fn sign_out(request: &Request) -> Result<Response, ApiError> {
+pub async fn sign_out(request: &Request) -> Answer {
     check_origin(request)?;
     let mut response = Response::from_json(&serde_json::json!({ "signed_in": false }))?;
     for name in [ADMIN_COOKIE, CHAT_COOKIE] {
@@ -235,7 +236,7 @@ fn chat_answer(chat: &Chat) -> serde_json::Value {
 /// `POST /api/chat/session {"token"?}`: starts a web chat (or continues the
 /// one this browser has). A signed-in operator needs no token; anyone else
 /// brings the invitation (`WEB_CHAT_TOKEN`) or the admin token.
-pub async fn start_chat(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn start_chat(mut request: Request, env: &Env) -> Answer {
     check_origin_if_sent(&request)?;
     let config = config::load(env);
     if let Some(chat) = chat_of(&request, &config)? {
@@ -287,7 +288,7 @@ async fn count_guest_session(request: &Request, env: &Env, config: &Config) -> R
 }
 
 /// `GET /api/chat/session`: this browser's web chat, if it has one.
-pub async fn current_chat(request: &Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn current_chat(request: &Request, env: &Env) -> Answer {
     match chat_of(request, &config::load(env))? {
         Some(chat) => Response::from_json(&chat_answer(&chat)).map_err(internal),
         None => Err(ApiError::Unauthorized("no web chat yet")),
@@ -296,7 +297,7 @@ pub async fn current_chat(request: &Request, env: &Env) -> Result<Response, ApiE
 
 /// `GET /api/chat/socket`: the web chat's WebSocket, held by its
 /// conversation's channel object.
-pub async fn chat_socket(request: &Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn chat_socket(request: &Request, env: &Env) -> Answer {
     let chat = chat_of(request, &config::load(env))?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
     check_origin(request)?;
     let headers = [("x-edgebot-role", chat.role.as_str())];
@@ -321,12 +322,7 @@ pub fn chat_identity(request: &Request, env: &Env) -> Result<(String, String), A
 }
 
 /// `GET /api/channels/{key}/live`: a socket that says when the conversation changed.
-pub async fn watch_socket(
-    request: &Request,
-    env: &Env,
-    conversation_key: &str,
-    _operator: &Operator,
-) -> Result<Response, ApiError> {
+pub async fn watch_socket(request: &Request, env: &Env, conversation_key: &str, _operator: &Operator) -> Answer {
     open_socket(request, env, conversation_key, ChannelRoute::Live, &[]).await
 }
 
@@ -336,7 +332,7 @@ async fn open_socket(
     conversation_key: &str,
     route: ChannelRoute,
     extra: &[(&str, &str)],
-) -> Result<Response, ApiError> {
+) -> Answer {
     if !header(request, "upgrade")?.is_some_and(|value| value.eq_ignore_ascii_case("websocket")) {
         return Err(ApiError::BadRequest("expected a WebSocket upgrade".into()));
     }

@@ -97,23 +97,19 @@ impl DeadLetter {
 mod tests {
     use super::*;
 
-    fn config(vars: &[(&str, &str)]) -> Config {
-        Config::from_lookup(|name| vars.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string()))
-    }
-
     #[test]
     fn platforms_are_ready_only_with_what_they_need() {
-        let nothing = platforms(&config(&[]));
+        let nothing = platforms(&Config::of(&[]));
         for platform in ["telegram", "slack", "discord"] {
             assert_eq!(nothing[platform]["ready"], false, "{platform}");
         }
-        let telegram_only = platforms(&config(&[("TELEGRAM_BOT_TOKEN", "1:x"), ("TELEGRAM_WEBHOOK_SECRET", "s")]));
+        let telegram_only = platforms(&Config::of(&[("TELEGRAM_BOT_TOKEN", "1:x"), ("TELEGRAM_WEBHOOK_SECRET", "s")]));
         assert_eq!(telegram_only["telegram"], json!({"ready": true, "bot_token": true, "webhook_secret": true}));
         assert_eq!(telegram_only["slack"]["ready"], false);
         let discord = [("DISCORD_PUBLIC_KEY", "ab"), ("DISCORD_APPLICATION_ID", "1")];
-        assert_eq!(platforms(&config(&discord))["discord"]["ready"], true, "interactions need no bot token");
+        assert_eq!(platforms(&Config::of(&discord))["discord"]["ready"], true, "interactions need no bot token");
         let gateway = [discord[0], discord[1], ("DISCORD_GATEWAY", "on")];
-        assert_eq!(platforms(&config(&gateway))["discord"]["ready"], false, "the Gateway does");
+        assert_eq!(platforms(&Config::of(&gateway))["discord"]["ready"], false, "the Gateway does");
     }
 
     #[test]
@@ -129,7 +125,7 @@ mod tests {
             ("SLACK_BOT_TOKEN", "secret-slack"),
             ("DISCORD_BOT_TOKEN", "secret-discord"),
         ];
-        let config = config(&secrets);
+        let config = Config::of(&secrets);
         let shown = format!("{} {}", platforms(&config), models(&config));
         assert!(!shown.contains("secret-"), "{shown}");
         assert!(shown.contains(r#""bot_token":true"#) && shown.contains(r#""openai_api_key":true"#), "{shown}");

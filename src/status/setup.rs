@@ -27,32 +27,28 @@ pub fn unconnected_platforms(config: &Config) -> Vec<&'static str> {
 mod tests {
     use super::*;
 
-    fn config(vars: &[(&str, &str)]) -> Config {
-        Config::from_lookup(|name| vars.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string()))
-    }
-
     #[test]
     fn a_model_needs_a_key_unless_it_is_a_server_of_your_own() {
-        let none = model_problem(&config(&[]), false).expect("OpenAI with no key");
+        let none = model_problem(&Config::of(&[]), false).expect("OpenAI with no key");
         assert_eq!(none, ModelProblem::NotConfigured { setting: "OPENAI_API_KEY".into() });
         assert!(none.explain().contains("OPENAI_BASE_URL"), "the way without a key is named: {}", none.explain());
-        assert_eq!(model_problem(&config(&[("OPENAI_API_KEY", "sk-test-0123456789")]), false), None);
-        let local = config(&[("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]);
+        assert_eq!(model_problem(&Config::of(&[("OPENAI_API_KEY", "sk-test-0123456789")]), false), None);
+        let local = Config::of(&[("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]);
         assert_eq!(model_problem(&local, false), None, "a local OpenAI-compatible server needs no key");
-        let default_with_slash = config(&[("OPENAI_BASE_URL", "https://api.openai.com/v1/")]);
+        let default_with_slash = Config::of(&[("OPENAI_BASE_URL", "https://api.openai.com/v1/")]);
         assert!(model_problem(&default_with_slash, false).is_some());
 
-        let anthropic = config(&[("CHANNEL_MODEL", "anthropic/claude-3-5-haiku-latest")]);
+        let anthropic = Config::of(&[("CHANNEL_MODEL", "anthropic/claude-3-5-haiku-latest")]);
         assert_eq!(
             model_problem(&anthropic, false),
             Some(ModelProblem::NotConfigured { setting: "ANTHROPIC_API_KEY".into() })
         );
-        let fallback = config(&[("CHANNEL_MODEL", "anthropic/claude,openai/gpt-4o-mini"), ("OPENAI_API_KEY", "k")]);
+        let fallback = Config::of(&[("CHANNEL_MODEL", "anthropic/claude,openai/gpt-4o-mini"), ("OPENAI_API_KEY", "k")]);
         assert_eq!(model_problem(&fallback, false), None, "one usable model in the chain is enough");
-        let workers_ai = config(&[("CHANNEL_MODEL", "workers-ai/@cf/meta/llama-3.1-8b-instruct")]);
+        let workers_ai = Config::of(&[("CHANNEL_MODEL", "workers-ai/@cf/meta/llama-3.1-8b-instruct")]);
         assert!(model_problem(&workers_ai, false).is_some());
         assert_eq!(model_problem(&workers_ai, true), None);
-        let garbled = config(&[("CHANNEL_MODEL", "gpt-4o")]);
+        let garbled = Config::of(&[("CHANNEL_MODEL", "gpt-4o")]);
         assert_eq!(model_problem(&garbled, false), Some(ModelProblem::BadSetting { setting: "CHANNEL_MODEL".into() }));
     }
 
@@ -77,8 +73,8 @@ mod tests {
 
     #[test]
     fn platforms_without_credentials_are_named() {
-        assert_eq!(unconnected_platforms(&config(&[])).len(), 3);
-        let telegram = config(&[("TELEGRAM_BOT_TOKEN", "1:abc")]);
+        assert_eq!(unconnected_platforms(&Config::of(&[])).len(), 3);
+        let telegram = Config::of(&[("TELEGRAM_BOT_TOKEN", "1:abc")]);
         assert!(unconnected_platforms(&telegram).iter().all(|name| !name.starts_with("Telegram")));
     }
 }

@@ -282,18 +282,7 @@ fn the_loop_guard_notice_replaces_the_nudge_after_five_peer_bot_turns() {
 }
 
 fn branch(question: &str, origin: &InboundEvent) -> ProcessStatus {
-    ProcessStatus {
-        kind: ProcessKind::Branch,
-        task: question.into(),
-        started_at_ms: 0,
-        origin: origin.clone(),
-        status: None,
-        interactive: false,
-        waiting: false,
-        last_heard_ms: 0,
-        files_sent: Vec::new(),
-        approval: None,
-    }
+    ProcessStatus::started(ProcessKind::Branch, question, origin.clone(), false, 0)
 }
 
 /// A channel that answered Ada's message (delivery 1) and left branch `b1` thinking.

@@ -44,18 +44,7 @@ fn busy_processes() -> Processes {
 }
 
 fn process(kind: ProcessKind, interactive: bool) -> ProcessStatus {
-    ProcessStatus {
-        kind,
-        task: "is it raining?".into(),
-        started_at_ms: 0,
-        origin: event("x"),
-        status: None,
-        interactive,
-        waiting: false,
-        last_heard_ms: 0,
-        files_sent: Vec::new(),
-        approval: None,
-    }
+    ProcessStatus::started(kind, "is it raining?", event("x"), interactive, 0)
 }
 
 /// The tool results the model was shown in its `request`-th call.

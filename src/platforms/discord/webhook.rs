@@ -2,16 +2,17 @@
 //! deferred response for commands; a pressed approval button is answered
 //! with its decision, other components with a deferred update.
 
-use worker::{Env, Request, Response};
+use worker::{Env, Request};
 
 use crate::api_error::ApiError;
 use crate::platforms::discord::wire::{self as discord, DiscordError, Interaction};
 use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::runtime::config;
+use crate::runtime::failure::Answer;
 use crate::runtime::http::{now_ms, read_body};
 
 /// `POST /webhooks/discord`: one interaction.
-pub async fn receive(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn receive(mut request: Request, env: &Env) -> Answer {
     let config = config::load(env);
     let signature = header(&request, discord::SIGNATURE_HEADER)?;
     let timestamp = header(&request, discord::TIMESTAMP_HEADER)?;

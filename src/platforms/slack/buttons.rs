@@ -5,15 +5,15 @@
 use serde_json::json;
 use worker::{Env, Response};
 
-use crate::api_error::ApiError;
 use crate::approvals::buttons::press;
 use crate::approvals::rules::Click;
 use crate::inbound::ConversationKey;
 use crate::platforms::slack::messenger::Slack;
 use crate::runtime::config;
+use crate::runtime::failure::Answer;
 
 /// Decides the press and answers it.
-pub async fn pressed(env: &Env, click: &Click) -> Result<Response, ApiError> {
+pub async fn pressed(env: &Env, click: &Click) -> Answer {
     if let Some(Err(note)) = press(env, click).await? {
         let channel = ConversationKey::parse(&click.conversation).map(|key| key.channel()).unwrap_or_default();
         Slack { config: &config::load(env) }.tell_only(&channel, &click.clicker.user_id, &note).await;

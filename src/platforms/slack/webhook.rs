@@ -1,17 +1,18 @@
 //! Slack's webhook: the signature checked, then an Events API delivery, a
 //! slash command or a button press (both form-encoded).
 
-use worker::{Env, Request, Response};
+use worker::{Env, Request};
 
 use crate::api_error::ApiError;
 use crate::platforms::slack::wire::{self as slack, ParsedSlack, SlackError};
 use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::prompt;
 use crate::runtime::config;
+use crate::runtime::failure::Answer;
 use crate::runtime::http::{now_ms, read_body};
 
 /// `POST /webhooks/slack`: Events API deliveries, slash commands and button presses.
-pub async fn receive(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn receive(mut request: Request, env: &Env) -> Answer {
     let config = config::load(env);
     let signature = header(&request, slack::SIGNATURE_HEADER)?;
     let timestamp = header(&request, slack::TIMESTAMP_HEADER)?;

@@ -1,16 +1,17 @@
 //! Telegram's webhook: the secret token checked, the update parsed, a
 //! message handed to its channel object and a button press decided.
 
-use worker::{Env, Request, Response};
+use worker::{Env, Request};
 
 use crate::api_error::ApiError;
 use crate::platforms::telegram::wire::{self as telegram, BotIdentity, ParsedUpdate, TelegramError};
 use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::runtime::config;
+use crate::runtime::failure::Answer;
 use crate::runtime::http::read_body;
 
 /// `POST /webhooks/telegram`: one update.
-pub async fn receive(mut request: Request, env: &Env) -> Result<Response, ApiError> {
+pub async fn receive(mut request: Request, env: &Env) -> Answer {
     let config = config::load(env);
     let secret = header(&request, telegram::SECRET_HEADER)?;
     telegram::verify_secret(secret.as_deref(), config.telegram_webhook_secret.expose()).map_err(

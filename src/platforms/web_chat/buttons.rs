@@ -11,6 +11,7 @@ use crate::approvals::store as approvals;
 use crate::inbound::ConversationKey;
 use crate::platforms::Platform;
 use crate::runtime::config;
+use crate::runtime::failure::Answer;
 use crate::runtime::http::read_body;
 use crate::sessions::api as sessions;
 
@@ -18,7 +19,7 @@ use crate::sessions::api as sessions;
 const MAX_BODY_BYTES: usize = 1_024;
 
 /// `POST /api/chat/approvals/{id}` `{"choice": "approve"|"deny"}`.
-pub async fn pressed(mut request: Request, env: &Env, id: &str) -> Result<Response, ApiError> {
+pub async fn pressed(mut request: Request, env: &Env, id: &str) -> Answer {
     let (conversation, role) = sessions::chat_identity(&request, env)?;
     let body = read_body(&mut request, MAX_BODY_BYTES).await?;
     let choice =
