@@ -258,23 +258,6 @@ mod tests {
     }
 
     #[test]
-    fn only_transient_failures_are_retried() {
-        let cases = [
-            (LlmError::Status(429), true),
-            (LlmError::Status(500), true),
-            (LlmError::Status(503), true),
-            (LlmError::Status(400), false),
-            (LlmError::Status(401), false),
-            (LlmError::Timeout, true),
-            (LlmError::Malformed("x".into()), true),
-            (LlmError::Config("x".into()), false),
-        ];
-        for (error, retryable) in cases {
-            assert_eq!(error.is_retryable(), retryable, "{error}");
-        }
-    }
-
-    #[test]
     fn backoff_doubles_after_the_first_retry() {
         let policy = RetryPolicy { max_attempts: 4, base_backoff_ms: 200 };
         let waits: Vec<u64> = (1..=4).map(|attempt| policy.backoff_before(attempt)).collect();

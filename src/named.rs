@@ -1,8 +1,9 @@
 //! Enums whose values are stored, sent or routed as text: a platform's name
 //! in a key, an outbox state in a table, an object's route in a URL path.
 //! [`named!`](crate::named) declares such an enum with each value's one
-//! spelling beside it, and gives it the same four things: `ALL`, `as_str`,
-//! `parse` (the exact spelling, nothing else) and `Display`.
+//! spelling beside it, and gives it the same things: `ALL`, `as_str`,
+//! `parse` (the exact spelling, nothing else), `read` (what a person typed:
+//! any case, spaces around) and `Display`.
 
 /// An enum whose values each have one text name.
 pub trait Named: Copy + Eq + std::fmt::Debug + 'static {
@@ -13,6 +14,11 @@ pub trait Named: Copy + Eq + std::fmt::Debug + 'static {
     /// The value spelt exactly `text`.
     fn parse(text: &str) -> Option<Self> {
         Self::all().iter().copied().find(|value| value.as_str() == text)
+    }
+    /// The value a person typed: its spelling in any case, spaces around it
+    /// ignored.
+    fn read(text: &str) -> Option<Self> {
+        Self::all().iter().copied().find(|value| value.as_str().eq_ignore_ascii_case(text.trim()))
     }
 }
 
@@ -26,7 +32,7 @@ pub trait Named: Copy + Eq + std::fmt::Debug + 'static {
 /// ```
 ///
 /// The enum derives `Debug, Clone, Copy, PartialEq, Eq` (give more derives
-/// as attributes) and gets `ALL`, `as_str`, `parse` and `Display`.
+/// as attributes) and gets `ALL`, `as_str`, `parse`, `read` and `Display`.
 #[macro_export]
 macro_rules! named {
     (
@@ -57,6 +63,12 @@ macro_rules! named {
             /// The value spelt exactly `text`.
             pub fn parse(text: &str) -> Option<$name> {
                 <$name as $crate::named::Named>::parse(text)
+            }
+
+            /// The value a person typed: its spelling in any case, spaces
+            /// around it ignored.
+            pub fn read(text: &str) -> Option<$name> {
+                <$name as $crate::named::Named>::read(text)
             }
         }
 
@@ -102,6 +114,8 @@ mod tests {
     fn a_named_enum_spells_each_value_once_and_reads_back_only_those() {
         assert_eq!(Colour::ALL, [Colour::Red, Colour::Green]);
         assert_eq!(Colour::Green.to_string(), "green");
+        assert_eq!((Colour::parse(" Green"), Colour::read(" Green ")), (None, Some(Colour::Green)));
+        assert_eq!(Colour::read("gre en"), None);
         super::assert_spellings::<Colour>(&["", "Red", "red ", "blue"]);
     }
 

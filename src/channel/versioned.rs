@@ -224,11 +224,17 @@ pub struct Custom<T> {
 
 impl<T> Custom<T> {
     pub fn update(&mut self, change: impl FnOnce(&mut T) -> bool) -> bool {
-        let changed = change(&mut self.value);
-        if changed {
+        self.apply(change, |changed| *changed)
+    }
+
+    /// Runs `change` and returns what it answers; `changed` reads from the
+    /// answer whether the value changed (only then does the version move).
+    pub fn apply<R>(&mut self, change: impl FnOnce(&mut T) -> R, changed: impl FnOnce(&R) -> bool) -> R {
+        let answer = change(&mut self.value);
+        if changed(&answer) {
             self.version += 1;
         }
-        changed
+        answer
     }
 
     pub fn get(&self) -> &T {

@@ -232,12 +232,9 @@ impl WorkerTools for EdgeTools<'_> {
     }
 
     async fn call(&self, name: &str, arguments: &Value) -> String {
-        if let Some(result) = WorkerToolSet::call(self, name, arguments).await {
-            return answer(result);
-        }
-        match self.mcp.call(name, arguments).await {
-            Some(result) => result,
-            None => format!("error: there is no tool named `{name}`"),
+        match WorkerToolSet::call(self, name, arguments).await {
+            Some(result) => answer(result),
+            None => self.mcp.call_or_refuse(name, arguments).await,
         }
     }
 

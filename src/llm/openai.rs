@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{ChatMessage, ChatRequest, Completion, LlmError, Role, ToolCall, Usage};
+use super::{ChatMessage, ChatRequest, Completion, LlmError, Role, ToolCall, ToolSpec, Usage};
 
 /// The URL of the chat-completions endpoint under a base such as `https://api.openai.com/v1`.
 pub fn endpoint(base_url: &str) -> String {
@@ -14,24 +14,22 @@ pub fn request_body(request: &ChatRequest) -> Value {
     let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
     let mut body = json!({ "model": request.model, "messages": messages });
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    }
-                })
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
+        body["tools"] = request.tools.iter().map(tool_json).collect();
         body["tool_choice"] = json!("auto");
     }
     body
+}
+
+/// A tool the model may call, as a function.
+fn tool_json(tool: &ToolSpec) -> Value {
+    let function = json!({ "name": tool.name, "description": tool.description, "parameters": tool.parameters });
+    json!({ "type": "function", "function": function })
+}
+
+/// A call the model made, its arguments as JSON text.
+fn call_json(call: &ToolCall) -> Value {
+    let function = json!({ "name": call.name, "arguments": call.arguments.to_string() });
+    json!({ "id": call.id, "type": "function", "function": function })
 }
 
 fn message_json(message: &ChatMessage) -> Value {
@@ -51,18 +49,7 @@ fn message_json(message: &ChatMessage) -> Value {
         value["content"] = Value::Array(parts);
     }
     if !message.tool_calls.is_empty() {
-        let calls: Vec<Value> = message
-            .tool_calls
-            .iter()
-            .map(|call| {
-                json!({
-                    "id": call.id,
-                    "type": "function",
-                    "function": { "name": call.name, "arguments": call.arguments.to_string() }
-                })
-            })
-            .collect();
-        value["tool_calls"] = Value::Array(calls);
+        value["tool_calls"] = message.tool_calls.iter().map(call_json).collect();
     }
     if let Some(id) = &message.tool_call_id {
         value["tool_call_id"] = json!(id);
@@ -78,27 +65,44 @@ pub fn parse_response(body: &[u8]) -> Result<Completion, LlmError> {
         value.pointer("/choices/0/message").ok_or_else(|| LlmError::Malformed("no choices[0].message".into()))?;
     let content =
         message.get("content").and_then(Value::as_str).map(str::to_string).filter(|text| !text.trim().is_empty());
-    let mut tool_calls = Vec::new();
-    for (index, call) in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let name = call
-            .pointer("/function/name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| LlmError::Malformed("tool call without a name".into()))?;
-        let arguments = match call.pointer("/function/arguments") {
-            Some(Value::String(raw)) if raw.trim().is_empty() => json!({}),
-            Some(Value::String(raw)) => serde_json::from_str(raw)
-                .map_err(|error| LlmError::Malformed(format!("arguments of {name}: {error}")))?,
-            Some(object @ Value::Object(_)) => object.clone(),
-            _ => json!({}),
-        };
-        let id = call.get("id").and_then(Value::as_str).map_or_else(|| format!("call_{index}"), str::to_string);
-        tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
-    }
-    let usage = Usage {
+    let calls = message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate();
+    let tool_calls = calls
+        .map(|(index, call)| {
+            tool_call(index, call.get("id"), call.pointer("/function/name"), call.pointer("/function/arguments"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let usage = usage(&value);
+    Ok(Completion { content, tool_calls, usage })
+}
+
+/// One tool call from its parts: a call without a name, or with arguments
+/// that are not JSON, is `Malformed`; blank or missing arguments are `{}`; a
+/// call without an id is named by its place.
+pub fn tool_call(
+    index: usize,
+    id: Option<&Value>,
+    name: Option<&Value>,
+    arguments: Option<&Value>,
+) -> Result<ToolCall, LlmError> {
+    let name = name.and_then(Value::as_str).ok_or_else(|| LlmError::Malformed("tool call without a name".into()))?;
+    let arguments = match arguments {
+        Some(Value::String(raw)) if raw.trim().is_empty() => json!({}),
+        Some(Value::String(raw)) => {
+            serde_json::from_str(raw).map_err(|error| LlmError::Malformed(format!("arguments of {name}: {error}")))?
+        }
+        Some(object @ Value::Object(_)) => object.clone(),
+        _ => json!({}),
+    };
+    let id = id.and_then(Value::as_str).map_or_else(|| format!("call_{index}"), str::to_string);
+    Ok(ToolCall { id, name: name.to_string(), arguments })
+}
+
+/// The tokens a chat-completions answer counts (0 where it says nothing).
+pub fn usage(value: &Value) -> Usage {
+    Usage {
         input_tokens: value.pointer("/usage/prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
         output_tokens: value.pointer("/usage/completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-    };
-    Ok(Completion { content, tool_calls, usage })
+    }
 }
 
 #[cfg(test)]

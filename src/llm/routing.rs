@@ -75,19 +75,22 @@ mod tests {
     }
 
     #[test]
-    fn fallback_on_rate_limits_server_errors_and_timeouts_only() {
+    fn transient_failures_are_retried_and_only_unanswered_calls_fall_back() {
+        // (the failure, retried with the same model, falls back to the next model)
         let cases = [
-            (LlmError::Status(429), true),
-            (LlmError::Status(500), true),
-            (LlmError::Status(503), true),
-            (LlmError::Timeout, true),
-            (LlmError::Network("reset".into()), true),
-            (LlmError::Status(400), false),
-            (LlmError::Status(401), false),
-            (LlmError::Status(404), false),
+            (LlmError::Status(429), true, true),
+            (LlmError::Status(500), true, true),
+            (LlmError::Status(503), true, true),
+            (LlmError::Timeout, true, true),
+            (LlmError::Network("reset".into()), true, true),
+            (LlmError::Malformed("x".into()), true, false),
+            (LlmError::Status(400), false, false),
+            (LlmError::Status(401), false, false),
+            (LlmError::Status(404), false, false),
+            (LlmError::Config("x".into()), false, false),
         ];
-        for (error, expected) in cases {
-            assert_eq!(falls_back(&error), expected, "{error}");
+        for (error, retried, next_model) in cases {
+            assert_eq!((error.is_retryable(), falls_back(&error)), (retried, next_model), "{error}");
         }
     }
 

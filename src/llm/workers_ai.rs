@@ -3,9 +3,9 @@
 //! it); the answer is `{response, tool_calls: [{name, arguments}], usage}`, or
 //! the OpenAI `choices` shape that some models return.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{openai, ChatRequest, Completion, LlmError, ToolCall, Usage};
+use super::{openai, ChatRequest, Completion, LlmError};
 
 /// The input object for `env.AI.run(model, input)`.
 pub fn request_body(request: &ChatRequest) -> Value {
@@ -31,24 +31,11 @@ pub fn parse_response(value: &Value) -> Result<Completion, LlmError> {
         Some(other) => Some(other.to_string()),
     }
     .filter(|text| !text.trim().is_empty());
-    let mut tool_calls = Vec::new();
-    for (index, call) in object.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let name = call
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| LlmError::Malformed("tool call without a name".into()))?;
-        let arguments = match call.get("arguments") {
-            Some(Value::String(raw)) => serde_json::from_str(raw)
-                .map_err(|error| LlmError::Malformed(format!("arguments of {name}: {error}")))?,
-            Some(object @ Value::Object(_)) => object.clone(),
-            _ => json!({}),
-        };
-        tool_calls.push(ToolCall { id: format!("call_{index}"), name: name.to_string(), arguments });
-    }
-    let usage = Usage {
-        input_tokens: value.pointer("/usage/prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output_tokens: value.pointer("/usage/completion_tokens").and_then(Value::as_u64).unwrap_or(0),
-    };
+    let calls = object.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate();
+    let tool_calls = calls
+        .map(|(index, call)| openai::tool_call(index, None, call.get("name"), call.get("arguments")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let usage = openai::usage(value);
     if content.is_none() && tool_calls.is_empty() {
         return Err(LlmError::Malformed("the Workers AI answer has neither text nor tool calls".into()));
     }
@@ -57,6 +44,8 @@ pub fn parse_response(value: &Value) -> Result<Completion, LlmError> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::llm::{ChatMessage, Role, ToolSpec};
 

@@ -92,6 +92,13 @@ impl<'a> Toolbox<'a> {
         }
         Some(client.call(&tool.name, arguments).await)
     }
+
+    /// Runs an offered tool; the model hears when there is none of that name
+    /// (the caller's own tools were looked through first).
+    pub async fn call_or_refuse(&self, exposed_name: &str, arguments: &Value) -> String {
+        let answer = self.call(exposed_name, arguments).await;
+        answer.unwrap_or_else(|| format!("error: there is no tool named `{exposed_name}`"))
+    }
 }
 
 fn down_note(server: &str, why: Option<&str>) -> String {

@@ -12,7 +12,7 @@ use crate::memory::embedder::embed_one;
 
 use crate::memory::vector_index::vector_index;
 
-use crate::memory::vector_index::{VectorIndex, VectorQuery};
+use crate::memory::vector_index::{EdgeIndex, VectorIndex, VectorQuery};
 
 use crate::config::Config;
 use crate::memory::full_text::fts_query;
@@ -101,7 +101,10 @@ pub async fn recall(
     let limit = number(request.limit as i64);
     let scopes = scope_binding(viewer.visible_scopes().as_deref())?;
     let mut found: Vec<Memory> = match request.mode {
-        SearchMode::Hybrid if !request.query.is_empty() => hybrid(config, env, db, viewer, request).await?,
+        SearchMode::Hybrid if !request.query.is_empty() => {
+            let vector = embed_one(config, env, &request.query).await?;
+            hybrid(db, &vector_index(config, env, db)?, &vector, viewer, request).await?
+        }
         SearchMode::Typed if request.memory_type.is_some() => {
             let kind = request.memory_type.map(MemoryType::as_str).unwrap_or_default();
             let filter = format!(
@@ -155,21 +158,18 @@ async fn read_and_touch(db: &D1Database, filter: &str, bindings: Vec<JsValue>) -
 /// Vector, full-text and graph retrieval, fused by reciprocal rank; a
 /// `memory_type` narrows every retriever (a metadata filter on the vectors).
 /// The vector and full-text retrievers run at once; the graph then expands
-/// their best hits.
+/// their best hits. `vector` is the query's embedding.
 async fn hybrid(
-    config: &Config,
-    env: &Env,
     db: &D1Database,
+    index: &EdgeIndex<'_>,
+    vector: &[f32],
     viewer: Viewer<'_>,
     request: &RecallRequest,
 ) -> Result<Vec<Memory>> {
     let (query, limit, memory_type) = (request.query.as_str(), request.limit, request.memory_type);
     let visible = viewer.visible_scopes();
     let candidates = candidates_per_list(limit);
-    let vector = embed_one(config, env, query).await?;
-    let index = vector_index(config, env, db)?;
-    let nearest =
-        VectorQuery { vector: &vector, k: candidates, min_score: 0.0, memory_type, scopes: visible.as_deref() };
+    let nearest = VectorQuery { vector, k: candidates, min_score: 0.0, memory_type, scopes: visible.as_deref() };
     let (by_meaning, by_words) =
         futures_util::future::join(index.query(&nearest), full_text(db, viewer, query, candidates, memory_type)).await;
     let by_meaning: Vec<String> = by_meaning?.into_iter().map(|(id, _)| id).collect();

@@ -9,6 +9,11 @@ use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::reply::reaction::Reaction;
 use crate::runtime::config::redactor;
 
+/// How long one platform API call may take.
+pub const API_TIMEOUT_MS: u64 = 10_000;
+/// How long an upload may take.
+pub const UPLOAD_TIMEOUT_MS: u64 = 60_000;
+
 /// Why a send failed, and whether (and when) trying again may help.
 #[derive(Debug)]
 pub struct SendFailure {

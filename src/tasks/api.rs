@@ -28,7 +28,7 @@ pub async fn create_task(mut request: Request, env: &Env, _operator: &Operator) 
         return Err(ApiError::BadRequest("`conversation` (a conversation key) and `title` are required".into()));
     }
     let priority =
-        crate::tasks::rules::Priority::parse(&text("priority")).unwrap_or(crate::tasks::rules::Priority::Medium);
+        crate::tasks::rules::Priority::read(&text("priority")).unwrap_or(crate::tasks::rules::Priority::Medium);
     let database = env.d1(DATABASE_BINDING)?;
     let id = store::create(&database, &conversation, &title, &text("description"), priority).await?;
     task_answer(&database, id).await
@@ -48,7 +48,7 @@ pub async fn move_task(
         Some(status) => status.to_string(),
         None => json_object(&mut request).await?["status"].as_str().unwrap_or_default().to_string(),
     };
-    let to = crate::tasks::rules::TaskStatus::parse(&status)
+    let to = crate::tasks::rules::TaskStatus::read(&status)
         .ok_or_else(|| ApiError::BadRequest(format!("unknown status `{status}`")))?;
     let database = env.d1(DATABASE_BINDING)?;
     let before = store::one(&database, id).await?.map(|task| task.status);

@@ -14,107 +14,33 @@ use thiserror::Error;
 /// Attempts a task gets before a failure parks it in the backlog.
 pub const MAX_TASK_ATTEMPTS: u32 = 3;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    PendingApproval,
-    Backlog,
-    Ready,
-    InProgress,
-    Done,
-}
-
-impl TaskStatus {
-    pub const ALL: [TaskStatus; 5] =
-        [TaskStatus::PendingApproval, TaskStatus::Backlog, TaskStatus::Ready, TaskStatus::InProgress, TaskStatus::Done];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::PendingApproval => "pending_approval",
-            TaskStatus::Backlog => "backlog",
-            TaskStatus::Ready => "ready",
-            TaskStatus::InProgress => "in_progress",
-            TaskStatus::Done => "done",
-        }
-    }
-
-    /// The stored or typed name (`in_progress`); None for anything else.
-    pub fn parse(text: &str) -> Option<TaskStatus> {
-        TaskStatus::ALL.into_iter().find(|status| status.as_str().eq_ignore_ascii_case(text.trim()))
+crate::named! {
+    /// Where a task stands on the board.
+    #[derive(Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum TaskStatus {
+        PendingApproval = "pending_approval", Backlog = "backlog", Ready = "ready",
+        InProgress = "in_progress", Done = "done",
     }
 }
 
-impl std::fmt::Display for TaskStatus {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(self.as_str())
-    }
+crate::named! {
+    /// How urgent a task is. Declared most urgent first, so the derived order
+    /// sorts `Critical` first and the task to claim is the minimum.
+    #[derive(PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Priority { Critical = "critical", High = "high", Medium = "medium", Low = "low" }
 }
 
-/// How urgent a task is. Declared most urgent first, so the derived order
-/// sorts `Critical` first and the task to claim is the minimum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Priority {
-    Critical,
-    High,
-    Medium,
-    Low,
-}
-
-impl Priority {
-    pub const ALL: [Priority; 4] = [Priority::Critical, Priority::High, Priority::Medium, Priority::Low];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Priority::Critical => "critical",
-            Priority::High => "high",
-            Priority::Medium => "medium",
-            Priority::Low => "low",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Priority> {
-        Priority::ALL.into_iter().find(|priority| priority.as_str().eq_ignore_ascii_case(text.trim()))
-    }
-}
-
-impl std::fmt::Display for Priority {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
-
-/// Who asks for a change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Actor {
-    /// The agent in a conversation (its tools).
-    Branch,
-    /// The background process that hands ready tasks to workers and settles them.
-    Cortex,
-    /// A worker running a task: it edits its own task's subtasks and notes, not the status.
-    Worker,
-    /// A person, through the admin API.
-    Admin,
-}
-
-impl Actor {
-    pub const ALL: [Actor; 4] = [Actor::Branch, Actor::Cortex, Actor::Worker, Actor::Admin];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Actor::Branch => "branch",
-            Actor::Cortex => "cortex",
-            Actor::Worker => "worker",
-            Actor::Admin => "admin",
-        }
-    }
-}
-
-impl std::fmt::Display for Actor {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(self.as_str())
-    }
+crate::named! {
+    /// Who asks for a change: the agent in a conversation (`branch`, its
+    /// tools); the `cortex`, the background process that hands ready tasks to
+    /// workers and settles them; a `worker` running a task (it edits its own
+    /// task's subtasks and notes, not the status); a person (`admin`, through
+    /// the admin API).
+    #[derive(Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Actor { Branch = "branch", Cortex = "cortex", Worker = "worker", Admin = "admin" }
 }
 
 /// Why a status change was refused.
@@ -245,15 +171,15 @@ mod tests {
     #[test]
     fn names_round_trip_and_priorities_sort_most_urgent_first() {
         for status in TaskStatus::ALL {
-            assert_eq!(TaskStatus::parse(status.as_str()), Some(status));
+            assert_eq!(TaskStatus::read(status.as_str()), Some(status));
             assert_eq!(serde_json::to_string(&status).expect("serializes"), format!("\"{status}\""));
         }
         for priority in Priority::ALL {
-            assert_eq!(Priority::parse(priority.as_str()), Some(priority));
+            assert_eq!(Priority::read(priority.as_str()), Some(priority));
         }
-        assert_eq!(TaskStatus::parse(" In_Progress "), Some(InProgress));
-        assert_eq!(TaskStatus::parse("todo"), None);
-        assert_eq!(Priority::parse("urgent"), None);
+        assert_eq!(TaskStatus::read(" In_Progress "), Some(InProgress));
+        assert_eq!(TaskStatus::read("todo"), None);
+        assert_eq!(Priority::read("urgent"), None);
         let mut priorities = vec![Priority::Low, Priority::Critical, Priority::Medium, Priority::High];
         priorities.sort();
         assert_eq!(priorities, Priority::ALL.to_vec());

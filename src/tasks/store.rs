@@ -85,7 +85,7 @@ pub async fn one(db: &D1Database, id: i64) -> Result<Option<Task>> {
 /// conditional on the status read, so a concurrent move is not overwritten.
 pub async fn move_task(db: &D1Database, id: i64, to: TaskStatus, actor: Actor) -> std::result::Result<Task, String> {
     let task = one(db, id).await.map_err(|error| error.to_string())?.ok_or(format!("there is no task {id}"))?;
-    let from = TaskStatus::parse(&task.status).ok_or("the task has an unknown status")?;
+    let from = TaskStatus::read(&task.status).ok_or("the task has an unknown status")?;
     transition(from, to, actor).map_err(|error| error.to_string())?;
     let approved = matches!(from, TaskStatus::PendingApproval);
     db.prepare(

@@ -5,17 +5,12 @@
 pub use crate::verb::{ObjectRoute, Verb};
 
 crate::named! {
-    /// A request the Gateway object serves; each answers with the session's status.
-    pub enum GatewayRoute {
-        /// The admin started the Gateway: connect (a fresh session).
-        Start = "/start",
-        /// The cron's check: connect if the Gateway is meant to run and is not.
-        Ensure = "/ensure",
-        /// The admin stopped the Gateway: close the socket, stay closed.
-        Stop = "/stop",
-        /// The session as it is.
-        Status = "/status",
-    }
+    /// A request the Gateway object serves; each answers with the session's
+    /// status. `Start`: the admin started the Gateway (connect, a fresh
+    /// session). `Ensure`: the cron's check (connect if the Gateway is meant
+    /// to run and is not). `Stop`: the admin stopped it (close the socket,
+    /// stay closed). `Status`: the session as it is.
+    pub enum GatewayRoute { Start = "/start", Ensure = "/ensure", Stop = "/stop", Status = "/status" }
 }
 
 impl ObjectRoute for GatewayRoute {

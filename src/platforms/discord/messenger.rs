@@ -21,24 +21,18 @@ use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
 use crate::platforms::discord::message::{create_message_body, reaction_path};
 use crate::platforms::discord::wire::{approval_components, edit_body, message_path, webhook_call, MESSAGE_LIMIT};
-use crate::platforms::messenger::Buttons;
-use crate::platforms::messenger::Interrupted;
-use crate::platforms::messenger::Messenger;
-use crate::platforms::messenger::Piece;
-use crate::platforms::messenger::SendFailure;
-use crate::platforms::messenger::Streaming;
+use crate::platforms::messenger::{
+    Buttons, Interrupted, Messenger, Piece, SendFailure, Streaming, API_TIMEOUT_MS, UPLOAD_TIMEOUT_MS,
+};
 use crate::platforms::Platform;
 use crate::reply::reaction::Reaction;
 use crate::runtime::http::HttpFailure;
 
-const API_TIMEOUT_MS: u64 = 10_000;
 /// A guild answer larger than this is not read further.
 const GUILD_BODY_LIMIT: usize = 200_000;
 /// A streamed reply is edited about once a second: Discord allows about five
 /// edits per five seconds in a channel.
 const EDIT_EVERY_MS: u64 = 1_000;
-/// How long an upload may take.
-const UPLOAD_TIMEOUT_MS: u64 = 60_000;
 
 /// Sends to Discord with the deployment's settings.
 pub struct Discord<'a> {

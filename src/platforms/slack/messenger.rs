@@ -14,13 +14,9 @@ use crate::config::Config;
 use crate::files::rules::{is_platform_file_url, Refusal, SLACK_FILE_HOSTS};
 use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
-use crate::platforms::messenger::Buttons;
-use crate::platforms::messenger::FileBody;
-use crate::platforms::messenger::Interrupted;
-use crate::platforms::messenger::Messenger;
-use crate::platforms::messenger::Piece;
-use crate::platforms::messenger::SendFailure;
-use crate::platforms::messenger::Streaming;
+use crate::platforms::messenger::{
+    Buttons, FileBody, Interrupted, Messenger, Piece, SendFailure, Streaming, API_TIMEOUT_MS, UPLOAD_TIMEOUT_MS,
+};
 use crate::platforms::slack::wire::{
     approval_blocks, find_piece, piece_lookup, post_message_body, update_message_body, MESSAGE_LIMIT, WORKING_REACTION,
 };
@@ -28,7 +24,6 @@ use crate::platforms::Platform;
 use crate::reply::reaction::Reaction;
 use crate::runtime::http::send_form;
 
-const API_TIMEOUT_MS: u64 = 10_000;
 /// Members read per page; a channel with more is a truncated read.
 const MEMBERS_PAGE: u32 = 200;
 /// A read answer larger than this is not read further.
@@ -38,8 +33,6 @@ const LOOKUP_SLACK_SECS: i64 = 60;
 /// A streamed reply is updated about once a second (`chat.update` is a
 /// Tier 3 method: about 50 calls a minute).
 const EDIT_EVERY_MS: u64 = 1_000;
-/// How long an upload may take.
-const UPLOAD_TIMEOUT_MS: u64 = 60_000;
 
 /// Sends to Slack with the deployment's settings.
 pub struct Slack<'a> {

@@ -16,13 +16,9 @@ use crate::config::Config;
 use crate::files::rules::{Kind, Refusal};
 use crate::inbound::{Attachment, InboundEvent, ReplyAddress};
 use crate::ops::Op;
-use crate::platforms::messenger::Buttons;
-use crate::platforms::messenger::FileBody;
-use crate::platforms::messenger::Interrupted;
-use crate::platforms::messenger::Messenger;
-use crate::platforms::messenger::Piece;
-use crate::platforms::messenger::SendFailure;
-use crate::platforms::messenger::Streaming;
+use crate::platforms::messenger::{
+    Buttons, FileBody, Interrupted, Messenger, Piece, SendFailure, Streaming, API_TIMEOUT_MS, UPLOAD_TIMEOUT_MS,
+};
 use crate::platforms::telegram::wire::{
     approval_keyboard, is_not_modified, message_ref, send_message_body, sent_message_id, MESSAGE_LIMIT,
 };
@@ -31,14 +27,10 @@ use crate::reply::markup::{shown, Flavor};
 use crate::reply::reaction::Reaction;
 use crate::runtime::http::HttpFailure;
 
-/// How long one Bot API call may take.
-const API_TIMEOUT_MS: u64 = 10_000;
 /// The reaction that shows a turn has started on a message.
 const WORKING_REACTION: &str = "👀";
 /// A streamed reply is edited about once a second: Telegram's pace for one chat.
 const EDIT_EVERY_MS: u64 = 1_000;
-/// How long an upload may take.
-const UPLOAD_TIMEOUT_MS: u64 = 60_000;
 /// Telegram takes photos up to 10 MB; a larger image goes as a document.
 const PHOTO_LIMIT_BYTES: usize = 10 * 1024 * 1024;
 
