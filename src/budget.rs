@@ -3,6 +3,7 @@
 //! `usage` token usage rolled up per process and day; `api` the admin views
 //! and limit overrides.
 
+pub mod metered;
 pub mod prices;
 pub mod rules;
 
@@ -10,5 +11,7 @@ pub mod rules;
 pub mod api;
 #[cfg(target_arch = "wasm32")]
 pub mod store;
+#[cfg(target_arch = "wasm32")]
+pub mod tool_runs;
 #[cfg(target_arch = "wasm32")]
 pub mod usage;

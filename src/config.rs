@@ -1,6 +1,7 @@
 //! Configuration: every setting the Worker reads from its vars and secrets,
 //! with the defaults a user gets when a setting is absent.
 
+use crate::budget::metered::{Caps, MeteredTool};
 use crate::budget::rules::{self as budget, parse_tokens, parse_usd, Budgets, Limit};
 use crate::channel::engagement::Triggers;
 use crate::channel::processes::{Timeouts, DEFAULT_BRANCH_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS};
@@ -96,6 +97,10 @@ pub struct Config {
     pub budgets: Budgets,
     /// Guest web-chat sessions one client address may start per UTC day.
     pub web_chat_sessions_per_client_per_day: u32,
+    /// How often a worker, and a conversation per UTC day, may run code.
+    pub run_code_caps: Caps,
+    /// How often a worker, and a conversation per UTC day, may browse.
+    pub browse_caps: Caps,
     /// Whether the Gateway object holds a connection (DISCORD_GATEWAY=on).
     pub discord_gateway: bool,
     /// The Gateway URL; empty means ask Discord (`GET /gateway/bot`).
@@ -154,6 +159,14 @@ pub struct Config {
 }
 
 impl Config {
+    /// The caps of a metered tool.
+    pub fn caps(&self, tool: MeteredTool) -> Caps {
+        match tool {
+            MeteredTool::RunCode => self.run_code_caps,
+            MeteredTool::Browse => self.browse_caps,
+        }
+    }
+
     /// For tests: the configuration these settings make (every other one unset).
     #[cfg(test)]
     pub fn of(vars: &[(&str, &str)]) -> Config {
@@ -224,6 +237,20 @@ impl Config {
                     "DEPLOYMENT",
                     budget::DEFAULT_DEPLOYMENT_TOKENS_PER_DAY,
                     budget::DEFAULT_DEPLOYMENT_USD_PER_DAY,
+                ),
+            },
+            run_code_caps: Caps {
+                per_worker: positive("RUN_CODE_PER_WORKER", MeteredTool::RunCode.default_caps().per_worker),
+                per_conversation_day: positive(
+                    "RUN_CODE_PER_CONVERSATION_PER_DAY",
+                    MeteredTool::RunCode.default_caps().per_conversation_day,
+                ),
+            },
+            browse_caps: Caps {
+                per_worker: positive("BROWSE_PER_WORKER", MeteredTool::Browse.default_caps().per_worker),
+                per_conversation_day: positive(
+                    "BROWSE_PER_CONVERSATION_PER_DAY",
+                    MeteredTool::Browse.default_caps().per_conversation_day,
                 ),
             },
             web_chat_sessions_per_client_per_day: positive(
@@ -464,6 +491,15 @@ mod tests {
         assert_eq!(config.schedule_max_creations_per_turn, DEFAULT_MAX_CREATIONS_PER_TURN);
         assert_eq!(config.budgets, Budgets::default());
         assert_eq!(config.web_chat_sessions_per_client_per_day, DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY);
+        assert_eq!(config.caps(MeteredTool::RunCode), MeteredTool::RunCode.default_caps());
+    }
+
+    #[test]
+    fn a_metered_tools_caps_are_set_one_by_one() {
+        let config = Config::of(&[("BROWSE_PER_WORKER", "3"), ("RUN_CODE_PER_CONVERSATION_PER_DAY", "0")]);
+        let browse = config.caps(MeteredTool::Browse);
+        assert_eq!((browse.per_worker, browse.per_conversation_day), (3, 60));
+        assert_eq!(config.caps(MeteredTool::RunCode), MeteredTool::RunCode.default_caps(), "0 takes the default");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod branch;
 pub mod compaction;
+pub mod containment;
 pub mod envelope;
 pub mod tool_sets;
 pub mod worker;

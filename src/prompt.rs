@@ -258,6 +258,17 @@ mod tests {
     }
 
     #[test]
+    fn an_approval_says_why_it_asks_when_containment_asked() {
+        let ask = |why: Option<&str>| {
+            let context =
+                json!({ "kind": "tool", "what": "http_fetch", "arguments": "{}", "asker": "Ada", "why": why });
+            render("approval_ask", context).unwrap()
+        };
+        assert!(ask(Some("evil.example is new")).contains("It asks because evil.example is new."));
+        assert!(!ask(None).contains("It asks because"));
+    }
+
+    #[test]
     fn a_turn_reads_as_written() {
         let context = &contexts()[2];
         let turn = render("channel_turn", context).unwrap();

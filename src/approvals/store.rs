@@ -48,10 +48,13 @@ pub struct Approval {
     pub decided_by: Option<String>,
     pub decided_at: Option<i64>,
     pub created_at: i64,
+    /// Why the call waits, when containment asks (not the tool's own rule).
+    #[serde(default)]
+    pub why: Option<String>,
 }
 
 const COLUMNS: &str = "id, conversation_key, kind, subject, call_id, what, arguments, asker_platform, asker_id, \
-                       asker_name, status, expires_at, decided_by, decided_at, created_at";
+                       asker_name, status, expires_at, decided_by, decided_at, created_at, why";
 
 impl Approval {
     /// A new wait for `(what, arguments)`. `asker` is the person whose
@@ -84,6 +87,7 @@ impl Approval {
             decided_by: None,
             decided_at: None,
             created_at: now_ms(),
+            why: None,
         }
     }
 
@@ -101,7 +105,7 @@ impl Approval {
         let asker = self.asker_name.clone().filter(|name| !name.is_empty()).unwrap_or_else(|| "the task board".into());
         let context = json!({
             "kind": self.kind, "what": self.what, "arguments": self.arguments, "asker": asker,
-            "until": self.expires_at.map(format_utc),
+            "until": self.expires_at.map(format_utc), "why": self.why,
         });
         prompt::render("approval_ask", context).unwrap_or_else(|_| format!("Approval needed: {}", self.what))
     }
@@ -118,8 +122,8 @@ impl Approval {
 pub fn record(db: &D1Database, approval: &Approval) -> worker::Result<D1PreparedStatement> {
     db.prepare(
         "INSERT INTO approvals (id, conversation_key, kind, subject, call_id, what, arguments, asker_platform, \
-         asker_id, asker_name, status, expires_at, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'waiting', ?11, ?12) ON CONFLICT (id) DO NOTHING",
+         asker_id, asker_name, status, expires_at, created_at, why) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'waiting', ?11, ?12, ?13) ON CONFLICT (id) DO NOTHING",
     )
     .bind(&[
         approval.id.as_str().into(),
@@ -134,6 +138,7 @@ pub fn record(db: &D1Database, approval: &Approval) -> worker::Result<D1Prepared
         text_or_null(approval.asker_name.as_deref()),
         approval.expires_at.map_or(JsValue::NULL, number),
         number(approval.created_at),
+        text_or_null(approval.why.as_deref()),
     ])
 }
 

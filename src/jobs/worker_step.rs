@@ -65,7 +65,8 @@ struct Row {
 pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(), String> {
     let db = env.d1(DATABASE_BINDING).map_err(text)?;
     if let WorkerInput::Start { task, interactive } = &job.input {
-        let run = WorkerRun::start(task, *interactive, &config.bot_name).map_err(text)?;
+        let hosts = conversation_hosts(&db, &job.conversation_key).await.map_err(text)?;
+        let run = WorkerRun::start(task, *interactive, &config.bot_name, &hosts).map_err(text)?;
         create(&db, job, &run).await.map_err(text)?;
     }
     let Some(row) = load(&db, &job.id).await.map_err(text)? else {
@@ -98,6 +99,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
     let tools =
         EdgeTools { config, env, db: &db, job, mcp, progress_reports: Cell::new(0), last_heartbeat_ms: Cell::new(0) };
     let usage_before = run.usage;
+    let hosts_before = run.containment.known_hosts.clone();
     let started = now_ms();
     let spender = usage::Spender { conversation_key: job.conversation_key.clone(), person: job.person.clone() };
     let over = crate::budget::store::over_budget(&db, &config.budgets, &spender).await;
@@ -123,7 +125,9 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         input_tokens: run.usage.input_tokens - usage_before.input_tokens,
         output_tokens: run.usage.output_tokens - usage_before.output_tokens,
     };
-    save(&db, job, &run, &pending, model.spent()).await.map_err(text)?;
+    let learned: Vec<&String> =
+        run.containment.known_hosts.iter().filter(|host| !hosts_before.contains(host)).collect();
+    save(&db, job, &run, &pending, model.spent(), &learned).await.map_err(text)?;
     LogLine::info("worker_step_finished")
         .conversation(&job.conversation_key)
         .id(&job.id)
@@ -158,8 +162,8 @@ fn decide(config: &Config, job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) ->
         Owed::Report { kind, suffix, body } => {
             Pending { report: Some(report(job, kind, &suffix, body)), ..Pending::default() }
         }
-        Owed::Approval(call) => Pending {
-            ask: Some(Approval::new(
+        Owed::Approval(call) => {
+            let mut approval = Approval::new(
                 &job.conversation_key,
                 Kind::Tool,
                 &job.id,
@@ -167,9 +171,10 @@ fn decide(config: &Config, job: &WorkerJob, run: &WorkerRun, end: SegmentEnd) ->
                 (&call.name, &shown_arguments(&call.arguments)),
                 job.person.as_ref(),
                 Some(now_ms() + config.approval_timeout_ms),
-            )),
-            ..Pending::default()
-        },
+            );
+            approval.why = run.needs_yes(&call);
+            Pending { ask: Some(approval), ..Pending::default() }
+        }
         Owed::Next(next) => Pending { next: Some(next), ..Pending::default() },
         Owed::Nothing => Pending::default(),
     }
@@ -348,6 +353,7 @@ async fn save(
     run: &WorkerRun,
     pending: &Pending,
     spent: crate::budget::rules::Spend,
+    learned_hosts: &[&String],
 ) -> worker::Result<()> {
     let update =
         db.prepare("UPDATE workers SET state = ?1, run = ?2, pending = ?3, updated_at = ?4 WHERE id = ?5").bind(&[
@@ -363,8 +369,34 @@ async fn save(
         statements.push(approvals::record(db, approval)?);
     }
     statements.extend(usage::add(db, &spender, "worker", spent, now_ms())?);
+    for host in learned_hosts {
+        statements.push(
+            db.prepare(
+                "INSERT INTO conversation_hosts (conversation_key, host, first_used_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(&[job.conversation_key.as_str().into(), host.as_str().into(), now()])?,
+        );
+    }
     crate::runtime::d1::batch(db, statements).await?;
     Ok(())
+}
+
+/// The hosts the conversation has used (containment's known hosts), newest first.
+async fn conversation_hosts(db: &D1Database, conversation_key: &str) -> worker::Result<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        host: String,
+    }
+    let rows: Vec<Row> = db
+        .prepare(
+            "SELECT host FROM conversation_hosts WHERE conversation_key = ?1 ORDER BY first_used_at DESC LIMIT 200",
+        )
+        .bind(&[conversation_key.into()])?
+        .all_counted()
+        .await?
+        .results()?;
+    Ok(rows.into_iter().map(|row| row.host).collect())
 }
 
 async fn clear_pending(db: &D1Database, id: &str) -> worker::Result<()> {

