@@ -236,7 +236,8 @@ async fn from_workspace(
     path: &str,
 ) -> Result<Envelope, String> {
     let path = crate::workspace::rules::WorkspacePath::parse(path)?;
-    let workspace = crate::workspace::store::Workspace::open(env, conversation_key).map_err(|error| error.to_string())?;
+    let workspace =
+        crate::workspace::store::Workspace::open(env, conversation_key).map_err(|error| error.to_string())?;
     let mut bytes = workspace.read(&path).await?;
     if let Ok(text) = std::str::from_utf8(&bytes) {
         bytes = crate::runtime::config::redactor().redact(text).into_owned().into_bytes();

@@ -140,9 +140,9 @@ pub async fn produce_bytes(
     let id = file_id(conversation, &format!("out:{}:{digest}", process.1));
     let file = match find(db, conversation, &id).await.map_err(|error| error.to_string())? {
         Some(file) => file,
-        None => {
-            keep_bytes(env, db, conversation, &id, &name, "", bytes, now_ms).await.map_err(|why| format!("not sent: {why}"))?
-        }
+        None => keep_bytes(env, db, conversation, &id, &name, "", bytes, now_ms)
+            .await
+            .map_err(|why| format!("not sent: {why}"))?,
     };
     Ok(announce(process, &file, now_ms))
 }

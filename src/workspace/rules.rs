@@ -361,6 +361,12 @@ fn numbered(name: &str, count: u32) -> String {
     }
 }
 
+/// Whether a workspace file last written at `modified_ms` is past the files'
+/// keeping time ([`KEEP_DAYS`](crate::files::rules::KEEP_DAYS)) at `now_ms`.
+pub fn is_expired(modified_ms: i64, now_ms: i64) -> bool {
+    modified_ms < now_ms - crate::files::rules::KEEP_DAYS * 24 * 60 * 60 * 1000
+}
+
 /// What `snapshot` refuses when the workspace is larger than a run may take.
 pub fn too_large_for_snapshot(total: u64, max_bytes: u64) -> String {
     format!("the workspace holds {}, more than the {} a run may take", human(total), human(max_bytes))
@@ -500,6 +506,15 @@ mod tests {
             READ_LIMIT_CHARS - 1,
             "the newline counts too"
         );
+    }
+
+    #[test]
+    fn a_file_is_kept_as_long_as_the_files_are() {
+        let day = 24 * 60 * 60 * 1000;
+        let now = 100 * day;
+        assert!(!is_expired(now - 30 * day, now), "thirty days to the millisecond: kept");
+        assert!(is_expired(now - 30 * day - 1, now));
+        assert!(!is_expired(now - day, now));
     }
 
     #[test]
