@@ -361,10 +361,10 @@ fn numbered(name: &str, count: u32) -> String {
     }
 }
 
-/// Whether a workspace file last written at `modified_ms` is past the files'
-/// keeping time ([`KEEP_DAYS`](crate::files::rules::KEEP_DAYS)) at `now_ms`.
-pub fn is_expired(modified_ms: i64, now_ms: i64) -> bool {
-    modified_ms < now_ms - crate::files::rules::KEEP_DAYS * 24 * 60 * 60 * 1000
+/// Whether a workspace file last written at `modified_ms` is past the keeping
+/// time (`keep_days`: the files' own, `files::rules::KEEP_DAYS`) at `now_ms`.
+pub fn is_expired(modified_ms: i64, now_ms: i64, keep_days: i64) -> bool {
+    modified_ms < now_ms - keep_days * 24 * 60 * 60 * 1000
 }
 
 /// What `snapshot` refuses when the workspace is larger than a run may take.
@@ -512,9 +512,10 @@ mod tests {
     fn a_file_is_kept_as_long_as_the_files_are() {
         let day = 24 * 60 * 60 * 1000;
         let now = 100 * day;
-        assert!(!is_expired(now - 30 * day, now), "thirty days to the millisecond: kept");
-        assert!(is_expired(now - 30 * day - 1, now));
-        assert!(!is_expired(now - day, now));
+        assert!(!is_expired(now - 30 * day, now, 30), "thirty days to the millisecond: kept");
+        assert!(is_expired(now - 30 * day - 1, now, 30));
+        assert!(!is_expired(now - day, now, 30));
+        assert!(is_expired(now - 2 * day, now, 1));
     }
 
     #[test]

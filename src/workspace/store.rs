@@ -215,7 +215,7 @@ pub async fn expire(env: &Env, now_ms: i64) -> worker::Result<usize> {
         expired.extend(
             page.objects()
                 .into_iter()
-                .filter(|object| is_expired(object.uploaded().as_millis() as i64, now_ms))
+                .filter(|object| is_expired(object.uploaded().as_millis() as i64, now_ms, KEEP_DAYS))
                 .map(|object| object.key()),
         );
         match (page.truncated(), page.cursor()) {
