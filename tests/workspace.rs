@@ -2,14 +2,17 @@
 //! segment, and what it wrote is there after a restart and reaches the person
 //! with `send_file`; every path trick is a tool error the worker gets past;
 //! the conversation's attachments are listed read-only; the quotas hold; the
-//! admin route lists the workspace for operators only and forgets it.
+//! admin route and the dashboard list the workspace for operators only and
+//! forget it.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::files::{dm_with_file, telegram_file, CSV};
+use crate::harness::browser::Browser;
 use crate::harness::{dm_update, wait_for, Scripted, TestEnv, LLM_KEY};
+use crate::web::sign_in;
 use crate::workers::{spawn, status, tool_results, worker_requests, WORKER};
 
 fn call(name: &str, arguments: Value) -> Scripted {
@@ -157,7 +160,17 @@ async fn path_tricks_attachments_and_quotas_are_tool_errors_and_the_worker_goes_
     assert_eq!(wrong.status().as_u16(), 401);
     assert_eq!(workspace(&env, "telegram:92").await.len(), 3, "a refused forget removed nothing");
 
-    // Forgetting removes the workspace's own files; the attachment is the files room's.
+    // The dashboard's conversation view lists it, and forgets it at an operator's click.
+    let browser = Browser::start(1280, 900).await;
+    sign_in(&browser, &env).await;
+    browser.goto(&format!("{}/dashboard/#/c/telegram%3A92", env.worker.base_url)).await;
+    let shown = browser.wait_for_text("#workspace", "attachments/sales.csv", Duration::from_secs(20)).await;
+    assert!(shown.contains("read-only") && shown.contains("ok.txt") && shown.contains("two.txt"), "{shown}");
+    browser.eval("window.confirm = () => true;", json!([])).await;
+    browser.click("#forget-workspace").await;
+    browser.wait_for_text("main", "0 of 2 files", Duration::from_secs(20)).await;
+
+    // Forgetting removed the workspace's own files; the attachment is the files room's.
     let (code, answer) =
         env.admin_send(reqwest::Method::DELETE, "/api/conversations/telegram:92/workspace", None).await;
     assert_eq!((code, answer["removed"].as_bool()), (200, Some(true)), "{answer}");
