@@ -79,6 +79,19 @@ async fn a_file_written_and_edited_over_two_segments_survives_a_restart_and_is_s
     let read = all_results(&env).into_iter().find(|result| result.starts_with("notes/tally.md (lines"));
     let read = read.expect("the file_read result");
     assert!(read.starts_with("notes/tally.md (lines 2-3 of 3):\ncount: 2\n"), "{read}");
+
+    // A worker of another conversation has a workspace of its own: the same path is not there.
+    env.llm.push(spawn("read the tally", false, "Reading it."));
+    env.llm.push_for(WORKER, call("file_read", json!({ "path": "notes/tally.md" })));
+    env.llm.push_for(WORKER, status("outcome", "There is no tally here."));
+    env.telegram_update(&dm_update(3, 93, "read me the tally")).await;
+    let refused = wait_for("the other conversation's read", Duration::from_secs(40), || async {
+        let results = all_results(&env);
+        results.iter().find(|result| result.contains("no file notes/tally.md")).cloned()
+    })
+    .await;
+    assert!(refused.starts_with("error: there is no file notes/tally.md"), "{refused}");
+    assert!(workspace(&env, "telegram:93").await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]
