@@ -531,7 +531,13 @@ mod tests {
         let path = path("n.md");
         assert_eq!(edit(&path, "total: 1\nsum: 2\n", "sum: 2", "sum: 3").unwrap(), "total: 1\nsum: 3\n");
         assert!(edit(&path, "abc", "xyz", "q").unwrap_err().contains("not found"));
+        assert!(edit(&path, "a = 1\na = 1\n", "a = 1", "a = 2").unwrap_err().contains("occurs 2 times"));
         assert!(edit(&path, "ab ab ab", "ab", "q").unwrap_err().contains("occurs 3 times"));
+        assert_eq!(
+            edit(&path, "a = 1\na = 1\n", "a = 1\na", "b = 1\na").unwrap(),
+            "b = 1\na = 1\n",
+            "a longer passage"
+        );
         assert!(edit(&path, "ab", "", "q").unwrap_err().contains("empty"));
     }
 
