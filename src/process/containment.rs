@@ -19,6 +19,7 @@ use crate::files::arguments::{AttachmentRead, AttachmentRecall};
 use crate::llm::tool::Tool;
 use crate::llm::ToolCall;
 use crate::web_tools::arguments::HttpFetch;
+use crate::workspace::arguments::{FileList, FileRead};
 
 /// The most hosts a run remembers (the oldest are forgotten first).
 const MAX_KNOWN_HOSTS: usize = 200;
@@ -35,9 +36,9 @@ pub enum Reach {
     Neither,
 }
 
-/// The tools that read private material, by name: the conversation's files,
-/// and (beside these) every tool of an MCP server.
-const PRIVATE_READERS: [&str; 2] = [AttachmentRead::NAME, AttachmentRecall::NAME];
+/// The tools that read private material, by name: the conversation's files
+/// and its workspace, and (beside these) every tool of an MCP server.
+const PRIVATE_READERS: [&str; 4] = [AttachmentRead::NAME, AttachmentRecall::NAME, FileRead::NAME, FileList::NAME];
 
 /// The tools that send their `url` out, by name.
 const SENDERS: [&str; 1] = [HttpFetch::NAME];
