@@ -18,6 +18,8 @@ pub enum BindingKind {
     Ai,
     /// A Vectorize index (`[[vectorize]]`).
     Vectorize,
+    /// A Worker Loader (`[[worker_loaders]]`): isolates from code given at run time.
+    WorkerLoader,
 }
 
 /// One binding the Worker uses.
@@ -90,8 +92,16 @@ pub const VECTORS: Binding = Binding {
     required: false,
 };
 
+/// The Worker Loader: `run_code`'s sandboxes, each a fresh isolate.
+pub const LOADER: Binding = Binding {
+    name: "LOADER",
+    kind: BindingKind::WorkerLoader,
+    purpose: "the Worker Loader, for `run_code`'s sandboxes (a fresh isolate per run)",
+    required: false,
+};
+
 /// Every binding the Worker uses, in the order `/api/status` lists them.
-pub const ALL: [Binding; 8] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS];
+pub const ALL: [Binding; 9] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, LOADER];
 
 #[cfg(test)]
 mod tests {

@@ -34,6 +34,7 @@ use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::Metered;
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
+use crate::sandbox::arguments::{RunCode, RunCodeArguments};
 use crate::tasks::arguments::{TaskUpdate, TaskUpdateArguments};
 use crate::tasks::store as tasks;
 use crate::web_tools::arguments::{HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments};
@@ -303,6 +304,12 @@ impl Run<SendFile> for EdgeTools<'_> {
     async fn run(&self, arguments: SendFileArguments) -> String {
         let (key, process) = (&self.job.conversation_key, ("worker", self.job.id.as_str()));
         crate::jobs::send_file(self.config, self.env, self.db, key, process, &arguments).await
+    }
+}
+
+impl Run<RunCode> for EdgeTools<'_> {
+    async fn run(&self, arguments: RunCodeArguments) -> String {
+        crate::sandbox::tools::run_code(self.config, self.env, &self.job.conversation_key, &arguments, false).await
     }
 }
 

@@ -15,6 +15,7 @@ use crate::llm::tool::Tool;
 use crate::llm::ChatModel;
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolCall, ToolSpec, Usage};
 use crate::prompt;
+use crate::sandbox::arguments::RunCode;
 use crate::tasks::arguments::TaskUpdate;
 use crate::web_tools::arguments::{HttpFetch, WebSearch};
 
@@ -202,7 +203,7 @@ impl WorkerRun {
 crate::tool_set! {
     /// The tools a worker's world answers (besides MCP tools); `web_search`
     /// only where a search provider is configured.
-    pub WorkerToolSet = [HttpFetch, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, WebSearch]
+    pub WorkerToolSet = [HttpFetch, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, RunCode, WebSearch]
 }
 
 /// The tools a worker is offered: its runner's `set_status`, then its world's.

@@ -1,0 +1,15 @@
+//! `run_code`: JavaScript the model writes, run in a fresh isolate of the
+//! Worker Loader binding, with no network, no env and no bindings but a narrow
+//! in-memory workspace. `rules` (pure) the limits, the request, the report and
+//! the text the model reads; `loop_guard` (pure) the rewrite that bounds loops
+//! where no CPU limit is enforced; `arguments` (pure) the tool's type;
+//! `loader` the binding, reached through JS interop; `tools` the call.
+
+pub mod arguments;
+pub mod loop_guard;
+pub mod rules;
+
+#[cfg(target_arch = "wasm32")]
+pub mod loader;
+#[cfg(target_arch = "wasm32")]
+pub mod tools;

@@ -1,0 +1,51 @@
+// The sandbox's prelude (src/sandbox/wrapper.js imports it first, and the
+// model's module imports its `tick` under a name it cannot guess): console
+// lines are captured, never printed, up to a cap; `tick` counts the loop
+// iterations of the model's module (the host rewrites each loop's condition to
+// call it), because the local runtime enforces no CPU limit and an endless loop
+// would stall it.
+
+/** Characters of console output kept; the rest is only counted. */
+export const MAX_CHARS = 50000;
+/** Loop iterations the model's module may run in all. */
+export const STEP_LIMIT = 200000000;
+
+export const state = { logs: [], chars: 0, dropped: 0, steps: 0, spent: false };
+
+export function tick() {
+  if (++state.steps > STEP_LIMIT) {
+    state.spent = true;
+    throw new RangeError(`the sandbox stopped a loop: ${STEP_LIMIT} loop iterations are the limit`);
+  }
+  return true;
+}
+
+export function show(value) {
+  if (typeof value === "string") return value;
+  if (value instanceof Error) return value.stack || String(value);
+  try {
+    const json = JSON.stringify(value, (key, item) => (typeof item === "bigint" ? item.toString() : item), 2);
+    return json === undefined ? String(value) : json;
+  } catch {
+    return String(value);
+  }
+}
+
+function capture(level) {
+  return (...items) => {
+    const text = items.map(show).join(" ");
+    const room = MAX_CHARS - state.chars;
+    if (room <= 0) {
+      state.dropped += text.length;
+      return;
+    }
+    const kept = text.slice(0, room);
+    state.dropped += text.length - kept.length;
+    state.chars += kept.length + 1;
+    state.logs.push({ level, text: kept });
+  };
+}
+
+for (const level of ["log", "info", "warn", "error", "debug", "trace"]) {
+  console[level] = capture(level);
+}
