@@ -5,8 +5,9 @@
 // call it), because the local runtime enforces no CPU limit and an endless loop
 // would stall it.
 
-/** Characters of console output kept; the rest is only counted. */
-export const MAX_CHARS = 50000;
+/** Characters of console output kept (the rest is only counted), so that the
+ * error, the result and the note of what was cut fit the model's 50,000. */
+export const MAX_CHARS = 40000;
 /** Loop iterations the model's module may run in all. */
 export const STEP_LIMIT = 200000000;
 
