@@ -421,7 +421,7 @@ mod tests {
         let long = "a".repeat(PATH_LIMIT_BYTES + 1);
         assert!(refused(&long).contains("bytes long"));
         assert!(WorkspacePath::parse(&"a".repeat(PATH_LIMIT_BYTES)).is_ok());
-        let deep = vec!["d"; PATH_LIMIT_DEPTH + 1].join("/");
+        let deep = ["d"; PATH_LIMIT_DEPTH + 1].join("/");
         assert!(refused(&deep).contains("folders deep"));
     }
 
