@@ -91,6 +91,7 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::ChannelUsage => admin::channel_usage(env, param("key"), operator()?).await,
         Route::ChannelProcesses => admin::channel_processes(env, param("key"), operator()?).await,
         Route::ChannelWorkers => admin::channel_workers(env, param("key"), operator()?).await,
+        Route::ChannelRunCode => crate::sandbox::api::run(request, env, param("key"), operator()?).await,
         Route::ChannelIdentity => identity::conversation_override(env, param("key"), operator()?).await,
         Route::SetChannelIdentity => identity::set_conversation_override(request, env, param("key"), operator()?).await,
         Route::RemoveChannelIdentity => identity::remove_conversation_override(env, param("key"), operator()?).await,

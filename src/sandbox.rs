@@ -3,12 +3,15 @@
 //! in-memory workspace. `rules` (pure) the limits, the request, the report and
 //! the text the model reads; `loop_guard` (pure) the rewrite that bounds loops
 //! where no CPU limit is enforced; `arguments` (pure) the tool's type;
-//! `loader` the binding, reached through JS interop; `tools` the call.
+//! `loader` the binding, reached through JS interop; `tools` the call; `api`
+//! the operator's route that runs a module on a conversation's workspace.
 
 pub mod arguments;
 pub mod loop_guard;
 pub mod rules;
 
+#[cfg(target_arch = "wasm32")]
+pub mod api;
 #[cfg(target_arch = "wasm32")]
 pub mod loader;
 #[cfg(target_arch = "wasm32")]

@@ -56,6 +56,12 @@ async fn a_worker_computes_with_run_code_and_the_result_reaches_the_model_and_th
     assert_eq!(results[0], "console:\nadded 100 squares\nresult:\n{\n  \"sum\": 338350\n}", "{results:?}");
     let ops = env.admin("/api/ops").await;
     assert!(ops["sandbox_runs"].as_u64().unwrap_or_default() >= 1, "{ops}");
+    // The operator's route runs a module the same way.
+    let code = json!({ "code": "export default () => [1, 2].map((n) => n * 21)" });
+    let (status, body) = env.admin_send(reqwest::Method::POST, "/api/channels/telegram:301/run_code", Some(code)).await;
+    assert_eq!((status, body["result"].as_str()), (200, Some("result:\n[\n  21,\n  42\n]")), "{body}");
+    let anonymous = env.post("/api/channels/telegram:301/run_code", &[], b"{}".to_vec()).await;
+    assert_eq!(anonymous.status(), 401);
 }
 
 /// Counts the connections a loopback server accepts.
