@@ -62,7 +62,7 @@ fn show(label: &str, runs: &[(f64, f64)]) {
     let worker: Vec<f64> = runs.iter().map(|run| run.0).collect();
     let trip: Vec<f64> = runs.iter().map(|run| run.1).collect();
     println!(
-        "{label:<44} median {:>6.1} ms, p90 {:>6.1} ms (round trip median {:.1} ms, p90 {:.1} ms; {} runs)",
+        "{label:<42} median {:>6.1} ms, p90 {:>6.1} ms (round trip median {:.1} ms, p90 {:.1} ms; {} runs)",
         percentile(&worker, 0.5),
         percentile(&worker, 0.9),
         percentile(&trip, 0.5),
@@ -101,5 +101,5 @@ async fn main() {
     println!("run_code on the local runtime (Worker Loader under wrangler dev), measured by the Worker:");
     show("run_code, trivial module, cold (first run)", &cold);
     show("run_code, trivial module, warm", &warm);
-    show("run_code, 10,000-row CSV (~190 KB) summarised", &csv);
+    show("run_code, 10,000-row CSV summarised", &csv);
 }
