@@ -2,7 +2,7 @@
 //! isolate in local workerd, over the conversation's workspace; what it
 //! returns reaches the model, and every hostile run (an endless loop, memory
 //! bombs, an output flood, a fetch, reaching for env and secrets, another
-//! conversation's files) ends as an `error: …` tool result with the worker
+//! conversation's files, waiting forever) ends as an `error: …` tool result with the worker
 //! going on to report to the person.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -80,7 +80,7 @@ async fn loopback_server() -> (String, Arc<AtomicUsize>) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_runs_end_as_tool_errors_and_the_worker_goes_on() {
-    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "10000")]).await;
+    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "10000"), ("SANDBOX_WALL_MS", "5000")]).await;
     let (url, accepted) = loopback_server().await;
     env.llm.push(spawn("try the sandbox's walls", false, "Trying."));
     let cases = [
@@ -102,6 +102,9 @@ async fn hostile_runs_end_as_tool_errors_and_the_worker_goes_on() {
             .replace("{{}}", "{}"),
         // Not even a module.
         "export default async function main() { return (; }".to_string(),
+        // Waiting forever: the wall time ends it.
+        "export default async function main() { await new Promise((resolve) => setTimeout(resolve, 600000)); }"
+            .to_string(),
     ];
     for code in &cases {
         env.llm.push_for(WORKER, run(code));
@@ -132,6 +135,7 @@ async fn hostile_runs_end_as_tool_errors_and_the_worker_goes_on() {
         "{}",
         results[6]
     );
+    assert_eq!(results[7], "error: the code ran past its wall-time limit of 5000 ms and was stopped");
     let everything = last.to_string();
     for secret in [crate::harness::LLM_KEY, TELEGRAM_TOKEN, crate::harness::ADMIN_TOKEN] {
         assert!(!everything.contains(secret), "a secret reached the model");
