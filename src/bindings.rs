@@ -20,6 +20,8 @@ pub enum BindingKind {
     Vectorize,
     /// A Worker Loader (`[[worker_loaders]]`): isolates from code given at run time.
     WorkerLoader,
+    /// A service binding (`[[services]]`): another Worker, or this one.
+    Service,
 }
 
 /// One binding the Worker uses.
@@ -100,8 +102,16 @@ pub const LOADER: Binding = Binding {
     required: false,
 };
 
+/// This Worker itself: `run_code`'s fetches come back through it to the fetch guard.
+pub const SELF_SERVICE: Binding = Binding {
+    name: "SELF",
+    kind: BindingKind::Service,
+    purpose: "this Worker itself, for `run_code`'s guarded fetches (SANDBOX_NETWORK = \"guarded\")",
+    required: false,
+};
+
 /// Every binding the Worker uses, in the order `/api/status` lists them.
-pub const ALL: [Binding; 9] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, LOADER];
+pub const ALL: [Binding; 10] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, LOADER, SELF_SERVICE];
 
 #[cfg(test)]
 mod tests {

@@ -155,6 +155,8 @@ pub struct Config {
     pub workspace_quotas: crate::workspace::rules::Quotas,
     /// `run_code`'s limits (`SANDBOX_WALL_MS`, `SANDBOX_CPU_MS`, `SANDBOX_MAX_INPUT_BYTES`).
     pub sandbox: crate::sandbox::rules::Limits,
+    /// `run_code` may fetch through the fetch guard (`SANDBOX_NETWORK = "guarded"`; default `off`).
+    pub sandbox_network: bool,
 }
 
 impl Config {
@@ -268,6 +270,7 @@ impl Config {
                 number("SANDBOX_CPU_MS", crate::sandbox::rules::DEFAULT_CPU_MS),
                 number("SANDBOX_MAX_INPUT_BYTES", crate::sandbox::rules::DEFAULT_MAX_INPUT_BYTES),
             ),
+            sandbox_network: text("SANDBOX_NETWORK", "off").trim().eq_ignore_ascii_case("guarded"),
             stream_replies: match text("STREAM_REPLIES", DEFAULT_STREAM_REPLIES).trim() {
                 "off" | "none" => Vec::new(),
                 list => {
@@ -420,6 +423,7 @@ impl Config {
                     "wall_ms": self.sandbox.wall_ms,
                     "cpu_ms": self.sandbox.cpu_ms,
                     "max_input_bytes": self.sandbox.max_input_bytes,
+                    "network": if self.sandbox_network { "guarded" } else { "off" },
                 },
             },
             "secrets_set": secrets_set,

@@ -223,7 +223,7 @@ mod tests {
         ("tools/react", "5b5050ed428f9c7b6c11a16a7ac85ccfbe649bebb47545fe931df08e77badbe9"),
         ("tools/reply", "5eb9ed6a4e4dceb5b431b0dbd0eb9b6a35ef39dcb85d87a7a654691d5bc15784"),
         ("tools/route", "3fbd91c50182ff9fa47fcae206ccbbeffa352622dde8be028cafcf3d68fd79f4"),
-        ("tools/run_code", "0c12c8e71e71fe4085a10245fcba3e2ff2c730fcaea23254b12963603b49e067"),
+        ("tools/run_code", "7c496e58c41470cd0f652ba04d4b4c28366e85ab72e977e9b6537d5f8706b059"),
         ("tools/schedule", "a491e56d0ca35bbb4647e226471a29fc1195b11ec37c86d3ca0bec28005a28ec"),
         ("tools/send_file", "4aaf89adb91b0e24276d4b89d4346dc6b1809d596cc46c76ef58e36bda164f8f"),
         ("tools/set_status", "2215ff00f0d5f15a671bf1a0523a23b5bf5a15d99bfddb241ae09b6a6bfd3f19"),

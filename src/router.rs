@@ -29,6 +29,8 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         // A configuration the Worker refuses: every request (health included)
         // says why, and nothing else runs.
         Some(refusal) => Err(ApiError::Misconfigured(refusal)),
+        // A sandbox run's fetch, back through the `SELF` binding: never a route.
+        None if crate::sandbox::egress::is_egress(&request) => crate::sandbox::egress::serve(request, env).await,
         None => route(request, env).await,
     };
     let response = outcome.or_else(|error| {

@@ -232,3 +232,49 @@ async fn a_gradual_memory_bomb_ends_as_a_tool_error() {
     let last = outcome_reaches_the_person(&env, "The run was stopped.").await;
     assert!(tool_results(&last)[0].starts_with("error: "), "{:?}", tool_results(&last));
 }
+
+/// With `SANDBOX_NETWORK = "guarded"`, a run's fetch goes through the Worker
+/// and its fetch guard: an allowed host answers, a private one is refused
+/// before any request leaves, and a request to the Worker that carries a
+/// forged run token is refused without a fetch.
+#[tokio::test(flavor = "multi_thread")]
+async fn guarded_fetches_go_through_the_fetch_guard_and_forged_tokens_are_refused() {
+    let env = TestEnv::start_with(&[("SANDBOX_NETWORK", "guarded"), ("FETCH_ALLOW_HOSTS", "127.0.0.1")]).await;
+    env.telegram.serve_file("/public/page.txt", b"hello from the page".to_vec());
+    let (stolen, accepted) = loopback_server().await;
+    let page = format!("{}/public/page.txt", env.telegram.base_url);
+    let fetched = operator_run(&env, format!(
+        "export default async function main() {{ const answer = await fetch({page:?}); return answer.status + ' ' + await answer.text(); }}"
+    ))
+    .await;
+    assert_eq!(fetched, "result:\n200 hello from the page");
+    // `localhost` is a local name, not the allowed 127.0.0.1: refused by the guard.
+    let private = stolen.replace("127.0.0.1", "localhost");
+    let refused = operator_run(
+        &env,
+        format!("export default async function main() {{ return (await fetch({private:?})).status; }}"),
+    )
+    .await;
+    assert!(refused.starts_with("error: the code threw Error: the fetch guard refused"), "{refused}");
+    assert!(refused.contains("private or local address"), "{refused}");
+    let posted = operator_run(&env, format!("export default async function main() {{ return (await fetch({page:?}, {{ method: 'POST', body: 'x' }})).status; }}")).await;
+    assert!(posted.starts_with("error: the code threw TypeError: the sandbox fetches with GET only"), "{posted}");
+    let forged = env
+        .client
+        .get(format!("{}/anything?url={}", env.worker.base_url, stolen))
+        .header("x-edgebot-sandbox", "run.99999999999999.00")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    assert!(forged.headers().get("x-edgebot-refused").is_some());
+    assert_eq!(accepted.load(Ordering::SeqCst), 0, "no request reached the private server");
+}
+
+/// Runs a module through the operator's route; the text the model would read.
+async fn operator_run(env: &TestEnv, code: String) -> String {
+    let path = "/api/channels/telegram:306/run_code";
+    let (status, body) = env.admin_send(reqwest::Method::POST, path, Some(json!({ "code": code }))).await;
+    assert_eq!(status, 200, "{body}");
+    body["result"].as_str().unwrap_or_default().to_string()
+}

@@ -309,7 +309,8 @@ impl Run<SendFile> for EdgeTools<'_> {
 
 impl Run<RunCode> for EdgeTools<'_> {
     async fn run(&self, arguments: RunCodeArguments) -> String {
-        crate::sandbox::tools::run_code(self.config, self.env, &self.job.conversation_key, &arguments, false).await
+        // `true`: whatever SANDBOX_NETWORK allows (containment will pass false after private reads).
+        crate::sandbox::tools::run_code(self.config, self.env, &self.job.conversation_key, &arguments, true).await
     }
 }
 

@@ -58,13 +58,13 @@ pub struct SandboxFile {
     pub read_only: bool,
 }
 
-/// The body the host sends the isolate.
-pub fn request_body(files: &[SandboxFile]) -> String {
+/// The body the host sends the isolate; `egress` the run's network token, if it has the network.
+pub fn request_body(files: &[SandboxFile], egress: Option<&str>) -> String {
     let files: Vec<Value> = files
         .iter()
         .map(|file| json!({ "path": file.path, "data": STANDARD.encode(&file.bytes), "read_only": file.read_only }))
         .collect();
-    json!({ "files": files }).to_string()
+    json!({ "files": files, "egress": egress }).to_string()
 }
 
 /// A console line.
@@ -233,7 +233,8 @@ mod tests {
     #[test]
     fn the_request_carries_each_file_in_base64_with_its_mode() {
         let files = [SandboxFile { path: "attachments/a.csv".into(), bytes: b"x,y\n1,2\n".to_vec(), read_only: true }];
-        let body: Value = serde_json::from_str(&request_body(&files)).unwrap();
+        let body: Value = serde_json::from_str(&request_body(&files, None)).unwrap();
+        assert_eq!(body["egress"], Value::Null);
         assert_eq!(body["files"][0]["path"], "attachments/a.csv");
         assert_eq!(body["files"][0]["read_only"], true);
         assert_eq!(STANDARD.decode(body["files"][0]["data"].as_str().unwrap()).unwrap(), b"x,y\n1,2\n");

@@ -13,9 +13,9 @@ use crate::sandbox::rules::{format_report, SandboxFile, Stored, CODE_LIMIT_CHARS
 use crate::workspace::rules::WorkspacePath;
 use crate::workspace::store::Workspace;
 
-/// Runs the model's module on the conversation's workspace. `network` says
-/// whether the run may reach the network (through the fetch guard); no caller
-/// allows it yet.
+/// Runs the model's module on the conversation's workspace. `network`: the
+/// run may fetch (through the fetch guard) if the operator allows it too
+/// (`SANDBOX_NETWORK = "guarded"`, and an admin token to sign with).
 pub async fn run_code(
     config: &Config,
     env: &Env,
@@ -41,7 +41,11 @@ pub async fn run_code(
         }
         Err(error) => return format!("error: {error}"),
     };
-    let report = match loader::run(env, code, &files, &config.sandbox, network).await {
+    let egress_key = match network && config.sandbox_network {
+        true => crate::sandbox::network::egress_key(config.admin_token.expose()),
+        false => None,
+    };
+    let report = match loader::run(env, code, &files, &config.sandbox, egress_key).await {
         Ok(report) => report,
         Err(error) => return redactor().redact(&error).into_owned(),
     };

@@ -2,8 +2,9 @@
 // read_only }] }`, the model's module (`./code.js`) gets `{ workspace }` and
 // its default export's value, console lines, error (with its stack) and the
 // files it wrote come back as JSON. No env, no bindings, no network
-// (`globalOutbound: null`); the isolate is fresh for each run.
-import { state, show, MAX_CHARS } from "./prelude.js";
+// (`globalOutbound: null`) unless the operator allows guarded fetches (then
+// `egress` is the run's token); the isolate is fresh for each run.
+import { report, allowEgress, show, MAX_CHARS } from "./prelude.js";
 import * as code from "./code.js";
 
 /** Bytes the module may write in one run (the host's quotas then apply). */
@@ -75,6 +76,7 @@ export default {
   async fetch(request) {
     const input = await request.json();
     const { workspace, collect } = makeWorkspace(input.files || []);
+    if (input.egress) allowEgress(input.egress);
     let value = null;
     let error = null;
     try {
@@ -86,12 +88,13 @@ export default {
     } catch (thrown) {
       error = describe(thrown);
     }
+    const printed = report();
     return Response.json({
       value,
-      logs: state.logs,
-      dropped: state.dropped,
+      logs: printed.logs,
+      dropped: printed.dropped,
       error,
-      loop_limit: state.spent,
+      loop_limit: printed.spent,
       written: error ? [] : collect(),
     });
   },
