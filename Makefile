@@ -89,6 +89,7 @@ bench: build
 	cargo bench --bench cost
 	cargo bench --bench cpu
 	cargo bench --bench memory
+	cargo bench --bench sandbox
 	cargo bench --bench streaming
 	@scripts/setup-browser.sh
 	cargo bench --bench web

@@ -18,6 +18,10 @@ pub enum BindingKind {
     Ai,
     /// A Vectorize index (`[[vectorize]]`).
     Vectorize,
+    /// A Worker Loader (`[[worker_loaders]]`): isolates from code given at run time.
+    WorkerLoader,
+    /// A service binding (`[[services]]`): another Worker, or this one.
+    Service,
 }
 
 /// One binding the Worker uses.
@@ -79,8 +83,24 @@ pub const VECTORS: Binding = Binding::optional(
     "the Vectorize index of memories (VECTOR_BACKEND = \"vectorize\")",
 );
 
+/// The Worker Loader: `run_code`'s sandboxes, each a fresh isolate.
+pub const LOADER: Binding = Binding {
+    name: "LOADER",
+    kind: BindingKind::WorkerLoader,
+    purpose: "the Worker Loader, for `run_code`'s sandboxes (a fresh isolate per run)",
+    required: false,
+};
+
+/// This Worker itself: `run_code`'s fetches come back through it to the fetch guard.
+pub const SELF_SERVICE: Binding = Binding {
+    name: "SELF",
+    kind: BindingKind::Service,
+    purpose: "this Worker itself, for `run_code`'s guarded fetches (SANDBOX_NETWORK = \"guarded\")",
+    required: false,
+};
+
 /// Every binding the Worker uses, in the order `/api/status` lists them.
-pub const ALL: [Binding; 8] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS];
+pub const ALL: [Binding; 10] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, LOADER, SELF_SERVICE];
 
 #[cfg(test)]
 mod tests {

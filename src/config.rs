@@ -158,6 +158,10 @@ pub struct Config {
     pub sign_in: crate::sessions::limit::Limits,
     /// What a conversation's workspace may hold (`WORKSPACE_MAX_*`).
     pub workspace_quotas: crate::workspace::rules::Quotas,
+    /// `run_code`'s limits (`SANDBOX_WALL_MS`, `SANDBOX_CPU_MS`, `SANDBOX_MAX_INPUT_BYTES`).
+    pub sandbox: crate::sandbox::rules::Limits,
+    /// `run_code` may fetch through the fetch guard (`SANDBOX_NETWORK = "guarded"`; default `off`).
+    pub sandbox_network: bool,
 }
 
 impl Config {
@@ -294,6 +298,12 @@ impl Config {
                 bytes: number("WORKSPACE_MAX_BYTES", crate::workspace::rules::DEFAULT_MAX_BYTES).max(1),
                 file_bytes: number("WORKSPACE_MAX_FILE_BYTES", crate::workspace::rules::DEFAULT_MAX_FILE_BYTES).max(1),
             },
+            sandbox: crate::sandbox::rules::Limits::new(
+                number("SANDBOX_WALL_MS", crate::sandbox::rules::DEFAULT_WALL_MS),
+                number("SANDBOX_CPU_MS", crate::sandbox::rules::DEFAULT_CPU_MS),
+                number("SANDBOX_MAX_INPUT_BYTES", crate::sandbox::rules::DEFAULT_MAX_INPUT_BYTES),
+            ),
+            sandbox_network: text("SANDBOX_NETWORK", "off").trim().eq_ignore_ascii_case("guarded"),
             stream_replies: match text("STREAM_REPLIES", DEFAULT_STREAM_REPLIES).trim() {
                 "off" | "none" => Vec::new(),
                 list => {
@@ -441,6 +451,12 @@ impl Config {
                     "files": self.workspace_quotas.files,
                     "bytes": self.workspace_quotas.bytes,
                     "file_bytes": self.workspace_quotas.file_bytes,
+                },
+                "sandbox": {
+                    "wall_ms": self.sandbox.wall_ms,
+                    "cpu_ms": self.sandbox.cpu_ms,
+                    "max_input_bytes": self.sandbox.max_input_bytes,
+                    "network": if self.sandbox_network { "guarded" } else { "off" },
                 },
             },
             "secrets_set": secrets_set,

@@ -32,6 +32,7 @@ pub mod prompt;
 pub mod redact;
 pub mod reply;
 pub mod routes;
+pub mod sandbox;
 pub mod schedules;
 pub mod secret;
 pub mod security;

@@ -53,11 +53,13 @@ pub enum Op {
     McpRequest,
     /// A tool call a process made on an MCP server.
     McpToolCall,
+    /// A `run_code` run: a fresh isolate from the Worker Loader.
+    SandboxRun,
 }
 
 impl Op {
     /// Every kind, in the order `/api/ops` lists them.
-    pub const ALL: [Op; 19] = [
+    pub const ALL: [Op; 20] = [
         Op::WorkerInvocation,
         Op::DoRequest,
         Op::DoRequestMs,
@@ -77,6 +79,7 @@ impl Op {
         Op::VectorizeCall,
         Op::McpRequest,
         Op::McpToolCall,
+        Op::SandboxRun,
     ];
 
     pub fn name(self) -> &'static str {
@@ -100,6 +103,7 @@ impl Op {
             Op::VectorizeCall => "vectorize_calls",
             Op::McpRequest => "mcp_requests",
             Op::McpToolCall => "mcp_tool_calls",
+            Op::SandboxRun => "sandbox_runs",
         }
     }
 }

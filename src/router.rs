@@ -31,6 +31,8 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
         // A configuration the Worker refuses: every request (health included)
         // says why, and nothing else runs.
         Some(refusal) => Err(ApiError::Misconfigured(refusal)),
+        // A sandbox run's fetch, back through the `SELF` binding: never a route.
+        None if crate::sandbox::egress::is_egress(&request) => crate::sandbox::egress::serve(request, env).await,
         None => route(request, env).await,
     };
     let response = outcome.or_else(|error| {
@@ -95,6 +97,7 @@ async fn route(request: Request, env: &Env) -> Answer {
         Route::ChannelWorkers => admin::channel_workers(env, param("key"), operator()?).await,
         Route::ConversationWorkspace => workspace::list(env, param("key"), operator()?).await,
         Route::ForgetConversationWorkspace => workspace::forget(env, param("key"), operator()?).await,
+        Route::ChannelRunCode => crate::sandbox::api::run(request, env, param("key"), operator()?).await,
         Route::ChannelIdentity => identity::conversation_override(env, param("key"), operator()?).await,
         Route::SetChannelIdentity => identity::set_conversation_override(request, env, param("key"), operator()?).await,
         Route::RemoveChannelIdentity => identity::remove_conversation_override(env, param("key"), operator()?).await,

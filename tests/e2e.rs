@@ -26,6 +26,7 @@ mod never_silent;
 mod outbound;
 mod people;
 mod processes;
+mod sandbox;
 mod schedules;
 mod slack;
 mod status;

@@ -34,6 +34,7 @@ use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::Metered;
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
+use crate::sandbox::arguments::{RunCode, RunCodeArguments};
 use crate::tasks::arguments::{TaskUpdate, TaskUpdateArguments};
 use crate::tasks::store as tasks;
 use crate::web_tools::arguments::{HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments};
@@ -333,6 +334,13 @@ impl Run<FileWrite> for EdgeTools<'_> {
 impl Run<FileEdit> for EdgeTools<'_> {
     async fn run(&self, arguments: FileEditArguments) -> String {
         answer(workspace::edit(self.env, &self.job.conversation_key, &arguments).await)
+    }
+}
+
+impl Run<RunCode> for EdgeTools<'_> {
+    async fn run(&self, arguments: RunCodeArguments) -> String {
+        // `true`: whatever SANDBOX_NETWORK allows (containment will pass false after private reads).
+        crate::sandbox::tools::run_code(self.config, self.env, &self.job.conversation_key, &arguments, true).await
     }
 }
 

@@ -16,6 +16,7 @@ use crate::llm::tool::Tool;
 use crate::llm::ChatModel;
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolCall, ToolSpec, Usage};
 use crate::prompt;
+use crate::sandbox::arguments::RunCode;
 use crate::tasks::arguments::TaskUpdate;
 use crate::web_tools::arguments::{HttpFetch, WebSearch};
 use crate::workspace::arguments::{FileEdit, FileList, FileRead, FileWrite};
@@ -224,8 +225,8 @@ crate::tool_set! {
     /// The tools a worker's world answers (besides MCP tools); `web_search`
     /// only where a search provider is configured.
     pub WorkerToolSet = [
-        HttpFetch, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, WebSearch, FileList, FileRead, FileWrite,
-        FileEdit
+        HttpFetch, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, RunCode, WebSearch, FileList, FileRead,
+        FileWrite, FileEdit
     ]
 }
 
