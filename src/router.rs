@@ -2,6 +2,7 @@
 //! its handler, and the one place where an [`ApiError`] becomes a status and a
 //! JSON body.
 
+use matchit::Params;
 use worker::{Env, Headers, Method, Request, Response, Result};
 
 use crate::api_error::ApiError;
@@ -70,11 +71,8 @@ async fn route(request: Request, env: &Env) -> Answer {
     };
     let param = |name: &str| params.get(name).unwrap_or_default();
     let operator = operator_of(route, &request, env).await?;
-    let operator = || operator.as_ref().ok_or(ApiError::Unauthorized("this route is the operator's"));
     match route {
         Route::Health => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
-        Route::Status => admin::status(env, operator()?).await,
-        Route::Ops => admin::ops(operator()?).await,
         Route::Webhook(platform) => webhooks::receive(platform, request, env).await,
         Route::SignIn => sessions::sign_in(request, env).await,
         Route::Session => sessions::current(&request, env).await,
@@ -84,62 +82,85 @@ async fn route(request: Request, env: &Env) -> Answer {
         Route::ChatSocket => sessions::chat_socket(&request, env).await,
         Route::UploadChatFile => chat_files::upload(request, env).await,
         Route::DownloadFile => chat_files::download(&request, env, param("id")).await,
-        Route::Conversations => admin::conversations(&request, env, operator()?).await,
-        Route::Settings => admin::settings(env, operator()?).await,
-        Route::Bulletin => memory::bulletin(env, operator()?).await,
-        Route::ChannelLive => sessions::watch_socket(&request, env, &percent_decode(param("key")), operator()?).await,
-        Route::ChannelEvents => admin::channel_events(env, param("key"), operator()?).await,
-        Route::ChannelMessages => admin::channel_messages(env, param("key"), operator()?).await,
-        Route::ChannelOutbox => admin::channel_outbox(env, param("key"), operator()?).await,
-        Route::ChannelEnvelopes => admin::channel_envelopes(&request, env, param("key"), operator()?).await,
-        Route::ChannelUsage => admin::channel_usage(env, param("key"), operator()?).await,
-        Route::ChannelProcesses => admin::channel_processes(env, param("key"), operator()?).await,
-        Route::ChannelWorkers => admin::channel_workers(env, param("key"), operator()?).await,
-        Route::ConversationWorkspace => workspace::list(env, param("key"), operator()?).await,
-        Route::ForgetConversationWorkspace => workspace::forget(env, param("key"), operator()?).await,
-        Route::ChannelRunCode => crate::sandbox::api::run(request, env, param("key"), operator()?).await,
-        Route::ChannelIdentity => identity::conversation_override(env, param("key"), operator()?).await,
-        Route::SetChannelIdentity => identity::set_conversation_override(request, env, param("key"), operator()?).await,
-        Route::RemoveChannelIdentity => identity::remove_conversation_override(env, param("key"), operator()?).await,
-        Route::IdentityDocuments => identity::documents(env, operator()?).await,
-        Route::IdentityVersions => identity::versions(env, param("name"), operator()?).await,
-        Route::SaveIdentity => identity::save_document(request, env, param("name"), operator()?).await,
-        Route::RestoreIdentity => identity::restore(env, param("name"), param("version"), operator()?).await,
-        Route::Memories => memory::memories(&request, env, operator()?).await,
-        Route::ImportMemories => memory::import_memories(request, env, operator()?).await,
-        Route::DeleteMemory => memory::delete_memory(env, param("id"), operator()?).await,
-        Route::ShareMemory => memory::share_memory(env, param("id"), true, operator()?).await,
-        Route::UnshareMemory => memory::share_memory(env, param("id"), false, operator()?).await,
-        Route::Schedules => schedules::schedules(&request, env, operator()?).await,
-        Route::CreateSchedule => schedules::create_schedule(request, env, operator()?).await,
-        Route::PauseSchedule => schedules::set_schedule_status(env, param("id"), PAUSED, operator()?).await,
-        Route::ResumeSchedule => schedules::set_schedule_status(env, param("id"), ACTIVE, operator()?).await,
-        Route::DeleteSchedule => schedules::delete_schedule(env, param("id"), operator()?).await,
-        Route::ScheduleRuns => schedules::schedule_runs(env, param("id"), operator()?).await,
-        Route::Spend => budget::spend(&request, env, operator()?).await,
-        Route::SetSpendLimit => {
-            budget::set_spend_limit(request, env, param("scope"), param("subject"), operator()?).await
-        }
-        Route::RemoveSpendLimit => budget::remove_spend_limit(env, param("scope"), param("subject"), operator()?).await,
-        Route::People => people::list(&request, env, operator()?).await,
-        Route::Person => people::show(env, param("id"), operator()?).await,
-        Route::UpdatePerson => people::update(request, env, param("id"), operator()?).await,
-        Route::LinkPerson => people::link(request, env, param("id"), operator()?).await,
-        Route::ForgetPersonNotes => people::clear_notes(env, param("id"), operator()?).await,
-        Route::Tasks => tasks::tasks(&request, env, operator()?).await,
-        Route::CreateTask => tasks::create_task(request, env, operator()?).await,
-        Route::ApproveTask => tasks::move_task(request, env, param("id"), Some("ready"), operator()?).await,
-        Route::MoveTask => tasks::move_task(request, env, param("id"), None, operator()?).await,
-        Route::DeleteTask => tasks::delete_task(env, param("id"), operator()?).await,
-        Route::StartGateway => admin::gateway(env, GatewayRoute::Start, operator()?).await,
-        Route::StopGateway => admin::gateway(env, GatewayRoute::Stop, operator()?).await,
-        Route::GatewayStatus => admin::gateway(env, GatewayRoute::Status, operator()?).await,
-        Route::McpServers => mcp_admin::servers(env, operator()?).await,
-        Route::SaveMcpServer => mcp_admin::save(request, env, param("name"), operator()?).await,
-        Route::RemoveMcpServer => mcp_admin::remove(env, param("name"), operator()?).await,
-        Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator()?).await,
-        Route::Approvals => mcp_admin::list_approvals(env, operator()?).await,
         Route::ChatApproval => web_chat_buttons::pressed(request, env, param("id")).await,
+        _ => {
+            let operator = operator.as_ref().ok_or(ApiError::Unauthorized("this route is the operator's"))?;
+            operators(route, request, env, &params, operator).await
+        }
+    }
+}
+
+/// The operator's routes, each handed the operator's proof.
+async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_, '_>, operator: &Operator) -> Answer {
+    let param = |name: &str| params.get(name).unwrap_or_default();
+    match route {
+        Route::Status => admin::status(env, operator).await,
+        Route::Ops => admin::ops(operator).await,
+        Route::Conversations => admin::conversations(&request, env, operator).await,
+        Route::Settings => admin::settings(env, operator).await,
+        Route::Bulletin => memory::bulletin(env, operator).await,
+        Route::ChannelLive => sessions::watch_socket(&request, env, &percent_decode(param("key")), operator).await,
+        Route::ChannelEvents => admin::channel_events(env, param("key"), operator).await,
+        Route::ChannelMessages => admin::channel_messages(env, param("key"), operator).await,
+        Route::ChannelOutbox => admin::channel_outbox(env, param("key"), operator).await,
+        Route::ChannelEnvelopes => admin::channel_envelopes(&request, env, param("key"), operator).await,
+        Route::ChannelUsage => admin::channel_usage(env, param("key"), operator).await,
+        Route::ChannelProcesses => admin::channel_processes(env, param("key"), operator).await,
+        Route::ChannelWorkers => admin::channel_workers(env, param("key"), operator).await,
+        Route::ConversationWorkspace => workspace::list(env, param("key"), operator).await,
+        Route::ForgetConversationWorkspace => workspace::forget(env, param("key"), operator).await,
+        Route::ChannelRunCode => crate::sandbox::api::run(request, env, param("key"), operator).await,
+        Route::ChannelIdentity => identity::conversation_override(env, param("key"), operator).await,
+        Route::SetChannelIdentity => identity::set_conversation_override(request, env, param("key"), operator).await,
+        Route::RemoveChannelIdentity => identity::remove_conversation_override(env, param("key"), operator).await,
+        Route::IdentityDocuments => identity::documents(env, operator).await,
+        Route::IdentityVersions => identity::versions(env, param("name"), operator).await,
+        Route::SaveIdentity => identity::save_document(request, env, param("name"), operator).await,
+        Route::RestoreIdentity => identity::restore(env, param("name"), param("version"), operator).await,
+        Route::Memories => memory::memories(&request, env, operator).await,
+        Route::ImportMemories => memory::import_memories(request, env, operator).await,
+        Route::DeleteMemory => memory::delete_memory(env, param("id"), operator).await,
+        Route::ShareMemory => memory::share_memory(env, param("id"), true, operator).await,
+        Route::UnshareMemory => memory::share_memory(env, param("id"), false, operator).await,
+        Route::Schedules => schedules::schedules(&request, env, operator).await,
+        Route::CreateSchedule => schedules::create_schedule(request, env, operator).await,
+        Route::PauseSchedule => schedules::set_schedule_status(env, param("id"), PAUSED, operator).await,
+        Route::ResumeSchedule => schedules::set_schedule_status(env, param("id"), ACTIVE, operator).await,
+        Route::DeleteSchedule => schedules::delete_schedule(env, param("id"), operator).await,
+        Route::ScheduleRuns => schedules::schedule_runs(env, param("id"), operator).await,
+        Route::Spend => budget::spend(&request, env, operator).await,
+        Route::SetSpendLimit => budget::set_spend_limit(request, env, param("scope"), param("subject"), operator).await,
+        Route::RemoveSpendLimit => budget::remove_spend_limit(env, param("scope"), param("subject"), operator).await,
+        Route::People => people::list(&request, env, operator).await,
+        Route::Person => people::show(env, param("id"), operator).await,
+        Route::UpdatePerson => people::update(request, env, param("id"), operator).await,
+        Route::LinkPerson => people::link(request, env, param("id"), operator).await,
+        Route::ForgetPersonNotes => people::clear_notes(env, param("id"), operator).await,
+        Route::Tasks => tasks::tasks(&request, env, operator).await,
+        Route::CreateTask => tasks::create_task(request, env, operator).await,
+        Route::ApproveTask => tasks::move_task(request, env, param("id"), Some("ready"), operator).await,
+        Route::MoveTask => tasks::move_task(request, env, param("id"), None, operator).await,
+        Route::DeleteTask => tasks::delete_task(env, param("id"), operator).await,
+        Route::StartGateway => admin::gateway(env, GatewayRoute::Start, operator).await,
+        Route::StopGateway => admin::gateway(env, GatewayRoute::Stop, operator).await,
+        Route::GatewayStatus => admin::gateway(env, GatewayRoute::Status, operator).await,
+        Route::McpServers => mcp_admin::servers(env, operator).await,
+        Route::SaveMcpServer => mcp_admin::save(request, env, param("name"), operator).await,
+        Route::RemoveMcpServer => mcp_admin::remove(env, param("name"), operator).await,
+        Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator).await,
+        Route::Approvals => mcp_admin::list_approvals(env, operator).await,
+        // Open routes are answered by `route`.
+        Route::Health
+        | Route::Webhook(_)
+        | Route::SignIn
+        | Route::Session
+        | Route::SignOut
+        | Route::StartChat
+        | Route::CurrentChat
+        | Route::ChatSocket
+        | Route::UploadChatFile
+        | Route::DownloadFile
+        | Route::ChatApproval => Err(ApiError::NotFound),
     }
 }
 

@@ -13,7 +13,9 @@ use worker::{D1Database, Env};
 use crate::approvals::rules::{shown_arguments, Kind};
 use crate::approvals::store as approvals;
 use crate::approvals::store::Approval;
-use crate::budget::usage;
+use crate::budget::metered::MeteredTool;
+use crate::budget::rules::Spend;
+use crate::budget::{tool_runs, usage};
 use crate::config::Config;
 use crate::files::arguments::{AttachmentRead, AttachmentReadArguments, AttachmentRecall, SendFile, SendFileArguments};
 use crate::files::tools as files;
@@ -23,6 +25,7 @@ use crate::llm::tool::{answer, NoArguments, Run};
 use crate::llm::{ChatMessage, Role, ToolSpec};
 use crate::log_line::LogLine;
 use crate::mcp::toolbox::Toolbox;
+use crate::process::containment::Containment;
 use crate::process::envelope::{Envelope, MessageType};
 use crate::process::worker::WorkerState;
 use crate::process::worker_run::{
@@ -101,29 +104,11 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
             run.messages.push(ChatMessage::new(Role::User, note.clone()));
         }
     }
-    let tools =
-        EdgeTools { config, env, db: &db, job, mcp, progress_reports: Cell::new(0), last_heartbeat_ms: Cell::new(0) };
+    let tools = EdgeTools::new(config, env, &db, job, mcp);
     let usage_before = run.usage;
     let hosts_before = run.containment.known_hosts.clone();
     let started = now_ms();
-    let spender = usage::Spender { conversation_key: job.conversation_key.clone(), person: job.person.clone() };
-    let over = crate::budget::store::over_budget(&db, &config.budgets, &spender).await;
-    // A worker outlives the turn that started it: each segment asks again.
-    let end = match over {
-        Some(scope) => {
-            run.give_up();
-            SegmentEnd::Failed(format!("the worker stopped: today's {} budget is spent", scope.name()))
-        }
-        None => match run_segment(&model, model.model_name(), &tools, &mut run).await {
-            Ok(end) => end,
-            // The queue retries the step from the stored run.
-            Err(error) if error.is_retryable() => return Err(error.to_string()),
-            Err(error) => {
-                run.give_up();
-                SegmentEnd::Failed(format!("the worker could not reach its model: {error}"))
-            }
-        },
-    };
+    let end = segment(&tools, &model, &mut run).await?;
     run.steps.push(job.step.clone());
     let pending = decide(config, job, &run, end);
     let spent = crate::llm::Usage {
@@ -132,7 +117,9 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
     };
     let learned: Vec<&String> =
         run.containment.known_hosts.iter().filter(|host| !hosts_before.contains(host)).collect();
-    save(&db, job, &run, &pending, model.spent(), &learned).await.map_err(text)?;
+    let mut spent_here = model.spent();
+    spent_here.add(Spend { micro_usd: tools.metered_micro_usd.get(), ..Spend::default() });
+    save(&db, job, &run, &pending, spent_here, &learned).await.map_err(text)?;
     LogLine::info("worker_step_finished")
         .conversation(&job.conversation_key)
         .id(&job.id)
@@ -143,6 +130,24 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         .emit();
     carry_out(env, job, &pending).await?;
     clear_pending(&db, &job.id).await.map_err(text)
+}
+
+/// Runs a segment of model calls, unless today's budget is spent (a worker
+/// outlives the turn that started it: each segment asks again). An error is
+/// a step the queue runs again from the stored run.
+async fn segment(tools: &EdgeTools<'_>, model: &HttpModel<'_>, run: &mut WorkerRun) -> Result<SegmentEnd, String> {
+    if let Some(scope) = crate::budget::store::over_budget(tools.db, &tools.config.budgets, &tools.spender()).await {
+        run.give_up();
+        return Ok(SegmentEnd::Failed(format!("the worker stopped: today's {} budget is spent", scope.name())));
+    }
+    match run_segment(model, model.model_name(), tools, run).await {
+        Ok(end) => Ok(end),
+        Err(error) if error.is_retryable() => Err(error.to_string()),
+        Err(error) => {
+            run.give_up();
+            Ok(SegmentEnd::Failed(format!("the worker could not reach its model: {error}")))
+        }
+    }
 }
 
 /// Out of retries: the worker is failed and the channel told, once.
@@ -226,6 +231,10 @@ struct EdgeTools<'a> {
     last_heartbeat_ms: Cell<i64>,
     /// Tools from MCP servers.
     mcp: Toolbox<'a>,
+    /// Whether code the worker runs may have the network now (containment).
+    network_allowed: Cell<bool>,
+    /// What the step's metered tool runs cost, in millionths of a dollar.
+    metered_micro_usd: Cell<u64>,
 }
 
 impl WorkerTools for EdgeTools<'_> {
@@ -239,6 +248,10 @@ impl WorkerTools for EdgeTools<'_> {
 
     fn needs_approval(&self, name: &str) -> bool {
         self.mcp.needs_approval(name)
+    }
+
+    fn contain(&self, containment: &Containment) {
+        self.network_allowed.set(containment.network_allowed());
     }
 
     async fn call(&self, name: &str, arguments: &Value) -> String {
@@ -339,8 +352,46 @@ impl Run<FileEdit> for EdgeTools<'_> {
 
 impl Run<RunCode> for EdgeTools<'_> {
     async fn run(&self, arguments: RunCodeArguments) -> String {
-        // `true`: whatever SANDBOX_NETWORK allows (containment will pass false after private reads).
-        crate::sandbox::tools::run_code(self.config, self.env, &self.job.conversation_key, &arguments, true).await
+        let (config, env, key) = (self.config, self.env, &self.job.conversation_key);
+        let network = self.network_allowed.get();
+        self.metered(MeteredTool::RunCode, crate::sandbox::tools::run_code(config, env, key, &arguments, network)).await
+    }
+}
+
+impl<'a> EdgeTools<'a> {
+    fn new(config: &'a Config, env: &'a Env, db: &'a D1Database, job: &'a WorkerJob, mcp: Toolbox<'a>) -> Self {
+        let (progress_reports, last_heartbeat_ms) = (Cell::new(0), Cell::new(0));
+        let (network_allowed, metered_micro_usd) = (Cell::new(false), Cell::new(0));
+        EdgeTools { config, env, db, job, mcp, progress_reports, last_heartbeat_ms, network_allowed, metered_micro_usd }
+    }
+
+    /// Whom the worker's spend is charged to.
+    fn spender(&self) -> usage::Spender {
+        usage::Spender { conversation_key: self.job.conversation_key.clone(), person: self.job.person.clone() }
+    }
+
+    /// Runs a metered tool: within its caps, counted, and priced into the
+    /// step's spend (the day's budgets hold it like model calls).
+    async fn metered(&self, tool: MeteredTool, run: impl std::future::Future<Output = String>) -> String {
+        let who = (self.job.conversation_key.as_str(), self.job.id.as_str());
+        match tool_runs::refused(self.db, who, tool, self.config.caps(tool), now_ms()).await {
+            Ok(None) => {}
+            Ok(Some(refusal)) => return refusal,
+            Err(error) => return format!("error: `{tool}` cannot be counted now: {error}"),
+        }
+        let spender =
+            usage::Spender { conversation_key: self.job.conversation_key.clone(), person: self.job.person.clone() };
+        if let Some(scope) = crate::budget::store::over_budget(self.db, &self.config.budgets, &spender).await {
+            return format!("error: today's {} budget is spent; `{tool}` does not run", scope.name());
+        }
+        let started = now_ms();
+        let output = run.await;
+        let price = tool.price(u64::try_from(now_ms() - started).unwrap_or(0));
+        self.metered_micro_usd.set(self.metered_micro_usd.get() + price.micro_usd);
+        if let Err(error) = tool_runs::count(self.db, who, tool, now_ms()).await {
+            LogLine::warn("tool_run_not_counted").conversation(who.0).id(&who.1).reason(&error).emit();
+        }
+        output
     }
 }
 

@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::files::arguments::{AttachmentRead, AttachmentRecall};
 use crate::llm::tool::Tool;
 use crate::llm::ToolCall;
+use crate::sandbox::arguments::RunCode;
 use crate::web_tools::arguments::HttpFetch;
 use crate::workspace::arguments::{FileList, FileRead};
 
@@ -36,9 +37,11 @@ pub enum Reach {
     Neither,
 }
 
-/// The tools that read private material, by name: the conversation's files
-/// and its workspace, and (beside these) every tool of an MCP server.
-const PRIVATE_READERS: [&str; 4] = [AttachmentRead::NAME, AttachmentRecall::NAME, FileRead::NAME, FileList::NAME];
+/// The tools that read private material, by name: the conversation's files,
+/// its workspace (code runs over it), and (beside these) every tool of an
+/// MCP server.
+const PRIVATE_READERS: [&str; 5] =
+    [AttachmentRead::NAME, AttachmentRecall::NAME, FileRead::NAME, FileList::NAME, RunCode::NAME];
 
 /// The tools that send their `url` out, by name.
 const SENDERS: [&str; 1] = [HttpFetch::NAME];

@@ -339,8 +339,10 @@ async fn run_queued(tools: &impl WorkerTools, specs: &[ToolSpec], run: &mut Work
 
 /// Runs a call the worker may make, after telling containment of it.
 async fn contained_call(tools: &impl WorkerTools, run: &mut WorkerRun, call: &ToolCall) -> String {
-    run.containment.record(call, is_outside(&call.name));
+    // The call is judged by what was read before it (code that reads the
+    // workspace may have the network only if nothing private was read yet).
     tools.contain(&run.containment);
+    run.containment.record(call, is_outside(&call.name));
     tools.call(&call.name, &call.arguments).await
 }
 

@@ -35,15 +35,21 @@ pub async fn run_code(
         Ok(workspace) => workspace,
         Err(error) => return format!("error: the workspace cannot be opened now: {error}"),
     };
-    let files = match workspace.snapshot(config.sandbox.max_input_bytes).await {
-        Ok(files) => {
-            files.into_iter().map(|(path, bytes, read_only)| SandboxFile { path, bytes, read_only }).collect::<Vec<_>>()
-        }
-        Err(error) => return format!("error: {error}"),
-    };
+    // A run that may fetch sees none of the workspace: nothing private can
+    // leave through it (it may still write files).
     let egress_key = match network && config.sandbox_network {
         true => crate::sandbox::network::egress_key(config.admin_token.expose()),
         false => None,
+    };
+    let files = match egress_key {
+        Some(_) => Vec::new(),
+        None => match workspace.snapshot(config.sandbox.max_input_bytes).await {
+            Ok(files) => files
+                .into_iter()
+                .map(|(path, bytes, read_only)| SandboxFile { path, bytes, read_only })
+                .collect::<Vec<_>>(),
+            Err(error) => return format!("error: {error}"),
+        },
     };
     let report = match loader::run(env, code, &files, &config.sandbox, egress_key).await {
         Ok(report) => report,
