@@ -9,6 +9,7 @@ mod attacks_bill;
 mod attacks_memory;
 mod attacks_reply;
 mod conformance;
+mod containment;
 mod discord;
 mod exactly_once;
 mod files;

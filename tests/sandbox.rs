@@ -65,7 +65,7 @@ async fn a_worker_computes_with_run_code_and_the_result_reaches_the_model_and_th
 }
 
 /// Counts the connections a loopback server accepts.
-async fn loopback_server() -> (String, Arc<AtomicUsize>) {
+pub(crate) async fn loopback_server() -> (String, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let accepted = Arc::new(AtomicUsize::new(0));

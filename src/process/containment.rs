@@ -60,11 +60,16 @@ pub fn reach(call: &ToolCall, outside: bool) -> Reach {
     Reach::Neither
 }
 
-/// The host of an http(s) URL, lowercase (`None`: not one).
+/// The host of an http(s) URL, lowercase, with its port when it is not the
+/// scheme's own (another port is another service); `None`: not such a URL.
 pub fn host_of(url: &str) -> Option<String> {
     let url = url::Url::parse(url.trim()).ok()?;
     matches!(url.scheme(), "http" | "https").then_some(())?;
-    url.host_str().map(str::to_ascii_lowercase)
+    let host = url.host_str()?.to_ascii_lowercase();
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    })
 }
 
 /// The hosts of the http(s) URLs in `text`.
@@ -198,7 +203,8 @@ mod tests {
     fn hosts_are_read_from_urls_in_text_only() {
         let text = "see <https://A.example/x>, (http://b.example) and docs.example or mailto:x@c.example";
         assert_eq!(hosts_in(text), ["a.example", "b.example"]);
-        assert_eq!(host_of("https://user:pw@host.example:1/p"), Some("host.example".into()));
+        assert_eq!(host_of("https://user:pw@host.example:1/p"), Some("host.example:1".into()));
+        assert_eq!(host_of("https://host.example:443/p"), Some("host.example".into()), "the scheme's own port");
         assert_eq!(host_of("javascript:alert(1)"), None);
     }
 
