@@ -151,6 +151,8 @@ pub struct Config {
     pub channel: ChannelSettings,
     /// The limits on failed sign-ins and token checks.
     pub sign_in: crate::sessions::limit::Limits,
+    /// What a conversation's workspace may hold (`WORKSPACE_MAX_*`).
+    pub workspace_quotas: crate::workspace::rules::Quotas,
 }
 
 impl Config {
@@ -254,6 +256,11 @@ impl Config {
             .clamp(1, 7 * 24 * 3600) as i64
                 * 1000,
             mcp_timeout_ms: number("MCP_TIMEOUT_MS", DEFAULT_MCP_TIMEOUT_MS).max(500),
+            workspace_quotas: crate::workspace::rules::Quotas {
+                files: positive("WORKSPACE_MAX_FILES", crate::workspace::rules::DEFAULT_MAX_FILES),
+                bytes: number("WORKSPACE_MAX_BYTES", crate::workspace::rules::DEFAULT_MAX_BYTES).max(1),
+                file_bytes: number("WORKSPACE_MAX_FILE_BYTES", crate::workspace::rules::DEFAULT_MAX_FILE_BYTES).max(1),
+            },
             stream_replies: match text("STREAM_REPLIES", DEFAULT_STREAM_REPLIES).trim() {
                 "off" | "none" => Vec::new(),
                 list => {
@@ -397,6 +404,11 @@ impl Config {
                     "deployment": self.budgets.deployment,
                 },
                 "web_chat_sessions_per_client_per_day": self.web_chat_sessions_per_client_per_day,
+                "workspace": {
+                    "files": self.workspace_quotas.files,
+                    "bytes": self.workspace_quotas.bytes,
+                    "file_bytes": self.workspace_quotas.file_bytes,
+                },
             },
             "secrets_set": secrets_set,
         })

@@ -41,6 +41,7 @@ pub mod tasks;
 pub mod time;
 pub mod verb;
 pub mod web_tools;
+pub mod workspace;
 
 #[cfg(target_arch = "wasm32")]
 mod conversations;
