@@ -18,6 +18,8 @@ pub enum BindingKind {
     Ai,
     /// A Vectorize index (`[[vectorize]]`).
     Vectorize,
+    /// Browser Rendering (`[browser]`).
+    Browser,
 }
 
 /// One binding the Worker uses.
@@ -91,7 +93,15 @@ pub const VECTORS: Binding = Binding {
 };
 
 /// Every binding the Worker uses, in the order `/api/status` lists them.
-pub const ALL: [Binding; 8] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS];
+/// Browser Rendering: the pages workers `browse` (a local Chrome under `wrangler dev`).
+pub const BROWSER: Binding = Binding {
+    name: "BROWSER",
+    kind: BindingKind::Browser,
+    purpose: "Browser Rendering (the browse tool of workers)",
+    required: false,
+};
+
+pub const ALL: [Binding; 9] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, BROWSER];
 
 #[cfg(test)]
 mod tests {

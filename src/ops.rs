@@ -53,11 +53,13 @@ pub enum Op {
     McpRequest,
     /// A tool call a process made on an MCP server.
     McpToolCall,
+    /// A page a worker's `browse` rendered with Browser Rendering.
+    BrowserRender,
 }
 
 impl Op {
     /// Every kind, in the order `/api/ops` lists them.
-    pub const ALL: [Op; 19] = [
+    pub const ALL: [Op; 20] = [
         Op::WorkerInvocation,
         Op::DoRequest,
         Op::DoRequestMs,
@@ -77,6 +79,7 @@ impl Op {
         Op::VectorizeCall,
         Op::McpRequest,
         Op::McpToolCall,
+        Op::BrowserRender,
     ];
 
     pub fn name(self) -> &'static str {
@@ -100,6 +103,7 @@ impl Op {
             Op::VectorizeCall => "vectorize_calls",
             Op::McpRequest => "mcp_requests",
             Op::McpToolCall => "mcp_tool_calls",
+            Op::BrowserRender => "browser_renders",
         }
     }
 }

@@ -36,7 +36,7 @@ use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
 use crate::tasks::arguments::{TaskUpdate, TaskUpdateArguments};
 use crate::tasks::store as tasks;
-use crate::web_tools::arguments::{HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments};
+use crate::web_tools::arguments::{Browse, BrowseArguments, HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments};
 use crate::web_tools::tools as web;
 
 /// A worker tells the channel it is alive at most this often (the channel gives
@@ -278,6 +278,13 @@ impl WorkerTools for EdgeTools<'_> {
 impl Run<HttpFetch> for EdgeTools<'_> {
     async fn run(&self, arguments: HttpFetchArguments) -> String {
         web::http_fetch(self.config, arguments.url.trim()).await
+    }
+}
+
+impl Run<Browse> for EdgeTools<'_> {
+    async fn run(&self, arguments: BrowseArguments) -> String {
+        let shot = arguments.screenshot.unwrap_or(false);
+        crate::web_tools::browse::browse(self.config, self.env, &self.job.conversation_key, arguments.url.trim(), shot).await
     }
 }
 

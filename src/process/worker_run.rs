@@ -16,7 +16,7 @@ use crate::llm::ChatModel;
 use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolCall, ToolSpec, Usage};
 use crate::prompt;
 use crate::tasks::arguments::TaskUpdate;
-use crate::web_tools::arguments::{HttpFetch, WebSearch};
+use crate::web_tools::arguments::{Browse, HttpFetch, WebSearch};
 
 /// The queue message that runs one step of a worker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,7 +202,7 @@ impl WorkerRun {
 crate::tool_set! {
     /// The tools a worker's world answers (besides MCP tools); `web_search`
     /// only where a search provider is configured.
-    pub WorkerToolSet = [HttpFetch, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, WebSearch]
+    pub WorkerToolSet = [HttpFetch, Browse, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, WebSearch]
 }
 
 /// The tools a worker is offered: its runner's `set_status`, then its world's.

@@ -26,7 +26,7 @@ const LINK_TEXT_CHARS: usize = 80;
 /// Runs in the page (`Runtime.evaluate`, returned by value): its title, the
 /// text a reader sees (`innerText`, so hidden elements and scripts are left
 /// out) and every link, resolved to an absolute URL by the browser (`a.href`).
-pub const PAGE_SCRIPT: &str = "({ title: document.title, \
+pub const PAGE_SCRIPT: &str = "({ url: location.href, title: document.title, \
     text: document.body ? document.body.innerText : '', \
     links: Array.from(document.links, (a) => ({ href: a.href, text: (a.innerText || '').trim() })) })";
 
@@ -100,6 +100,9 @@ pub struct Incoming {
     pub method: Option<String>,
     #[serde(default)]
     pub params: Value,
+    /// The page session an event or answer belongs to (none: the browser's).
+    #[serde(rename = "sessionId")]
+    pub session_id: Option<String>,
 }
 
 /// What to do with a request the page paused on (`Fetch.requestPaused`):
@@ -132,6 +135,9 @@ pub struct Link {
 /// What `PAGE_SCRIPT` returns.
 #[derive(Debug, Default, Deserialize)]
 pub struct Page {
+    /// Where the page ended up (after redirects).
+    #[serde(default)]
+    pub url: String,
     #[serde(default)]
     pub title: String,
     #[serde(default)]
@@ -163,8 +169,8 @@ impl Page {
     /// The tool's answer: where the page ended up, its title, its links, then
     /// its text, cut at the tool output cap (links first, so a long page's
     /// text cannot push them out). `shot` names the screenshot when one was kept.
-    pub fn answer(&self, final_url: &str, shot: Option<&str>) -> String {
-        let mut out = format!("Rendered page: {final_url}\nTitle: {}\n", one_line(&self.title, 200));
+    pub fn answer(&self, shot: Option<&str>) -> String {
+        let mut out = format!("Rendered page: {}\nTitle: {}\n", self.url, one_line(&self.title, 200));
         if let Some(path) = shot {
             out.push_str(&format!("Screenshot: {path}\n"));
         }
@@ -263,6 +269,7 @@ mod tests {
     #[test]
     fn the_answer_lists_web_links_once_then_the_text() {
         let page = Page::from_evaluation(&evaluation(json!({
+            "url": "https://example.com/",
             "title": "A  page\n",
             "text": "  Hello from script  ",
             "links": [
@@ -273,7 +280,7 @@ mod tests {
             ]
         })))
         .unwrap();
-        let answer = page.answer("https://example.com/", Some("screenshots/x.png"));
+        let answer = page.answer(Some("screenshots/x.png"));
         assert_eq!(
             answer,
             "Rendered page: https://example.com/\nTitle: A page\nScreenshot: screenshots/x.png\n\n\
@@ -285,9 +292,9 @@ mod tests {
     fn links_are_capped_and_the_text_is_cut_at_the_tool_cap() {
         let links: Vec<Value> =
             (0..MAX_LINKS + 5).map(|n| json!({ "href": format!("https://example.com/{n}"), "text": "t" })).collect();
-        let page = Page::from_evaluation(&evaluation(json!({ "title": "t", "text": "y".repeat(60_000), "links": links })))
+        let page = Page::from_evaluation(&evaluation(json!({ "url": "https://example.com/", "title": "t", "text": "y".repeat(60_000), "links": links })))
             .unwrap();
-        let answer = page.answer("https://example.com/", None);
+        let answer = page.answer(None);
         assert!(answer.contains(&format!("Links ({MAX_LINKS} of {}):", MAX_LINKS + 5)));
         assert!(answer.contains(&format!("https://example.com/{}", MAX_LINKS - 1)));
         assert!(!answer.contains(&format!("https://example.com/{} ", MAX_LINKS)));
