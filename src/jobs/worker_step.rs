@@ -36,7 +36,9 @@ use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
 use crate::tasks::arguments::{TaskUpdate, TaskUpdateArguments};
 use crate::tasks::store as tasks;
-use crate::web_tools::arguments::{Browse, BrowseArguments, HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments};
+use crate::web_tools::arguments::{
+    Browse, BrowseArguments, HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments,
+};
 use crate::web_tools::tools as web;
 
 /// A worker tells the channel it is alive at most this often (the channel gives
@@ -284,7 +286,8 @@ impl Run<HttpFetch> for EdgeTools<'_> {
 impl Run<Browse> for EdgeTools<'_> {
     async fn run(&self, arguments: BrowseArguments) -> String {
         let shot = arguments.screenshot.unwrap_or(false);
-        crate::web_tools::browse::browse(self.config, self.env, &self.job.conversation_key, arguments.url.trim(), shot).await
+        crate::web_tools::browse::browse(self.config, self.env, &self.job.conversation_key, arguments.url.trim(), shot)
+            .await
     }
 }
 

@@ -10,12 +10,16 @@
 use std::time::Duration;
 
 use base64::Engine;
+use futures_channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use url::Url;
-use worker::{Delay, Env, EventStream, Fetcher, Headers, Method, Request, RequestInit, WebSocket, WebsocketEvent};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use worker::web_sys::{CloseEvent, MessageEvent};
+use worker::{Delay, Env, Fetcher, Headers, Method, Request, RequestInit, WebSocket};
 
 use crate::config::Config;
 use crate::ops::Op;
@@ -39,9 +43,9 @@ struct Rendered {
 /// Renders `url` and answers for the model; every failure is an `error: ` line.
 pub async fn browse(config: &Config, env: &Env, conversation: &str, url: &str, screenshot: bool) -> String {
     let redactor = redactor();
-    let judged = check_url(url, &config.fetch_allowed_hosts).and_then(runtime_agrees).and_then(|parsed| {
-        check_secrets(&[parsed.as_str(), url], &parsed, &redactor).map(|()| parsed)
-    });
+    let judged = check_url(url, &config.fetch_allowed_hosts)
+        .and_then(runtime_agrees)
+        .and_then(|parsed| check_secrets(&[parsed.as_str(), url], &parsed, &redactor).map(|()| parsed));
     let url = match judged {
         Ok(url) => url,
         Err(refusal) => return format!("error: refused: {refusal}"),
@@ -64,8 +68,7 @@ async fn render(config: &Config, env: &Env, url: &Url, screenshot: bool) -> Resu
     let binding = browser(env)?;
     let session = acquire(&binding).await?;
     let socket = connect(&binding, &session).await?;
-    let events = socket.events().map_err(|error| format!("the browser socket cannot be read: {error}"))?;
-    let mut devtools = Devtools::new(&socket, events, &config.fetch_allowed_hosts);
+    let mut devtools = Devtools::new(&socket, &config.fetch_allowed_hosts)?;
     let timeout_ms = config.browse_timeout_ms;
     let visit = Box::pin(devtools.visit(url, screenshot));
     let outcome = match select(visit, Delay::from(Duration::from_millis(timeout_ms))).await {
@@ -119,10 +122,60 @@ async fn connect(binding: &Fetcher, session: &str) -> Result<WebSocket, String> 
     Ok(socket)
 }
 
+/// What the socket's listeners hand on: a frame's bytes, or why it ended.
+type Heard = Result<Vec<u8>, String>;
+
+/// The socket's listeners, which hand each frame's bytes to the reader. Not
+/// `worker`'s event stream: it reads a binary frame as an `ArrayBuffer`, and
+/// under this compatibility date a socket's frames come as `Blob`s unless its
+/// `binaryType` is set (which `worker` cannot do).
+struct Listeners {
+    socket: worker::web_sys::WebSocket,
+    message: Closure<dyn FnMut(MessageEvent)>,
+    close: Closure<dyn FnMut(CloseEvent)>,
+}
+
+impl Listeners {
+    fn attach(socket: &WebSocket) -> Result<(Listeners, UnboundedReceiver<Heard>), String> {
+        let (sender, heard): (UnboundedSender<Heard>, _) = unbounded();
+        let on_message = sender.clone();
+        let message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            let data = event.data();
+            let bytes = match data.as_string() {
+                Some(text) => text.into_bytes(),
+                None => js_sys::Uint8Array::new(&data).to_vec(),
+            };
+            on_message.unbounded_send(Ok(bytes)).ok();
+        });
+        let close = Closure::<dyn FnMut(CloseEvent)>::new(move |event: CloseEvent| {
+            let ended = format!("the browser closed the connection ({} {})", event.code(), event.reason());
+            sender.unbounded_send(Err(ended)).ok();
+        });
+        let socket: worker::web_sys::WebSocket = socket.as_ref().clone();
+        js_sys::Reflect::set(&socket, &"binaryType".into(), &"arraybuffer".into())
+            .map_err(|_| "the browser socket cannot be read")?;
+        let listen = |kind: &str, callback: &js_sys::Function| {
+            socket.add_event_listener_with_callback(kind, callback).map_err(|_| "the browser socket cannot be read")
+        };
+        listen("message", message.as_ref().unchecked_ref())?;
+        listen("close", close.as_ref().unchecked_ref())?;
+        Ok((Listeners { socket, message, close }, heard))
+    }
+}
+
+impl Drop for Listeners {
+    fn drop(&mut self) {
+        let socket = &self.socket;
+        socket.remove_event_listener_with_callback("message", self.message.as_ref().unchecked_ref()).ok();
+        socket.remove_event_listener_with_callback("close", self.close.as_ref().unchecked_ref()).ok();
+    }
+}
+
 /// One DevTools conversation with the browser.
 struct Devtools<'a> {
     socket: &'a WebSocket,
-    events: EventStream<'a>,
+    _listeners: Listeners,
+    heard: UnboundedReceiver<Heard>,
     frames: Reassembler,
     next_id: u64,
     allowed_hosts: &'a [String],
@@ -133,9 +186,11 @@ struct Devtools<'a> {
 }
 
 impl<'a> Devtools<'a> {
-    fn new(socket: &'a WebSocket, events: EventStream<'a>, allowed_hosts: &'a [String]) -> Self {
+    fn new(socket: &'a WebSocket, allowed_hosts: &'a [String]) -> Result<Self, String> {
+        let (listeners, heard) = Listeners::attach(socket)?;
         let frames = Reassembler::default();
-        Devtools { socket, events, frames, next_id: 0, allowed_hosts, refused: Vec::new(), loaded: false }
+        let (next_id, refused, loaded) = (0, Vec::new(), false);
+        Ok(Devtools { socket, _listeners: listeners, heard, frames, next_id, allowed_hosts, refused, loaded })
     }
 
     /// A fresh tab, every request judged, the page loaded, read and (when
@@ -222,16 +277,7 @@ impl<'a> Devtools<'a> {
 
     async fn next_message(&mut self) -> Result<Incoming, String> {
         loop {
-            let frame = match self.events.next().await {
-                Some(Ok(WebsocketEvent::Message(message))) => {
-                    message.bytes().or_else(|| message.text().map(String::into_bytes)).unwrap_or_default()
-                }
-                Some(Ok(WebsocketEvent::Close(close))) => {
-                    return Err(format!("the browser closed the connection ({} {})", close.code(), close.reason()))
-                }
-                Some(Err(error)) => return Err(format!("the browser socket failed: {error}")),
-                None => return Err("the browser connection ended".to_string()),
-            };
+            let frame = self.heard.next().await.unwrap_or_else(|| Err("the browser connection ended".to_string()))?;
             if let Some(text) = self.frames.push(&frame)? {
                 return serde_json::from_str(&text).map_err(|error| format!("an unreadable browser message: {error}"));
             }
@@ -241,7 +287,8 @@ impl<'a> Devtools<'a> {
 
 /// Keeps a screenshot in the workspace; says where, or why not.
 async fn keep_screenshot(env: &Env, conversation: &str, url: &Url, png: &[u8]) -> String {
-    let host: String = url.host_str().unwrap_or("page").chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.').collect();
+    let host: String =
+        url.host_str().unwrap_or("page").chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.').collect();
     let path = format!("screenshots/{host}-{}.png", now_ms());
     let written = match (Workspace::open(env, conversation), WorkspacePath::parse(&path)) {
         (Ok(workspace), Ok(parsed)) => workspace.write(&parsed, png).await.map(|()| parsed),

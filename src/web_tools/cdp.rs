@@ -61,8 +61,10 @@ impl Reassembler {
         let body = match self.expected {
             Some(_) => frame,
             None => {
-                let prefix: [u8; HEADER_BYTES] =
-                    frame.get(..HEADER_BYTES).and_then(|head| head.try_into().ok()).ok_or("a frame without its length")?;
+                let prefix: [u8; HEADER_BYTES] = frame
+                    .get(..HEADER_BYTES)
+                    .and_then(|head| head.try_into().ok())
+                    .ok_or("a frame without its length")?;
                 self.expected = Some(u32::from_le_bytes(prefix) as usize);
                 &frame[HEADER_BYTES..]
             }
@@ -152,7 +154,8 @@ impl Page {
         if let Some(details) = result.get("exceptionDetails") {
             return Err(format!("the page could not be read: {}", details["text"].as_str().unwrap_or("an exception")));
         }
-        serde_json::from_value(result["result"]["value"].clone()).map_err(|error| format!("the page could not be read: {error}"))
+        serde_json::from_value(result["result"]["value"].clone())
+            .map_err(|error| format!("the page could not be read: {error}"))
     }
 
     /// The http(s) links, each once, in page order, at most `MAX_LINKS`.
@@ -239,7 +242,8 @@ mod tests {
 
     #[test]
     fn commands_address_a_session_only_when_given_one() {
-        let browser: Value = serde_json::from_str(&command(1, "Target.createTarget", json!({"url": "about:blank"}), None)).unwrap();
+        let browser: Value =
+            serde_json::from_str(&command(1, "Target.createTarget", json!({"url": "about:blank"}), None)).unwrap();
         assert_eq!(browser, json!({"id": 1, "method": "Target.createTarget", "params": {"url": "about:blank"}}));
         let page: Value = serde_json::from_str(&command(2, "Page.enable", json!({}), Some("S1"))).unwrap();
         assert_eq!(page["sessionId"], "S1");
@@ -292,8 +296,10 @@ mod tests {
     fn links_are_capped_and_the_text_is_cut_at_the_tool_cap() {
         let links: Vec<Value> =
             (0..MAX_LINKS + 5).map(|n| json!({ "href": format!("https://example.com/{n}"), "text": "t" })).collect();
-        let page = Page::from_evaluation(&evaluation(json!({ "url": "https://example.com/", "title": "t", "text": "y".repeat(60_000), "links": links })))
-            .unwrap();
+        let page = Page::from_evaluation(&evaluation(
+            json!({ "url": "https://example.com/", "title": "t", "text": "y".repeat(60_000), "links": links }),
+        ))
+        .unwrap();
         let answer = page.answer(None);
         assert!(answer.contains(&format!("Links ({MAX_LINKS} of {}):", MAX_LINKS + 5)));
         assert!(answer.contains(&format!("https://example.com/{}", MAX_LINKS - 1)));
