@@ -88,7 +88,14 @@ async fn tick(env: &Env) {
     let schedules = outcome(schedules.map(|woken| Some(format!("woke {woken} conversation(s)"))));
     let tasks = outcome(tasks::run_ready_loop(env).await.map(|begun| Some(format!("started {begun} task(s)"))));
     let cortex = outcome(cortex::run(&config, env).await.map(|()| None));
-    let files = outcome(files::expire(env, started).await.map(|deleted| Some(format!("deleted {deleted} file(s)"))));
+    // The workspace's files keep as long as the files do: the same sweep.
+    let expired = match files::expire(env, started).await {
+        Ok(deleted) => crate::workspace::store::expire(env, started)
+            .await
+            .map(|gone| Some(format!("deleted {deleted} file(s), {gone} workspace file(s)"))),
+        Err(error) => Err(error),
+    };
+    let files = outcome(expired);
     let tick = CronTick { at_ms: started, duration_ms: now_ms() - started, gateway, schedules, tasks, cortex, files };
     let level = if tick.is_ok() { Level::Info } else { Level::Error };
     LogLine::new(level, "cron_tick")

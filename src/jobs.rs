@@ -212,7 +212,11 @@ pub(crate) async fn send_file(
     process: (&str, &str),
     arguments: &crate::files::arguments::SendFileArguments,
 ) -> String {
-    let envelope = match files::produce(config, env, db, conversation_key, process, arguments, now_ms()).await {
+    let produced = match crate::llm::tool::given(&arguments.path) {
+        Some(path) => from_workspace(env, db, conversation_key, process, path).await,
+        None => files::produce(config, env, db, conversation_key, process, arguments, now_ms()).await,
+    };
+    let envelope = match produced {
         Ok(envelope) => envelope,
         Err(error) => return format!("error: {error}"),
     };
@@ -220,6 +224,26 @@ pub(crate) async fn send_file(
         Ok(()) => format!("sent {}: the person gets it after the channel's next reply", envelope.body),
         Err(error) => format!("error: {error}"),
     }
+}
+
+/// `send_file` with a `path`: a workspace file (an attachment too), sent
+/// under its own name; text is redacted like any text leaving the Worker.
+async fn from_workspace(
+    env: &Env,
+    db: &D1Database,
+    conversation_key: &str,
+    process: (&str, &str),
+    path: &str,
+) -> Result<Envelope, String> {
+    let path = crate::workspace::rules::WorkspacePath::parse(path)?;
+    let workspace =
+        crate::workspace::store::Workspace::open(env, conversation_key).map_err(|error| error.to_string())?;
+    let mut bytes = workspace.read(&path).await?;
+    if let Ok(text) = std::str::from_utf8(&bytes) {
+        bytes = crate::runtime::config::redactor().redact(text).into_owned().into_bytes();
+    }
+    let name = path.as_str().rsplit('/').next().unwrap_or_default();
+    files::produce_bytes(env, db, conversation_key, process, name, bytes, now_ms()).await
 }
 
 pub(crate) async fn deliver(env: &Env, conversation_key: &str, envelope: &Envelope) -> worker::Result<()> {

@@ -20,6 +20,7 @@ use crate::runtime::config;
 use crate::runtime::failure::internal;
 use crate::schedules::store::{ACTIVE, PAUSED};
 use crate::sessions::api::{self as sessions, Operator};
+use crate::workspace::api as workspace;
 use crate::{budget::api as budget, memory::api as memory, schedules::api as schedules, tasks::api as tasks};
 
 pub async fn handle(request: Request, env: &Env) -> Result<Response> {
@@ -91,6 +92,8 @@ async fn route(request: Request, env: &Env) -> std::result::Result<Response, Api
         Route::ChannelUsage => admin::channel_usage(env, param("key"), operator()?).await,
         Route::ChannelProcesses => admin::channel_processes(env, param("key"), operator()?).await,
         Route::ChannelWorkers => admin::channel_workers(env, param("key"), operator()?).await,
+        Route::ConversationWorkspace => workspace::list(env, param("key"), operator()?).await,
+        Route::ForgetConversationWorkspace => workspace::forget(env, param("key"), operator()?).await,
         Route::ChannelIdentity => identity::conversation_override(env, param("key"), operator()?).await,
         Route::SetChannelIdentity => identity::set_conversation_override(request, env, param("key"), operator()?).await,
         Route::RemoveChannelIdentity => identity::remove_conversation_override(env, param("key"), operator()?).await,

@@ -37,3 +37,4 @@ mod telegram_group;
 mod web;
 mod web_files;
 mod workers;
+mod workspace;

@@ -23,10 +23,10 @@ const PNG: &[u8] = &[
 /// The start of an Ogg Opus voice note.
 const OGG: &[u8] =
     b"OggS\0\x02\0\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0\0\0\0\0\x01\x13OpusHead\x01\x01\x38\x01\x80\xbb\0\0\0\0\0";
-const CSV: &str = "region,sales\nnorth,120\nsouth,80\neast,45\n";
+pub(crate) const CSV: &str = "region,sales\nnorth,120\nsouth,80\neast,45\n";
 
 /// A Telegram DM carrying one file (`kind`: photo, document or voice).
-fn dm_with_file(update_id: i64, chat_id: i64, kind: &str, file: Value, caption: &str) -> Value {
+pub(crate) fn dm_with_file(update_id: i64, chat_id: i64, kind: &str, file: Value, caption: &str) -> Value {
     let mut update = dm_update(update_id, chat_id, "");
     let message = update["message"].as_object_mut().unwrap();
     message.remove("text");
@@ -36,7 +36,7 @@ fn dm_with_file(update_id: i64, chat_id: i64, kind: &str, file: Value, caption: 
 }
 
 /// Serves `bytes` as the Telegram file `file_id` (the fake's getFile points there).
-fn telegram_file(env: &TestEnv, file_id: &str, bytes: Vec<u8>) {
+pub(crate) fn telegram_file(env: &TestEnv, file_id: &str, bytes: Vec<u8>) {
     env.telegram.serve_file(&format!("/file/bot{TELEGRAM_TOKEN}/files/{file_id}"), bytes);
 }
 
@@ -288,7 +288,7 @@ async fn files_are_kept_thirty_days_then_the_cron_deletes_them() {
     env.sql_while_stopped(&format!("UPDATE files SET created_at = created_at - {month_ago} WHERE id = '{old}'")).await;
     env.cron().await;
     let tick = env.admin("/api/status").await["last_cron"].clone();
-    assert_eq!(tick["files"], "ok: deleted 1 file(s)", "{tick}");
+    assert_eq!(tick["files"], "ok: deleted 1 file(s), 0 workspace file(s)", "{tick}");
     let left = env.sql_while_stopped("SELECT name FROM files ORDER BY name").await;
     let names: Vec<&str> =
         left[0]["results"].as_array().unwrap().iter().filter_map(|row| row["name"].as_str()).collect();

@@ -54,7 +54,7 @@ async fn status_reports_bindings_migrations_platforms_and_the_last_cron_tick() {
     assert_eq!(tick["schedules"], "ok: woke 0 conversation(s)");
     assert_eq!(tick["tasks"], "ok: started 0 task(s)");
     assert_eq!(tick["cortex"], "ok");
-    assert_eq!(tick["files"], "ok: deleted 0 file(s)");
+    assert_eq!(tick["files"], "ok: deleted 0 file(s), 0 workspace file(s)");
     wait_for("the cron_tick log line", Duration::from_secs(5), || async {
         env.worker.log().contains(r#"{"level":"info","event":"cron_tick""#).then_some(())
     })

@@ -23,7 +23,7 @@ crate::tool! {
     /// `send_file`: send the person a file.
     pub SendFile = "send_file",
     /// `send_file`'s arguments: a file written (`name` and `text`), fetched
-    /// (`url`) or sent again (`id`).
+    /// (`url`), in the workspace (`path`) or sent again (`id`).
     #[derive(Default)]
     struct SendFileArguments {
         /// The file's name, with its extension (report.csv, notes.md).
@@ -34,5 +34,7 @@ crate::tool! {
         pub id: Option<String>,
         /// Or: an http(s) URL to fetch the file from (an image you found, a CSV to pass on).
         pub url: Option<String>,
+        /// Or: the path of a file in this conversation's workspace (chart.svg, data/out.csv).
+        pub path: Option<String>,
     }
 }

@@ -86,7 +86,9 @@ pub async fn produce(
             }
         }
         (None, None) => {
-            return Err("give the file's `name` and `text`, or the `id` of a file of this conversation".into())
+            return Err("give the file's `name` and `text`, the `path` of a workspace file, or the `id` of a file \
+                        of this conversation"
+                .into())
         }
     };
     Ok(announce(process, &file, now_ms))
@@ -118,12 +120,27 @@ async fn fetched(
         return Err(format!("the fetch answered HTTP {}", answer.status));
     }
     let from_url = url.split(['?', '#']).next().unwrap_or_default().rsplit('/').next().unwrap_or_default();
-    let name = display_name(name.unwrap_or(from_url));
-    let digest = crate::security::encode_hex(sha2::Sha256::digest(&answer.body));
+    produce_bytes(env, db, conversation, process, name.unwrap_or(from_url), answer.body, now_ms).await
+}
+
+/// A file a process made (`name`, `bytes`: fetched, or from its workspace),
+/// kept like any other and announced; the same bytes from the same process
+/// keep the same id, so a retried step sends them once.
+pub async fn produce_bytes(
+    env: &Env,
+    db: &D1Database,
+    conversation: &str,
+    process: (&str, &str),
+    name: &str,
+    bytes: Vec<u8>,
+    now_ms: i64,
+) -> Result<Envelope, String> {
+    let name = display_name(name);
+    let digest = crate::security::encode_hex(sha2::Sha256::digest(&bytes));
     let id = file_id(conversation, &format!("out:{}:{digest}", process.1));
     let file = match find(db, conversation, &id).await.map_err(|error| error.to_string())? {
         Some(file) => file,
-        None => keep_bytes(env, db, conversation, &id, &name, "", answer.body, now_ms)
+        None => keep_bytes(env, db, conversation, &id, &name, "", bytes, now_ms)
             .await
             .map_err(|why| format!("not sent: {why}"))?,
     };

@@ -40,6 +40,10 @@ use crate::web_tools::arguments::{
     Browse, BrowseArguments, HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments,
 };
 use crate::web_tools::tools as web;
+use crate::workspace::arguments::{
+    FileEdit, FileEditArguments, FileList, FileRead, FileReadArguments, FileWrite, FileWriteArguments,
+};
+use crate::workspace::tools as workspace;
 
 /// A worker tells the channel it is alive at most this often (the channel gives
 /// up on a worker silent for `WORKER_TIMEOUT_MS`).
@@ -313,6 +317,30 @@ impl Run<SendFile> for EdgeTools<'_> {
     async fn run(&self, arguments: SendFileArguments) -> String {
         let (key, process) = (&self.job.conversation_key, ("worker", self.job.id.as_str()));
         crate::jobs::send_file(self.config, self.env, self.db, key, process, &arguments).await
+    }
+}
+
+impl Run<FileList> for EdgeTools<'_> {
+    async fn run(&self, _arguments: NoArguments) -> String {
+        answer(workspace::list(self.env, &self.job.conversation_key).await)
+    }
+}
+
+impl Run<FileRead> for EdgeTools<'_> {
+    async fn run(&self, arguments: FileReadArguments) -> String {
+        answer(workspace::read(self.env, &self.job.conversation_key, &arguments).await)
+    }
+}
+
+impl Run<FileWrite> for EdgeTools<'_> {
+    async fn run(&self, arguments: FileWriteArguments) -> String {
+        answer(workspace::write(self.env, &self.job.conversation_key, &arguments).await)
+    }
+}
+
+impl Run<FileEdit> for EdgeTools<'_> {
+    async fn run(&self, arguments: FileEditArguments) -> String {
+        answer(workspace::edit(self.env, &self.job.conversation_key, &arguments).await)
     }
 }
 

@@ -17,6 +17,7 @@ use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolCall, ToolSpec, U
 use crate::prompt;
 use crate::tasks::arguments::TaskUpdate;
 use crate::web_tools::arguments::{Browse, HttpFetch, WebSearch};
+use crate::workspace::arguments::{FileEdit, FileList, FileRead, FileWrite};
 
 /// The queue message that runs one step of a worker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,7 +203,10 @@ impl WorkerRun {
 crate::tool_set! {
     /// The tools a worker's world answers (besides MCP tools); `web_search`
     /// only where a search provider is configured.
-    pub WorkerToolSet = [HttpFetch, Browse, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, WebSearch]
+    pub WorkerToolSet = [
+        HttpFetch, Browse, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, WebSearch, FileList, FileRead, FileWrite,
+        FileEdit
+    ]
 }
 
 /// The tools a worker is offered: its runner's `set_status`, then its world's.

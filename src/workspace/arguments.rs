@@ -48,3 +48,37 @@ crate::tool! {
         pub new: String,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::llm::tool::Tool;
+
+    #[test]
+    fn arguments_parse_and_a_bad_call_says_what_is_wrong() {
+        let read = FileRead::parse(&json!({ "path": "notes.md", "from": 2 })).unwrap();
+        assert_eq!((read.path.as_str(), read.from, read.to), ("notes.md", Some(2), None));
+        let missing = FileRead::parse(&json!({ "from": 2 })).unwrap_err();
+        assert!(missing.contains("`file_read`") && missing.contains("path"), "{missing}");
+        let negative = FileRead::parse(&json!({ "path": "a", "from": -1 })).unwrap_err();
+        assert!(negative.contains("do not fit its schema"), "{negative}");
+        let write = FileWrite::parse(&json!({ "path": "a.csv", "content": "x,y\n" })).unwrap();
+        assert_eq!(write.content, "x,y\n");
+        assert!(FileWrite::parse(&json!({ "path": "a.csv" })).unwrap_err().contains("content"));
+        let edit = FileEdit::parse(&json!({ "path": "a", "old": "x", "new": "" })).unwrap();
+        assert_eq!((edit.old.as_str(), edit.new.as_str()), ("x", ""));
+        assert!(FileEdit::parse(&json!({ "path": "a", "old": "x" })).is_err(), "`new` is required");
+        assert!(FileList::parse(&serde_json::Value::Null).is_ok());
+    }
+
+    #[test]
+    fn the_schemas_name_each_argument() {
+        let text = FileRead::spec().parameters.to_string();
+        for argument in ["path", "from", "to"] {
+            assert!(text.contains(&format!("\"{argument}\"")), "{text}");
+        }
+        assert!(text.contains("\"required\":[\"path\"]"), "only the path is required: {text}");
+    }
+}

@@ -361,6 +361,12 @@ fn numbered(name: &str, count: u32) -> String {
     }
 }
 
+/// Whether a workspace file last written at `modified_ms` is past the keeping
+/// time (`keep_days`: the files' own, `files::rules::KEEP_DAYS`) at `now_ms`.
+pub fn is_expired(modified_ms: i64, now_ms: i64, keep_days: i64) -> bool {
+    modified_ms < now_ms - keep_days * 24 * 60 * 60 * 1000
+}
+
 /// What `snapshot` refuses when the workspace is larger than a run may take.
 pub fn too_large_for_snapshot(total: u64, max_bytes: u64) -> String {
     format!("the workspace holds {}, more than the {} a run may take", human(total), human(max_bytes))
@@ -421,7 +427,7 @@ mod tests {
         let long = "a".repeat(PATH_LIMIT_BYTES + 1);
         assert!(refused(&long).contains("bytes long"));
         assert!(WorkspacePath::parse(&"a".repeat(PATH_LIMIT_BYTES)).is_ok());
-        let deep = vec!["d"; PATH_LIMIT_DEPTH + 1].join("/");
+        let deep = ["d"; PATH_LIMIT_DEPTH + 1].join("/");
         assert!(refused(&deep).contains("folders deep"));
     }
 
@@ -503,6 +509,16 @@ mod tests {
     }
 
     #[test]
+    fn a_file_is_kept_as_long_as_the_files_are() {
+        let day = 24 * 60 * 60 * 1000;
+        let now = 100 * day;
+        assert!(!is_expired(now - 30 * day, now, 30), "thirty days to the millisecond: kept");
+        assert!(is_expired(now - 30 * day - 1, now, 30));
+        assert!(!is_expired(now - day, now, 30));
+        assert!(is_expired(now - 2 * day, now, 1));
+    }
+
+    #[test]
     fn text_is_utf8_without_nul() {
         let path = path("b.bin");
         assert_eq!(as_text(&path, b"hi").unwrap(), "hi");
@@ -515,7 +531,13 @@ mod tests {
         let path = path("n.md");
         assert_eq!(edit(&path, "total: 1\nsum: 2\n", "sum: 2", "sum: 3").unwrap(), "total: 1\nsum: 3\n");
         assert!(edit(&path, "abc", "xyz", "q").unwrap_err().contains("not found"));
+        assert!(edit(&path, "a = 1\na = 1\n", "a = 1", "a = 2").unwrap_err().contains("occurs 2 times"));
         assert!(edit(&path, "ab ab ab", "ab", "q").unwrap_err().contains("occurs 3 times"));
+        assert_eq!(
+            edit(&path, "a = 1\na = 1\n", "a = 1\na", "b = 1\na").unwrap(),
+            "b = 1\na = 1\n",
+            "a longer passage"
+        );
         assert!(edit(&path, "ab", "", "q").unwrap_err().contains("empty"));
     }
 

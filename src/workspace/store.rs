@@ -12,8 +12,8 @@ use crate::log_line::LogLine;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::log::Emit;
 use crate::workspace::rules::{
-    attachment_paths, clash, key_prefix, object_key, too_large_for_snapshot, writable, Entry, Quotas, Usage,
-    WorkspacePath, KEY_ROOT,
+    attachment_paths, clash, is_expired, key_prefix, object_key, too_large_for_snapshot, writable, Entry, Quotas,
+    Usage, WorkspacePath, KEY_ROOT,
 };
 
 /// The most attachments a workspace shows (the newest).
@@ -204,7 +204,6 @@ impl Workspace {
 /// Returns how many went.
 pub async fn expire(env: &Env, now_ms: i64) -> worker::Result<usize> {
     let bucket = env.bucket(BUCKET_BINDING)?;
-    let before = now_ms - KEEP_DAYS * 24 * 60 * 60 * 1000;
     let mut expired: Vec<String> = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..EXPIRY_PAGES_PER_TICK {
@@ -216,7 +215,7 @@ pub async fn expire(env: &Env, now_ms: i64) -> worker::Result<usize> {
         expired.extend(
             page.objects()
                 .into_iter()
-                .filter(|object| (object.uploaded().as_millis() as i64) < before)
+                .filter(|object| is_expired(object.uploaded().as_millis() as i64, now_ms, KEEP_DAYS))
                 .map(|object| object.key()),
         );
         match (page.truncated(), page.cursor()) {

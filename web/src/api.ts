@@ -99,6 +99,19 @@ export interface WorkerSummary {
   usage: Usage;
 }
 
+/** One file of a conversation's workspace (`GET /api/conversations/{key}/workspace`). */
+export interface WorkspaceEntry {
+  path: string;
+  bytes: number;
+  read_only: boolean;
+  modified: number;
+}
+
+export interface WorkspaceListing {
+  entries: WorkspaceEntry[];
+  quotas: { files: number; bytes: number; file_bytes: number };
+}
+
 export interface Envelope {
   id: string;
   ts: number;

@@ -1,7 +1,18 @@
-// One conversation, live: its processes, inbound events, outbox, workers, envelopes and usage.
+// One conversation, live: its processes, inbound events, outbox, workers, workspace, envelopes and usage.
 
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { api, Envelope, InboundRecord, OutboxEntry, RunningProcess, socketUrl, Usage, when, WorkerSummary } from "../api";
+import {
+  api,
+  Envelope,
+  InboundRecord,
+  OutboxEntry,
+  RunningProcess,
+  socketUrl,
+  Usage,
+  when,
+  WorkerSummary,
+  WorkspaceListing,
+} from "../api";
 import { connect } from "../live";
 import { useLoad, Badge } from "./common";
 import { OverrideEditor } from "./identity";
@@ -11,17 +22,19 @@ export interface ConversationView {
   events: InboundRecord[];
   outbox: OutboxEntry[];
   workers: WorkerSummary[];
+  workspace: WorkspaceListing;
   envelopes: Envelope[];
   usage: Record<string, Usage>;
 }
 
 export async function loadConversation(key: string): Promise<ConversationView> {
   const base = `/api/channels/${encodeURIComponent(key)}`;
-  const [processes, events, outbox, workers, usage, envelopeLines] = await Promise.all([
+  const [processes, events, outbox, workers, workspace, usage, envelopeLines] = await Promise.all([
     api<RunningProcess[]>(`${base}/processes`),
     api<InboundRecord[]>(`${base}/events`),
     api<OutboxEntry[]>(`${base}/outbox`),
     api<WorkerSummary[]>(`${base}/workers`),
+    api<WorkspaceListing>(`/api/conversations/${encodeURIComponent(key)}/workspace`),
     api<Record<string, Usage>>(`${base}/usage`),
     fetch(`${base}/envelopes?last=50`, { credentials: "same-origin" }).then((response) => response.text()),
   ]);
@@ -29,7 +42,7 @@ export async function loadConversation(key: string): Promise<ConversationView> {
     .split("\n")
     .filter((line) => line.trim())
     .map((line) => JSON.parse(line) as Envelope);
-  return { processes, events, outbox, workers, envelopes, usage };
+  return { processes, events, outbox, workers, workspace, envelopes, usage };
 }
 
 export type Line = { at: number; inbound?: InboundRecord; reply?: OutboxEntry };
@@ -143,6 +156,7 @@ export function ConversationPage({ conversationKey }: { conversationKey: string 
               </table>
             </div>
           )}
+          <WorkspaceSection conversationKey={conversationKey} listing={view.workspace} reload={reload} />
           <h2>Branches and workers: envelopes</h2>
           {view.envelopes.length === 0 ? (
             <p class="muted">None.</p>
@@ -182,6 +196,60 @@ export function ConversationPage({ conversationKey }: { conversationKey: string 
         </>
       )}
     </main>
+  );
+}
+
+/** A size for people: 512 B, 3.4 KB, 1.2 MB. */
+function size(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The conversation's workspace: its workers' files and the attachments (read-only). */
+function WorkspaceSection(props: { conversationKey: string; listing: WorkspaceListing; reload: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const own = props.listing.entries.filter((entry) => !entry.read_only);
+  const used = own.reduce((sum, entry) => sum + entry.bytes, 0);
+  const forget = async () => {
+    if (!confirm(`Forget the workspace of ${props.conversationKey}? Its ${own.length} file(s) are deleted.`)) return;
+    try {
+      await api(`/api/conversations/${encodeURIComponent(props.conversationKey)}/workspace`, { method: "DELETE" });
+      setError(null);
+      props.reload();
+    } catch (failure) {
+      setError(String(failure));
+    }
+  };
+  return (
+    <>
+      <h2>Workspace</h2>
+      <p class="muted">
+        {own.length} of {props.listing.quotas.files} files, {size(used)} of {size(props.listing.quotas.bytes)}; attachments are
+        read-only. Kept 30 days after a file was last written.
+      </p>
+      {error && <p role="alert" class="error">{error}</p>}
+      {props.listing.entries.length === 0 ? (
+        <p class="muted">No files.</p>
+      ) : (
+        <div class="scroll">
+          <table id="workspace">
+            <thead><tr><th>Path</th><th>Size</th><th>Modified</th><th>Access</th></tr></thead>
+            <tbody>
+              {props.listing.entries.map((entry) => (
+                <tr key={entry.path} data-path={entry.path}>
+                  <td class="text">{entry.path}</td>
+                  <td>{size(entry.bytes)}</td>
+                  <td>{when(entry.modified)}</td>
+                  <td>{entry.read_only ? "read-only" : "workers"}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {own.length > 0 && <button type="button" id="forget-workspace" onClick={forget}>Forget the workspace</button>}
+    </>
   );
 }
 
