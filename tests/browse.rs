@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::harness::pages::{Pages, SCRIPTED_TEXT};
+use crate::harness::pages::{Pages, SCRIPTED_TEXT, SLOW_TEXT};
 use crate::harness::{dm_update, Scripted, TestEnv};
 use crate::workers::{spawn, status, tool_results, worker_requests, WORKER};
 
@@ -62,7 +62,9 @@ async fn a_worker_reads_a_rendered_page_its_links_and_keeps_a_screenshot() {
 #[tokio::test(flavor = "multi_thread")]
 async fn browse_refuses_private_addresses_and_redirects_to_them_and_the_worker_goes_on() {
     let pages = Pages::start().await;
-    let env = TestEnv::start_with(&[("FETCH_ALLOW_HOSTS", "127.0.0.1"), ("LLM_TIMEOUT_MS", "10000")]).await;
+    // 6 s: a page whose load never ends is read after 4 (two thirds of it).
+    let vars = [("FETCH_ALLOW_HOSTS", "127.0.0.1"), ("LLM_TIMEOUT_MS", "10000"), ("BROWSE_TIMEOUT_MS", "6000")];
+    let env = TestEnv::start_with(&vars).await;
     env.llm.push(spawn("read the pages", false, "Reading."));
     env.llm.push_for(
         WORKER,
@@ -72,6 +74,7 @@ async fn browse_refuses_private_addresses_and_redirects_to_them_and_the_worker_g
             ("browse".into(), json!({ "url": format!("{}/to-metadata", pages.base_url) })),
             ("browse".into(), json!({ "url": "file:///etc/passwd" })),
             ("browse".into(), json!({ "url": format!("{}/page", pages.base_url) })),
+            ("browse".into(), json!({ "url": format!("{}/slow", pages.base_url) })),
         ]),
     );
     env.llm.push_for(WORKER, status("outcome", "Only the public page could be read."));
@@ -80,7 +83,7 @@ async fn browse_refuses_private_addresses_and_redirects_to_them_and_the_worker_g
     env.wait_for_sent(2).await;
 
     let results = tool_results(&worker_requests(&env)[1]);
-    assert_eq!(results.len(), 5, "{results:?}");
+    assert_eq!(results.len(), 6, "{results:?}");
     assert!(results[0].starts_with("error: refused") && results[0].contains("10.0.0.1"), "{}", results[0]);
     assert!(results[1].starts_with("error: refused") && results[1].contains("::1"), "{}", results[1]);
     assert!(
@@ -90,6 +93,7 @@ async fn browse_refuses_private_addresses_and_redirects_to_them_and_the_worker_g
     );
     assert!(results[3].starts_with("error: refused"), "{}", results[3]);
     assert!(results[4].contains(SCRIPTED_TEXT), "the worker went on: {}", results[4]);
+    assert!(results[5].contains(SLOW_TEXT), "a page still loading is read as it stands: {}", results[5]);
     let ops = env.admin("/api/ops").await;
-    assert_eq!(ops["browser_renders"], 2, "only the redirect and the page reached the browser: {ops}");
+    assert_eq!(ops["browser_renders"], 3, "only the redirect and the pages reached the browser: {ops}");
 }

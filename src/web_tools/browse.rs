@@ -70,7 +70,8 @@ async fn render(config: &Config, env: &Env, url: &Url, screenshot: bool) -> Resu
     let socket = connect(&binding, &session).await?;
     let mut devtools = Devtools::new(&socket, &config.fetch_allowed_hosts)?;
     let timeout_ms = config.browse_timeout_ms;
-    let visit = Box::pin(devtools.visit(url, screenshot));
+    // Two thirds of the time for the load, the rest to read the page and photograph it.
+    let visit = Box::pin(devtools.visit(url, screenshot, timeout_ms * 2 / 3));
     let outcome = match select(visit, Delay::from(Duration::from_millis(timeout_ms))).await {
         Either::Left((outcome, _)) => outcome,
         Either::Right(_) => Err(format!("the page was not read within {timeout_ms} ms")),
@@ -195,7 +196,7 @@ impl<'a> Devtools<'a> {
 
     /// A fresh tab, every request judged, the page loaded, read and (when
     /// asked) photographed.
-    async fn visit(&mut self, url: &Url, screenshot: bool) -> Result<Rendered, String> {
+    async fn visit(&mut self, url: &Url, screenshot: bool, load_wait_ms: u64) -> Result<Rendered, String> {
         let target = self.call("Target.createTarget", json!({ "url": "about:blank" }), None).await?;
         let attach = json!({ "targetId": target["targetId"], "flatten": true });
         let attached = self.call("Target.attachToTarget", attach, None).await?;
@@ -208,10 +209,7 @@ impl<'a> Devtools<'a> {
         if let Some(failure) = navigated["errorText"].as_str().filter(|text| !text.is_empty()) {
             return Err(self.failed(failure));
         }
-        while !self.loaded {
-            let message = self.next_message().await?;
-            self.on_event(&message)?;
-        }
+        self.wait_for_load(load_wait_ms).await?;
         let evaluate = json!({ "expression": PAGE_SCRIPT, "returnByValue": true });
         let page_read = Page::from_evaluation(&self.call("Runtime.evaluate", evaluate, page).await?)?;
         if page_read.url.starts_with("chrome-error:") {
@@ -222,6 +220,26 @@ impl<'a> Devtools<'a> {
             false => None,
         };
         Ok(Rendered { page: page_read, png })
+    }
+
+    /// Waits for the page's load event, at most `within_ms`: a page still
+    /// loading something by then (a slow image, a hanging script) is read as
+    /// it stands.
+    async fn wait_for_load(&mut self, within_ms: u64) -> Result<(), String> {
+        let deadline = now_ms() + within_ms as i64;
+        while !self.loaded {
+            let left = deadline - now_ms();
+            if left <= 0 {
+                return Ok(());
+            }
+            let wait = Delay::from(Duration::from_millis(left as u64));
+            let heard = match select(Box::pin(self.next_message()), wait).await {
+                Either::Left((message, _)) => message?,
+                Either::Right(_) => return Ok(()),
+            };
+            self.on_event(&heard)?;
+        }
+        Ok(())
     }
 
     /// A navigation that failed: refused by the guard, or by the network.

@@ -32,6 +32,16 @@ const PAGE: &str = r#"<!doctype html>
 </script>
 </body></html>"#;
 
+/// A page whose image never comes, so its load event never fires.
+const SLOW_PAGE: &str = r#"<!doctype html>
+<html><head><title>Slow</title></head>
+<body><p id="out"></p><img src="/never" alt="">
+<script>document.getElementById("out").textContent = ["Written", "before", "the", "image"].join(" ");</script>
+</body></html>"#;
+
+/// The text `/slow`'s script writes.
+pub const SLOW_TEXT: &str = "Written before the image";
+
 pub struct Pages {
     pub base_url: String,
     hits: Arc<AtomicUsize>,
@@ -44,6 +54,8 @@ impl Pages {
         let router = Router::new()
             .route("/page", get(page))
             .route("/timetable", get(|| async { Html("<p>Timetable</p>") }))
+            .route("/slow", get(|| async { Html(SLOW_PAGE) }))
+            .route("/never", get(never))
             .route("/to-metadata", get(|| async { Redirect::temporary("http://169.254.169.254/latest/meta-data/") }))
             .with_state(hits.clone());
         let server = ServerHandle::serve(router).await;
@@ -54,6 +66,12 @@ impl Pages {
     pub fn page_hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
+}
+
+/// Never answers (within any test).
+async fn never() -> &'static str {
+    tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+    ""
 }
 
 async fn page(State(hits): State<Arc<AtomicUsize>>) -> impl IntoResponse {
