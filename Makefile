@@ -93,6 +93,7 @@ bench: build
 	cargo bench --bench streaming
 	@scripts/setup-browser.sh
 	cargo bench --bench web
+	cargo bench --bench browse
 	@node scripts/bundle-report.mjs $(NAMED) $(WORKER)
 
 # A synthetic day at 1M, 10M and 100M messages against each Cloudflare component's

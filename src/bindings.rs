@@ -22,6 +22,8 @@ pub enum BindingKind {
     WorkerLoader,
     /// A service binding (`[[services]]`): another Worker, or this one.
     Service,
+    /// Browser Rendering (`[browser]`).
+    Browser,
 }
 
 /// One binding the Worker uses.
@@ -82,25 +84,27 @@ pub const VECTORS: Binding = Binding::optional(
     BindingKind::Vectorize,
     "the Vectorize index of memories (VECTOR_BACKEND = \"vectorize\")",
 );
-
 /// The Worker Loader: `run_code`'s sandboxes, each a fresh isolate.
-pub const LOADER: Binding = Binding {
-    name: "LOADER",
-    kind: BindingKind::WorkerLoader,
-    purpose: "the Worker Loader, for `run_code`'s sandboxes (a fresh isolate per run)",
-    required: false,
-};
+pub const LOADER: Binding = Binding::optional(
+    "LOADER",
+    BindingKind::WorkerLoader,
+    "the Worker Loader, for `run_code`'s sandboxes (a fresh isolate per run)",
+);
 
 /// This Worker itself: `run_code`'s fetches come back through it to the fetch guard.
-pub const SELF_SERVICE: Binding = Binding {
-    name: "SELF",
-    kind: BindingKind::Service,
-    purpose: "this Worker itself, for `run_code`'s guarded fetches (SANDBOX_NETWORK = \"guarded\")",
-    required: false,
-};
+pub const SELF_SERVICE: Binding = Binding::optional(
+    "SELF",
+    BindingKind::Service,
+    "this Worker itself, for `run_code`'s guarded fetches (SANDBOX_NETWORK = \"guarded\")",
+);
+
+/// Browser Rendering: the pages workers `browse` (a local Chrome under `wrangler dev`).
+pub const BROWSER: Binding =
+    Binding::optional("BROWSER", BindingKind::Browser, "Browser Rendering (the browse tool of workers)");
 
 /// Every binding the Worker uses, in the order `/api/status` lists them.
-pub const ALL: [Binding; 10] = [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, LOADER, SELF_SERVICE];
+pub const ALL: [Binding; 11] =
+    [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, LOADER, SELF_SERVICE, BROWSER];
 
 #[cfg(test)]
 mod tests {

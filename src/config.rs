@@ -25,6 +25,8 @@ pub const DEFAULT_HISTORY_LIMIT: u32 = 50;
 pub const DEFAULT_LLM_TIMEOUT_MS: u64 = 60_000;
 /// How long one exchange with an MCP server may take by default.
 pub const DEFAULT_MCP_TIMEOUT_MS: u64 = 30_000;
+/// How long `browse` waits for a page by default.
+pub const DEFAULT_BROWSE_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_LLM_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_LLM_BACKOFF_MS: u64 = 500;
 pub const DEFAULT_SEND_MAX_ATTEMPTS: u32 = 3;
@@ -132,6 +134,8 @@ pub struct Config {
     pub approval_timeout_ms: i64,
     /// How long one exchange with an MCP server may take (`MCP_TIMEOUT_MS`).
     pub mcp_timeout_ms: u64,
+    /// How long `browse` waits for a page to load and be read (`BROWSE_TIMEOUT_MS`).
+    pub browse_timeout_ms: u64,
     /// The platforms whose replies show while the model writes them
     /// (`STREAM_REPLIES`, comma-separated; `off` for none).
     pub stream_replies: Vec<String>,
@@ -293,6 +297,7 @@ impl Config {
             .clamp(1, 7 * 24 * 3600) as i64
                 * 1000,
             mcp_timeout_ms: number("MCP_TIMEOUT_MS", DEFAULT_MCP_TIMEOUT_MS).max(500),
+            browse_timeout_ms: number("BROWSE_TIMEOUT_MS", DEFAULT_BROWSE_TIMEOUT_MS).clamp(1_000, 120_000),
             workspace_quotas: crate::workspace::rules::Quotas {
                 files: positive("WORKSPACE_MAX_FILES", crate::workspace::rules::DEFAULT_MAX_FILES),
                 bytes: number("WORKSPACE_MAX_BYTES", crate::workspace::rules::DEFAULT_MAX_BYTES).max(1),
@@ -631,6 +636,7 @@ mod tests {
         assert_eq!(config.approvers, vec!["slack:U1".to_string(), "telegram:42".to_string()]);
         assert_eq!(config.approval_timeout_ms, 1_000);
         assert_eq!(config.mcp_timeout_ms, DEFAULT_MCP_TIMEOUT_MS);
+        assert_eq!(config.browse_timeout_ms, DEFAULT_BROWSE_TIMEOUT_MS);
         let defaults = Config::from_lookup(|_| None);
         assert_eq!(defaults.approval_timeout_ms, crate::approvals::rules::DEFAULT_TIMEOUT_MS);
         assert!(defaults.approvers.is_empty());

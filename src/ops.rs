@@ -55,11 +55,13 @@ pub enum Op {
     McpToolCall,
     /// A `run_code` run: a fresh isolate from the Worker Loader.
     SandboxRun,
+    /// A page a worker's `browse` rendered with Browser Rendering.
+    BrowserRender,
 }
 
 impl Op {
     /// Every kind, in the order `/api/ops` lists them.
-    pub const ALL: [Op; 20] = [
+    pub const ALL: [Op; 21] = [
         Op::WorkerInvocation,
         Op::DoRequest,
         Op::DoRequestMs,
@@ -80,6 +82,7 @@ impl Op {
         Op::McpRequest,
         Op::McpToolCall,
         Op::SandboxRun,
+        Op::BrowserRender,
     ];
 
     pub fn name(self) -> &'static str {
@@ -104,6 +107,7 @@ impl Op {
             Op::McpRequest => "mcp_requests",
             Op::McpToolCall => "mcp_tool_calls",
             Op::SandboxRun => "sandbox_runs",
+            Op::BrowserRender => "browser_renders",
         }
     }
 }

@@ -8,6 +8,7 @@ mod attacks_access;
 mod attacks_bill;
 mod attacks_memory;
 mod attacks_reply;
+mod browse;
 mod conformance;
 mod containment;
 mod discord;

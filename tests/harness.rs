@@ -17,6 +17,8 @@ pub mod fake_llm;
 pub mod fake_mcp;
 #[path = "harness/hog.rs"]
 pub mod hog;
+#[path = "harness/pages.rs"]
+pub mod pages;
 #[path = "harness/server.rs"]
 mod server;
 #[path = "harness/worker.rs"]
@@ -209,6 +211,12 @@ impl TestEnv {
         let url = format!("{}/__scheduled?cron=*+*+*+*+*", self.worker.base_url);
         let response = self.client.get(url).send().await.expect("scheduled request");
         assert!(response.status().is_success(), "the scheduled handler ran");
+    }
+
+    /// An object of the Worker's local R2 bucket `bucket`, if there is one.
+    #[allow(dead_code)] // used by some test modules only
+    pub fn r2_object(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        worker::r2_object(self.state.path(), bucket, key)
     }
 
     /// GETs an admin API path with the admin token and returns its JSON.

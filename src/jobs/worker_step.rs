@@ -40,7 +40,9 @@ use crate::runtime::log::Emit;
 use crate::sandbox::arguments::{RunCode, RunCodeArguments};
 use crate::tasks::arguments::{TaskUpdate, TaskUpdateArguments};
 use crate::tasks::store as tasks;
-use crate::web_tools::arguments::{HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments};
+use crate::web_tools::arguments::{
+    Browse, BrowseArguments, HttpFetch, HttpFetchArguments, WebSearch, WebSearchArguments,
+};
 use crate::web_tools::tools as web;
 use crate::workspace::arguments::{
     FileEdit, FileEditArguments, FileList, FileRead, FileReadArguments, FileWrite, FileWriteArguments,
@@ -298,6 +300,14 @@ impl WorkerTools for EdgeTools<'_> {
 impl Run<HttpFetch> for EdgeTools<'_> {
     async fn run(&self, arguments: HttpFetchArguments) -> String {
         web::http_fetch(self.config, arguments.url.trim()).await
+    }
+}
+
+impl Run<Browse> for EdgeTools<'_> {
+    async fn run(&self, arguments: BrowseArguments) -> String {
+        let (shot, key) = (arguments.screenshot.unwrap_or(false), &self.job.conversation_key);
+        let page = crate::web_tools::browse::browse(self.config, self.env, key, arguments.url.trim(), shot);
+        self.metered(MeteredTool::Browse, page).await
     }
 }
 

@@ -19,7 +19,7 @@ use crate::files::arguments::{AttachmentRead, AttachmentRecall};
 use crate::llm::tool::Tool;
 use crate::llm::ToolCall;
 use crate::sandbox::arguments::RunCode;
-use crate::web_tools::arguments::HttpFetch;
+use crate::web_tools::arguments::{Browse, HttpFetch};
 use crate::workspace::arguments::{FileList, FileRead};
 
 /// The most hosts a run remembers (the oldest are forgotten first).
@@ -44,7 +44,7 @@ const PRIVATE_READERS: [&str; 5] =
     [AttachmentRead::NAME, AttachmentRecall::NAME, FileRead::NAME, FileList::NAME, RunCode::NAME];
 
 /// The tools that send their `url` out, by name.
-const SENDERS: [&str; 1] = [HttpFetch::NAME];
+const SENDERS: [&str; 2] = [HttpFetch::NAME, Browse::NAME];
 
 /// What `call` does; `outside` says it is a tool of an MCP server.
 pub fn reach(call: &ToolCall, outside: bool) -> Reach {
@@ -186,6 +186,8 @@ mod tests {
         }
         assert!(containment.needs_yes(&fetch("not a url"), false).is_some(), "no host is no known host");
         assert!(containment.needs_yes(&fetch("ftp://docs.example/"), false).is_some());
+        let browse = call(Browse::NAME, json!({ "url": "https://evil.example/", "screenshot": true }));
+        assert!(containment.needs_yes(&browse, false).is_some(), "a page to browse is a host too");
     }
 
     #[test]

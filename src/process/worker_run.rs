@@ -18,7 +18,7 @@ use crate::llm::{ChatMessage, ChatRequest, LlmError, Role, ToolCall, ToolSpec, U
 use crate::prompt;
 use crate::sandbox::arguments::RunCode;
 use crate::tasks::arguments::TaskUpdate;
-use crate::web_tools::arguments::{HttpFetch, WebSearch};
+use crate::web_tools::arguments::{Browse, HttpFetch, WebSearch};
 use crate::workspace::arguments::{FileEdit, FileList, FileRead, FileWrite};
 
 /// The queue message that runs one step of a worker.
@@ -225,8 +225,8 @@ crate::tool_set! {
     /// The tools a worker's world answers (besides MCP tools); `web_search`
     /// only where a search provider is configured.
     pub WorkerToolSet = [
-        HttpFetch, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, RunCode, WebSearch, FileList, FileRead,
-        FileWrite, FileEdit
+        HttpFetch, Browse, TaskUpdate, AttachmentRead, AttachmentRecall, SendFile, RunCode, WebSearch, FileList,
+        FileRead, FileWrite, FileEdit
     ]
 }
 

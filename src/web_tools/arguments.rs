@@ -20,3 +20,15 @@ crate::tool! {
         pub query: String,
     }
 }
+
+crate::tool! {
+    /// `browse`: a page as a browser renders it (Browser Rendering).
+    pub Browse = "browse",
+    /// `browse`'s arguments.
+    struct BrowseArguments {
+        /// An http(s) URL.
+        pub url: String,
+        /// Also keep a PNG screenshot of the page in the workspace.
+        pub screenshot: Option<bool>,
+    }
+}

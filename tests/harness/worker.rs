@@ -136,6 +136,23 @@ fn wrangler_d1(arguments: &[&str], state_dir: &Path) -> Vec<u8> {
     output.stdout
 }
 
+/// An object of the local R2 bucket `bucket` in `state_dir` (`wrangler r2
+/// object get --local`), or None when there is none.
+pub fn r2_object(state_dir: &Path, bucket: &str, key: &str) -> Option<Vec<u8>> {
+    let file = tempfile::NamedTempFile::new().expect("a temporary file");
+    let output = Command::new(wrangler())
+        .args(["r2", "object", "get", &format!("{bucket}/{key}"), "--local", "--persist-to"])
+        .arg(state_dir)
+        .arg("--file")
+        .arg(file.path())
+        .current_dir(project_root())
+        .env("CI", "true")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run wrangler r2 (is this running under `make test`?)");
+    output.status.success().then(|| fs::read(file.path()).expect("read the object's copy"))
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     fs::create_dir_all(to).expect("create state dir");
     for entry in fs::read_dir(from).expect("read template") {
