@@ -83,6 +83,7 @@ clean:
 # before minijinja came back, then now) and the first requests on fresh isolates.
 # Last: the wasm per crate and its largest functions, then the gzipped total.
 bench: build
+	@scripts/setup-browser.sh
 	@node scripts/startup.mjs
 	cargo bench --bench startup
 	cargo bench --bench webhook
@@ -91,7 +92,6 @@ bench: build
 	cargo bench --bench memory
 	cargo bench --bench sandbox
 	cargo bench --bench streaming
-	@scripts/setup-browser.sh
 	cargo bench --bench web
 	cargo bench --bench browse
 	@node scripts/bundle-report.mjs $(NAMED) $(WORKER)

@@ -1,6 +1,7 @@
 //! `make bench`: what one inbound message costs in Cloudflare operations, for
-//! an observed group message, an engaged DM with a plain reply, and a turn that
-//! starts a branch, and the price of 1,000 of each at the Workers Paid rates.
+//! an observed group message, an engaged DM with a plain reply, a turn that
+//! starts a branch, and a task a worker does with `run_code` and `browse`,
+//! and the price of 1,000 of each at the Workers Paid rates.
 //!
 //! The counts are the Worker's own (`GET /api/ops`, src/ops.rs): each D1 and
 //! Durable Object SQL call, request, alarm, queue message and subrequest is
@@ -24,7 +25,7 @@ use pricing::{Usage, QUEUE_OPS_PER_MESSAGE, WORKERS_PAID};
 use serde_json::{json, Value};
 
 /// What `/api/ops` lists, in its order, as printed.
-const COUNTED: [(&str, &str); 18] = [
+const COUNTED: [(&str, &str); 20] = [
     ("worker_invocations", "Worker invocations"),
     ("do_requests", "DO requests (fetch, alarm)"),
     ("do_request_ms", "DO request wall ms"),
@@ -42,6 +43,8 @@ const COUNTED: [(&str, &str); 18] = [
     ("platform_calls", "subrequests: platform API"),
     ("tool_fetches", "subrequests: tool fetches"),
     ("vectorize_calls", "Vectorize calls"),
+    ("sandbox_runs", "Dynamic Workers (run_code)"),
+    ("browser_ms", "browser ms (browse)"),
     ("", "workerd CPU ms during the sends (upper bound)"),
 ];
 
@@ -67,7 +70,8 @@ impl Measured {
         let deliveries = self.get("queue_deliveries");
         let queue_operations = self.get("queue_sends") + deliveries + (deliveries - self.get("queue_retries"));
         Usage {
-            worker_requests: self.get("worker_invocations"),
+            // Each run_code is a request into its Dynamic Worker too.
+            worker_requests: self.get("worker_invocations") + self.get("sandbox_runs"),
             worker_cpu_ms: *self.per_message.last().expect("cpu"),
             do_requests: self.get("do_requests") + self.get("do_websocket_messages") / 20.0,
             do_gb_seconds: self.get("do_request_ms") / 1000.0 * pricing::DO_BILLED_GB,
@@ -76,6 +80,8 @@ impl Measured {
             d1_rows_read: self.get("d1_rows_read"),
             d1_rows_written: self.get("d1_rows_written"),
             queue_operations,
+            dynamic_workers: self.get("sandbox_runs"),
+            browser_hours: self.get("browser_ms") / 3_600_000.0,
             ..Usage::default()
         }
     }
@@ -162,6 +168,9 @@ impl<'a> Counter<'a> {
 const OBSERVED: usize = 60;
 const DMS: usize = 20;
 const BRANCHES: usize = 8;
+const TASKS: usize = 3;
+/// The worker's system prompt starts so (the fake model routes by it).
+const WORKER: &str = "You are a worker";
 
 /// A busy group (50 members, three people talking): each message is observed.
 async fn observed_group_messages(env: &TestEnv) {
@@ -214,6 +223,32 @@ async fn branching_dms(env: &TestEnv) {
     }
 }
 
+/// A DM that hands a task to a worker, which runs code and browses a page
+/// (served on loopback) before it reports; the channel then answers.
+async fn worker_tasks(env: &TestEnv) {
+    env.telegram.serve_file("/public/prices.html", b"<p id=p></p><script>p.textContent='42 EUR'</script>".to_vec());
+    let page = format!("{}/public/prices.html", env.telegram.base_url);
+    let sent_before = env.telegram.calls("sendMessage").len();
+    for index in 0..TASKS {
+        let calls = |list: Vec<(&str, Value)>| {
+            Scripted::ToolCalls(list.into_iter().map(|(name, arguments)| (name.to_string(), arguments)).collect())
+        };
+        env.llm.push(calls(vec![
+            // The task names the page: a host the person gave (containment lets it through).
+            ("spawn_worker", json!({ "task": format!("check the price at {page}"), "interactive": false })),
+            ("reply", json!({ "content": "On it." })),
+        ]));
+        let code = "export default () => [3, 4].map((n) => n * n).reduce((a, b) => a + b)";
+        env.llm.push_for(WORKER, calls(vec![("run_code", json!({ "code": code }))]));
+        env.llm.push_for(WORKER, calls(vec![("browse", json!({ "url": page }))]));
+        env.llm.push_for(WORKER, calls(vec![("set_status", json!({ "kind": "outcome", "text": "25; 42 EUR" }))]));
+        env.llm.reply("It is 42 EUR.");
+        let update = dm_update(40_000 + index as i64, 101, "check the price");
+        assert!(env.telegram_update(&update).await.status().is_success());
+        env.wait_for_sent(sent_before + 2 * (index + 1)).await;
+    }
+}
+
 fn print_table(measured: &[Measured]) {
     print!("{:<44}", "per inbound message");
     measured.iter().for_each(|kind| print!("{:>16}", kind.label));
@@ -248,15 +283,17 @@ fn print_table(measured: &[Measured]) {
 
 #[tokio::main]
 async fn main() {
-    let env = TestEnv::start().await;
+    // The worker's page is on loopback, which the fetch guard refuses unless allowed.
+    let env = TestEnv::start_with(&[("FETCH_ALLOW_HOSTS", "127.0.0.1")]).await;
     let mut counter = Counter::new(&env).await;
     let observed = counter.measure("observed group", OBSERVED, || observed_group_messages(&env)).await;
     check_all_observed(&env).await;
     let dms = counter.measure("engaged DM", DMS, || engaged_dms(&env)).await;
     let branches = counter.measure("DM + branch", BRANCHES, || branching_dms(&env)).await;
+    let tasks = counter.measure("DM + code, page", TASKS, || worker_tasks(&env)).await;
     println!(
         "Operations per inbound, counted by the Worker (GET /api/ops) over {OBSERVED} observed, {DMS} engaged and \
-         {BRANCHES} branching messages, follow-ups included:"
+         {BRANCHES} branching messages and {TASKS} worker tasks, follow-ups included:"
     );
-    print_table(&[observed, dms, branches]);
+    print_table(&[observed, dms, branches, tasks]);
 }

@@ -59,6 +59,11 @@ pub struct Rates {
     pub vectorize_queried_dimension: f64,
     /// "$0.05 per 100 million" stored vector dimensions (a month). vectorize/platform/pricing
     pub vectorize_stored_dimension_month: f64,
+    /// "+$0.002 per Dynamic Worker per day"; `load()` makes one per run
+    /// (`run_code`). dynamic-workers/pricing
+    pub dynamic_worker: f64,
+    /// "$0.09 per additional browser hour". browser-rendering/pricing
+    pub browser_hour: f64,
     /// "$0.011 per 1,000 Neurons" (e.g. @cf/baai/bge-small-en-v1.5: 1,841 neurons
     /// per million input tokens). workers-ai/platform/pricing
     pub neuron: f64,
@@ -80,6 +85,8 @@ pub const WORKERS_PAID: Rates = Rates {
     vectorize_queried_dimension: 0.01 / MILLION,
     vectorize_stored_dimension_month: 0.05 / 100.0 / MILLION,
     neuron: 0.011 / 1000.0,
+    dynamic_worker: 0.002,
+    browser_hour: 0.09,
 };
 
 /// Billable quantities, in the units the rates are quoted in.
@@ -99,6 +106,8 @@ pub struct Usage {
     pub vectorize_queried_dimensions: f64,
     pub vectorize_stored_dimension_months: f64,
     pub neurons: f64,
+    pub dynamic_workers: f64,
+    pub browser_hours: f64,
 }
 
 impl Usage {
@@ -118,6 +127,8 @@ impl Usage {
             vectorize_queried_dimensions: self.vectorize_queried_dimensions * factor,
             vectorize_stored_dimension_months: self.vectorize_stored_dimension_months * factor,
             neurons: self.neurons * factor,
+            dynamic_workers: self.dynamic_workers * factor,
+            browser_hours: self.browser_hours * factor,
         }
     }
 }
@@ -131,15 +142,22 @@ pub struct Bill {
     pub queues: f64,
     pub vectorize: f64,
     pub workers_ai: f64,
+    pub browser_rendering: f64,
 }
 
 impl Bill {
     pub fn total(&self) -> f64 {
-        self.workers + self.durable_objects + self.d1 + self.queues + self.vectorize + self.workers_ai
+        self.workers
+            + self.durable_objects
+            + self.d1
+            + self.queues
+            + self.vectorize
+            + self.workers_ai
+            + self.browser_rendering
     }
 
     /// The products in a fixed order, for tables.
-    pub fn lines(&self) -> [(&'static str, f64); 6] {
+    pub fn lines(&self) -> [(&'static str, f64); 7] {
         [
             ("Workers", self.workers),
             ("DO", self.durable_objects),
@@ -147,6 +165,7 @@ impl Bill {
             ("Queues", self.queues),
             ("Vectorize", self.vectorize),
             ("Workers AI", self.workers_ai),
+            ("Browser Rendering", self.browser_rendering),
         ]
     }
 }
@@ -154,7 +173,9 @@ impl Bill {
 impl Rates {
     pub fn bill(&self, usage: &Usage) -> Bill {
         Bill {
-            workers: usage.worker_requests * self.worker_request + usage.worker_cpu_ms * self.worker_cpu_ms,
+            workers: usage.worker_requests * self.worker_request
+                + usage.worker_cpu_ms * self.worker_cpu_ms
+                + usage.dynamic_workers * self.dynamic_worker,
             durable_objects: usage.do_requests * self.do_request
                 + usage.do_gb_seconds * self.do_gb_second
                 + usage.do_rows_read * self.do_row_read
@@ -167,6 +188,7 @@ impl Rates {
             vectorize: usage.vectorize_queried_dimensions * self.vectorize_queried_dimension
                 + usage.vectorize_stored_dimension_months * self.vectorize_stored_dimension_month,
             workers_ai: usage.neurons * self.neuron,
+            browser_rendering: usage.browser_hours * self.browser_hour,
         }
     }
 

@@ -57,11 +57,13 @@ pub enum Op {
     SandboxRun,
     /// A page a worker's `browse` rendered with Browser Rendering.
     BrowserRender,
+    /// Wall milliseconds those renders held a browser (billed by browser time).
+    BrowserMs,
 }
 
 impl Op {
     /// Every kind, in the order `/api/ops` lists them.
-    pub const ALL: [Op; 21] = [
+    pub const ALL: [Op; 22] = [
         Op::WorkerInvocation,
         Op::DoRequest,
         Op::DoRequestMs,
@@ -83,6 +85,7 @@ impl Op {
         Op::McpToolCall,
         Op::SandboxRun,
         Op::BrowserRender,
+        Op::BrowserMs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -108,6 +111,7 @@ impl Op {
             Op::McpToolCall => "mcp_tool_calls",
             Op::SandboxRun => "sandbox_runs",
             Op::BrowserRender => "browser_renders",
+            Op::BrowserMs => "browser_ms",
         }
     }
 }

@@ -57,6 +57,7 @@ async fn a_worker_reads_a_rendered_page_its_links_and_keeps_a_screenshot() {
 
     let ops = env.admin("/api/ops").await;
     assert_eq!(ops["browser_renders"], 2, "{ops}");
+    assert!(ops["browser_ms"].as_u64().unwrap_or_default() > 0, "browser time is counted: {ops}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -51,7 +51,10 @@ pub async fn browse(config: &Config, env: &Env, conversation: &str, url: &str, s
         Err(refusal) => return format!("error: refused: {refusal}"),
     };
     crate::ops::count(Op::BrowserRender);
-    let rendered = match render(config, env, &url, screenshot).await {
+    let started = now_ms();
+    let rendered = render(config, env, &url, screenshot).await;
+    crate::ops::add(Op::BrowserMs, u64::try_from(now_ms() - started).unwrap_or(0));
+    let rendered = match rendered {
         Ok(rendered) => rendered,
         Err(error) => return redactor.redact(&format!("error: {error}")).into_owned(),
     };
