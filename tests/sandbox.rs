@@ -182,8 +182,8 @@ async fn a_csv_sent_on_telegram_is_summarised_by_code_and_the_chart_comes_back_a
         WORKER,
         run("export default async function main({ workspace }) { return workspace.read('attachments/plans.csv'); }"),
     );
-    env.llm
-        .push_for(WORKER, Scripted::ToolCalls(vec![("send_file".into(), json!({ "name": "chart.svg", "text": svg }))]));
+    // The chart the code wrote, sent from the workspace by its path.
+    env.llm.push_for(WORKER, Scripted::ToolCalls(vec![("send_file".into(), json!({ "path": "chart.svg" }))]));
     env.llm.push_for(WORKER, status("outcome", "Sales total 245; north sold most (120). Chart sent."));
     env.llm.answer_always(Scripted::Reply("Sales total 245; north sold most (120). The chart is attached.".into()));
     env.telegram_update(&dm_with_document(2, 305, "CSV1", "sales.csv", "find the top region and chart it")).await;
