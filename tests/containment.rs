@@ -8,17 +8,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::harness::{dm_update, wait_for, Scripted, TestEnv};
+use crate::mcp::press;
 use crate::sandbox::loopback_server;
 use crate::workers::{spawn, status, tool_results, worker_requests, WORKER};
 
 fn call(tool: &str, arguments: Value) -> Scripted {
     Scripted::ToolCalls(vec![(tool.to_string(), arguments)])
-}
-
-fn press(update_id: i64, user: i64, chat: i64, data: &str) -> Value {
-    json!({ "update_id": update_id, "callback_query": {
-        "id": format!("cq{update_id}"), "from": { "id": user, "is_bot": false, "first_name": "Ada" },
-        "message": { "message_id": 1, "date": 1, "chat": { "id": chat, "type": "private" } }, "data": data } })
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -52,7 +52,7 @@ async fn telegram_buttons(env: &TestEnv) -> (Value, String) {
     .await
 }
 
-fn press(update_id: i64, user: i64, chat: i64, data: &str) -> Value {
+pub(crate) fn press(update_id: i64, user: i64, chat: i64, data: &str) -> Value {
     json!({ "update_id": update_id, "callback_query": {
         "id": format!("cq{update_id}"), "from": { "id": user, "is_bot": false, "first_name": format!("user{user}") },
         "message": { "message_id": 1, "date": 1, "chat": { "id": chat, "type": "private" } }, "data": data } })
