@@ -278,3 +278,27 @@ async fn operator_run(env: &TestEnv, code: String) -> String {
     assert_eq!(status, 200, "{body}");
     body["result"].as_str().unwrap_or_default().to_string()
 }
+
+/// A worker's runs are capped (`RUN_CODE_PER_WORKER`): the run past the cap is
+/// a tool error and the worker goes on; each run that ran is priced into the
+/// day's spend (a Dynamic Worker is $0.002), which the budgets hold.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_past_the_workers_cap_is_refused_and_each_run_is_priced_into_the_days_spend() {
+    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "10000"), ("RUN_CODE_PER_WORKER", "1")]).await;
+    env.llm.push(spawn("add twice", false, "Adding."));
+    env.llm.push_for(WORKER, run("export default () => 1 + 1"));
+    env.llm.push_for(WORKER, run("export default () => 2 + 2"));
+    env.llm.push_for(WORKER, status("outcome", "2, and the second run was refused."));
+    env.llm.answer_always(Scripted::Reply("Done adding.".into()));
+    env.telegram_update(&dm_update(1, 307, "add twice")).await;
+    let last = outcome_reaches_the_person(&env, "Done adding.").await;
+    let results = tool_results(&last);
+    assert_eq!(results[0], "result:\n2", "{results:?}");
+    assert!(results[1].starts_with("error: this worker has used its 1 runs of `run_code`"), "{results:?}");
+    let ops = env.admin("/api/ops").await;
+    assert_eq!(ops["sandbox_runs"], 1, "the refused run never started: {ops}");
+    let spend = env.admin("/api/spend").await;
+    let conversation = spend["conversations"].as_array().unwrap().iter().find(|row| row["subject"] == "telegram:307");
+    let usd = conversation.and_then(|row| row["usd"].as_f64()).unwrap_or_default();
+    assert!(usd >= 0.002, "the run's Dynamic Worker is in the day's spend: {spend}");
+}
