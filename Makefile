@@ -57,8 +57,10 @@ test: build
 	cargo test --test docs
 	cargo test --test e2e -- --test-threads=$${E2E_THREADS:-2} $(FILTER)
 	scripts/check-e2e-logs.sh
-	@# The tests that load the whole machine (a CPU hog, a build), one at a time.
-	cargo test --test e2e -- --ignored --test-threads=1 --show-output $(FILTER)
+	@# The tests that load the whole machine (a CPU hog, a build), one at a time. The
+	@# gradual memory bomb needs a runtime with a memory limit (docs/sandbox.md#limits):
+	@# run it by hand against one.
+	cargo test --test e2e -- --ignored --test-threads=1 --show-output --skip gradual_memory_bomb $(FILTER)
 	scripts/check-e2e-logs.sh
 	cargo test --test deploy
 	@$(MAKE) -s deploy-check
