@@ -26,8 +26,7 @@ use crate::ops::Op;
 use crate::runtime::config::redactor;
 use crate::runtime::http::now_ms;
 use crate::web_tools::cdp::{command, frames, judge_request, Incoming, Page, Reassembler, PAGE_SCRIPT};
-use crate::web_tools::guard::{check_secrets, check_url};
-use crate::web_tools::tools::runtime_agrees;
+use crate::web_tools::tools::judge;
 use crate::workspace::rules::WorkspacePath;
 use crate::workspace::store::Workspace;
 
@@ -43,10 +42,7 @@ struct Rendered {
 /// Renders `url` and answers for the model; every failure is an `error: ` line.
 pub async fn browse(config: &Config, env: &Env, conversation: &str, url: &str, screenshot: bool) -> String {
     let redactor = redactor();
-    let judged = check_url(url, &config.fetch_allowed_hosts)
-        .and_then(runtime_agrees)
-        .and_then(|parsed| check_secrets(&[parsed.as_str(), url], &parsed, &redactor).map(|()| parsed));
-    let url = match judged {
+    let url = match judge(config, url, &[url]) {
         Ok(url) => url,
         Err(refusal) => return format!("error: refused: {refusal}"),
     };

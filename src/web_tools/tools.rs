@@ -56,15 +56,12 @@ pub async fn guarded_get(config: &Config, url: &str, max_body: usize) -> Result<
     let headers = [("user-agent", "edgebot")];
     // The URL as the model wrote it is judged too: its canonical form may spell a secret differently.
     let mut as_written = Some(url);
-    let mut next = check_url(url, &config.fetch_allowed_hosts);
+    let mut next = url.to_string();
     for _ in 0..=MAX_REDIRECTS {
-        let checked = next.and_then(runtime_agrees).and_then(|parsed| {
-            // Everything the request carries: the URL, its headers (it has no body).
-            let mut carried = vec![parsed.as_str(), headers[0].1];
-            carried.extend(as_written.take());
-            check_secrets(&carried, &parsed, &redactor).map(|()| parsed)
-        });
-        let url = checked.map_err(|refusal| format!("refused: {refusal}"))?;
+        // Everything the request carries: the URL, its headers (it has no body).
+        let mut carried = vec![headers[0].1];
+        carried.extend(as_written.take());
+        let url = judge(config, &next, &carried).map_err(|refusal| format!("refused: {refusal}"))?;
         let answer = get_manual(Op::ToolFetch, url.as_str(), &headers, FETCH_TIMEOUT_MS, max_body)
             .await
             .map_err(|failure| redactor.redact(&format!("the fetch failed: {failure:?}")).into_owned())?;
@@ -72,7 +69,7 @@ pub async fn guarded_get(config: &Config, url: &str, max_body: usize) -> Result<
             // Resolved against the URL just fetched, then checked like the first.
             match answer.location.as_deref().and_then(|location| url.join(location).ok()) {
                 Some(joined) => {
-                    next = check_url(joined.as_str(), &config.fetch_allowed_hosts);
+                    next = joined.to_string();
                     continue;
                 }
                 None => return Err(format!("HTTP {} without a usable Location", answer.status)),
@@ -81,6 +78,18 @@ pub async fn guarded_get(config: &Config, url: &str, max_body: usize) -> Result<
         return Ok(answer);
     }
     Err("too many redirects".to_string())
+}
+
+/// A URL a tool may reach, as the fetch guard judges it (`http_fetch` each
+/// hop, `browse` its page): a public address the runtime's own parser reads
+/// the same way, neither it nor `carried` (the rest of what the request
+/// carries) holding a configured secret bound for another host.
+pub fn judge(config: &Config, url: &str, carried: &[&str]) -> Result<Url, FetchRefusal> {
+    let parsed = check_url(url, &config.fetch_allowed_hosts).and_then(runtime_agrees)?;
+    let mut all = vec![parsed.as_str()];
+    all.extend_from_slice(carried);
+    check_secrets(&all, &parsed, &redactor())?;
+    Ok(parsed)
 }
 
 /// Cross-checks the guard against the runtime's own URL parser, which is the
