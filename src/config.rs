@@ -15,6 +15,17 @@ use crate::secret::Secret;
 pub const DEFAULT_TELEGRAM_API_BASE: &str = "https://api.telegram.org";
 pub const DEFAULT_SLACK_API_BASE: &str = "https://slack.com/api";
 pub const DEFAULT_DISCORD_API_BASE: &str = "https://discord.com/api/v10";
+/// Where the Bot Framework publishes the keys its tokens are signed with.
+pub const DEFAULT_TEAMS_OPENID_URL: &str = "https://login.botframework.com/v1/.well-known/openidconfiguration";
+/// The client-credentials token endpoint; `{tenant}` is `TEAMS_TENANT_ID`.
+pub const DEFAULT_TEAMS_TOKEN_URL: &str = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token";
+/// A multi-tenant bot's tenant (a single-tenant bot sets its own).
+pub const DEFAULT_TEAMS_TENANT_ID: &str = "botframework.com";
+/// Teams' global connector: where a conversation known only by its key is answered.
+pub const DEFAULT_TEAMS_SERVICE_URL: &str = "https://smba.trafficmanager.net/teams/";
+/// The connectors the bot's token may be sent to.
+pub const DEFAULT_TEAMS_SERVICE_URL_HOSTS: &str =
+    "smba.trafficmanager.net,*.botframework.com,*.teams.microsoft.com,*.teams.microsoft.us";
 pub const DEFAULT_OPENAI_BASE_URL: &str = crate::llm::readiness::OPENAI_API;
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_SEARCH_BASE_URL: &str = "https://api.search.brave.com";
@@ -38,12 +49,12 @@ pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
 pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 /// The platforms that stream replies by default: all of them.
-pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord";
+pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,teams";
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
 /// The variables that hold secrets (docs/configuration.md).
-pub const SECRET_VARIABLES: [&str; 10] = [
+pub const SECRET_VARIABLES: [&str; 11] = [
     "ADMIN_TOKEN",
     "WEB_CHAT_TOKEN",
     "OPENAI_API_KEY",
@@ -54,6 +65,7 @@ pub const SECRET_VARIABLES: [&str; 10] = [
     "SLACK_SIGNING_SECRET",
     "SLACK_BOT_TOKEN",
     "DISCORD_BOT_TOKEN",
+    "TEAMS_APP_PASSWORD",
 ];
 
 /// The shortest `ADMIN_TOKEN` or `WEB_CHAT_TOKEN` the Worker starts with: a
@@ -103,6 +115,19 @@ pub struct Config {
     pub run_code_caps: Caps,
     /// How often a worker, and a conversation per UTC day, may browse.
     pub browse_caps: Caps,
+    /// The bot's Microsoft app id: the audience of the tokens Teams sends.
+    pub teams_app_id: String,
+    /// The app's client secret, for the bot's own token.
+    pub teams_app_password: Secret,
+    pub teams_tenant_id: String,
+    /// The Bot Framework's OpenID metadata (where its signing keys are).
+    pub teams_openid_url: String,
+    /// The token endpoint (`{tenant}` filled in).
+    pub teams_token_url: String,
+    /// The connector for conversations known only by their key.
+    pub teams_service_url: String,
+    /// The connectors (`serviceUrl` hosts) the bot's token may go to.
+    pub teams_service_url_hosts: Vec<String>,
     /// Whether the Gateway object holds a connection (DISCORD_GATEWAY=on).
     pub discord_gateway: bool,
     /// The Gateway URL; empty means ask Discord (`GET /gateway/bot`).
@@ -222,6 +247,18 @@ impl Config {
             discord_application_id: text("DISCORD_APPLICATION_ID", ""),
             discord_bot_token: secret("DISCORD_BOT_TOKEN"),
             discord_api_base: text("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).trim_end_matches('/').to_string(),
+            teams_app_id: text("TEAMS_APP_ID", ""),
+            teams_app_password: secret("TEAMS_APP_PASSWORD"),
+            teams_tenant_id: text("TEAMS_TENANT_ID", DEFAULT_TEAMS_TENANT_ID),
+            teams_openid_url: text("TEAMS_OPENID_URL", DEFAULT_TEAMS_OPENID_URL),
+            teams_token_url: text("TEAMS_TOKEN_URL", DEFAULT_TEAMS_TOKEN_URL)
+                .replace("{tenant}", &text("TEAMS_TENANT_ID", DEFAULT_TEAMS_TENANT_ID)),
+            teams_service_url: text("TEAMS_SERVICE_URL", DEFAULT_TEAMS_SERVICE_URL),
+            teams_service_url_hosts: text("TEAMS_SERVICE_URL_HOSTS", DEFAULT_TEAMS_SERVICE_URL_HOSTS)
+                .split(',')
+                .map(|host| host.trim().to_ascii_lowercase())
+                .filter(|host| !host.is_empty())
+                .collect(),
             timezone: text("TIMEZONE", "UTC"),
             schedule_min_interval_ms: number("SCHEDULE_MIN_INTERVAL_MS", 60_000) as i64,
             schedule_max_jobs_per_conversation: positive(
@@ -391,6 +428,7 @@ impl Config {
             ("SLACK_SIGNING_SECRET", &self.slack_signing_secret, None),
             ("SLACK_BOT_TOKEN", &self.slack_bot_token, Some(&self.slack_api_base)),
             ("DISCORD_BOT_TOKEN", &self.discord_bot_token, Some(&self.discord_api_base)),
+            ("TEAMS_APP_PASSWORD", &self.teams_app_password, Some(&self.teams_token_url)),
         ]
     }
 
@@ -440,6 +478,8 @@ impl Config {
                 "telegram": self.telegram_api_base,
                 "slack": self.slack_api_base,
                 "discord": self.discord_api_base,
+                "teams_openid": self.teams_openid_url,
+                "teams_token": self.teams_token_url,
             },
             "discord_gateway": self.discord_gateway,
             "stream_replies": self.stream_replies,

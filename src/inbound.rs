@@ -44,6 +44,15 @@ pub enum ReplyAddress {
     },
     /// A browser's web-chat session: replies are pushed over its sockets.
     Web { session: String },
+    /// A Teams conversation, answered through the Bot Framework connector at
+    /// `service_url` (empty: the configured `TEAMS_SERVICE_URL`, for a
+    /// conversation known only by its key).
+    Teams {
+        service_url: String,
+        conversation_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tenant_id: Option<String>,
+    },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the
@@ -119,6 +128,9 @@ impl ReplyAddress {
             }
             ConversationKey::Web { session } if is_web_session(&session) => ReplyAddress::Web { session },
             ConversationKey::Web { .. } => return None,
+            ConversationKey::Teams { conversation } => {
+                ReplyAddress::Teams { service_url: String::new(), conversation_id: conversation, tenant_id: None }
+            }
         })
     }
 }
@@ -212,6 +224,14 @@ mod tests {
             ("web:a:b:c:d:e:f:g", None),
             ("telegram:abc", None),
             ("irc:x", None),
+            (
+                "teams:19:abc@thread.tacv2;messageid=1",
+                Some(ReplyAddress::Teams {
+                    service_url: String::new(),
+                    conversation_id: "19:abc@thread.tacv2;messageid=1".into(),
+                    tenant_id: None,
+                }),
+            ),
         ];
         for (key, expected) in cases {
             assert_eq!(ReplyAddress::for_conversation(key), expected, "{key}");

@@ -8,6 +8,7 @@ pub mod discord;
 pub mod platform;
 pub mod settings;
 pub mod slack;
+pub mod teams;
 pub mod telegram;
 pub mod web_chat;
 

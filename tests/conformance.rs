@@ -15,6 +15,7 @@ mod behaviours;
 mod discord;
 mod kit;
 mod slack;
+mod teams;
 mod telegram;
 mod web;
 

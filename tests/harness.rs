@@ -15,6 +15,8 @@ pub mod fake_gateway;
 pub mod fake_llm;
 #[path = "harness/fake_mcp.rs"]
 pub mod fake_mcp;
+#[path = "harness/fake_teams.rs"]
+pub mod fake_teams;
 #[path = "harness/hog.rs"]
 pub mod hog;
 #[path = "harness/pages.rs"]

@@ -1,7 +1,7 @@
 //! The key of a conversation, and the one place it is read. Every message,
 //! history row, job and memory names its conversation by this key, written
 //! as text (`telegram:{chat}[:{topic}]`, `slack:{team}:{channel}[:{thread_ts}]`,
-//! `discord:{guild|dm}:{channel}`, `web:{session}`); [`ConversationKey::parse`]
+//! `discord:{guild|dm}:{channel}`, `web:{session}`, `teams:{conversation id}`); [`ConversationKey::parse`]
 //! turns the text back into its parts, and `Display` writes it again.
 
 use std::fmt;
@@ -29,7 +29,14 @@ pub enum ConversationKey {
     Discord { guild: Option<String>, channel: String },
     /// `web:{session}`: a browser's web-chat session.
     Web { session: String },
+    /// `teams:{conversation id}`: the id as Teams writes it, colons and all
+    /// (`a:1…` a personal chat, `19:…@thread.tacv2;messageid=…` a channel's
+    /// reply chain).
+    Teams { conversation: String },
 }
+
+/// What separates a Teams channel's id from the reply chain's root message.
+const TEAMS_THREAD: &str = ";messageid=";
 
 /// The scope word of a Discord DM's key, where a guild's id would stand.
 const DISCORD_DM: &str = "dm";
@@ -44,6 +51,9 @@ impl ConversationKey {
         let filled = |part: &str| (!part.is_empty()).then(|| part.to_string()).ok_or_else(malformed);
         let integer =
             |part: &str| part.parse::<i64>().ok().filter(|number| number.to_string() == part).ok_or_else(malformed);
+        if let Some(conversation) = key.strip_prefix("teams:") {
+            return Ok(ConversationKey::Teams { conversation: filled(conversation)? });
+        }
         let parts: Vec<&str> = key.split(':').collect();
         match parts.as_slice() {
             ["telegram", chat] => Ok(ConversationKey::Telegram { chat: integer(chat)?, topic: None }),
@@ -74,6 +84,7 @@ impl ConversationKey {
             ConversationKey::Slack { .. } => "slack",
             ConversationKey::Discord { .. } => "discord",
             ConversationKey::Web { .. } => "web",
+            ConversationKey::Teams { .. } => "teams",
         }
     }
 
@@ -84,6 +95,9 @@ impl ConversationKey {
             ConversationKey::Telegram { chat, .. } => chat.to_string(),
             ConversationKey::Slack { channel, .. } | ConversationKey::Discord { channel, .. } => channel.clone(),
             ConversationKey::Web { session } => session.clone(),
+            ConversationKey::Teams { conversation } => {
+                conversation.split_once(TEAMS_THREAD).map_or(conversation.as_str(), |(channel, _)| channel).to_string()
+            }
         }
     }
 
@@ -101,6 +115,9 @@ impl ConversationKey {
         match self {
             ConversationKey::Telegram { topic, .. } => topic.map(|topic| topic.to_string()),
             ConversationKey::Slack { thread, .. } => thread.clone(),
+            ConversationKey::Teams { conversation } => {
+                conversation.split_once(TEAMS_THREAD).map(|(_, root)| root.to_string())
+            }
             _ => None,
         }
     }
@@ -112,6 +129,7 @@ impl ConversationKey {
             ConversationKey::Slack { team, channel, .. } => {
                 ConversationKey::Slack { team: team.clone(), channel: channel.clone(), thread: None }
             }
+            ConversationKey::Teams { .. } => ConversationKey::Teams { conversation: self.channel() },
             other => other.clone(),
         }
     }
@@ -130,6 +148,7 @@ impl fmt::Display for ConversationKey {
                 write!(formatter, "discord:{}:{channel}", guild.as_deref().unwrap_or(DISCORD_DM))
             }
             ConversationKey::Web { session } => write!(formatter, "web:{session}"),
+            ConversationKey::Teams { conversation } => write!(formatter, "teams:{conversation}"),
         }
     }
 }
@@ -210,6 +229,7 @@ mod tests {
             ("discord:G1:C1", ConversationKey::Discord { guild: Some("G1".into()), channel: "C1".into() }),
             ("discord:dm:42", ConversationKey::Discord { guild: None, channel: "42".into() }),
             ("web:0f8e-4c2a-9b1d", ConversationKey::Web { session: "0f8e-4c2a-9b1d".into() }),
+            ("teams:a:1xyz", ConversationKey::Teams { conversation: "a:1xyz".into() }),
         ];
         for (text, key) in cases {
             assert_eq!(ConversationKey::parse(text), Ok(key.clone()), "{text}");
@@ -243,6 +263,7 @@ mod tests {
             "web:",
             "web:a:b",
             "irc:x",
+            "teams:",
             "Telegram:1",
             "shared",
         ];
@@ -263,6 +284,8 @@ mod tests {
             ("discord:G1:C1", "discord", "C1", Some("G1"), None),
             ("discord:dm:C1", "discord", "C1", None, None),
             ("web:abc", "web", "abc", None, None),
+            ("teams:a:1", "teams", "a:1", None, None),
+            ("teams:19:c@thread.tacv2;messageid=17", "teams", "19:c@thread.tacv2", None, Some("17")),
         ];
         for (text, platform, channel, guild, thread) in cases {
             let parsed = key(text);
@@ -278,6 +301,7 @@ mod tests {
             ("slack:T1:C1", "slack:T1:C1"),
             ("discord:G1:C1", "discord:G1:C1"),
             ("web:abc", "web:abc"),
+            ("teams:19:c@thread.tacv2;messageid=17", "teams:19:c@thread.tacv2"),
         ];
         for (text, place) in places {
             assert_eq!(key(text).without_thread().to_string(), place, "{text}");

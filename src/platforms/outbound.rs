@@ -22,6 +22,7 @@ use crate::runtime::log::Emit;
 
 use crate::platforms::discord::messenger::Discord;
 use crate::platforms::slack::messenger::Slack;
+use crate::platforms::teams::messenger::Teams;
 use crate::platforms::telegram::messenger::Telegram;
 use crate::platforms::web_chat::messenger::WebChat;
 
@@ -118,6 +119,7 @@ registry! {
     Slack => Slack,
     Discord => Discord,
     Web => WebChat,
+    Teams => Teams,
 }
 
 impl Outbound<'_> {

@@ -7,7 +7,7 @@
 //! reply address is [`crate::platforms::outbound`].
 
 use crate::inbound::ReplyAddress;
-use crate::platforms::{discord, slack, telegram, web_chat};
+use crate::platforms::{discord, slack, teams, telegram, web_chat};
 use crate::reply::markup::Flavor;
 
 crate::named! {
@@ -20,6 +20,8 @@ crate::named! {
         Discord = "discord",
         /// The web chat (`web:{session}`).
         Web = "web",
+        /// Microsoft Teams, through the Bot Framework.
+        Teams = "teams",
     }
 }
 
@@ -37,6 +39,7 @@ impl Platform {
             ReplyAddress::Slack { .. } => Platform::Slack,
             ReplyAddress::Discord { .. } | ReplyAddress::DiscordChannel { .. } => Platform::Discord,
             ReplyAddress::Web { .. } => Platform::Web,
+            ReplyAddress::Teams { .. } => Platform::Teams,
         }
     }
 
@@ -47,6 +50,7 @@ impl Platform {
             Platform::Slack => "Slack",
             Platform::Discord => "Discord",
             Platform::Web => "the web chat",
+            Platform::Teams => "Microsoft Teams",
         }
     }
 
@@ -57,6 +61,7 @@ impl Platform {
             Platform::Slack => Flavor::SlackMrkdwn,
             Platform::Discord => Flavor::DiscordMarkdown,
             Platform::Web => Flavor::Plain,
+            Platform::Teams => Flavor::TeamsMarkdown,
         }
     }
 
@@ -67,6 +72,7 @@ impl Platform {
             Platform::Slack => slack::wire::MESSAGE_LIMIT,
             Platform::Discord => discord::wire::MESSAGE_LIMIT,
             Platform::Web => web_chat::wire::MESSAGE_LIMIT,
+            Platform::Teams => teams::wire::MESSAGE_LIMIT,
         }
     }
 }
@@ -100,6 +106,10 @@ mod tests {
             ),
             (ReplyAddress::DiscordChannel { channel_id: "C".into(), guild_id: None }, Platform::Discord),
             (ReplyAddress::Web { session: "s".into() }, Platform::Web),
+            (
+                ReplyAddress::Teams { service_url: String::new(), conversation_id: "a:1".into(), tenant_id: None },
+                Platform::Teams,
+            ),
         ];
         for (address, platform) in cases {
             assert_eq!(Platform::answering(&address), platform, "{address:?}");

@@ -25,6 +25,9 @@ pub enum Flavor {
     DiscordMarkdown,
     /// No formatting at all (the web chat shows text as text).
     Plain,
+    /// Teams' Markdown (`textFormat: markdown`): read as Discord's is, with
+    /// the same backslash escapes (CommonMark's), so it shares its rules.
+    TeamsMarkdown,
 }
 
 /// One piece of a rendered reply.
@@ -56,13 +59,13 @@ fn wrap(flavor: Flavor, style: Style) -> (&'static str, &'static str) {
         (SlackMrkdwn, Style::Strike) => ("~", "~"),
         (SlackMrkdwn, Style::Code) => ("`", "`"),
         (SlackMrkdwn, Style::Block) => ("```\n", "\n```"),
-        (DiscordMarkdown, Style::Bold) => ("**", "**"),
-        (DiscordMarkdown, Style::Italic) => ("*", "*"),
-        (DiscordMarkdown, Style::Strike) => ("~~", "~~"),
-        (DiscordMarkdown, Style::Code) => ("`", "`"),
-        (DiscordMarkdown, Style::Block) => ("```\n", "\n```"),
-        // Slack and Discord quote line by line (see `Renderer::line_start`).
-        (SlackMrkdwn | DiscordMarkdown, Style::Quote) => ("", ""),
+        (DiscordMarkdown | TeamsMarkdown, Style::Bold) => ("**", "**"),
+        (DiscordMarkdown | TeamsMarkdown, Style::Italic) => ("*", "*"),
+        (DiscordMarkdown | TeamsMarkdown, Style::Strike) => ("~~", "~~"),
+        (DiscordMarkdown | TeamsMarkdown, Style::Code) => ("`", "`"),
+        (DiscordMarkdown | TeamsMarkdown, Style::Block) => ("```\n", "\n```"),
+        // Slack, Discord and Teams quote line by line (see `Renderer::line_start`).
+        (SlackMrkdwn | DiscordMarkdown | TeamsMarkdown, Style::Quote) => ("", ""),
     }
 }
 
@@ -223,7 +226,9 @@ impl Renderer {
     fn code(&mut self, code: &str) {
         // A backtick in inline code would end the span early on Slack and
         // Discord (neither has an escape there): such code is shown as text.
-        if code.contains('`') && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown) {
+        if code.contains('`')
+            && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::TeamsMarkdown)
+        {
             return self.text(code, false);
         }
         self.open(Style::Code);
@@ -238,7 +243,9 @@ impl Renderer {
 
     /// Slack and Discord quote each line with `> `.
     fn line_start(&mut self) {
-        if self.quotes > 0 && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown) {
+        if self.quotes > 0
+            && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::TeamsMarkdown)
+        {
             self.tokens.push(Token::Markup("> "));
         }
     }
@@ -349,13 +356,13 @@ pub fn escape(flavor: Flavor, text: &str, code: bool) -> String {
                 }
                 _ => out.push(character),
             },
-            Flavor::DiscordMarkdown if code => {
+            Flavor::DiscordMarkdown | Flavor::TeamsMarkdown if code => {
                 out.push(character);
                 if character == '`' {
                     out.push(BREAK);
                 }
             }
-            Flavor::DiscordMarkdown => {
+            Flavor::DiscordMarkdown | Flavor::TeamsMarkdown => {
                 // A bare link stays as written (an escape would become part of
                 // it); Discord links it, showing where it goes.
                 if starts_link(&text[at..]) {
@@ -413,7 +420,7 @@ pub fn shown(flavor: Flavor, rendered: &str) -> String {
             unescape_entities(&out)
         }
         Flavor::SlackMrkdwn => unescape_entities(rendered),
-        Flavor::DiscordMarkdown => {
+        Flavor::DiscordMarkdown | Flavor::TeamsMarkdown => {
             let mut out = String::with_capacity(rendered.len());
             let mut characters = rendered.chars().peekable();
             while let Some(character) = characters.next() {

@@ -383,3 +383,24 @@ pub async fn json_object(request: &mut Request) -> Result<serde_json::Value, Api
         .filter(serde_json::Value::is_object)
         .ok_or_else(|| ApiError::BadRequest("expected a JSON object".into()))
 }
+
+/// POSTs an `application/x-www-form-urlencoded` body (an OAuth token request)
+/// and waits at most `timeout_ms`. Not redacted: such a body carries a
+/// client secret to the one endpoint it is for, by design.
+pub async fn post_urlencoded(
+    kind: Op,
+    url: &str,
+    fields: &[(&str, &str)],
+    timeout_ms: u64,
+) -> Result<HttpAnswer, HttpFailure> {
+    let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish();
+    let build = || {
+        let headers = Headers::new();
+        headers.set("content-type", "application/x-www-form-urlencoded")?;
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post).with_headers(headers).with_body(Some(body.into()));
+        Request::new_with_init(url, &init)
+    };
+    let request = build().map_err(|error: worker::Error| HttpFailure::Network(error.to_string()))?;
+    exchange(kind, request, timeout_ms, None).await
+}
