@@ -6,6 +6,7 @@
 //   SECRETS_FILE       the production secrets file    (default: .prod.vars)
 //   WORKER_URL         the Worker's public URL        (default: read from `wrangler deploy`)
 //   TELEGRAM_API_BASE, DISCORD_API_BASE   platform API bases (default: the production vars)
+//   TEAMS_TOKEN_URL                       the Microsoft token endpoint (default: the production vars)
 //   VECTORIZE_DIMENSIONS                  the index width (default: from EMBEDDING_MODEL)
 // The secrets file holds KEY=value lines; platform credentials are read from it only
 // (never from the shell), so what is registered matches what the Worker gets.
@@ -385,6 +386,49 @@ if (!workerUrl) {
       "Install to Workspace",
       `copy Basic Information > Signing Secret to SLACK_SIGNING_SECRET, OAuth & Permissions > Bot User OAuth Token to SLACK_BOT_TOKEN (and the bot's user id to SLACK_BOT_USER_ID) in ${secretsName}`,
       "make deploy again, then in Event Subscriptions click Retry so Slack verifies the request URL",
+    ].entries()) {
+      console.log(`deploy:   ${number + 1}. ${step}`);
+    }
+  }
+
+  // Teams: the Azure Bot's messaging endpoint, its Teams channel and the Teams app are
+  // settings of your Azure and Teams accounts, not the bot's: they cannot be registered
+  // here. What can be checked is that the app id and secret get a Bot Framework token.
+  const teamsApp = secret("TEAMS_APP_ID");
+  const teamsPassword = secret("TEAMS_APP_PASSWORD");
+  const teamsEndpoint = `${workerUrl}/webhooks/teams`;
+  if (teamsApp && teamsPassword) {
+    const tenant = secret("TEAMS_TENANT_ID") || vars.TEAMS_TENANT_ID || "botframework.com";
+    const tokenUrl = (
+      process.env.TEAMS_TOKEN_URL || secret("TEAMS_TOKEN_URL") || vars.TEAMS_TOKEN_URL ||
+      "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"
+    ).replace("{tenant}", tenant);
+    const form = new URLSearchParams({
+      grant_type: "client_credentials", client_id: teamsApp, client_secret: teamsPassword,
+      scope: "https://api.botframework.com/.default",
+    });
+    let answer;
+    try {
+      const response = await fetch(tokenUrl, { method: "POST", body: form, signal: AbortSignal.timeout(30_000) });
+      answer = { ok: response.ok, status: response.status, json: await response.json().catch(() => null) };
+    } catch (error) {
+      answer = { ok: false, status: 0, json: { error: String(error.cause ?? error) } };
+    }
+    if (answer.ok && answer.json?.access_token) {
+      say("teams", `credentials work (a Bot Framework token was issued); the Azure Bot's messaging endpoint must be ${teamsEndpoint}`);
+      console.log("deploy:   make deploy cannot set it: Azure portal > your Azure Bot > Configuration > Messaging endpoint");
+    } else {
+      say("teams", `TEAMS_APP_ID and TEAMS_APP_PASSWORD got no token (${answer.status}: ${answer.json?.error ?? "no answer"}); check them (and TEAMS_TENANT_ID for a single-tenant bot)`);
+      failures++;
+    }
+  } else {
+    say("teams", `TEAMS_APP_ID and TEAMS_APP_PASSWORD not both in ${secretsName}, skipped. To add Microsoft Teams (see docs/teams.md):`);
+    for (const [number, step] of [
+      "Azure portal: Create a resource > Azure Bot (a new Microsoft App ID); in Channels, add Microsoft Teams",
+      `in its Configuration, set Messaging endpoint to ${teamsEndpoint}; Manage Password > New client secret`,
+      `copy the Microsoft App ID to TEAMS_APP_ID and the secret's value to TEAMS_APP_PASSWORD in ${secretsName} (and TEAMS_TENANT_ID for a single-tenant bot)`,
+      "Teams Developer Portal: Apps > New app > App features > Bot, enter the App ID; publish or preview it in Teams",
+      "make deploy again, which checks the credentials",
     ].entries()) {
       console.log(`deploy:   ${number + 1}. ${step}`);
     }

@@ -63,6 +63,8 @@ impl FakeServer {
                 }
                 let answer = if path.starts_with("/telegram/") {
                     json!({"ok": true, "result": true, "description": "Webhook was set"})
+                } else if path.starts_with("/teams/") {
+                    json!({"token_type": "Bearer", "expires_in": 3600, "access_token": "teams-token"})
                 } else if path.ends_with("/commands") {
                     json!([{"id": "1", "name": "ask"}, {"id": "2", "name": "Ask edgebot"}])
                 } else {
@@ -456,4 +458,33 @@ fn the_slack_manifest_points_every_request_at_the_worker() {
     let missing = std::process::Command::new("bash").arg(&script).output().unwrap();
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("usage: make slack-manifest URL="));
+}
+
+#[tokio::test]
+async fn teams_credentials_are_checked_and_what_cannot_be_registered_is_printed() {
+    const TEAMS_PASSWORD: &str = "teams-secret-0cc175b9";
+    let world = World::new().await;
+    let token_url = format!("{}/teams/token", world.server.base);
+
+    let without = world.deploy(&[("TEAMS_TOKEN_URL", &token_url)]).await;
+    assert!(without.ok, "{}", without.all());
+    assert!(without.line("teams").contains("skipped"), "{}", without.line("teams"));
+    assert!(without.stdout.contains(&format!("{}/webhooks/teams", world.worker_url())), "{}", without.stdout);
+    assert!(world.server.requests().iter().all(|request| !request.path.starts_with("/teams/")));
+
+    world.write_secrets(&format!("TEAMS_APP_ID=app-1\nTEAMS_APP_PASSWORD={TEAMS_PASSWORD}\n"));
+    let with = world.deploy(&[("TEAMS_TOKEN_URL", &token_url)]).await;
+    assert!(with.ok, "{}", with.all());
+    assert!(with.line("teams").contains("credentials work"), "{}", with.line("teams"));
+    assert!(with.line("teams").contains(&format!("{}/webhooks/teams", world.worker_url())));
+    assert!(with.stdout.contains("make deploy cannot set it"), "what cannot be registered is said");
+    let asked: Vec<Request> = world.server.requests().into_iter().filter(|r| r.path == "/teams/token").collect();
+    assert_eq!(asked.len(), 1, "one token request");
+    assert!(!with.all().contains(TEAMS_PASSWORD), "the secret is never printed");
+
+    world.server.refuse("/teams/", 401, json!({"error": "invalid_client"}));
+    let refused = world.deploy(&[("TEAMS_TOKEN_URL", &token_url)]).await;
+    assert!(!refused.ok, "wrong credentials fail the deploy:\n{}", refused.all());
+    assert!(refused.line("teams").contains("got no token (401: invalid_client)"), "{}", refused.line("teams"));
+    assert!(!refused.all().contains(TEAMS_PASSWORD));
 }

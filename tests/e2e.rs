@@ -40,3 +40,4 @@ mod web;
 mod web_files;
 mod workers;
 mod workspace;
+mod teams;

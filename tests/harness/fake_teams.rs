@@ -61,6 +61,8 @@ struct State {
     /// Path suffixes whose next call is taken and never answered.
     hangs: Vec<String>,
     files: std::collections::HashMap<String, Vec<u8>>,
+    /// Key ids published besides [`KEY_ID`] (a rotation), all for the test key.
+    more_keys: Vec<String>,
 }
 
 pub struct FakeTeams {
@@ -110,12 +112,6 @@ impl FakeTeams {
         self.state.lock().unwrap().calls.clone()
     }
 
-    /// The bodies of the calls with this method whose path ends with `suffix`.
-    pub fn calls(&self, method: &str, suffix: &str) -> Vec<Value> {
-        let calls = self.requests().into_iter();
-        calls.filter(|call| call.method == method && call.path.ends_with(suffix)).map(|call| call.body).collect()
-    }
-
     /// The messages `conversation` shows now, oldest first.
     pub fn shown(&self, conversation: &str) -> Vec<Posted> {
         let state = self.state.lock().unwrap();
@@ -135,6 +131,21 @@ impl FakeTeams {
     /// The connector serves `bytes` at `path`, to the bot's token only.
     pub fn serve_file(&self, path: &str, bytes: Vec<u8>) {
         self.state.lock().unwrap().files.insert(path.to_string(), bytes);
+    }
+
+    /// Publishes the test key under another id too (the keys rotated).
+    pub fn publish(&self, kid: &str) {
+        self.state.lock().unwrap().more_keys.push(kid.to_string());
+    }
+
+    /// How many times the signing keys were fetched.
+    pub fn key_fetches(&self) -> usize {
+        self.requests().iter().filter(|call| call.path == "/keys").count()
+    }
+
+    /// How many tokens the bot asked for.
+    pub fn token_requests(&self) -> usize {
+        self.requests().iter().filter(|call| call.path == "/token").count()
     }
 
     /// A token as the Bot Framework would send with an activity, with `claims`
@@ -201,9 +212,13 @@ fn respond(state: &Mutex<State>, method: Method, uri: Uri, headers: HeaderMap, b
         );
     }
     if path == "/keys" {
-        let key = json!({ "kty": "RSA", "use": "sig", "kid": KEY_ID, "n": SIGNING_KEY_N, "e": "AQAB",
-                          "endorsements": ["msteams", "webchat"] });
-        return (axum::Json(json!({ "keys": [key] })).into_response(), false);
+        let key = |kid: &str| {
+            json!({ "kty": "RSA", "use": "sig", "kid": kid, "n": SIGNING_KEY_N, "e": "AQAB",
+                    "endorsements": ["msteams", "webchat"] })
+        };
+        let mut keys = vec![key(KEY_ID)];
+        keys.extend(state.more_keys.iter().map(|kid| key(kid)));
+        return (axum::Json(json!({ "keys": keys })).into_response(), false);
     }
     if path == "/token" {
         let form = String::from_utf8_lossy(&body);

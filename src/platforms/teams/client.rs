@@ -23,7 +23,7 @@ pub const BOT_SCOPE: &str = "https://api.botframework.com/.default";
 const KEYS_TTL_MS: i64 = 24 * 60 * 60 * 1000;
 /// A token naming an unknown key fetches the keys again at most this often,
 /// so forged tokens cannot make every request a fetch.
-const REFRESH_EVERY_MS: i64 = 60_000;
+const REFRESH_EVERY_MS: i64 = 10_000;
 /// A token is renewed this long before it expires.
 const TOKEN_MARGIN_MS: i64 = 5 * 60 * 1000;
 /// The largest metadata or key document read.
