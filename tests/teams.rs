@@ -97,7 +97,10 @@ async fn a_channel_reply_chain_is_its_own_conversation_engaged_by_a_mention() {
     .await;
     assert_eq!(shown, "Here is the plan.");
     let prompt = all_message_text(&env.llm.requests()[0]);
-    assert!(prompt.contains("what is the plan?") && !prompt.contains("<at>"), "the mention's tag was taken out: {prompt}");
+    assert!(
+        prompt.contains("what is the plan?") && !prompt.contains("<at>"),
+        "the mention's tag was taken out: {prompt}"
+    );
     let events = env.admin("/api/channels/teams%3A19%3Ageneral%40thread.tacv2%3Bmessageid%3D1700/events").await;
     assert_eq!(events.as_array().map(Vec::len), Some(1), "{events}");
 }

@@ -39,7 +39,7 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
     match wire::parse_activity(&body, &config.teams_app_id) {
         Err(error) => Err(ApiError::BadRequest(error.to_string())),
         Ok(ParsedTeams::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
-        Ok(ParsedTeams::Click(click, address)) => super::buttons::pressed(env, &click, &address).await,
+        Ok(ParsedTeams::Click(pressed)) => super::buttons::pressed(env, &pressed.0, &pressed.1).await,
         Ok(ParsedTeams::Message(event)) => acknowledge(deliver(env, &event).await?),
     }
 }

@@ -37,7 +37,7 @@ pub enum TeamsError {
 pub enum ParsedTeams {
     Message(Box<InboundEvent>),
     /// An approval card's button, and where a private note to the presser goes.
-    Click(Click, ReplyAddress),
+    Click(Box<(Click, ReplyAddress)>),
     /// Acknowledged and dropped, with the reason.
     Ignored(&'static str),
 }
@@ -161,7 +161,7 @@ pub fn parse_activity(body: &[u8], app_id: &str) -> Result<ParsedTeams, TeamsErr
             conversation: conversation_key(&conversation_id),
             answer_to: None,
         };
-        return Ok(ParsedTeams::Click(click, address));
+        return Ok(ParsedTeams::Click(Box::new((click, address))));
     }
     let (text, is_bot_mention, mentions_others) =
         read_mentions(activity.text.as_deref().unwrap_or_default(), &activity.entities, &bot);
@@ -394,9 +394,10 @@ mod tests {
     fn an_approval_press_is_a_click_by_its_presser_and_other_activities_are_ignored() {
         let mut body: Value = serde_json::from_slice(&activity(json!({ "id": "a:1" }), "", json!([]))).unwrap();
         body["value"] = json!({ APPROVAL_FIELD: "approve:ap1" });
-        let ParsedTeams::Click(click, _) = parse_activity(body.to_string().as_bytes(), APP).unwrap() else {
+        let ParsedTeams::Click(pressed) = parse_activity(body.to_string().as_bytes(), APP).unwrap() else {
             panic!("a press");
         };
+        let (click, _) = *pressed;
         assert_eq!((click.data.as_str(), click.conversation.as_str()), ("approve:ap1", "teams:a:1"));
         assert_eq!((click.clicker.platform.as_str(), click.clicker.user_id.as_str()), ("teams", "29:ada"));
         body["type"] = json!("conversationUpdate");
