@@ -15,6 +15,7 @@ use crate::secret::Secret;
 pub const DEFAULT_TELEGRAM_API_BASE: &str = "https://api.telegram.org";
 pub const DEFAULT_SLACK_API_BASE: &str = "https://slack.com/api";
 pub const DEFAULT_DISCORD_API_BASE: &str = "https://discord.com/api/v10";
+pub const DEFAULT_WHATSAPP_API_BASE: &str = "https://graph.facebook.com/v21.0";
 pub const DEFAULT_OPENAI_BASE_URL: &str = crate::llm::readiness::OPENAI_API;
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_SEARCH_BASE_URL: &str = "https://api.search.brave.com";
@@ -38,12 +39,13 @@ pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
 pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 /// The platforms that stream replies by default: all of them.
-pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord";
+/// WhatsApp is named too, but never streams: a bot cannot edit a message there.
+pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,whatsapp";
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
 /// The variables that hold secrets (docs/configuration.md).
-pub const SECRET_VARIABLES: [&str; 10] = [
+pub const SECRET_VARIABLES: [&str; 13] = [
     "ADMIN_TOKEN",
     "WEB_CHAT_TOKEN",
     "OPENAI_API_KEY",
@@ -54,6 +56,9 @@ pub const SECRET_VARIABLES: [&str; 10] = [
     "SLACK_SIGNING_SECRET",
     "SLACK_BOT_TOKEN",
     "DISCORD_BOT_TOKEN",
+    "WHATSAPP_ACCESS_TOKEN",
+    "WHATSAPP_APP_SECRET",
+    "WHATSAPP_VERIFY_TOKEN",
 ];
 
 /// The shortest `ADMIN_TOKEN` or `WEB_CHAT_TOKEN` the Worker starts with: a
@@ -87,6 +92,13 @@ pub struct Config {
     pub discord_application_id: String,
     pub discord_bot_token: Secret,
     pub discord_api_base: String,
+    /// WhatsApp Cloud API: the system user's token, the app's secret (signatures), the
+    /// webhook's verify token, the app id (subscriptions) and the Graph API base.
+    pub whatsapp_access_token: Secret,
+    pub whatsapp_app_secret: Secret,
+    pub whatsapp_verify_token: Secret,
+    pub whatsapp_app_id: String,
+    pub whatsapp_api_base: String,
     /// The default time zone of scheduled jobs (an IANA name).
     pub timezone: String,
     /// The shortest interval a recurring job may have.
@@ -222,6 +234,11 @@ impl Config {
             discord_application_id: text("DISCORD_APPLICATION_ID", ""),
             discord_bot_token: secret("DISCORD_BOT_TOKEN"),
             discord_api_base: text("DISCORD_API_BASE", DEFAULT_DISCORD_API_BASE).trim_end_matches('/').to_string(),
+            whatsapp_access_token: secret("WHATSAPP_ACCESS_TOKEN"),
+            whatsapp_app_secret: secret("WHATSAPP_APP_SECRET"),
+            whatsapp_verify_token: secret("WHATSAPP_VERIFY_TOKEN"),
+            whatsapp_app_id: text("WHATSAPP_APP_ID", ""),
+            whatsapp_api_base: text("WHATSAPP_API_BASE", DEFAULT_WHATSAPP_API_BASE).trim_end_matches('/').to_string(),
             timezone: text("TIMEZONE", "UTC"),
             schedule_min_interval_ms: number("SCHEDULE_MIN_INTERVAL_MS", 60_000) as i64,
             schedule_max_jobs_per_conversation: positive(
@@ -391,6 +408,9 @@ impl Config {
             ("SLACK_SIGNING_SECRET", &self.slack_signing_secret, None),
             ("SLACK_BOT_TOKEN", &self.slack_bot_token, Some(&self.slack_api_base)),
             ("DISCORD_BOT_TOKEN", &self.discord_bot_token, Some(&self.discord_api_base)),
+            ("WHATSAPP_ACCESS_TOKEN", &self.whatsapp_access_token, Some(&self.whatsapp_api_base)),
+            ("WHATSAPP_APP_SECRET", &self.whatsapp_app_secret, None),
+            ("WHATSAPP_VERIFY_TOKEN", &self.whatsapp_verify_token, None),
         ]
     }
 
@@ -440,6 +460,7 @@ impl Config {
                 "telegram": self.telegram_api_base,
                 "slack": self.slack_api_base,
                 "discord": self.discord_api_base,
+                "whatsapp": self.whatsapp_api_base,
             },
             "discord_gateway": self.discord_gateway,
             "stream_replies": self.stream_replies,

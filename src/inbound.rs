@@ -44,6 +44,8 @@ pub enum ReplyAddress {
     },
     /// A browser's web-chat session: replies are pushed over its sockets.
     Web { session: String },
+    /// A person's WhatsApp chat with one business number (Cloud API).
+    WhatsApp { phone_number_id: String, to: String },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the
@@ -119,6 +121,9 @@ impl ReplyAddress {
             }
             ConversationKey::Web { session } if is_web_session(&session) => ReplyAddress::Web { session },
             ConversationKey::Web { .. } => return None,
+            ConversationKey::WhatsApp { phone, person } => {
+                ReplyAddress::WhatsApp { phone_number_id: phone, to: person }
+            }
         })
     }
 }
@@ -208,6 +213,10 @@ mod tests {
             ),
             ("discord:dm:C1", Some(ReplyAddress::DiscordChannel { channel_id: "C1".into(), guild_id: None })),
             ("web:0f8e-4c2a-9b1d", Some(ReplyAddress::Web { session: "0f8e-4c2a-9b1d".into() })),
+            (
+                "whatsapp:PN1:4915100",
+                Some(ReplyAddress::WhatsApp { phone_number_id: "PN1".into(), to: "4915100".into() }),
+            ),
             ("web:short", None),
             ("web:a:b:c:d:e:f:g", None),
             ("telegram:abc", None),

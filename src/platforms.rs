@@ -10,6 +10,7 @@ pub mod settings;
 pub mod slack;
 pub mod telegram;
 pub mod web_chat;
+pub mod whatsapp;
 
 pub use platform::Platform;
 

@@ -38,5 +38,6 @@ mod telegram_dm;
 mod telegram_group;
 mod web;
 mod web_files;
+mod whatsapp;
 mod workers;
 mod workspace;

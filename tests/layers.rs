@@ -78,6 +78,7 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
             "platforms::settings",
             "platforms::slack::settings",
             "platforms::telegram::settings",
+            "platforms::whatsapp::settings",
             "routes",
             "sessions",
             "status",

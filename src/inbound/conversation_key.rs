@@ -29,6 +29,8 @@ pub enum ConversationKey {
     Discord { guild: Option<String>, channel: String },
     /// `web:{session}`: a browser's web-chat session.
     Web { session: String },
+    /// `whatsapp:{phone_number_id}:{wa_id}`: a person's chat with one business number.
+    WhatsApp { phone: String, person: String },
 }
 
 /// The scope word of a Discord DM's key, where a guild's id would stand.
@@ -63,6 +65,9 @@ impl ConversationKey {
                 channel: filled(channel)?,
             }),
             ["web", session] => Ok(ConversationKey::Web { session: filled(session)? }),
+            ["whatsapp", phone, person] => {
+                Ok(ConversationKey::WhatsApp { phone: filled(phone)?, person: filled(person)? })
+            }
             _ => Err(malformed()),
         }
     }
@@ -74,6 +79,7 @@ impl ConversationKey {
             ConversationKey::Slack { .. } => "slack",
             ConversationKey::Discord { .. } => "discord",
             ConversationKey::Web { .. } => "web",
+            ConversationKey::WhatsApp { .. } => "whatsapp",
         }
     }
 
@@ -84,6 +90,7 @@ impl ConversationKey {
             ConversationKey::Telegram { chat, .. } => chat.to_string(),
             ConversationKey::Slack { channel, .. } | ConversationKey::Discord { channel, .. } => channel.clone(),
             ConversationKey::Web { session } => session.clone(),
+            ConversationKey::WhatsApp { person, .. } => person.clone(),
         }
     }
 
@@ -130,6 +137,7 @@ impl fmt::Display for ConversationKey {
                 write!(formatter, "discord:{}:{channel}", guild.as_deref().unwrap_or(DISCORD_DM))
             }
             ConversationKey::Web { session } => write!(formatter, "web:{session}"),
+            ConversationKey::WhatsApp { phone, person } => write!(formatter, "whatsapp:{phone}:{person}"),
         }
     }
 }
@@ -210,6 +218,7 @@ mod tests {
             ("discord:G1:C1", ConversationKey::Discord { guild: Some("G1".into()), channel: "C1".into() }),
             ("discord:dm:42", ConversationKey::Discord { guild: None, channel: "42".into() }),
             ("web:0f8e-4c2a-9b1d", ConversationKey::Web { session: "0f8e-4c2a-9b1d".into() }),
+            ("whatsapp:PN1:4915100", ConversationKey::WhatsApp { phone: "PN1".into(), person: "4915100".into() }),
         ];
         for (text, key) in cases {
             assert_eq!(ConversationKey::parse(text), Ok(key.clone()), "{text}");
@@ -242,6 +251,10 @@ mod tests {
             "discord:G1:C1:T1",
             "web:",
             "web:a:b",
+            "whatsapp:PN1",
+            "whatsapp::4915100",
+            "whatsapp:PN1:",
+            "whatsapp:PN1:1:2",
             "irc:x",
             "Telegram:1",
             "shared",

@@ -24,6 +24,7 @@ use crate::platforms::discord::messenger::Discord;
 use crate::platforms::slack::messenger::Slack;
 use crate::platforms::telegram::messenger::Telegram;
 use crate::platforms::web_chat::messenger::WebChat;
+use crate::platforms::whatsapp::messenger::WhatsApp;
 
 /// Writes [`Outbound`] (one variant per platform, holding its messenger),
 /// [`for_address`], and `impl Messenger for Outbound` delegating each call to
@@ -118,6 +119,7 @@ registry! {
     Slack => Slack,
     Discord => Discord,
     Web => WebChat,
+    WhatsApp => WhatsApp,
 }
 
 impl Outbound<'_> {

@@ -7,7 +7,7 @@
 //! reply address is [`crate::platforms::outbound`].
 
 use crate::inbound::ReplyAddress;
-use crate::platforms::{discord, slack, telegram, web_chat};
+use crate::platforms::{discord, slack, telegram, web_chat, whatsapp};
 use crate::reply::markup::Flavor;
 
 crate::named! {
@@ -20,6 +20,8 @@ crate::named! {
         Discord = "discord",
         /// The web chat (`web:{session}`).
         Web = "web",
+        /// WhatsApp through the Cloud API (`whatsapp:{phone_number_id}:{wa_id}`).
+        WhatsApp = "whatsapp",
     }
 }
 
@@ -37,6 +39,7 @@ impl Platform {
             ReplyAddress::Slack { .. } => Platform::Slack,
             ReplyAddress::Discord { .. } | ReplyAddress::DiscordChannel { .. } => Platform::Discord,
             ReplyAddress::Web { .. } => Platform::Web,
+            ReplyAddress::WhatsApp { .. } => Platform::WhatsApp,
         }
     }
 
@@ -47,6 +50,7 @@ impl Platform {
             Platform::Slack => "Slack",
             Platform::Discord => "Discord",
             Platform::Web => "the web chat",
+            Platform::WhatsApp => "WhatsApp",
         }
     }
 
@@ -57,6 +61,7 @@ impl Platform {
             Platform::Slack => Flavor::SlackMrkdwn,
             Platform::Discord => Flavor::DiscordMarkdown,
             Platform::Web => Flavor::Plain,
+            Platform::WhatsApp => Flavor::WhatsApp,
         }
     }
 
@@ -67,6 +72,7 @@ impl Platform {
             Platform::Slack => slack::wire::MESSAGE_LIMIT,
             Platform::Discord => discord::wire::MESSAGE_LIMIT,
             Platform::Web => web_chat::wire::MESSAGE_LIMIT,
+            Platform::WhatsApp => whatsapp::wire::MESSAGE_LIMIT,
         }
     }
 }
@@ -77,7 +83,7 @@ mod tests {
 
     #[test]
     fn each_platform_is_read_back_from_its_name_and_nothing_else_is() {
-        crate::named::assert_spellings::<Platform>(&["", "Telegram", "web ", "whatsapp", "telegram:1"]);
+        crate::named::assert_spellings::<Platform>(&["", "Telegram", "web ", "WhatsApp", "telegram:1"]);
         for platform in Platform::ALL {
             assert_eq!(Platform::of_key(&format!("{platform}:42")), Some(platform));
         }
@@ -100,6 +106,7 @@ mod tests {
             ),
             (ReplyAddress::DiscordChannel { channel_id: "C".into(), guild_id: None }, Platform::Discord),
             (ReplyAddress::Web { session: "s".into() }, Platform::Web),
+            (ReplyAddress::WhatsApp { phone_number_id: "P".into(), to: "1".into() }, Platform::WhatsApp),
         ];
         for (address, platform) in cases {
             assert_eq!(Platform::answering(&address), platform, "{address:?}");

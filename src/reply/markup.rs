@@ -25,6 +25,8 @@ pub enum Flavor {
     DiscordMarkdown,
     /// No formatting at all (the web chat shows text as text).
     Plain,
+    /// WhatsApp's formatting (`*bold*`, `_italic_`, `~strike~`, backticks).
+    WhatsApp,
 }
 
 /// One piece of a rendered reply.
@@ -61,8 +63,13 @@ fn wrap(flavor: Flavor, style: Style) -> (&'static str, &'static str) {
         (DiscordMarkdown, Style::Strike) => ("~~", "~~"),
         (DiscordMarkdown, Style::Code) => ("`", "`"),
         (DiscordMarkdown, Style::Block) => ("```\n", "\n```"),
-        // Slack and Discord quote line by line (see `Renderer::line_start`).
-        (SlackMrkdwn | DiscordMarkdown, Style::Quote) => ("", ""),
+        (WhatsApp, Style::Bold) => ("*", "*"),
+        (WhatsApp, Style::Italic) => ("_", "_"),
+        (WhatsApp, Style::Strike) => ("~", "~"),
+        (WhatsApp, Style::Code) => ("`", "`"),
+        (WhatsApp, Style::Block) => ("```\n", "\n```"),
+        // Slack, Discord and WhatsApp quote line by line (see `Renderer::line_start`).
+        (SlackMrkdwn | DiscordMarkdown | WhatsApp, Style::Quote) => ("", ""),
     }
 }
 
@@ -223,7 +230,8 @@ impl Renderer {
     fn code(&mut self, code: &str) {
         // A backtick in inline code would end the span early on Slack and
         // Discord (neither has an escape there): such code is shown as text.
-        if code.contains('`') && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown) {
+        if code.contains('`') && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::WhatsApp)
+        {
             return self.text(code, false);
         }
         self.open(Style::Code);
@@ -238,7 +246,7 @@ impl Renderer {
 
     /// Slack and Discord quote each line with `> `.
     fn line_start(&mut self) {
-        if self.quotes > 0 && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown) {
+        if self.quotes > 0 && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::WhatsApp) {
             self.tokens.push(Token::Markup("> "));
         }
     }
@@ -349,6 +357,15 @@ pub fn escape(flavor: Flavor, text: &str, code: bool) -> String {
                 }
                 _ => out.push(character),
             },
+            // WhatsApp has no escapes, and no link or mention syntax a text
+            // could smuggle in: a stray `*` may at most make a word bold.
+            // In code, a backtick run is broken as on Slack.
+            Flavor::WhatsApp => {
+                out.push(character);
+                if code && character == '`' {
+                    out.push(BREAK);
+                }
+            }
             Flavor::DiscordMarkdown if code => {
                 out.push(character);
                 if character == '`' {
@@ -398,7 +415,7 @@ fn is_mass_mention(after: &str) -> bool {
 /// Telegram's plain-text fallback): markup taken off, escapes undone.
 pub fn shown(flavor: Flavor, rendered: &str) -> String {
     match flavor {
-        Flavor::Plain => rendered.to_string(),
+        Flavor::Plain | Flavor::WhatsApp => rendered.to_string(),
         Flavor::TelegramHtml => {
             let mut out = String::with_capacity(rendered.len());
             let mut in_tag = false;
@@ -447,6 +464,7 @@ mod tests {
             (Flavor::SlackMrkdwn, "*bold* and _italic_, ~gone~ and `code`"),
             (Flavor::DiscordMarkdown, "**bold** and *italic*, ~~gone~~ and `code`"),
             (Flavor::Plain, "bold and italic, gone and code"),
+            (Flavor::WhatsApp, "*bold* and _italic_, ~gone~ and `code`"),
         ];
         for (flavor, expected) in cases {
             assert_eq!(render(markdown, flavor), expected, "{flavor:?}");
