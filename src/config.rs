@@ -39,13 +39,13 @@ pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
 pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 /// The platforms that stream replies by default: all of them.
-/// WhatsApp is named too, but never streams: a bot cannot edit a message there.
-pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,whatsapp";
+/// WhatsApp and the plain webhook are named too, but never stream (docs/whatsapp.md, docs/webhook.md).
+pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,whatsapp,webhook";
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
 /// The variables that hold secrets (docs/configuration.md).
-pub const SECRET_VARIABLES: [&str; 13] = [
+pub const SECRET_VARIABLES: [&str; 14] = [
     "ADMIN_TOKEN",
     "WEB_CHAT_TOKEN",
     "OPENAI_API_KEY",
@@ -59,6 +59,7 @@ pub const SECRET_VARIABLES: [&str; 13] = [
     "WHATSAPP_ACCESS_TOKEN",
     "WHATSAPP_APP_SECRET",
     "WHATSAPP_VERIFY_TOKEN",
+    "WEBHOOK_SECRET",
 ];
 
 /// The shortest `ADMIN_TOKEN` or `WEB_CHAT_TOKEN` the Worker starts with: a
@@ -99,6 +100,9 @@ pub struct Config {
     pub whatsapp_verify_token: Secret,
     pub whatsapp_app_id: String,
     pub whatsapp_api_base: String,
+    /// The plain webhook: the shared signing secret, and where replies are POSTed.
+    pub webhook_secret: Secret,
+    pub webhook_callback_url: String,
     /// The default time zone of scheduled jobs (an IANA name).
     pub timezone: String,
     /// The shortest interval a recurring job may have.
@@ -239,6 +243,8 @@ impl Config {
             whatsapp_verify_token: secret("WHATSAPP_VERIFY_TOKEN"),
             whatsapp_app_id: text("WHATSAPP_APP_ID", ""),
             whatsapp_api_base: text("WHATSAPP_API_BASE", DEFAULT_WHATSAPP_API_BASE).trim_end_matches('/').to_string(),
+            webhook_secret: secret("WEBHOOK_SECRET"),
+            webhook_callback_url: text("WEBHOOK_CALLBACK_URL", ""),
             timezone: text("TIMEZONE", "UTC"),
             schedule_min_interval_ms: number("SCHEDULE_MIN_INTERVAL_MS", 60_000) as i64,
             schedule_max_jobs_per_conversation: positive(
@@ -411,6 +417,7 @@ impl Config {
             ("WHATSAPP_ACCESS_TOKEN", &self.whatsapp_access_token, Some(&self.whatsapp_api_base)),
             ("WHATSAPP_APP_SECRET", &self.whatsapp_app_secret, None),
             ("WHATSAPP_VERIFY_TOKEN", &self.whatsapp_verify_token, None),
+            ("WEBHOOK_SECRET", &self.webhook_secret, None),
         ]
     }
 

@@ -46,6 +46,8 @@ pub enum ReplyAddress {
     Web { session: String },
     /// A person's WhatsApp chat with one business number (Cloud API).
     WhatsApp { phone_number_id: String, to: String },
+    /// A conversation of a system that calls the plain webhook: replies go to its callback.
+    Webhook { conversation: String },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the
@@ -124,6 +126,7 @@ impl ReplyAddress {
             ConversationKey::WhatsApp { phone, person } => {
                 ReplyAddress::WhatsApp { phone_number_id: phone, to: person }
             }
+            ConversationKey::Webhook { conversation } => ReplyAddress::Webhook { conversation },
         })
     }
 }
@@ -217,6 +220,7 @@ mod tests {
                 "whatsapp:PN1:4915100",
                 Some(ReplyAddress::WhatsApp { phone_number_id: "PN1".into(), to: "4915100".into() }),
             ),
+            ("webhook:orders-42", Some(ReplyAddress::Webhook { conversation: "orders-42".into() })),
             ("web:short", None),
             ("web:a:b:c:d:e:f:g", None),
             ("telegram:abc", None),

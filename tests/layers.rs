@@ -75,6 +75,7 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
         &[
             "files::download_link",
             "platforms::discord::settings",
+            "platforms::plain_webhook::settings",
             "platforms::settings",
             "platforms::slack::settings",
             "platforms::telegram::settings",

@@ -31,6 +31,8 @@ pub enum ConversationKey {
     Web { session: String },
     /// `whatsapp:{phone_number_id}:{wa_id}`: a person's chat with one business number.
     WhatsApp { phone: String, person: String },
+    /// `webhook:{conversation}`: a conversation named by a system that calls the plain webhook.
+    Webhook { conversation: String },
 }
 
 /// The scope word of a Discord DM's key, where a guild's id would stand.
@@ -65,6 +67,7 @@ impl ConversationKey {
                 channel: filled(channel)?,
             }),
             ["web", session] => Ok(ConversationKey::Web { session: filled(session)? }),
+            ["webhook", conversation] => Ok(ConversationKey::Webhook { conversation: filled(conversation)? }),
             ["whatsapp", phone, person] => {
                 Ok(ConversationKey::WhatsApp { phone: filled(phone)?, person: filled(person)? })
             }
@@ -80,6 +83,7 @@ impl ConversationKey {
             ConversationKey::Discord { .. } => "discord",
             ConversationKey::Web { .. } => "web",
             ConversationKey::WhatsApp { .. } => "whatsapp",
+            ConversationKey::Webhook { .. } => "webhook",
         }
     }
 
@@ -91,6 +95,7 @@ impl ConversationKey {
             ConversationKey::Slack { channel, .. } | ConversationKey::Discord { channel, .. } => channel.clone(),
             ConversationKey::Web { session } => session.clone(),
             ConversationKey::WhatsApp { person, .. } => person.clone(),
+            ConversationKey::Webhook { conversation } => conversation.clone(),
         }
     }
 
@@ -138,6 +143,7 @@ impl fmt::Display for ConversationKey {
             }
             ConversationKey::Web { session } => write!(formatter, "web:{session}"),
             ConversationKey::WhatsApp { phone, person } => write!(formatter, "whatsapp:{phone}:{person}"),
+            ConversationKey::Webhook { conversation } => write!(formatter, "webhook:{conversation}"),
         }
     }
 }
@@ -219,6 +225,7 @@ mod tests {
             ("discord:dm:42", ConversationKey::Discord { guild: None, channel: "42".into() }),
             ("web:0f8e-4c2a-9b1d", ConversationKey::Web { session: "0f8e-4c2a-9b1d".into() }),
             ("whatsapp:PN1:4915100", ConversationKey::WhatsApp { phone: "PN1".into(), person: "4915100".into() }),
+            ("webhook:orders-42", ConversationKey::Webhook { conversation: "orders-42".into() }),
         ];
         for (text, key) in cases {
             assert_eq!(ConversationKey::parse(text), Ok(key.clone()), "{text}");
@@ -252,6 +259,8 @@ mod tests {
             "web:",
             "web:a:b",
             "whatsapp:PN1",
+            "webhook:",
+            "webhook:a:b",
             "whatsapp::4915100",
             "whatsapp:PN1:",
             "whatsapp:PN1:1:2",

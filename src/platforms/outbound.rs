@@ -21,6 +21,7 @@ use crate::runtime::config::redactor;
 use crate::runtime::log::Emit;
 
 use crate::platforms::discord::messenger::Discord;
+use crate::platforms::plain_webhook::messenger::PlainWebhook;
 use crate::platforms::slack::messenger::Slack;
 use crate::platforms::telegram::messenger::Telegram;
 use crate::platforms::web_chat::messenger::WebChat;
@@ -120,6 +121,7 @@ registry! {
     Discord => Discord,
     Web => WebChat,
     WhatsApp => WhatsApp,
+    Webhook => PlainWebhook,
 }
 
 impl Outbound<'_> {

@@ -7,7 +7,7 @@
 //! reply address is [`crate::platforms::outbound`].
 
 use crate::inbound::ReplyAddress;
-use crate::platforms::{discord, slack, telegram, web_chat, whatsapp};
+use crate::platforms::{discord, plain_webhook, slack, telegram, web_chat, whatsapp};
 use crate::reply::markup::Flavor;
 
 crate::named! {
@@ -22,6 +22,8 @@ crate::named! {
         Web = "web",
         /// WhatsApp through the Cloud API (`whatsapp:{phone_number_id}:{wa_id}`).
         WhatsApp = "whatsapp",
+        /// The plain webhook: any system, with signed JSON (`webhook:{conversation}`).
+        Webhook = "webhook",
     }
 }
 
@@ -40,6 +42,7 @@ impl Platform {
             ReplyAddress::Discord { .. } | ReplyAddress::DiscordChannel { .. } => Platform::Discord,
             ReplyAddress::Web { .. } => Platform::Web,
             ReplyAddress::WhatsApp { .. } => Platform::WhatsApp,
+            ReplyAddress::Webhook { .. } => Platform::Webhook,
         }
     }
 
@@ -51,6 +54,7 @@ impl Platform {
             Platform::Discord => "Discord",
             Platform::Web => "the web chat",
             Platform::WhatsApp => "WhatsApp",
+            Platform::Webhook => "the plain webhook",
         }
     }
 
@@ -62,6 +66,7 @@ impl Platform {
             Platform::Discord => Flavor::DiscordMarkdown,
             Platform::Web => Flavor::Plain,
             Platform::WhatsApp => Flavor::WhatsApp,
+            Platform::Webhook => Flavor::Markdown,
         }
     }
 
@@ -73,6 +78,7 @@ impl Platform {
             Platform::Discord => discord::wire::MESSAGE_LIMIT,
             Platform::Web => web_chat::wire::MESSAGE_LIMIT,
             Platform::WhatsApp => whatsapp::wire::MESSAGE_LIMIT,
+            Platform::Webhook => plain_webhook::wire::MESSAGE_LIMIT,
         }
     }
 }
@@ -107,6 +113,7 @@ mod tests {
             (ReplyAddress::DiscordChannel { channel_id: "C".into(), guild_id: None }, Platform::Discord),
             (ReplyAddress::Web { session: "s".into() }, Platform::Web),
             (ReplyAddress::WhatsApp { phone_number_id: "P".into(), to: "1".into() }, Platform::WhatsApp),
+            (ReplyAddress::Webhook { conversation: "c".into() }, Platform::Webhook),
         ];
         for (address, platform) in cases {
             assert_eq!(Platform::answering(&address), platform, "{address:?}");

@@ -27,6 +27,9 @@ pub enum Flavor {
     Plain,
     /// WhatsApp's formatting (`*bold*`, `_italic_`, `~strike~`, backticks).
     WhatsApp,
+    /// Common Markdown, written and escaped as for Discord (the plain
+    /// webhook's receivers read Markdown).
+    Markdown,
 }
 
 /// One piece of a rendered reply.
@@ -58,18 +61,18 @@ fn wrap(flavor: Flavor, style: Style) -> (&'static str, &'static str) {
         (SlackMrkdwn, Style::Strike) => ("~", "~"),
         (SlackMrkdwn, Style::Code) => ("`", "`"),
         (SlackMrkdwn, Style::Block) => ("```\n", "\n```"),
-        (DiscordMarkdown, Style::Bold) => ("**", "**"),
-        (DiscordMarkdown, Style::Italic) => ("*", "*"),
-        (DiscordMarkdown, Style::Strike) => ("~~", "~~"),
-        (DiscordMarkdown, Style::Code) => ("`", "`"),
-        (DiscordMarkdown, Style::Block) => ("```\n", "\n```"),
+        (DiscordMarkdown | Markdown, Style::Bold) => ("**", "**"),
+        (DiscordMarkdown | Markdown, Style::Italic) => ("*", "*"),
+        (DiscordMarkdown | Markdown, Style::Strike) => ("~~", "~~"),
+        (DiscordMarkdown | Markdown, Style::Code) => ("`", "`"),
+        (DiscordMarkdown | Markdown, Style::Block) => ("```\n", "\n```"),
         (WhatsApp, Style::Bold) => ("*", "*"),
         (WhatsApp, Style::Italic) => ("_", "_"),
         (WhatsApp, Style::Strike) => ("~", "~"),
         (WhatsApp, Style::Code) => ("`", "`"),
         (WhatsApp, Style::Block) => ("```\n", "\n```"),
         // Slack, Discord and WhatsApp quote line by line (see `Renderer::line_start`).
-        (SlackMrkdwn | DiscordMarkdown | WhatsApp, Style::Quote) => ("", ""),
+        (SlackMrkdwn | DiscordMarkdown | WhatsApp | Markdown, Style::Quote) => ("", ""),
     }
 }
 
@@ -230,7 +233,11 @@ impl Renderer {
     fn code(&mut self, code: &str) {
         // A backtick in inline code would end the span early on Slack and
         // Discord (neither has an escape there): such code is shown as text.
-        if code.contains('`') && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::WhatsApp)
+        if code.contains('`')
+            && matches!(
+                self.flavor,
+                Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::WhatsApp | Flavor::Markdown
+            )
         {
             return self.text(code, false);
         }
@@ -246,7 +253,12 @@ impl Renderer {
 
     /// Slack and Discord quote each line with `> `.
     fn line_start(&mut self) {
-        if self.quotes > 0 && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::WhatsApp) {
+        if self.quotes > 0
+            && matches!(
+                self.flavor,
+                Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::WhatsApp | Flavor::Markdown
+            )
+        {
             self.tokens.push(Token::Markup("> "));
         }
     }
@@ -366,13 +378,13 @@ pub fn escape(flavor: Flavor, text: &str, code: bool) -> String {
                     out.push(BREAK);
                 }
             }
-            Flavor::DiscordMarkdown if code => {
+            Flavor::DiscordMarkdown | Flavor::Markdown if code => {
                 out.push(character);
                 if character == '`' {
                     out.push(BREAK);
                 }
             }
-            Flavor::DiscordMarkdown => {
+            Flavor::DiscordMarkdown | Flavor::Markdown => {
                 // A bare link stays as written (an escape would become part of
                 // it); Discord links it, showing where it goes.
                 if starts_link(&text[at..]) {
@@ -430,7 +442,7 @@ pub fn shown(flavor: Flavor, rendered: &str) -> String {
             unescape_entities(&out)
         }
         Flavor::SlackMrkdwn => unescape_entities(rendered),
-        Flavor::DiscordMarkdown => {
+        Flavor::DiscordMarkdown | Flavor::Markdown => {
             let mut out = String::with_capacity(rendered.len());
             let mut characters = rendered.chars().peekable();
             while let Some(character) = characters.next() {

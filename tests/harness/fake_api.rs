@@ -19,6 +19,8 @@ pub enum Flavor {
     Slack,
     Discord,
     WhatsApp,
+    /// The plain webhook's callback receiver: it keeps each `Idempotency-Key` once.
+    Callback,
 }
 
 /// One recorded call.
@@ -34,6 +36,9 @@ pub struct Call {
     pub at: std::time::Instant,
     /// Its `Authorization` header.
     pub authorization: Option<String>,
+    /// Its `X-Edgebot-Signature` and `Idempotency-Key` headers (the plain webhook's callback).
+    pub signature: Option<String>,
+    pub idempotency_key: Option<String>,
 }
 
 /// A message the platform shows now: its id and its text (after every edit).
@@ -267,7 +272,18 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
     };
     let at = std::time::Instant::now();
     let authorization = headers.get("authorization").and_then(|value| value.to_str().ok()).map(str::to_string);
-    state.calls.push(Call { method: method.to_string(), path: path.clone(), body: body.clone(), at, authorization });
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::to_string);
+    let (signature, idempotency_key) = (header("x-edgebot-signature"), header("idempotency-key"));
+    let call = Call {
+        method: method.to_string(),
+        path: path.clone(),
+        body: body.clone(),
+        at,
+        authorization,
+        signature,
+        idempotency_key,
+    };
+    state.calls.push(call);
     let scripted = |failure: &Failure| match failure.anywhere {
         true => path.contains(&failure.path_suffix),
         false => path.ends_with(&failure.path_suffix),
@@ -307,6 +323,10 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
     if state.flavor == Flavor::WhatsApp {
         return whatsapp(state, &path, &body, lands);
     }
+    if state.flavor == Flavor::Callback && method == Method::POST {
+        let key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).unwrap_or_default();
+        return callback(state, key, &body, lands);
+    }
     if path == "/big-page" {
         // A page far over the tools' 50,000-byte cap.
         return (StatusCode::OK, "x".repeat(BIG_PAGE_BYTES)).into_response();
@@ -344,6 +364,7 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
             json!({"id": "G", "approximate_member_count": members})
         }
         Flavor::WhatsApp => unreachable!("answered by `whatsapp`"),
+        Flavor::Callback => json!({}),
         Flavor::Discord => {
             let created = json!({"id": id.to_string(), "content": body["content"]});
             let message = match body["nonce"].as_str().filter(|_| body["enforce_nonce"] == true) {
@@ -481,4 +502,21 @@ pub fn whatsapp_text(body: &Value) -> String {
 fn is_receipt(flavor: Flavor, body: &Bytes) -> bool {
     let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     flavor == Flavor::WhatsApp && (body["status"] == "read" || body["type"] == "reaction")
+}
+
+/// The plain webhook's receiver: a message is shown once per
+/// `Idempotency-Key` (a repeat gets the first answer and shows nothing new).
+fn callback(state: &mut ApiState, key: &str, body: &Value, lands: bool) -> Response {
+    if let Some(first) = state.by_nonce.get(key) {
+        return axum::Json(first.clone()).into_response();
+    }
+    state.next_id += 1;
+    let answer = json!({ "id": format!("m{}", state.next_id) });
+    if lands {
+        if body["type"] == "message" {
+            state.board.push(Shown { id: key.to_string(), text: text_of(body) });
+        }
+        state.by_nonce.insert(key.to_string(), answer.clone());
+    }
+    axum::Json(answer).into_response()
 }
