@@ -412,6 +412,13 @@ if (!workerUrl) {
       failures++;
     }
   }
+
+  // The plain webhook: nothing to register; the calling system is told where to POST.
+  if (secret("WEBHOOK_SECRET") && setting("WEBHOOK_CALLBACK_URL")) {
+    say("webhook", `ready: the calling system POSTs to ${workerUrl}/webhooks/plain; replies go to WEBHOOK_CALLBACK_URL`);
+  } else {
+    say("webhook", `WEBHOOK_SECRET and WEBHOOK_CALLBACK_URL not both set, skipped (docs/webhook.md)`);
+  }
 }
 
 if (failures > 0) {

@@ -17,7 +17,7 @@ mod kit;
 mod slack;
 mod telegram;
 mod web;
-mod webhook;
+pub mod webhook;
 pub mod whatsapp;
 
 /// Every behaviour of the kit, as tests of one messenger: the list is here

@@ -27,6 +27,7 @@ mod models;
 mod never_silent;
 mod outbound;
 mod people;
+mod plain_webhook;
 mod processes;
 mod sandbox;
 mod schedules;

@@ -61,6 +61,17 @@ impl Webhook {
     }
 }
 
+impl Webhook {
+    /// A fresh world with `vars` set (the kit's `start`, for tests outside it).
+    pub async fn launch(vars: &[(&str, &str)]) -> Self {
+        <Self as Messenger>::start(vars).await
+    }
+
+    pub fn test_env(&self) -> &TestEnv {
+        &self.env
+    }
+}
+
 impl Messenger for Webhook {
     const NAME: &'static str = "webhook";
     const LIMIT: usize = 8_000;
