@@ -433,6 +433,36 @@ if (!workerUrl) {
       console.log(`deploy:   ${number + 1}. ${step}`);
     }
   }
+
+  // WhatsApp: the app's webhook subscription through the Graph API (an app
+  // access token is `{app-id}|{app-secret}`); Meta checks the callback with
+  // the verify-token handshake, answered by the deployed Worker. Adding the
+  // WhatsApp product and the phone number stays in Meta's console.
+  const whatsappBase = (process.env.WHATSAPP_API_BASE || vars.WHATSAPP_API_BASE || "https://graph.facebook.com/v21.0").replace(/\/+$/, "");
+  const appId = setting("WHATSAPP_APP_ID");
+  const appSecret = secret("WHATSAPP_APP_SECRET");
+  const verifyToken = secret("WHATSAPP_VERIFY_TOKEN");
+  const callback = `${workerUrl}/webhooks/whatsapp`;
+  if (!appId || !appSecret || !verifyToken) {
+    say("whatsapp", `WHATSAPP_APP_ID, WHATSAPP_APP_SECRET and WHATSAPP_VERIFY_TOKEN not all set, skipped (or set ${callback} in Meta's console: docs/whatsapp.md)`);
+  } else {
+    const subscribed = await http("POST", `${whatsappBase}/${encodeURIComponent(appId)}/subscriptions`, {
+      headers: { authorization: `Bearer ${appId}|${appSecret}` },
+      body: { object: "whatsapp_business_account", callback_url: callback, verify_token: verifyToken, fields: "messages" },
+    });
+    if (subscribed.ok && subscribed.json?.success) say("whatsapp", `webhook subscribed: ${callback} (field: messages)`);
+    else {
+      say("whatsapp", `subscribing the webhook failed (${subscribed.status}: ${(subscribed.json?.error?.message ?? subscribed.text).slice(0, 200)})`);
+      failures++;
+    }
+  }
+
+  // The plain webhook: nothing to register; the calling system is told where to POST.
+  if (secret("WEBHOOK_SECRET") && setting("WEBHOOK_CALLBACK_URL")) {
+    say("webhook", `ready: the calling system POSTs to ${workerUrl}/webhooks/plain; replies go to WEBHOOK_CALLBACK_URL`);
+  } else {
+    say("webhook", `WEBHOOK_SECRET and WEBHOOK_CALLBACK_URL not both set, skipped (docs/webhook.md)`);
+  }
 }
 
 if (failures > 0) {

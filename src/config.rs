@@ -26,6 +26,7 @@ pub const DEFAULT_TEAMS_SERVICE_URL: &str = "https://smba.trafficmanager.net/tea
 /// The connectors the bot's token may be sent to.
 pub const DEFAULT_TEAMS_SERVICE_URL_HOSTS: &str =
     "smba.trafficmanager.net,*.botframework.com,*.teams.microsoft.com,*.teams.microsoft.us";
+pub const DEFAULT_WHATSAPP_API_BASE: &str = "https://graph.facebook.com/v21.0";
 pub const DEFAULT_OPENAI_BASE_URL: &str = crate::llm::readiness::OPENAI_API;
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_SEARCH_BASE_URL: &str = "https://api.search.brave.com";
@@ -49,12 +50,13 @@ pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
 pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 /// The platforms that stream replies by default: all of them.
-pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,teams";
+/// WhatsApp and the plain webhook are named too, but never stream (docs/whatsapp.md, docs/webhook.md).
+pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,teams,whatsapp,webhook";
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
 /// The variables that hold secrets (docs/configuration.md).
-pub const SECRET_VARIABLES: [&str; 11] = [
+pub const SECRET_VARIABLES: [&str; 15] = [
     "ADMIN_TOKEN",
     "WEB_CHAT_TOKEN",
     "OPENAI_API_KEY",
@@ -66,6 +68,10 @@ pub const SECRET_VARIABLES: [&str; 11] = [
     "SLACK_BOT_TOKEN",
     "DISCORD_BOT_TOKEN",
     "TEAMS_APP_PASSWORD",
+    "WHATSAPP_ACCESS_TOKEN",
+    "WHATSAPP_APP_SECRET",
+    "WHATSAPP_VERIFY_TOKEN",
+    "WEBHOOK_SECRET",
 ];
 
 /// The shortest `ADMIN_TOKEN` or `WEB_CHAT_TOKEN` the Worker starts with: a
@@ -99,6 +105,16 @@ pub struct Config {
     pub discord_application_id: String,
     pub discord_bot_token: Secret,
     pub discord_api_base: String,
+    /// WhatsApp Cloud API: the system user's token, the app's secret (signatures), the
+    /// webhook's verify token, the app id (subscriptions) and the Graph API base.
+    pub whatsapp_access_token: Secret,
+    pub whatsapp_app_secret: Secret,
+    pub whatsapp_verify_token: Secret,
+    pub whatsapp_app_id: String,
+    pub whatsapp_api_base: String,
+    /// The plain webhook: the shared signing secret, and where replies are POSTed.
+    pub webhook_secret: Secret,
+    pub webhook_callback_url: String,
     /// The default time zone of scheduled jobs (an IANA name).
     pub timezone: String,
     /// The shortest interval a recurring job may have.
@@ -259,6 +275,13 @@ impl Config {
                 .map(|host| host.trim().to_ascii_lowercase())
                 .filter(|host| !host.is_empty())
                 .collect(),
+            whatsapp_access_token: secret("WHATSAPP_ACCESS_TOKEN"),
+            whatsapp_app_secret: secret("WHATSAPP_APP_SECRET"),
+            whatsapp_verify_token: secret("WHATSAPP_VERIFY_TOKEN"),
+            whatsapp_app_id: text("WHATSAPP_APP_ID", ""),
+            whatsapp_api_base: text("WHATSAPP_API_BASE", DEFAULT_WHATSAPP_API_BASE).trim_end_matches('/').to_string(),
+            webhook_secret: secret("WEBHOOK_SECRET"),
+            webhook_callback_url: text("WEBHOOK_CALLBACK_URL", ""),
             timezone: text("TIMEZONE", "UTC"),
             schedule_min_interval_ms: number("SCHEDULE_MIN_INTERVAL_MS", 60_000) as i64,
             schedule_max_jobs_per_conversation: positive(
@@ -429,6 +452,10 @@ impl Config {
             ("SLACK_BOT_TOKEN", &self.slack_bot_token, Some(&self.slack_api_base)),
             ("DISCORD_BOT_TOKEN", &self.discord_bot_token, Some(&self.discord_api_base)),
             ("TEAMS_APP_PASSWORD", &self.teams_app_password, Some(&self.teams_token_url)),
+            ("WHATSAPP_ACCESS_TOKEN", &self.whatsapp_access_token, Some(&self.whatsapp_api_base)),
+            ("WHATSAPP_APP_SECRET", &self.whatsapp_app_secret, None),
+            ("WHATSAPP_VERIFY_TOKEN", &self.whatsapp_verify_token, None),
+            ("WEBHOOK_SECRET", &self.webhook_secret, None),
         ]
     }
 
@@ -480,6 +507,7 @@ impl Config {
                 "discord": self.discord_api_base,
                 "teams_openid": self.teams_openid_url,
                 "teams_token": self.teams_token_url,
+                "whatsapp": self.whatsapp_api_base,
             },
             "discord_gateway": self.discord_gateway,
             "stream_replies": self.stream_replies,

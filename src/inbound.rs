@@ -53,6 +53,10 @@ pub enum ReplyAddress {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tenant_id: Option<String>,
     },
+    /// A person's WhatsApp chat with one business number (Cloud API).
+    WhatsApp { phone_number_id: String, to: String },
+    /// A conversation of a system that calls the plain webhook: replies go to its callback.
+    Webhook { conversation: String },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the
@@ -131,6 +135,10 @@ impl ReplyAddress {
             ConversationKey::Teams { conversation } => {
                 ReplyAddress::Teams { service_url: String::new(), conversation_id: conversation, tenant_id: None }
             }
+            ConversationKey::WhatsApp { phone, person } => {
+                ReplyAddress::WhatsApp { phone_number_id: phone, to: person }
+            }
+            ConversationKey::Webhook { conversation } => ReplyAddress::Webhook { conversation },
         })
     }
 }
@@ -220,6 +228,11 @@ mod tests {
             ),
             ("discord:dm:C1", Some(ReplyAddress::DiscordChannel { channel_id: "C1".into(), guild_id: None })),
             ("web:0f8e-4c2a-9b1d", Some(ReplyAddress::Web { session: "0f8e-4c2a-9b1d".into() })),
+            (
+                "whatsapp:PN1:4915100",
+                Some(ReplyAddress::WhatsApp { phone_number_id: "PN1".into(), to: "4915100".into() }),
+            ),
+            ("webhook:orders-42", Some(ReplyAddress::Webhook { conversation: "orders-42".into() })),
             ("web:short", None),
             ("web:a:b:c:d:e:f:g", None),
             ("telegram:abc", None),

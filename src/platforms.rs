@@ -5,12 +5,14 @@
 //! address, and [`webhooks`] the one that reads a webhook.
 
 pub mod discord;
+pub mod plain_webhook;
 pub mod platform;
 pub mod settings;
 pub mod slack;
 pub mod teams;
 pub mod telegram;
 pub mod web_chat;
+pub mod whatsapp;
 
 pub use platform::Platform;
 

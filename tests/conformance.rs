@@ -18,6 +18,8 @@ mod slack;
 mod teams;
 mod telegram;
 mod web;
+pub mod webhook;
+pub mod whatsapp;
 
 /// Every behaviour of the kit, as tests of one messenger: the list is here
 /// once, so no messenger can leave one out. (A behaviour a messenger cannot

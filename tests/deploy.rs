@@ -65,6 +65,8 @@ impl FakeServer {
                     json!({"ok": true, "result": true, "description": "Webhook was set"})
                 } else if path.starts_with("/teams/") {
                     json!({"token_type": "Bearer", "expires_in": 3600, "access_token": "teams-token"})
+                } else if path.starts_with("/graph/") {
+                    json!({"success": true})
                 } else if path.ends_with("/commands") {
                     json!([{"id": "1", "name": "ask"}, {"id": "2", "name": "Ask edgebot"}])
                 } else {
@@ -142,6 +144,7 @@ impl World {
             .env("FAKE_WRANGLER_URL", self.worker_url())
             .env("TELEGRAM_API_BASE", format!("{}/telegram", self.server.base))
             .env("DISCORD_API_BASE", format!("{}/discord/api/v10", self.server.base))
+            .env("WHATSAPP_API_BASE", format!("{}/graph/v21.0", self.server.base))
             .env_remove("WORKER_URL")
             .env_remove("VECTORIZE_DIMENSIONS")
             .env_remove("FAKE_WRANGLER_LOGGED_OUT")
@@ -361,7 +364,7 @@ async fn without_secrets_each_platform_step_says_it_is_skipped() {
     assert!(run.ok, "{}", run.all());
     assert!(run.line("secrets").contains("no ") && run.line("secrets").contains("skipped"));
     assert!(calls_to(&world.wrangler_calls(), &["secret", "bulk"]).is_empty());
-    for step in ["telegram", "discord", "discord gateway", "slack"] {
+    for step in ["telegram", "discord", "discord gateway", "slack", "teams", "whatsapp", "webhook"] {
         assert!(run.line(step).contains("skipped"), "{step}: {}", run.line(step));
     }
     assert!(world.server.requests().is_empty(), "no platform was called");
@@ -487,4 +490,35 @@ async fn teams_credentials_are_checked_and_what_cannot_be_registered_is_printed(
     assert!(!refused.ok, "wrong credentials fail the deploy:\n{}", refused.all());
     assert!(refused.line("teams").contains("got no token (401: invalid_client)"), "{}", refused.line("teams"));
     assert!(!refused.all().contains(TEAMS_PASSWORD));
+}
+
+#[tokio::test]
+async fn whatsapps_webhook_is_subscribed_through_the_graph_api_with_the_app_token() {
+    let world = World::new().await;
+    let app_secret = "wa-app-secret-8c1f";
+    world.write_secrets(&format!(
+        "ADMIN_TOKEN={ADMIN_TOKEN}\nWHATSAPP_APP_ID=99887766\nWHATSAPP_APP_SECRET={app_secret}\n\
+         WHATSAPP_VERIFY_TOKEN=verify-me\nWHATSAPP_ACCESS_TOKEN=EAAG-token\n"
+    ));
+
+    let run = world.deploy(&[]).await;
+    assert!(run.ok, "{}", run.all());
+    let callback = format!("{}/webhooks/whatsapp", world.worker_url());
+    assert!(run.line("whatsapp").contains(&format!("webhook subscribed: {callback}")), "{}", run.all());
+    let requests = world.server.requests();
+    let subscribed =
+        requests.iter().find(|request| request.path == "/graph/v21.0/99887766/subscriptions").expect("called");
+    assert_eq!(subscribed.method, "POST");
+    assert_eq!(subscribed.authorization.as_deref(), Some(format!("Bearer 99887766|{app_secret}").as_str()));
+    assert_eq!(
+        subscribed.body,
+        json!({"object": "whatsapp_business_account", "callback_url": callback, "verify_token": "verify-me", "fields": "messages"})
+    );
+    assert!(!run.all().contains(app_secret), "the app secret is not printed");
+
+    world.server.refuse("/graph/", 400, json!({"error": {"message": "Invalid OAuth access token", "code": 190}}));
+    let refused = world.deploy(&[]).await;
+    assert!(!refused.ok, "a refused subscription fails the deploy");
+    assert!(refused.line("whatsapp").contains("(400: Invalid OAuth access token)"), "{}", refused.all());
+    assert!(!refused.all().contains(app_secret));
 }

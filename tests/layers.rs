@@ -75,10 +75,12 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
         &[
             "files::download_link",
             "platforms::discord::settings",
+            "platforms::plain_webhook::settings",
             "platforms::settings",
             "platforms::slack::settings",
             "platforms::telegram::settings",
             "platforms::teams::settings",
+            "platforms::whatsapp::settings",
             "routes",
             "sessions",
             "status",

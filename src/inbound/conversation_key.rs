@@ -33,6 +33,10 @@ pub enum ConversationKey {
     /// (`a:1…` a personal chat, `19:…@thread.tacv2;messageid=…` a channel's
     /// reply chain).
     Teams { conversation: String },
+    /// `whatsapp:{phone_number_id}:{wa_id}`: a person's chat with one business number.
+    WhatsApp { phone: String, person: String },
+    /// `webhook:{conversation}`: a conversation named by a system that calls the plain webhook.
+    Webhook { conversation: String },
 }
 
 /// What separates a Teams channel's id from the reply chain's root message.
@@ -73,6 +77,10 @@ impl ConversationKey {
                 channel: filled(channel)?,
             }),
             ["web", session] => Ok(ConversationKey::Web { session: filled(session)? }),
+            ["webhook", conversation] => Ok(ConversationKey::Webhook { conversation: filled(conversation)? }),
+            ["whatsapp", phone, person] => {
+                Ok(ConversationKey::WhatsApp { phone: filled(phone)?, person: filled(person)? })
+            }
             _ => Err(malformed()),
         }
     }
@@ -85,6 +93,8 @@ impl ConversationKey {
             ConversationKey::Discord { .. } => "discord",
             ConversationKey::Web { .. } => "web",
             ConversationKey::Teams { .. } => "teams",
+            ConversationKey::WhatsApp { .. } => "whatsapp",
+            ConversationKey::Webhook { .. } => "webhook",
         }
     }
 
@@ -98,6 +108,8 @@ impl ConversationKey {
             ConversationKey::Teams { conversation } => {
                 conversation.split_once(TEAMS_THREAD).map_or(conversation.as_str(), |(channel, _)| channel).to_string()
             }
+            ConversationKey::WhatsApp { person, .. } => person.clone(),
+            ConversationKey::Webhook { conversation } => conversation.clone(),
         }
     }
 
@@ -149,6 +161,8 @@ impl fmt::Display for ConversationKey {
             }
             ConversationKey::Web { session } => write!(formatter, "web:{session}"),
             ConversationKey::Teams { conversation } => write!(formatter, "teams:{conversation}"),
+            ConversationKey::WhatsApp { phone, person } => write!(formatter, "whatsapp:{phone}:{person}"),
+            ConversationKey::Webhook { conversation } => write!(formatter, "webhook:{conversation}"),
         }
     }
 }
@@ -230,6 +244,8 @@ mod tests {
             ("discord:dm:42", ConversationKey::Discord { guild: None, channel: "42".into() }),
             ("web:0f8e-4c2a-9b1d", ConversationKey::Web { session: "0f8e-4c2a-9b1d".into() }),
             ("teams:a:1xyz", ConversationKey::Teams { conversation: "a:1xyz".into() }),
+            ("whatsapp:PN1:4915100", ConversationKey::WhatsApp { phone: "PN1".into(), person: "4915100".into() }),
+            ("webhook:orders-42", ConversationKey::Webhook { conversation: "orders-42".into() }),
         ];
         for (text, key) in cases {
             assert_eq!(ConversationKey::parse(text), Ok(key.clone()), "{text}");
@@ -262,6 +278,12 @@ mod tests {
             "discord:G1:C1:T1",
             "web:",
             "web:a:b",
+            "whatsapp:PN1",
+            "webhook:",
+            "webhook:a:b",
+            "whatsapp::4915100",
+            "whatsapp:PN1:",
+            "whatsapp:PN1:1:2",
             "irc:x",
             "teams:",
             "Telegram:1",

@@ -21,10 +21,12 @@ use crate::runtime::config::redactor;
 use crate::runtime::log::Emit;
 
 use crate::platforms::discord::messenger::Discord;
+use crate::platforms::plain_webhook::messenger::PlainWebhook;
 use crate::platforms::slack::messenger::Slack;
 use crate::platforms::teams::messenger::Teams;
 use crate::platforms::telegram::messenger::Telegram;
 use crate::platforms::web_chat::messenger::WebChat;
+use crate::platforms::whatsapp::messenger::WhatsApp;
 
 /// Writes [`Outbound`] (one variant per platform, holding its messenger),
 /// [`for_address`], and `impl Messenger for Outbound` delegating each call to
@@ -120,6 +122,8 @@ registry! {
     Discord => Discord,
     Web => WebChat,
     Teams => Teams,
+    WhatsApp => WhatsApp,
+    Webhook => PlainWebhook,
 }
 
 impl Outbound<'_> {

@@ -7,7 +7,7 @@
 //! reply address is [`crate::platforms::outbound`].
 
 use crate::inbound::ReplyAddress;
-use crate::platforms::{discord, slack, teams, telegram, web_chat};
+use crate::platforms::{discord, plain_webhook, slack, teams, telegram, web_chat, whatsapp};
 use crate::reply::markup::Flavor;
 
 crate::named! {
@@ -22,6 +22,10 @@ crate::named! {
         Web = "web",
         /// Microsoft Teams, through the Bot Framework.
         Teams = "teams",
+        /// WhatsApp through the Cloud API (`whatsapp:{phone_number_id}:{wa_id}`).
+        WhatsApp = "whatsapp",
+        /// The plain webhook: any system, with signed JSON (`webhook:{conversation}`).
+        Webhook = "webhook",
     }
 }
 
@@ -40,6 +44,8 @@ impl Platform {
             ReplyAddress::Discord { .. } | ReplyAddress::DiscordChannel { .. } => Platform::Discord,
             ReplyAddress::Web { .. } => Platform::Web,
             ReplyAddress::Teams { .. } => Platform::Teams,
+            ReplyAddress::WhatsApp { .. } => Platform::WhatsApp,
+            ReplyAddress::Webhook { .. } => Platform::Webhook,
         }
     }
 
@@ -51,6 +57,8 @@ impl Platform {
             Platform::Discord => "Discord",
             Platform::Web => "the web chat",
             Platform::Teams => "Microsoft Teams",
+            Platform::WhatsApp => "WhatsApp",
+            Platform::Webhook => "the plain webhook",
         }
     }
 
@@ -62,6 +70,8 @@ impl Platform {
             Platform::Discord => Flavor::DiscordMarkdown,
             Platform::Web => Flavor::Plain,
             Platform::Teams => Flavor::TeamsMarkdown,
+            Platform::WhatsApp => Flavor::WhatsApp,
+            Platform::Webhook => Flavor::Markdown,
         }
     }
 
@@ -73,6 +83,8 @@ impl Platform {
             Platform::Discord => discord::wire::MESSAGE_LIMIT,
             Platform::Web => web_chat::wire::MESSAGE_LIMIT,
             Platform::Teams => teams::wire::MESSAGE_LIMIT,
+            Platform::WhatsApp => whatsapp::wire::MESSAGE_LIMIT,
+            Platform::Webhook => plain_webhook::wire::MESSAGE_LIMIT,
         }
     }
 }
@@ -83,7 +95,7 @@ mod tests {
 
     #[test]
     fn each_platform_is_read_back_from_its_name_and_nothing_else_is() {
-        crate::named::assert_spellings::<Platform>(&["", "Telegram", "web ", "whatsapp", "telegram:1"]);
+        crate::named::assert_spellings::<Platform>(&["", "Telegram", "web ", "WhatsApp", "telegram:1"]);
         for platform in Platform::ALL {
             assert_eq!(Platform::of_key(&format!("{platform}:42")), Some(platform));
         }
@@ -110,6 +122,8 @@ mod tests {
                 ReplyAddress::Teams { service_url: String::new(), conversation_id: "a:1".into(), tenant_id: None },
                 Platform::Teams,
             ),
+            (ReplyAddress::WhatsApp { phone_number_id: "P".into(), to: "1".into() }, Platform::WhatsApp),
+            (ReplyAddress::Webhook { conversation: "c".into() }, Platform::Webhook),
         ];
         for (address, platform) in cases {
             assert_eq!(Platform::answering(&address), platform, "{address:?}");

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::platforms::{discord, slack, teams, telegram, Platform};
+use crate::platforms::{discord, plain_webhook, slack, teams, telegram, whatsapp, Platform};
 
 impl Platform {
     /// What `/api/status` says of its settings (which are present, and
@@ -18,6 +18,8 @@ impl Platform {
             Platform::Discord => Some(discord::settings::state(config)),
             Platform::Web => None,
             Platform::Teams => Some(teams::settings::state(config)),
+            Platform::WhatsApp => Some(whatsapp::settings::state(config)),
+            Platform::Webhook => Some(plain_webhook::settings::state(config)),
         }
     }
 
@@ -29,6 +31,8 @@ impl Platform {
             Platform::Discord => discord::settings::unconnected(config),
             Platform::Web => None,
             Platform::Teams => teams::settings::unconnected(config),
+            Platform::WhatsApp => whatsapp::settings::unconnected(config),
+            Platform::Webhook => plain_webhook::settings::unconnected(config),
         }
     }
 }

@@ -8,7 +8,7 @@ use worker::{Env, Request, Response};
 use crate::api_error::ApiError;
 use crate::channel::routes::ChannelRoute;
 use crate::inbound::InboundEvent;
-use crate::platforms::{discord, slack, teams, telegram, Platform};
+use crate::platforms::{discord, plain_webhook, slack, teams, telegram, whatsapp, Platform};
 use crate::runtime::failure::Answer;
 
 use crate::runtime::channel_stub;
@@ -28,6 +28,8 @@ pub async fn receive(platform: Platform, request: Request, env: &Env) -> Answer 
         // The web chat speaks over its socket, not a webhook.
         Platform::Web => Err(ApiError::NotFound),
         Platform::Teams => teams::webhook::receive(request, env).await,
+        Platform::WhatsApp => whatsapp::webhook::receive(request, env).await,
+        Platform::Webhook => plain_webhook::webhook::receive(request, env).await,
     }
 }
 

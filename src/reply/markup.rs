@@ -28,6 +28,11 @@ pub enum Flavor {
     /// Teams' Markdown (`textFormat: markdown`): read as Discord's is, with
     /// the same backslash escapes (CommonMark's), so it shares its rules.
     TeamsMarkdown,
+    /// WhatsApp's formatting (`*bold*`, `_italic_`, `~strike~`, backticks).
+    WhatsApp,
+    /// Common Markdown, written and escaped as for Discord (the plain
+    /// webhook's receivers read Markdown).
+    Markdown,
 }
 
 /// One piece of a rendered reply.
@@ -59,13 +64,18 @@ fn wrap(flavor: Flavor, style: Style) -> (&'static str, &'static str) {
         (SlackMrkdwn, Style::Strike) => ("~", "~"),
         (SlackMrkdwn, Style::Code) => ("`", "`"),
         (SlackMrkdwn, Style::Block) => ("```\n", "\n```"),
-        (DiscordMarkdown | TeamsMarkdown, Style::Bold) => ("**", "**"),
-        (DiscordMarkdown | TeamsMarkdown, Style::Italic) => ("*", "*"),
-        (DiscordMarkdown | TeamsMarkdown, Style::Strike) => ("~~", "~~"),
-        (DiscordMarkdown | TeamsMarkdown, Style::Code) => ("`", "`"),
-        (DiscordMarkdown | TeamsMarkdown, Style::Block) => ("```\n", "\n```"),
-        // Slack, Discord and Teams quote line by line (see `Renderer::line_start`).
-        (SlackMrkdwn | DiscordMarkdown | TeamsMarkdown, Style::Quote) => ("", ""),
+        (DiscordMarkdown | TeamsMarkdown | Markdown, Style::Bold) => ("**", "**"),
+        (DiscordMarkdown | TeamsMarkdown | Markdown, Style::Italic) => ("*", "*"),
+        (DiscordMarkdown | TeamsMarkdown | Markdown, Style::Strike) => ("~~", "~~"),
+        (DiscordMarkdown | TeamsMarkdown | Markdown, Style::Code) => ("`", "`"),
+        (DiscordMarkdown | TeamsMarkdown | Markdown, Style::Block) => ("```\n", "\n```"),
+        (WhatsApp, Style::Bold) => ("*", "*"),
+        (WhatsApp, Style::Italic) => ("_", "_"),
+        (WhatsApp, Style::Strike) => ("~", "~"),
+        (WhatsApp, Style::Code) => ("`", "`"),
+        (WhatsApp, Style::Block) => ("```\n", "\n```"),
+        // Slack, Discord, Teams and WhatsApp quote line by line (see `Renderer::line_start`).
+        (SlackMrkdwn | DiscordMarkdown | TeamsMarkdown | WhatsApp | Markdown, Style::Quote) => ("", ""),
     }
 }
 
@@ -227,7 +237,10 @@ impl Renderer {
         // A backtick in inline code would end the span early on Slack and
         // Discord (neither has an escape there): such code is shown as text.
         if code.contains('`')
-            && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::TeamsMarkdown)
+            && matches!(
+                self.flavor,
+                Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::TeamsMarkdown | Flavor::WhatsApp | Flavor::Markdown
+            )
         {
             return self.text(code, false);
         }
@@ -244,7 +257,10 @@ impl Renderer {
     /// Slack and Discord quote each line with `> `.
     fn line_start(&mut self) {
         if self.quotes > 0
-            && matches!(self.flavor, Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::TeamsMarkdown)
+            && matches!(
+                self.flavor,
+                Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::TeamsMarkdown | Flavor::WhatsApp | Flavor::Markdown
+            )
         {
             self.tokens.push(Token::Markup("> "));
         }
@@ -356,13 +372,22 @@ pub fn escape(flavor: Flavor, text: &str, code: bool) -> String {
                 }
                 _ => out.push(character),
             },
-            Flavor::DiscordMarkdown | Flavor::TeamsMarkdown if code => {
+            // WhatsApp has no escapes, and no link or mention syntax a text
+            // could smuggle in: a stray `*` may at most make a word bold.
+            // In code, a backtick run is broken as on Slack.
+            Flavor::WhatsApp => {
+                out.push(character);
+                if code && character == '`' {
+                    out.push(BREAK);
+                }
+            }
+            Flavor::DiscordMarkdown | Flavor::TeamsMarkdown | Flavor::Markdown if code => {
                 out.push(character);
                 if character == '`' {
                     out.push(BREAK);
                 }
             }
-            Flavor::DiscordMarkdown | Flavor::TeamsMarkdown => {
+            Flavor::DiscordMarkdown | Flavor::TeamsMarkdown | Flavor::Markdown => {
                 // A bare link stays as written (an escape would become part of
                 // it); Discord links it, showing where it goes.
                 if starts_link(&text[at..]) {
@@ -405,7 +430,7 @@ fn is_mass_mention(after: &str) -> bool {
 /// Telegram's plain-text fallback): markup taken off, escapes undone.
 pub fn shown(flavor: Flavor, rendered: &str) -> String {
     match flavor {
-        Flavor::Plain => rendered.to_string(),
+        Flavor::Plain | Flavor::WhatsApp => rendered.to_string(),
         Flavor::TelegramHtml => {
             let mut out = String::with_capacity(rendered.len());
             let mut in_tag = false;
@@ -420,7 +445,7 @@ pub fn shown(flavor: Flavor, rendered: &str) -> String {
             unescape_entities(&out)
         }
         Flavor::SlackMrkdwn => unescape_entities(rendered),
-        Flavor::DiscordMarkdown | Flavor::TeamsMarkdown => {
+        Flavor::DiscordMarkdown | Flavor::TeamsMarkdown | Flavor::Markdown => {
             let mut out = String::with_capacity(rendered.len());
             let mut characters = rendered.chars().peekable();
             while let Some(character) = characters.next() {
@@ -454,6 +479,7 @@ mod tests {
             (Flavor::SlackMrkdwn, "*bold* and _italic_, ~gone~ and `code`"),
             (Flavor::DiscordMarkdown, "**bold** and *italic*, ~~gone~~ and `code`"),
             (Flavor::Plain, "bold and italic, gone and code"),
+            (Flavor::WhatsApp, "*bold* and _italic_, ~gone~ and `code`"),
         ];
         for (flavor, expected) in cases {
             assert_eq!(render(markdown, flavor), expected, "{flavor:?}");

@@ -18,6 +18,9 @@ pub enum Flavor {
     Telegram,
     Slack,
     Discord,
+    WhatsApp,
+    /// The plain webhook's callback receiver: it keeps each `Idempotency-Key` once.
+    Callback,
 }
 
 /// One recorded call.
@@ -33,6 +36,9 @@ pub struct Call {
     pub at: std::time::Instant,
     /// Its `Authorization` header.
     pub authorization: Option<String>,
+    /// Its `X-Edgebot-Signature` and `Idempotency-Key` headers (the plain webhook's callback).
+    pub signature: Option<String>,
+    pub idempotency_key: Option<String>,
 }
 
 /// A message the platform shows now: its id and its text (after every edit).
@@ -237,6 +243,10 @@ fn answer(
     body: Bytes,
 ) -> (Response, Option<std::time::Duration>) {
     let mut state = state.lock().unwrap();
+    if is_receipt(state.flavor, &body) {
+        // A WhatsApp read receipt shares the send's path: scripts are for sends.
+        return (respond(&mut state, method, uri, headers, body, true), None);
+    }
     let hang = state.hangs.iter().position(|hang| uri.path().ends_with(&hang.path_suffix));
     let hang = hang.and_then(|position| state.hangs.remove(position));
     let delay = state.delays.iter().position(|delay| uri.path().ends_with(&delay.path_suffix));
@@ -262,12 +272,24 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
     };
     let at = std::time::Instant::now();
     let authorization = headers.get("authorization").and_then(|value| value.to_str().ok()).map(str::to_string);
-    state.calls.push(Call { method: method.to_string(), path: path.clone(), body: body.clone(), at, authorization });
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::to_string);
+    let (signature, idempotency_key) = (header("x-edgebot-signature"), header("idempotency-key"));
+    let call = Call {
+        method: method.to_string(),
+        path: path.clone(),
+        body: body.clone(),
+        at,
+        authorization,
+        signature,
+        idempotency_key,
+    };
+    state.calls.push(call);
     let scripted = |failure: &Failure| match failure.anywhere {
         true => path.contains(&failure.path_suffix),
         false => path.ends_with(&failure.path_suffix),
     };
-    if let Some(position) = state.failures.iter().position(scripted) {
+    let receipt = state.flavor == Flavor::WhatsApp && (body["status"] == "read" || body["type"] == "reaction");
+    if let Some(position) = state.failures.iter().position(scripted).filter(|_| !receipt) {
         let failure = state.failures.remove(position).expect("position is in range");
         let status = StatusCode::from_u16(failure.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = (status, axum::Json(failure.body)).into_response();
@@ -297,6 +319,13 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
         let file_id = body["file_id"].as_str().unwrap_or_default();
         let answer = json!({"ok": true, "result": {"file_id": file_id, "file_path": format!("files/{file_id}")}});
         return axum::Json(answer).into_response();
+    }
+    if state.flavor == Flavor::WhatsApp {
+        return whatsapp(state, &path, &body, lands);
+    }
+    if state.flavor == Flavor::Callback && method == Method::POST {
+        let key = headers.get("idempotency-key").and_then(|value| value.to_str().ok()).unwrap_or_default();
+        return callback(state, key, &body, lands);
     }
     if path == "/big-page" {
         // A page far over the tools' 50,000-byte cap.
@@ -334,6 +363,8 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
         Flavor::Discord if path.starts_with("/api/v10/guilds/") => {
             json!({"id": "G", "approximate_member_count": members})
         }
+        Flavor::WhatsApp => unreachable!("answered by `whatsapp`"),
+        Flavor::Callback => json!({}),
         Flavor::Discord => {
             let created = json!({"id": id.to_string(), "content": body["content"]});
             let message = match body["nonce"].as_str().filter(|_| body["enforce_nonce"] == true) {
@@ -431,4 +462,61 @@ fn edit(state: &mut ApiState, method: &Method, path: &str, body: &Value, lands: 
         }
         _ => None,
     }
+}
+
+/// WhatsApp's Graph API: `/{phone}/media` takes an upload, `/{phone}/messages`
+/// a message (shown, with an id that ends with its recipient), a read
+/// receipt with typing, or a reaction.
+fn whatsapp(state: &mut ApiState, path: &str, body: &Value, lands: bool) -> Response {
+    state.next_id += 1;
+    let id = state.next_id;
+    if path.ends_with("/media") {
+        return axum::Json(json!({ "id": format!("{id}") })).into_response();
+    }
+    if body["status"] == "read" || body["type"] == "reaction" {
+        return axum::Json(json!({ "success": true })).into_response();
+    }
+    let to = body["to"].as_str().unwrap_or_default();
+    let wamid = format!("wamid.{id}.{to}");
+    if path.ends_with("/messages") && lands {
+        state.board.push(Shown { id: wamid.clone(), text: whatsapp_text(body) });
+    }
+    axum::Json(json!({ "messaging_product": "whatsapp", "contacts": [{ "input": to, "wa_id": to }],
+                       "messages": [{ "id": wamid }] }))
+    .into_response()
+}
+
+/// The text a WhatsApp message shows: a text's body, an interactive
+/// message's body, a file's caption.
+pub fn whatsapp_text(body: &Value) -> String {
+    let kind = body["type"].as_str().unwrap_or_default();
+    let text = match kind {
+        "text" => &body["text"]["body"],
+        "interactive" => &body["interactive"]["body"]["text"],
+        _ => &body[kind]["caption"],
+    };
+    text.as_str().unwrap_or_default().to_string()
+}
+
+/// A WhatsApp call that marks read (with typing) or reacts: not a message.
+fn is_receipt(flavor: Flavor, body: &Bytes) -> bool {
+    let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    flavor == Flavor::WhatsApp && (body["status"] == "read" || body["type"] == "reaction")
+}
+
+/// The plain webhook's receiver: a message is shown once per
+/// `Idempotency-Key` (a repeat gets the first answer and shows nothing new).
+fn callback(state: &mut ApiState, key: &str, body: &Value, lands: bool) -> Response {
+    if let Some(first) = state.by_nonce.get(key) {
+        return axum::Json(first.clone()).into_response();
+    }
+    state.next_id += 1;
+    let answer = json!({ "id": format!("m{}", state.next_id) });
+    if lands {
+        if body["type"] == "message" {
+            state.board.push(Shown { id: key.to_string(), text: text_of(body) });
+        }
+        state.by_nonce.insert(key.to_string(), answer.clone());
+    }
+    axum::Json(answer).into_response()
 }

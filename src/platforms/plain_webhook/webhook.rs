@@ -1,0 +1,30 @@
+//! `POST /webhooks/plain`: the signature checked (time and body), then a
+//! message handed to its channel object or a button press decided.
+
+use worker::{Env, Request};
+
+use crate::api_error::ApiError;
+use crate::platforms::plain_webhook::wire::{self as plain, Plain, PlainError};
+use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::runtime::config;
+use crate::runtime::failure::Answer;
+use crate::runtime::http::{now_ms, read_body};
+
+/// One signed request: a message or a press.
+pub async fn receive(mut request: Request, env: &Env) -> Answer {
+    let config = config::load(env);
+    let signature = header(&request, plain::SIGNATURE_HEADER)?;
+    let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
+    let now = now_ms();
+    plain::verify(signature.as_deref(), &body, config.webhook_secret.expose(), now / 1000).map_err(
+        |error| match error {
+            PlainError::MissingSignature => ApiError::Unauthorized("missing webhook signature"),
+            PlainError::Stale => ApiError::Unauthorized("stale webhook request"),
+            _ => ApiError::Unauthorized("invalid webhook signature"),
+        },
+    )?;
+    match plain::parse(&body, now).map_err(|error| ApiError::BadRequest(error.to_string()))? {
+        Plain::Message(event) => acknowledge(deliver(env, &event).await?),
+        Plain::Press(click) => acknowledge(super::buttons::pressed(env, &click).await?),
+    }
+}
