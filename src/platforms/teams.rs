@@ -6,6 +6,7 @@
 
 pub mod rules;
 pub mod settings;
+pub mod verifier;
 pub mod wire;
 
 #[cfg(target_arch = "wasm32")]

@@ -111,6 +111,7 @@ pub fn verify(
     if key.kty != "RSA" {
         return Err(TokenError::Invalid);
     }
+    crate::platforms::teams::verifier::install();
     let decoding = DecodingKey::from_rsa_components(&key.n, &key.e).map_err(|_| TokenError::Invalid)?;
     let mut validation = Validation::new(Algorithm::RS256);
     validation.algorithms = vec![Algorithm::RS256, Algorithm::RS384, Algorithm::RS512];
