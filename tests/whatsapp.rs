@@ -102,3 +102,24 @@ async fn statuses_and_reactions_are_acknowledged_without_a_turn() {
     assert!(env.llm.requests().is_empty(), "no turn");
     assert_eq!(events(&whatsapp).await, Vec::<Value>::new(), "nothing stored");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_marks_the_message_read_and_shows_typing() {
+    let whatsapp = WhatsApp::launch(&[("STREAM_REPLIES", "off")]).await;
+    let env = whatsapp.test_env();
+    env.llm.reply("on it");
+    whatsapp.say_now(1, "hi").await;
+    let receipt = wait_for("the read receipt", std::time::Duration::from_secs(40), || async {
+        let calls = whatsapp.api.requests().into_iter();
+        calls.map(|call| call.body).find(|body| body["status"] == "read")
+    })
+    .await;
+    assert_eq!(receipt["message_id"], "wamid.in1");
+    assert_eq!(receipt["typing_indicator"]["type"], "text");
+    let reply = wait_for("the reply", std::time::Duration::from_secs(40), || async {
+        whatsapp.sends_to(PERSON).into_iter().find(|call| call.body["type"] == "text")
+    })
+    .await;
+    assert_eq!(reply.body["text"]["body"], "on it");
+    assert_eq!(reply.authorization.as_deref(), Some("Bearer test-whatsapp-access-token"), "the token, to Graph only");
+}

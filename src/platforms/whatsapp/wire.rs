@@ -638,4 +638,16 @@ mod tests {
         assert_eq!(media_path("1479537139650973").as_deref(), Some("/1479537139650973"));
         assert_eq!(media_path("../me"), None);
     }
+
+    #[test]
+    fn media_is_fetched_only_from_metas_media_host_or_the_configured_api() {
+        use crate::files::rules::is_platform_file_url;
+        let base = "https://graph.facebook.com/v21.0";
+        let url = "https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=1479537139650973&ext=1";
+        assert!(is_platform_file_url(url, MEDIA_HOSTS, base));
+        assert!(is_platform_file_url("http://127.0.0.1:9/media-download/1", MEDIA_HOSTS, "http://127.0.0.1:9/v21.0"));
+        for refused in ["https://evil.example/x", "http://lookaside.fbsbx.com/x", "https://u:p@lookaside.fbsbx.com/x"] {
+            assert!(!is_platform_file_url(refused, MEDIA_HOSTS, base), "{refused}");
+        }
+    }
 }
