@@ -44,6 +44,16 @@ pub enum ReplyAddress {
     },
     /// A browser's web-chat session: replies are pushed over its sockets.
     Web { session: String },
+    /// A mail thread: replies go to `to` from `from` (the routed address),
+    /// threaded under `in_reply_to` and `references` (Message-IDs without brackets).
+    Email {
+        to: String,
+        from: String,
+        subject: String,
+        in_reply_to: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        references: Vec<String>,
+    },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the
@@ -119,6 +129,8 @@ impl ReplyAddress {
             }
             ConversationKey::Web { session } if is_web_session(&session) => ReplyAddress::Web { session },
             ConversationKey::Web { .. } => return None,
+            // The key holds a hash of the thread: the address is only in the thread's mails.
+            ConversationKey::Email { .. } => return None,
         })
     }
 }
@@ -212,6 +224,7 @@ mod tests {
             ("web:a:b:c:d:e:f:g", None),
             ("telegram:abc", None),
             ("irc:x", None),
+            ("email:0123456789abcdef0123456789abcdef", None),
         ];
         for (key, expected) in cases {
             assert_eq!(ReplyAddress::for_conversation(key), expected, "{key}");

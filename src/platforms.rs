@@ -5,6 +5,7 @@
 //! address, and [`webhooks`] the one that reads a webhook.
 
 pub mod discord;
+pub mod email;
 pub mod platform;
 pub mod settings;
 pub mod slack;

@@ -1,7 +1,7 @@
 //! The key of a conversation, and the one place it is read. Every message,
 //! history row, job and memory names its conversation by this key, written
 //! as text (`telegram:{chat}[:{topic}]`, `slack:{team}:{channel}[:{thread_ts}]`,
-//! `discord:{guild|dm}:{channel}`, `web:{session}`); [`ConversationKey::parse`]
+//! `discord:{guild|dm}:{channel}`, `web:{session}`, `email:{thread}`); [`ConversationKey::parse`]
 //! turns the text back into its parts, and `Display` writes it again.
 
 use std::fmt;
@@ -29,6 +29,9 @@ pub enum ConversationKey {
     Discord { guild: Option<String>, channel: String },
     /// `web:{session}`: a browser's web-chat session.
     Web { session: String },
+    /// `email:{thread}`: a mail thread with one person, named by 32 hex digits
+    /// (see `platforms::email::wire`).
+    Email { thread: String },
 }
 
 /// The scope word of a Discord DM's key, where a guild's id would stand.
@@ -63,6 +66,7 @@ impl ConversationKey {
                 channel: filled(channel)?,
             }),
             ["web", session] => Ok(ConversationKey::Web { session: filled(session)? }),
+            ["email", thread] if is_thread_hash(thread) => Ok(ConversationKey::Email { thread: thread.to_string() }),
             _ => Err(malformed()),
         }
     }
@@ -74,6 +78,7 @@ impl ConversationKey {
             ConversationKey::Slack { .. } => "slack",
             ConversationKey::Discord { .. } => "discord",
             ConversationKey::Web { .. } => "web",
+            ConversationKey::Email { .. } => "email",
         }
     }
 
@@ -84,6 +89,7 @@ impl ConversationKey {
             ConversationKey::Telegram { chat, .. } => chat.to_string(),
             ConversationKey::Slack { channel, .. } | ConversationKey::Discord { channel, .. } => channel.clone(),
             ConversationKey::Web { session } => session.clone(),
+            ConversationKey::Email { thread } => thread.clone(),
         }
     }
 
@@ -130,8 +136,14 @@ impl fmt::Display for ConversationKey {
                 write!(formatter, "discord:{}:{channel}", guild.as_deref().unwrap_or(DISCORD_DM))
             }
             ConversationKey::Web { session } => write!(formatter, "web:{session}"),
+            ConversationKey::Email { thread } => write!(formatter, "email:{thread}"),
         }
     }
+}
+
+/// An email thread's name in its key: 32 lowercase hex digits.
+fn is_thread_hash(thread: &str) -> bool {
+    thread.len() == 32 && thread.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
 }
 
 impl FromStr for ConversationKey {
@@ -210,6 +222,10 @@ mod tests {
             ("discord:G1:C1", ConversationKey::Discord { guild: Some("G1".into()), channel: "C1".into() }),
             ("discord:dm:42", ConversationKey::Discord { guild: None, channel: "42".into() }),
             ("web:0f8e-4c2a-9b1d", ConversationKey::Web { session: "0f8e-4c2a-9b1d".into() }),
+            (
+                "email:0123456789abcdef0123456789abcdef",
+                ConversationKey::Email { thread: "0123456789abcdef0123456789abcdef".into() },
+            ),
         ];
         for (text, key) in cases {
             assert_eq!(ConversationKey::parse(text), Ok(key.clone()), "{text}");
@@ -243,6 +259,10 @@ mod tests {
             "web:",
             "web:a:b",
             "irc:x",
+            "email:",
+            "email:0123456789ABCDEF0123456789ABCDEF",
+            "email:0123",
+            "email:0123456789abcdef0123456789abcdef:x",
             "Telegram:1",
             "shared",
         ];

@@ -21,6 +21,7 @@ use crate::runtime::config::redactor;
 use crate::runtime::log::Emit;
 
 use crate::platforms::discord::messenger::Discord;
+use crate::platforms::email::messenger::Email;
 use crate::platforms::slack::messenger::Slack;
 use crate::platforms::telegram::messenger::Telegram;
 use crate::platforms::web_chat::messenger::WebChat;
@@ -118,6 +119,7 @@ registry! {
     Slack => Slack,
     Discord => Discord,
     Web => WebChat,
+    Email => Email,
 }
 
 impl Outbound<'_> {

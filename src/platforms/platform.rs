@@ -7,7 +7,7 @@
 //! reply address is [`crate::platforms::outbound`].
 
 use crate::inbound::ReplyAddress;
-use crate::platforms::{discord, slack, telegram, web_chat};
+use crate::platforms::{discord, email, slack, telegram, web_chat};
 use crate::reply::markup::Flavor;
 
 crate::named! {
@@ -20,6 +20,8 @@ crate::named! {
         Discord = "discord",
         /// The web chat (`web:{session}`).
         Web = "web",
+        /// Email through Email Routing (`email:{thread hash}`).
+        Email = "email",
     }
 }
 
@@ -37,6 +39,7 @@ impl Platform {
             ReplyAddress::Slack { .. } => Platform::Slack,
             ReplyAddress::Discord { .. } | ReplyAddress::DiscordChannel { .. } => Platform::Discord,
             ReplyAddress::Web { .. } => Platform::Web,
+            ReplyAddress::Email { .. } => Platform::Email,
         }
     }
 
@@ -47,6 +50,7 @@ impl Platform {
             Platform::Slack => "Slack",
             Platform::Discord => "Discord",
             Platform::Web => "the web chat",
+            Platform::Email => "email",
         }
     }
 
@@ -57,6 +61,8 @@ impl Platform {
             Platform::Slack => Flavor::SlackMrkdwn,
             Platform::Discord => Flavor::DiscordMarkdown,
             Platform::Web => Flavor::Plain,
+            // A plain-text mail: the web chat's plain text (no Markdown a mail client would show raw).
+            Platform::Email => Flavor::Plain,
         }
     }
 
@@ -67,6 +73,7 @@ impl Platform {
             Platform::Slack => slack::wire::MESSAGE_LIMIT,
             Platform::Discord => discord::wire::MESSAGE_LIMIT,
             Platform::Web => web_chat::wire::MESSAGE_LIMIT,
+            Platform::Email => email::wire::MESSAGE_LIMIT,
         }
     }
 }
@@ -100,6 +107,16 @@ mod tests {
             ),
             (ReplyAddress::DiscordChannel { channel_id: "C".into(), guild_id: None }, Platform::Discord),
             (ReplyAddress::Web { session: "s".into() }, Platform::Web),
+            (
+                ReplyAddress::Email {
+                    to: "a@b.c".into(),
+                    from: "bot@b.c".into(),
+                    subject: "Re: x".into(),
+                    in_reply_to: "m@b.c".into(),
+                    references: vec![],
+                },
+                Platform::Email,
+            ),
         ];
         for (address, platform) in cases {
             assert_eq!(Platform::answering(&address), platform, "{address:?}");
@@ -110,7 +127,9 @@ mod tests {
     fn each_platform_has_its_own_format_and_a_limit_a_reply_fits_in() {
         let flavors: std::collections::BTreeSet<_> =
             Platform::ALL.iter().map(|platform| format!("{:?}", platform.flavor())).collect();
-        assert_eq!(flavors.len(), Platform::ALL.len(), "no two platforms read the same markup");
+        // Email reads plain text, as the web chat does; every other platform has its own markup.
+        assert_eq!(flavors.len(), Platform::ALL.len() - 1, "no two platforms read the same markup");
+        assert_eq!(Platform::Email.flavor(), Platform::Web.flavor());
         assert_eq!(Platform::Discord.message_limit(), 2_000);
         assert_eq!(Platform::Telegram.message_limit(), 4_096);
         assert!(Platform::ALL.iter().all(|platform| platform.message_limit() >= 2_000));

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::platforms::{discord, slack, telegram, Platform};
+use crate::platforms::{discord, email, slack, telegram, Platform};
 
 impl Platform {
     /// What `/api/status` says of its settings (which are present, and
@@ -17,6 +17,7 @@ impl Platform {
             Platform::Slack => Some(slack::settings::state(config)),
             Platform::Discord => Some(discord::settings::state(config)),
             Platform::Web => None,
+            Platform::Email => Some(email::settings::state(config)),
         }
     }
 
@@ -27,6 +28,7 @@ impl Platform {
             Platform::Slack => slack::settings::unconnected(config),
             Platform::Discord => discord::settings::unconnected(config),
             Platform::Web => None,
+            Platform::Email => email::settings::unconnected(config),
         }
     }
 }

@@ -27,6 +27,8 @@ pub async fn receive(platform: Platform, request: Request, env: &Env) -> Answer 
         Platform::Discord => discord::webhook::receive(request, env).await,
         // The web chat speaks over its socket, not a webhook.
         Platform::Web => Err(ApiError::NotFound),
+        // Mail arrives through the Worker's `email` event, not a webhook.
+        Platform::Email => Err(ApiError::NotFound),
     }
 }
 
