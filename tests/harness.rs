@@ -23,6 +23,8 @@ pub mod pages;
 mod server;
 #[path = "harness/worker.rs"]
 pub mod worker;
+#[path = "harness/mail.rs"]
+pub mod mail;
 
 use std::future::Future;
 use std::time::Duration;

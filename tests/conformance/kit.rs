@@ -121,6 +121,11 @@ pub trait Messenger: Sized {
     fn lookups(&self) -> usize;
     /// Whether a message the bot posted can be deleted.
     fn deletes(&self) -> Support<()>;
+    /// Whether a reply can show while the model writes it (as drafts or
+    /// edits); when not, the reply is one message, sent whole.
+    fn streams(&self) -> Support<()> {
+        Support::Yes(())
+    }
 
     /// Whether the person sees Approve and Deny for `approval`.
     async fn shows_buttons(&self, approval: &str) -> bool;
