@@ -461,7 +461,9 @@ fn the_slack_manifest_points_every_request_at_the_worker() {
 #[tokio::test]
 async fn email_routing_sends_the_address_to_the_worker_once_and_says_what_to_click() {
     let world = World::new().await;
-    world.write_secrets("ADMIN_TOKEN=admin-token-0123456789\nEMAIL_ADDRESS=bot@ada.example\nEMAIL_ALLOW=ada@example.com\n");
+    world.write_secrets(
+        "ADMIN_TOKEN=admin-token-0123456789\nEMAIL_ADDRESS=bot@ada.example\nEMAIL_ALLOW=ada@example.com\n",
+    );
 
     let off = world.deploy(&[]).await;
     assert!(off.ok, "the Worker deploys without Email Routing: {}", off.all());
@@ -472,7 +474,10 @@ async fn email_routing_sends_the_address_to_the_worker_once_and_says_what_to_cli
     assert!(on.ok, "{}", on.all());
     assert_eq!(on.line("email"), "deploy: email: routed bot@ada.example to edgebot");
     let rules = world.state()["emailRules"].clone();
-    assert_eq!(rules, json!([{ "domain": "ada.example", "name": "edgebot bot@ada.example", "to": "bot@ada.example", "worker": "edgebot" }]));
+    assert_eq!(
+        rules,
+        json!([{ "domain": "ada.example", "name": "edgebot bot@ada.example", "to": "bot@ada.example", "worker": "edgebot" }])
+    );
 
     let again = world.deploy(&zones).await;
     assert!(again.line("email").contains("exists, skipped"), "{}", again.line("email"));

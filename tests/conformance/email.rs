@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use base64::Engine;
 use edgebot::platforms::email::wire::{attachment_token, conversation_key};
 use edgebot::reply::markup::Flavor;
 use serde_json::json;
@@ -99,11 +100,13 @@ impl Messenger for Email {
     async fn forge(&self, n: u64, text: &str) -> Vec<Forged> {
         let stranger = self.raw("eve@evil.example", n, text, "");
         let spoofed = self.raw(ADA, n, text, "Authentication-Results: mx.cloudflare.net; spf=fail; dmarc=fail\r\n");
-        let anonymous = self.raw(ADA, n, text, "").replace(&format!("From: {ADA}\r\n"), "");
+        // (A mail with no From at all the local route itself cannot take: it answers 500.)
+        let anonymous =
+            self.raw(ADA, n, text, "").replace(&format!("From: {ADA}\r\n"), "From: undisclosed-recipients:;\r\n");
         vec![
             self.forged("a sender off the allow-list", "eve@evil.example", &stranger).await,
             self.forged("a forged sender (authentication failed)", ADA, &spoofed).await,
-            self.forged("a mail with no From", ADA, &anonymous).await,
+            self.forged("a mail whose From has no address", ADA, &anonymous).await,
         ]
     }
 
@@ -180,10 +183,12 @@ impl Messenger for Email {
         let boundary = "conformance-boundary";
         let body = format!(
             "--{boundary}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{text}\r\n\
-             --{boundary}\r\nContent-Type: text/csv\r\nContent-Disposition: attachment; filename=\"{}\"\r\n\r\n{}\r\n\
+             --{boundary}\r\nContent-Type: text/csv\r\nContent-Disposition: attachment; filename=\"{}\"\r\n\
+             Content-Transfer-Encoding: base64\r\n\r\n{}\r\n\
              --{boundary}--",
             file.name,
-            file.handle.replace('\n', "\r\n")
+            // Base64, as mail clients send files: the bytes arrive exactly.
+            base64::engine::general_purpose::STANDARD.encode(file.handle.as_bytes())
         );
         let raw = mail(ADA, &message_id(n), &[], "Conformance", "", "")
             .replace("Content-Type: text/plain; charset=utf-8\r\n\r\n\r\n", "")
