@@ -50,7 +50,7 @@ impl Platform {
             Platform::Slack => "Slack",
             Platform::Discord => "Discord",
             Platform::Web => "the web chat",
-            Platform::Email => "email",
+            Platform::Email => "Email",
         }
     }
 
