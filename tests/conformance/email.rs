@@ -110,8 +110,19 @@ impl Messenger for Email {
         ]
     }
 
+    /// In the order they were sent: the outbox's (the local binding logs
+    /// each mail once its file is written, and a short one can overtake a long one).
     async fn shown(&self) -> Vec<String> {
-        self.sent_to(ADA).into_iter().map(|mail| mail.text).collect()
+        let mut rows = super::kit::outbox(self).await;
+        rows.reverse(); // newest first
+        let sent_ids: Vec<String> = rows
+            .iter()
+            .filter_map(|row| row["platform_message_id"].as_str())
+            .map(|id| id.trim_matches(['<', '>']).to_string())
+            .collect();
+        let mut mails = self.sent_to(ADA);
+        mails.sort_by_key(|mail| sent_ids.iter().position(|id| *id == mail.message_id).unwrap_or(usize::MAX));
+        mails.into_iter().map(|mail| mail.text).collect()
     }
 
     fn updates(&self) -> Vec<Update> {

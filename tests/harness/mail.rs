@@ -67,6 +67,8 @@ pub struct SentMail {
     pub at: Instant,
     pub from: String,
     pub to: String,
+    /// Without brackets; the local binding sets its own.
+    pub message_id: String,
     pub subject: String,
     pub in_reply_to: String,
     pub references: Vec<String>,
@@ -86,6 +88,7 @@ fn read_mail(path: &str, at: Instant) -> Option<SentMail> {
         at,
         from: address(message.from()),
         to: address(message.to()),
+        message_id: message.message_id().unwrap_or_default().to_string(),
         subject: message.subject().unwrap_or_default().to_string(),
         in_reply_to: message.in_reply_to().as_text().unwrap_or_default().to_string(),
         references: message
