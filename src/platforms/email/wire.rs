@@ -142,14 +142,16 @@ pub fn read(message: &Message<'_>, envelope_from: &str, recipient: &str) -> Resu
     })
 }
 
-/// An address as a person writes one: something, `@`, a domain with a dot
-/// or a name, no spaces, no control characters.
+/// An address as a person writes one: something, `@`, a domain, no spaces,
+/// no control characters, no quotes and no colon (a quoted `"email:x"@y` would
+/// otherwise read as the person key of `x@y`).
 pub fn is_address(address: &str) -> bool {
     let Some((local, domain)) = address.rsplit_once('@') else { return false };
     !local.is_empty()
         && !domain.is_empty()
         && address.len() <= 254
         && !address.chars().any(|character| character.is_whitespace() || character.is_control())
+        && !address.contains([':', '"'])
         && !domain.contains(['<', '>', '@', ','])
 }
 
@@ -336,6 +338,13 @@ What is 6 times 7?\r\n";
     }
 
     #[test]
+    fn the_person_is_the_lowercased_address() {
+        let event = mail(PLAIN).event(|_| String::new(), 0);
+        let person = crate::budget::rules::person_key(&event.conversation_key, &event.author.id);
+        assert_eq!(person.as_deref(), Some("email:ada@example.com"));
+    }
+
+    #[test]
     fn the_same_message_id_is_the_same_delivery() {
         assert_eq!(
             mail(PLAIN).event(|_| String::new(), 1).delivery_id,
@@ -348,6 +357,12 @@ What is 6 times 7?\r\n";
         let no_from = PLAIN.replace("From: Ada Lovelace <Ada@Example.com>\r\n", "");
         let no_id = PLAIN.replace("Message-ID: <first@example.com>\r\n", "");
         let bad_from = PLAIN.replace("<Ada@Example.com>", "<not an address>");
+        let colon = PLAIN.replace("<Ada@Example.com>", "<\"email:ada\"@example.com>");
+        assert_eq!(
+            read(&parse(colon.as_bytes()).unwrap(), "a@b.c", "bot@x.y").err(),
+            Some(Malformed::NoSender),
+            "no key lookalike"
+        );
         let read_of = |raw: &str| read(&parse(raw.as_bytes())?, "a@b.c", "bot@x.y");
         assert_eq!(read_of(&no_from), Err(Malformed::NoSender));
         assert_eq!(read_of(&bad_from), Err(Malformed::NoSender));
