@@ -5,6 +5,7 @@
 //   WRANGLER_CONFIG    the wrangler config            (default: wrangler.toml)
 //   SECRETS_FILE       the production secrets file    (default: .prod.vars)
 //   WORKER_URL         the Worker's public URL        (default: read from `wrangler deploy`)
+//   EMAIL_ADDRESS      the address routed to the Worker (read from the secrets file, never uploaded)
 //   TELEGRAM_API_BASE, DISCORD_API_BASE   platform API bases (default: the production vars)
 //   TEAMS_TOKEN_URL                       the Microsoft token endpoint (default: the production vars)
 //   VECTORIZE_DIMENSIONS                  the index width (default: from EMBEDDING_MODEL)
@@ -21,7 +22,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CONFIG = path.resolve(process.env.WRANGLER_CONFIG || path.join(ROOT, "wrangler.toml"));
 const SECRETS = path.resolve(process.env.SECRETS_FILE || path.join(ROOT, ".prod.vars"));
 // Keys of the secrets file that steer this script and are not Worker settings.
-const DEPLOY_ONLY = new Set(["WORKER_URL"]);
+const DEPLOY_ONLY = new Set(["WORKER_URL", "EMAIL_ADDRESS"]);
 // Widths of the embedding models edgebot supports (src/memory/embed.rs: local is 384).
 const MODEL_DIMENSIONS = {
   local: 384,
@@ -462,6 +463,29 @@ if (!workerUrl) {
     say("webhook", `ready: the calling system POSTs to ${workerUrl}/webhooks/plain; replies go to WEBHOOK_CALLBACK_URL`);
   } else {
     say("webhook", `WEBHOOK_SECRET and WEBHOOK_CALLBACK_URL not both set, skipped (docs/webhook.md)`);
+  }
+  // Email: Email Routing's rule that hands EMAIL_ADDRESS's mail to this Worker (docs/email.md).
+  // Turning Email Routing on changes the zone's MX records, so that stays a click.
+  const emailAddress = secret("EMAIL_ADDRESS");
+  const emailDomain = emailAddress.split("@")[1] ?? "";
+  if (!emailAddress) {
+    say("email", `EMAIL_ADDRESS not in ${secretsName}, skipped (see docs/email.md)`);
+  } else if (!emailDomain) {
+    say("email", `EMAIL_ADDRESS is not an address, skipped`);
+  } else {
+    const rules = wrangler(["email", "routing", "rules", "list", emailDomain], { allowFailure: true });
+    if (!rules.ok) {
+      say("email", `Email Routing is not on for ${emailDomain}, skipped: turn it on in the dashboard (Email > Email Routing), then make deploy again`);
+    } else if (rules.output.toLowerCase().includes(emailAddress.toLowerCase())) {
+      say("email", `a rule for ${emailAddress} exists, skipped`);
+    } else {
+      wrangler([
+        "email", "routing", "rules", "create", emailDomain, `--name=${config.name} ${emailAddress}`,
+        "--match-type=literal", "--match-field=to", `--match-value=${emailAddress}`,
+        "--action-type=worker", `--action-value=${config.name}`,
+      ]);
+      say("email", `routed ${emailAddress} to ${config.name}`);
+    }
   }
 }
 

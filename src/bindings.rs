@@ -24,6 +24,8 @@ pub enum BindingKind {
     Service,
     /// Browser Rendering (`[browser]`).
     Browser,
+    /// Sends mail (`[[send_email]]`, named by `name`).
+    SendEmail,
 }
 
 /// One binding the Worker uses.
@@ -102,9 +104,13 @@ pub const SELF_SERVICE: Binding = Binding::optional(
 pub const BROWSER: Binding =
     Binding::optional("BROWSER", BindingKind::Browser, "Browser Rendering (the browse tool of workers)");
 
+/// Email replies: Email Routing's `send_email` binding (docs/email.md).
+pub const EMAIL: Binding =
+    Binding::optional("EMAIL", BindingKind::SendEmail, "sends email replies (Email Routing's send_email)");
+
 /// Every binding the Worker uses, in the order `/api/status` lists them.
-pub const ALL: [Binding; 11] =
-    [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, LOADER, SELF_SERVICE, BROWSER];
+pub const ALL: [Binding; 12] =
+    [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, LOADER, SELF_SERVICE, BROWSER, EMAIL];
 
 #[cfg(test)]
 mod tests {
@@ -119,7 +125,17 @@ mod tests {
     fn declared(wrangler: &str) -> BTreeSet<String> {
         let quoted = |text: &str| text.trim().strip_prefix('"')?.split('"').next().map(str::to_string);
         let mut names = BTreeSet::new();
+        // A `[[send_email]]` table names its binding `name = "…"`.
+        let mut in_send_email = false;
         for line in wrangler.lines().map(str::trim).filter(|line| !line.starts_with('#')) {
+            if line.starts_with('[') {
+                in_send_email = line.ends_with("send_email]]");
+            }
+            if let Some(value) = line.strip_prefix("name").and_then(|rest| rest.trim().strip_prefix('=')) {
+                if in_send_email {
+                    names.extend(quoted(value));
+                }
+            }
             if let Some(value) = line.strip_prefix("binding").and_then(|rest| rest.trim().strip_prefix('=')) {
                 names.extend(quoted(value));
             }

@@ -50,8 +50,9 @@ pub const DEFAULT_COALESCE_DEBOUNCE_MS: u64 = 1_500;
 /// ...but never longer than this after the first.
 pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 /// The platforms that stream replies by default: all of them.
-/// WhatsApp and the plain webhook are named too, but never stream (docs/whatsapp.md, docs/webhook.md).
-pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,teams,whatsapp,webhook";
+/// WhatsApp, the plain webhook and email are named too, but never stream (docs/whatsapp.md,
+/// docs/webhook.md, docs/email.md).
+pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,teams,whatsapp,webhook,email";
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
@@ -207,6 +208,9 @@ pub struct Config {
     pub sandbox: crate::sandbox::rules::Limits,
     /// `run_code` may fetch through the fetch guard (`SANDBOX_NETWORK = "guarded"`; default `off`).
     pub sandbox_network: bool,
+    /// Who may write to the bot by email (`EMAIL_ALLOW`: addresses and domains,
+    /// comma-separated, lowercased); empty: nobody.
+    pub email_allow: Vec<String>,
 }
 
 impl Config {
@@ -412,6 +416,11 @@ impl Config {
                 overall: number("SIGN_IN_LIMIT", DEFAULT_SIGN_IN_LIMIT.into()).max(1) as u32,
                 window_ms: number("SIGN_IN_WINDOW_SECS", DEFAULT_SIGN_IN_WINDOW_SECS).max(1) as i64 * 1000,
             },
+            email_allow: text("EMAIL_ALLOW", "")
+                .split(',')
+                .map(|entry| entry.trim().to_lowercase())
+                .filter(|entry| !entry.is_empty())
+                .collect(),
             bot_name,
         }
     }

@@ -1,8 +1,12 @@
-//! The Worker's three entry points, and nothing else: a request ([`router`]),
-//! a batch of queued jobs ([`jobs`]) and a cron tick ([`cron`]).
+//! The Worker's entry points, and nothing else: a request ([`router`]),
+//! a batch of queued jobs ([`jobs`]), a cron tick ([`cron`]) and a routed
+//! mail ([`crate::platforms::email::handler`]).
 //! Each counts itself (`/api/ops`) and hands over at once.
 
-use worker::{event, Context, Env, MessageBatch, Request, Response, Result, ScheduleContext, ScheduledEvent};
+use worker::{
+    event, Context, Env, ForwardableEmailMessage, MessageBatch, Request, Response, Result, ScheduleContext,
+    ScheduledEvent,
+};
 
 use crate::ops::{count, Op};
 use crate::{cron, jobs, router};
@@ -23,4 +27,10 @@ async fn queue(batch: MessageBatch<serde_json::Value>, env: Env, _context: Conte
 async fn scheduled(event: ScheduledEvent, env: Env, _context: ScheduleContext) {
     count(Op::WorkerInvocation);
     cron::run(&event.cron(), &env).await
+}
+
+#[event(email)]
+async fn email(message: ForwardableEmailMessage, env: Env, _context: Context) -> Result<()> {
+    count(Op::WorkerInvocation);
+    crate::platforms::email::handler::receive(message, &env).await
 }

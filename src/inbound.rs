@@ -57,6 +57,16 @@ pub enum ReplyAddress {
     WhatsApp { phone_number_id: String, to: String },
     /// A conversation of a system that calls the plain webhook: replies go to its callback.
     Webhook { conversation: String },
+    /// A mail thread: replies go to `to` from `from` (the routed address),
+    /// threaded under `in_reply_to` and `references` (Message-IDs without brackets).
+    Email {
+        to: String,
+        from: String,
+        subject: String,
+        in_reply_to: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        references: Vec<String>,
+    },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the
@@ -139,6 +149,8 @@ impl ReplyAddress {
                 ReplyAddress::WhatsApp { phone_number_id: phone, to: person }
             }
             ConversationKey::Webhook { conversation } => ReplyAddress::Webhook { conversation },
+            // The key holds a hash of the thread: the address is only in the thread's mails.
+            ConversationKey::Email { .. } => return None,
         })
     }
 }
@@ -245,6 +257,7 @@ mod tests {
                     tenant_id: None,
                 }),
             ),
+            ("email:0123456789abcdef0123456789abcdef", None),
         ];
         for (key, expected) in cases {
             assert_eq!(ReplyAddress::for_conversation(key), expected, "{key}");

@@ -6,6 +6,7 @@
 
 pub mod discord;
 pub mod plain_webhook;
+pub mod email;
 pub mod platform;
 pub mod settings;
 pub mod slack;

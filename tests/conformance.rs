@@ -1,7 +1,7 @@
 //! The messenger conformance kit: one set of end-to-end behaviours that every
 //! messenger runs against its fake platform. Each behaviour is written once
 //! (`behaviours.rs`) against the [`kit::Messenger`] interface; each messenger
-//! is one small adapter (`telegram.rs`, `slack.rs`, `discord.rs`, `web.rs`)
+//! is one small adapter (`telegram.rs`, `slack.rs`, `discord.rs`, `web.rs`, `email.rs`)
 //! that knows how a person talks on it, how a forger tries, what its fake
 //! shows and how to make it misbehave, and instantiates every behaviour with
 //! [`conformance_tests!`]. `cargo test --test e2e conformance::slack::` runs
@@ -13,6 +13,7 @@
 
 mod behaviours;
 mod discord;
+mod email;
 mod kit;
 mod slack;
 mod teams;

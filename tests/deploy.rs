@@ -522,3 +522,32 @@ async fn whatsapps_webhook_is_subscribed_through_the_graph_api_with_the_app_toke
     assert!(refused.line("whatsapp").contains("(400: Invalid OAuth access token)"), "{}", refused.all());
     assert!(!refused.all().contains(app_secret));
 }
+
+#[tokio::test]
+async fn email_routing_sends_the_address_to_the_worker_once_and_says_what_to_click() {
+    let world = World::new().await;
+    world.write_secrets(
+        "ADMIN_TOKEN=admin-token-0123456789\nEMAIL_ADDRESS=bot@ada.example\nEMAIL_ALLOW=ada@example.com\n",
+    );
+
+    let off = world.deploy(&[]).await;
+    assert!(off.ok, "the Worker deploys without Email Routing: {}", off.all());
+    assert!(off.line("email").contains("turn it on in the dashboard"), "{}", off.line("email"));
+
+    let zones = [("FAKE_EMAIL_ROUTING_ZONES", "ada.example")];
+    let on = world.deploy(&zones).await;
+    assert!(on.ok, "{}", on.all());
+    assert_eq!(on.line("email"), "deploy: email: routed bot@ada.example to edgebot");
+    let rules = world.state()["emailRules"].clone();
+    assert_eq!(
+        rules,
+        json!([{ "domain": "ada.example", "name": "edgebot bot@ada.example", "to": "bot@ada.example", "worker": "edgebot" }])
+    );
+
+    let again = world.deploy(&zones).await;
+    assert!(again.line("email").contains("exists, skipped"), "{}", again.line("email"));
+    assert_eq!(world.state()["emailRules"].as_array().unwrap().len(), 1, "one rule");
+    let uploaded = world.state()["secrets"]["edgebot"].clone();
+    assert_eq!(uploaded["EMAIL_ALLOW"], "ada@example.com", "the allow-list reaches the Worker");
+    assert!(uploaded.get("EMAIL_ADDRESS").is_none(), "the address is for the deploy only: {uploaded}");
+}

@@ -12,6 +12,7 @@ mod browse;
 mod conformance;
 mod containment;
 mod discord;
+mod email;
 mod exactly_once;
 mod files;
 mod first_run;

@@ -19,6 +19,8 @@ pub mod fake_mcp;
 pub mod fake_teams;
 #[path = "harness/hog.rs"]
 pub mod hog;
+#[path = "harness/mail.rs"]
+pub mod mail;
 #[path = "harness/pages.rs"]
 pub mod pages;
 #[path = "harness/server.rs"]

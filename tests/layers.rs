@@ -84,6 +84,7 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
             "routes",
             "sessions",
             "status",
+            "platforms::email::settings",
         ],
     ),
 ];

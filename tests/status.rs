@@ -22,7 +22,8 @@ async fn status_reports_bindings_migrations_platforms_and_the_last_cron_tick() {
         status["bindings"],
         json!({
             "DB": true, "CHANNEL": true, "GATEWAY": true, "SIGN_IN": true, "JOBS": true, "FILES": true,
-            "AI": false, "VECTORS": false, "LOADER": true, "SELF": true, "BROWSER": true
+            "AI": false, "VECTORS": false, "LOADER": true, "SELF": true, "BROWSER": true,
+            "EMAIL": true
         })
     );
     let migrations: Vec<&str> = status["migrations"].as_array().unwrap().iter().filter_map(Value::as_str).collect();

@@ -1,8 +1,8 @@
 //! The key of a conversation, and the one place it is read. Every message,
 //! history row, job and memory names its conversation by this key, written
 //! as text (`telegram:{chat}[:{topic}]`, `slack:{team}:{channel}[:{thread_ts}]`,
-//! `discord:{guild|dm}:{channel}`, `web:{session}`, `teams:{conversation id}`); [`ConversationKey::parse`]
-//! turns the text back into its parts, and `Display` writes it again.
+//! `discord:{guild|dm}:{channel}`, `web:{session}`, `teams:{conversation id}`, `email:{thread}`, …);
+//! [`ConversationKey::parse`] turns the text back into its parts, and `Display` writes it again.
 
 use std::fmt;
 use std::str::FromStr;
@@ -37,6 +37,9 @@ pub enum ConversationKey {
     WhatsApp { phone: String, person: String },
     /// `webhook:{conversation}`: a conversation named by a system that calls the plain webhook.
     Webhook { conversation: String },
+    /// `email:{thread}`: a mail thread with one person, named by 32 hex digits
+    /// (see `platforms::email::wire`).
+    Email { thread: String },
 }
 
 /// What separates a Teams channel's id from the reply chain's root message.
@@ -81,6 +84,7 @@ impl ConversationKey {
             ["whatsapp", phone, person] => {
                 Ok(ConversationKey::WhatsApp { phone: filled(phone)?, person: filled(person)? })
             }
+            ["email", thread] if is_thread_hash(thread) => Ok(ConversationKey::Email { thread: thread.to_string() }),
             _ => Err(malformed()),
         }
     }
@@ -95,6 +99,7 @@ impl ConversationKey {
             ConversationKey::Teams { .. } => "teams",
             ConversationKey::WhatsApp { .. } => "whatsapp",
             ConversationKey::Webhook { .. } => "webhook",
+            ConversationKey::Email { .. } => "email",
         }
     }
 
@@ -110,6 +115,7 @@ impl ConversationKey {
             }
             ConversationKey::WhatsApp { person, .. } => person.clone(),
             ConversationKey::Webhook { conversation } => conversation.clone(),
+            ConversationKey::Email { thread } => thread.clone(),
         }
     }
 
@@ -163,8 +169,14 @@ impl fmt::Display for ConversationKey {
             ConversationKey::Teams { conversation } => write!(formatter, "teams:{conversation}"),
             ConversationKey::WhatsApp { phone, person } => write!(formatter, "whatsapp:{phone}:{person}"),
             ConversationKey::Webhook { conversation } => write!(formatter, "webhook:{conversation}"),
+            ConversationKey::Email { thread } => write!(formatter, "email:{thread}"),
         }
     }
+}
+
+/// An email thread's name in its key: 32 lowercase hex digits.
+fn is_thread_hash(thread: &str) -> bool {
+    thread.len() == 32 && thread.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
 }
 
 impl FromStr for ConversationKey {
@@ -246,6 +258,10 @@ mod tests {
             ("teams:a:1xyz", ConversationKey::Teams { conversation: "a:1xyz".into() }),
             ("whatsapp:PN1:4915100", ConversationKey::WhatsApp { phone: "PN1".into(), person: "4915100".into() }),
             ("webhook:orders-42", ConversationKey::Webhook { conversation: "orders-42".into() }),
+            (
+                "email:0123456789abcdef0123456789abcdef",
+                ConversationKey::Email { thread: "0123456789abcdef0123456789abcdef".into() },
+            ),
         ];
         for (text, key) in cases {
             assert_eq!(ConversationKey::parse(text), Ok(key.clone()), "{text}");
@@ -286,6 +302,10 @@ mod tests {
             "whatsapp:PN1:1:2",
             "irc:x",
             "teams:",
+            "email:",
+            "email:0123456789ABCDEF0123456789ABCDEF",
+            "email:0123",
+            "email:0123456789abcdef0123456789abcdef:x",
             "Telegram:1",
             "shared",
         ];

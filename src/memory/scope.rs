@@ -153,7 +153,7 @@ mod tests {
             ("cortex", OPERATORS),
             ("telegram:", OPERATORS),
             ("shared", OPERATORS),
-            ("email:x", OPERATORS),
+            ("irc:x", OPERATORS),
         ];
         for (source, scope) in cases {
             assert_eq!(private_scope(source), scope, "{source}");

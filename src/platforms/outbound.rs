@@ -22,6 +22,7 @@ use crate::runtime::log::Emit;
 
 use crate::platforms::discord::messenger::Discord;
 use crate::platforms::plain_webhook::messenger::PlainWebhook;
+use crate::platforms::email::messenger::Email;
 use crate::platforms::slack::messenger::Slack;
 use crate::platforms::teams::messenger::Teams;
 use crate::platforms::telegram::messenger::Telegram;
@@ -124,6 +125,7 @@ registry! {
     Teams => Teams,
     WhatsApp => WhatsApp,
     Webhook => PlainWebhook,
+    Email => Email,
 }
 
 impl Outbound<'_> {

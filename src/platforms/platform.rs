@@ -7,7 +7,7 @@
 //! reply address is [`crate::platforms::outbound`].
 
 use crate::inbound::ReplyAddress;
-use crate::platforms::{discord, plain_webhook, slack, teams, telegram, web_chat, whatsapp};
+use crate::platforms::{discord, email, plain_webhook, slack, teams, telegram, web_chat, whatsapp};
 use crate::reply::markup::Flavor;
 
 crate::named! {
@@ -26,6 +26,8 @@ crate::named! {
         WhatsApp = "whatsapp",
         /// The plain webhook: any system, with signed JSON (`webhook:{conversation}`).
         Webhook = "webhook",
+        /// Email through Email Routing (`email:{thread hash}`).
+        Email = "email",
     }
 }
 
@@ -46,6 +48,7 @@ impl Platform {
             ReplyAddress::Teams { .. } => Platform::Teams,
             ReplyAddress::WhatsApp { .. } => Platform::WhatsApp,
             ReplyAddress::Webhook { .. } => Platform::Webhook,
+            ReplyAddress::Email { .. } => Platform::Email,
         }
     }
 
@@ -59,6 +62,7 @@ impl Platform {
             Platform::Teams => "Microsoft Teams",
             Platform::WhatsApp => "WhatsApp",
             Platform::Webhook => "the plain webhook",
+            Platform::Email => "Email",
         }
     }
 
@@ -72,6 +76,8 @@ impl Platform {
             Platform::Teams => Flavor::TeamsMarkdown,
             Platform::WhatsApp => Flavor::WhatsApp,
             Platform::Webhook => Flavor::Markdown,
+            // A plain-text mail: the web chat's plain text (no Markdown a mail client would show raw).
+            Platform::Email => Flavor::Plain,
         }
     }
 
@@ -85,6 +91,7 @@ impl Platform {
             Platform::Teams => teams::wire::MESSAGE_LIMIT,
             Platform::WhatsApp => whatsapp::wire::MESSAGE_LIMIT,
             Platform::Webhook => plain_webhook::wire::MESSAGE_LIMIT,
+            Platform::Email => email::wire::MESSAGE_LIMIT,
         }
     }
 }
@@ -124,6 +131,16 @@ mod tests {
             ),
             (ReplyAddress::WhatsApp { phone_number_id: "P".into(), to: "1".into() }, Platform::WhatsApp),
             (ReplyAddress::Webhook { conversation: "c".into() }, Platform::Webhook),
+            (
+                ReplyAddress::Email {
+                    to: "a@b.c".into(),
+                    from: "bot@b.c".into(),
+                    subject: "Re: x".into(),
+                    in_reply_to: "m@b.c".into(),
+                    references: vec![],
+                },
+                Platform::Email,
+            ),
         ];
         for (address, platform) in cases {
             assert_eq!(Platform::answering(&address), platform, "{address:?}");
@@ -134,7 +151,9 @@ mod tests {
     fn each_platform_has_its_own_format_and_a_limit_a_reply_fits_in() {
         let flavors: std::collections::BTreeSet<_> =
             Platform::ALL.iter().map(|platform| format!("{:?}", platform.flavor())).collect();
-        assert_eq!(flavors.len(), Platform::ALL.len(), "no two platforms read the same markup");
+        // Email reads plain text, as the web chat does; every other platform has its own markup.
+        assert_eq!(flavors.len(), Platform::ALL.len() - 1, "no two platforms read the same markup");
+        assert_eq!(Platform::Email.flavor(), Platform::Web.flavor());
         assert_eq!(Platform::Discord.message_limit(), 2_000);
         assert_eq!(Platform::Telegram.message_limit(), 4_096);
         assert!(Platform::ALL.iter().all(|platform| platform.message_limit() >= 2_000));

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::platforms::{discord, plain_webhook, slack, teams, telegram, whatsapp, Platform};
+use crate::platforms::{discord, email, plain_webhook, slack, teams, telegram, whatsapp, Platform};
 
 impl Platform {
     /// What `/api/status` says of its settings (which are present, and
@@ -20,6 +20,7 @@ impl Platform {
             Platform::Teams => Some(teams::settings::state(config)),
             Platform::WhatsApp => Some(whatsapp::settings::state(config)),
             Platform::Webhook => Some(plain_webhook::settings::state(config)),
+            Platform::Email => Some(email::settings::state(config)),
         }
     }
 
@@ -33,6 +34,7 @@ impl Platform {
             Platform::Teams => teams::settings::unconnected(config),
             Platform::WhatsApp => whatsapp::settings::unconnected(config),
             Platform::Webhook => plain_webhook::settings::unconnected(config),
+            Platform::Email => email::settings::unconnected(config),
         }
     }
 }

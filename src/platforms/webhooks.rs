@@ -30,6 +30,8 @@ pub async fn receive(platform: Platform, request: Request, env: &Env) -> Answer 
         Platform::Teams => teams::webhook::receive(request, env).await,
         Platform::WhatsApp => whatsapp::webhook::receive(request, env).await,
         Platform::Webhook => plain_webhook::webhook::receive(request, env).await,
+        // Mail arrives through the Worker's `email` event, not a webhook.
+        Platform::Email => Err(ApiError::NotFound),
     }
 }
 

@@ -73,7 +73,7 @@ mod tests {
 
     #[test]
     fn platforms_without_credentials_are_named() {
-        assert_eq!(unconnected_platforms(&Config::of(&[])).len(), 6);
+        assert_eq!(unconnected_platforms(&Config::of(&[])).len(), 7);
         let telegram = Config::of(&[("TELEGRAM_BOT_TOKEN", "1:abc")]);
         assert!(unconnected_platforms(&telegram).iter().all(|name| !name.starts_with("Telegram")));
     }
