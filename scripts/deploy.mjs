@@ -389,6 +389,13 @@ if (!workerUrl) {
       console.log(`deploy:   ${number + 1}. ${step}`);
     }
   }
+  // "Add to Slack": each workspace installs through the OAuth flow (docs/slack.md).
+  if (setting("SLACK_CLIENT_ID") && secret("SLACK_CLIENT_SECRET") && secret("SLACK_TOKEN_KEY")) {
+    say(
+      "slack installs",
+      `workspaces install at ${workerUrl}/slack/install; the app's redirect URL must be ${workerUrl}/slack/oauth/callback (Manage Distribution lets other workspaces install)`,
+    );
+  }
 }
 
 if (failures > 0) {
