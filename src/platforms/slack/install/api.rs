@@ -56,9 +56,11 @@ pub async fn install(request: Request, env: &Env) -> Answer {
     let state =
         state.ok_or(ApiError::TooManyRequests { retry_after_secs: 60, message: "too many installs pending" })?;
     let link = authorize_url(&config.slack_client_id, &redirect_uri(&origin(&request)?), &state);
-    let mut response = Response::redirect(url::Url::parse(&link).map_err(internal)?)?;
-    response.headers_mut().set("set-cookie", &state_cookie(&state, STATE_TTL_SECS))?;
-    Ok(response)
+    // Built by hand: `Response::redirect`'s headers are immutable, and the cookie must ride along.
+    let headers = worker::Headers::new();
+    headers.set("location", &link)?;
+    headers.set("set-cookie", &state_cookie(&state, STATE_TTL_SECS))?;
+    Ok(Response::empty()?.with_status(302).with_headers(headers))
 }
 
 fn refused(error: InstallError) -> ApiError {
