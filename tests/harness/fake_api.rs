@@ -470,7 +470,8 @@ fn slack_oauth_access(state: &mut ApiState, uri: &Uri, headers: &HeaderMap) -> V
         .find(|(name, _)| name == "code")
         .map(|(_, value)| value.into_owned())
         .unwrap_or_default();
-    let Some(team) = code.strip_prefix("code-").map(str::to_string) else {
+    // `code-{team}`, or `code-{team}.{n}` for a later install of the same workspace.
+    let Some(team) = code.strip_prefix("code-").and_then(|rest| rest.split('.').next()).map(str::to_string) else {
         return json!({"ok": false, "error": "invalid_code"});
     };
     if !state.used_codes.insert(code) {
