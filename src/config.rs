@@ -261,6 +261,12 @@ impl Config {
                     budget::DEFAULT_CONVERSATION_TOKENS_PER_DAY,
                     budget::DEFAULT_CONVERSATION_USD_PER_DAY,
                 ),
+                // A Slack workspace's (many workspaces): none below the deployment's unless set.
+                workspace: daily_limit(
+                    "WORKSPACE",
+                    budget::DEFAULT_DEPLOYMENT_TOKENS_PER_DAY,
+                    budget::DEFAULT_DEPLOYMENT_USD_PER_DAY,
+                ),
                 deployment: daily_limit(
                     "DEPLOYMENT",
                     budget::DEFAULT_DEPLOYMENT_TOKENS_PER_DAY,

@@ -225,14 +225,15 @@ pub fn parse_event(body: &[u8], bot_user_id: &str) -> Result<ParsedSlack, SlackE
             attachments,
             conversation_title: None,
             timestamp_ms,
-            reply_address: ReplyAddress::Slack {
-                channel,
-                thread_ts: thread,
-                team: Some(team).filter(|t| !t.is_empty()),
-            },
+            reply_address: address(channel, thread, team),
         }
         .with_text_capped(INBOUND_TEXT_LIMIT),
     )))
+}
+
+/// Where replies go: the channel, the thread and the workspace (whose token answers).
+fn address(channel: String, thread_ts: Option<String>, team: String) -> ReplyAddress {
+    ReplyAddress::Slack { channel, thread_ts, team: Some(team).filter(|team| !team.is_empty()) }
 }
 
 /// A shared file as an attachment (a file without an id is left out).
@@ -280,7 +281,7 @@ pub fn parse_command(body: &[u8]) -> Result<InboundEvent, SlackError> {
         trigger,
         author,
         text,
-        ReplyAddress::Slack { channel, thread_ts: None, team: Some(team).filter(|team| !team.is_empty()) },
+        address(channel, None, team),
     );
     Ok(InboundEvent { is_dm, is_command: true, ..event }.with_text_capped(INBOUND_TEXT_LIMIT))
 }
