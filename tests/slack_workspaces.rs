@@ -248,3 +248,37 @@ async fn without_installs_the_link_names_what_to_set_and_the_single_token_answer
     let posts = wait_for_post(&env, "D1", 1).await;
     assert_eq!(posts[0].1.as_deref(), Some("Bearer xoxb-test"));
 }
+
+/// The fake model reports 15 tokens a call: a workspace budget of 10 is spent
+/// by its first answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_over_its_daily_budget_is_told_and_other_workspaces_go_on() {
+    let mut vars = INSTALLS_ON.to_vec();
+    vars.push(("BUDGET_WORKSPACE_TOKENS_PER_DAY", "10"));
+    let env = TestEnv::start_with(&vars).await;
+    install(&env, "TA").await;
+    install(&env, "TB").await;
+    env.llm.reply("one in A");
+    env.slack_event(&message_in("TA", "DA", 1, "hello")).await;
+    wait_for_post(&env, "DA", 1).await;
+
+    // Someone else, in another channel of the same workspace: its own person and
+    // conversation budgets are untouched, the workspace's is spent.
+    let mut other = message_in("TA", "CA", 2, "and me?");
+    other["event"]["user"] = json!("U2");
+    other["event"]["channel_type"] = json!("channel");
+    other["event"]["text"] = json!("<@UBOTTA> and me?");
+    env.slack_event(&other).await;
+    let notice = wait_for_post(&env, "CA", 1).await;
+    assert!(notice[0].0.starts_with("This workspace has used today's share of my budget"), "{notice:?}");
+    assert_eq!(env.llm.requests().len(), 1, "no model call for the spent workspace");
+
+    env.llm.reply("one in B");
+    env.slack_event(&message_in("TB", "DB", 3, "hello")).await;
+    assert_eq!(wait_for_post(&env, "DB", 1).await[0].0, "one in B", "another workspace goes on");
+
+    let report = env.admin("/api/spend").await;
+    let workspace = report["workspaces"].as_array().unwrap().iter().find(|row| row["subject"] == "slack:TA").cloned();
+    let workspace = workspace.unwrap_or_else(|| panic!("the workspace's spend: {report}"));
+    assert_eq!((workspace["tokens"].as_i64(), workspace["limit"]["tokens"].as_i64()), (Some(15), Some(10)));
+}
