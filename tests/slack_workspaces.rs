@@ -144,6 +144,10 @@ async fn two_workspaces_install_and_each_reply_goes_out_with_its_own_token() {
     assert_eq!(teams.len(), 2, "{listed}");
     assert!(teams.contains(&"TA") && teams.contains(&"TB"));
     assert!(listed["workspaces"].as_array().unwrap().iter().all(|w| w["installed"] == true));
+    let status = env.admin("/api/status").await;
+    let slack = &status["platforms"]["slack"];
+    assert_eq!((slack["ready"].as_bool(), slack["installs"].as_bool()), (Some(true), Some(true)), "{status}");
+    assert_eq!(slack["bot_token"], false);
     let shown = [
         env.admin_text("/api/slack/workspaces").await,
         env.admin_text("/api/status").await,
