@@ -487,6 +487,14 @@ if (!workerUrl) {
       say("email", `routed ${emailAddress} to ${config.name}`);
     }
   }
+
+  // "Add to Slack": each workspace installs through the OAuth flow (docs/slack.md).
+  if (setting("SLACK_CLIENT_ID") && secret("SLACK_CLIENT_SECRET") && secret("SLACK_TOKEN_KEY")) {
+    say(
+      "slack installs",
+      `workspaces install at ${workerUrl}/slack/install; the app's redirect URL must be ${workerUrl}/slack/oauth/callback (Manage Distribution lets other workspaces install)`,
+    );
+  }
 }
 
 if (failures > 0) {

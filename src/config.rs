@@ -57,7 +57,7 @@ pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,teams,whats
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 
 /// The variables that hold secrets (docs/configuration.md).
-pub const SECRET_VARIABLES: [&str; 15] = [
+pub const SECRET_VARIABLES: [&str; 17] = [
     "ADMIN_TOKEN",
     "WEB_CHAT_TOKEN",
     "OPENAI_API_KEY",
@@ -73,6 +73,8 @@ pub const SECRET_VARIABLES: [&str; 15] = [
     "WHATSAPP_APP_SECRET",
     "WHATSAPP_VERIFY_TOKEN",
     "WEBHOOK_SECRET",
+    "SLACK_CLIENT_SECRET",
+    "SLACK_TOKEN_KEY",
 ];
 
 /// The shortest `ADMIN_TOKEN` or `WEB_CHAT_TOKEN` the Worker starts with: a
@@ -102,6 +104,14 @@ pub struct Config {
     /// The bot's own user id (`U…`); event payloads usually carry it too.
     pub slack_bot_user_id: String,
     pub slack_api_base: String,
+    /// "Add to Slack": the app's client id (`SLACK_CLIENT_ID`, public).
+    pub slack_client_id: String,
+    /// The app's client secret (`SLACK_CLIENT_SECRET`), sent to `oauth.v2.access` only.
+    pub slack_client_secret: Secret,
+    /// Seals installed workspaces' bot tokens in D1 (`SLACK_TOKEN_KEY`: 32 bytes, base64).
+    pub slack_token_key: Secret,
+    /// Workspaces (team ids) that may install; empty: any (`SLACK_INSTALL_TEAMS`).
+    pub slack_install_teams: Vec<String>,
     pub discord_public_key: String,
     pub discord_application_id: String,
     pub discord_bot_token: Secret,
@@ -263,6 +273,14 @@ impl Config {
             slack_bot_token: secret("SLACK_BOT_TOKEN"),
             slack_bot_user_id: text("SLACK_BOT_USER_ID", ""),
             slack_api_base: text("SLACK_API_BASE", DEFAULT_SLACK_API_BASE).trim_end_matches('/').to_string(),
+            slack_client_id: text("SLACK_CLIENT_ID", ""),
+            slack_client_secret: secret("SLACK_CLIENT_SECRET"),
+            slack_token_key: secret("SLACK_TOKEN_KEY"),
+            slack_install_teams: text("SLACK_INSTALL_TEAMS", "")
+                .split(',')
+                .map(|team| team.trim().to_string())
+                .filter(|team| !team.is_empty())
+                .collect(),
             discord_public_key: text("DISCORD_PUBLIC_KEY", ""),
             discord_application_id: text("DISCORD_APPLICATION_ID", ""),
             discord_bot_token: secret("DISCORD_BOT_TOKEN"),
@@ -306,6 +324,12 @@ impl Config {
                     "CONVERSATION",
                     budget::DEFAULT_CONVERSATION_TOKENS_PER_DAY,
                     budget::DEFAULT_CONVERSATION_USD_PER_DAY,
+                ),
+                // A Slack workspace's (many workspaces): none below the deployment's unless set.
+                workspace: daily_limit(
+                    "WORKSPACE",
+                    budget::DEFAULT_DEPLOYMENT_TOKENS_PER_DAY,
+                    budget::DEFAULT_DEPLOYMENT_USD_PER_DAY,
                 ),
                 deployment: daily_limit(
                     "DEPLOYMENT",
@@ -465,12 +489,23 @@ impl Config {
             ("WHATSAPP_APP_SECRET", &self.whatsapp_app_secret, None),
             ("WHATSAPP_VERIFY_TOKEN", &self.whatsapp_verify_token, None),
             ("WEBHOOK_SECRET", &self.webhook_secret, None),
+            ("SLACK_CLIENT_SECRET", &self.slack_client_secret, Some(&self.slack_api_base)),
+            ("SLACK_TOKEN_KEY", &self.slack_token_key, None),
         ]
     }
 
     /// The redactor that keeps these secrets in.
     pub fn redactor(&self) -> Redactor {
         Redactor::new(self.secrets().map(|(name, value, home)| (name, value.expose(), home)))
+    }
+
+    /// Whether "Add to Slack" is on: the app's client id and secret and a
+    /// well-formed token key are all set. Off, Slack runs on `SLACK_BOT_TOKEN`
+    /// alone, exactly as without installs.
+    pub fn slack_installs(&self) -> bool {
+        !self.slack_client_id.is_empty()
+            && self.slack_client_secret.is_set()
+            && crate::platforms::slack::install::rules::TokenKey::parse(self.slack_token_key.expose()).is_some()
     }
 
     /// Whether replies on `platform` (`web`, `telegram`, `slack`, `discord`) stream.
@@ -717,5 +752,25 @@ mod tests {
         let defaults = Config::from_lookup(|_| None);
         assert_eq!(defaults.approval_timeout_ms, crate::approvals::rules::DEFAULT_TIMEOUT_MS);
         assert!(defaults.approvers.is_empty());
+    }
+
+    #[test]
+    fn slack_installs_need_the_client_id_the_secret_and_a_well_formed_key() {
+        let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+        let with = |vars: &[(&str, &str)]| {
+            let vars = vars.to_vec();
+            Config::from_lookup(move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+        };
+        let all = [("SLACK_CLIENT_ID", "1.2"), ("SLACK_CLIENT_SECRET", "s3cr3t"), ("SLACK_TOKEN_KEY", key)];
+        assert!(with(&all).slack_installs());
+        for missing in 0..all.len() {
+            let mut some = all.to_vec();
+            some.remove(missing);
+            assert!(!with(&some).slack_installs(), "without {}", all[missing].0);
+        }
+        let short_key = [all[0], all[1], ("SLACK_TOKEN_KEY", "c2hvcnQ=")];
+        assert!(!with(&short_key).slack_installs(), "a key that is not 32 bytes");
+        let teams = with(&[("SLACK_INSTALL_TEAMS", " T1, ,T2 ")]);
+        assert_eq!(teams.slack_install_teams, vec!["T1".to_string(), "T2".to_string()]);
     }
 }

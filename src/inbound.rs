@@ -30,6 +30,9 @@ pub enum ReplyAddress {
         /// The thread the conversation lives in; replies go there.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         thread_ts: Option<String>,
+        /// The workspace (`team_id`): whose bot token answers there.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        team: Option<String>,
     },
     /// A Discord interaction, answered through its webhook: the first piece
     /// edits the deferred response, later pieces are follow-ups.
@@ -136,7 +139,9 @@ impl ReplyAddress {
     pub fn for_conversation(conversation_key: &str) -> Option<ReplyAddress> {
         Some(match ConversationKey::parse(conversation_key).ok()? {
             ConversationKey::Telegram { chat, topic } => ReplyAddress::Telegram { chat_id: chat, topic_id: topic },
-            ConversationKey::Slack { channel, thread, .. } => ReplyAddress::Slack { channel, thread_ts: thread },
+            ConversationKey::Slack { team, channel, thread } => {
+                ReplyAddress::Slack { channel, thread_ts: thread, team: Some(team).filter(|team| !team.is_empty()) }
+            }
             ConversationKey::Discord { guild, channel } => {
                 ReplyAddress::DiscordChannel { channel_id: channel, guild_id: guild }
             }
@@ -232,8 +237,18 @@ mod tests {
         let cases = [
             ("telegram:-100", Some(ReplyAddress::Telegram { chat_id: -100, topic_id: None })),
             ("telegram:-100:7", Some(ReplyAddress::Telegram { chat_id: -100, topic_id: Some(7) })),
-            ("slack:T1:C1", Some(ReplyAddress::Slack { channel: "C1".into(), thread_ts: None })),
-            ("slack:T1:C1:1.2", Some(ReplyAddress::Slack { channel: "C1".into(), thread_ts: Some("1.2".into()) })),
+            (
+                "slack:T1:C1",
+                Some(ReplyAddress::Slack { channel: "C1".into(), thread_ts: None, team: Some("T1".into()) }),
+            ),
+            (
+                "slack:T1:C1:1.2",
+                Some(ReplyAddress::Slack {
+                    channel: "C1".into(),
+                    thread_ts: Some("1.2".into()),
+                    team: Some("T1".into()),
+                }),
+            ),
             (
                 "discord:G1:C1",
                 Some(ReplyAddress::DiscordChannel { channel_id: "C1".into(), guild_id: Some("G1".into()) }),

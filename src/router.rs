@@ -16,6 +16,7 @@ use crate::identity::api as identity;
 use crate::mcp::api as mcp_admin;
 use crate::people::api as people;
 use crate::platforms::discord::gateway_route::GatewayRoute;
+use crate::platforms::slack::install::api as slack_install;
 use crate::platforms::web_chat::buttons as web_chat_buttons;
 use crate::platforms::webhooks;
 use crate::runtime::config;
@@ -83,6 +84,8 @@ async fn route(request: Request, env: &Env) -> Answer {
         Route::UploadChatFile => chat_files::upload(request, env).await,
         Route::DownloadFile => chat_files::download(&request, env, param("id")).await,
         Route::ChatApproval => web_chat_buttons::pressed(request, env, param("id")).await,
+        Route::SlackInstall => slack_install::install(request, env).await,
+        Route::SlackOAuthCallback => slack_install::callback(request, env).await,
         _ => {
             let operator = operator.as_ref().ok_or(ApiError::Unauthorized("this route is the operator's"))?;
             operators(route, request, env, &params, operator).await
@@ -149,6 +152,7 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::RemoveMcpServer => mcp_admin::remove(env, param("name"), operator).await,
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator).await,
+        Route::SlackWorkspaces => slack_install::workspaces(env, operator).await,
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)
@@ -160,7 +164,9 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         | Route::ChatSocket
         | Route::UploadChatFile
         | Route::DownloadFile
-        | Route::ChatApproval => Err(ApiError::NotFound),
+        | Route::ChatApproval
+        | Route::SlackInstall
+        | Route::SlackOAuthCallback => Err(ApiError::NotFound),
     }
 }
 

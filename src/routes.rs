@@ -83,6 +83,11 @@ pub enum Route {
     RefreshMcpServer,
     Approvals,
     ChatApproval,
+    /// "Add to Slack": the install link and its OAuth callback.
+    SlackInstall,
+    SlackOAuthCallback,
+    /// The Slack workspaces that installed the bot.
+    SlackWorkspaces,
 }
 
 use Route::*;
@@ -106,6 +111,8 @@ impl Route {
         match self {
             Health | Webhook(_) | SignIn | Session | SignOut | StartChat | CurrentChat | ChatSocket
             | UploadChatFile | DownloadFile | ChatApproval => Access::Anyone,
+            // The callback checks its one-time state; the link hands one out.
+            SlackInstall | SlackOAuthCallback => Access::Anyone,
             _ => Access::Operator,
         }
     }
@@ -185,6 +192,9 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Post, "/api/mcp/servers/{name}/refresh", RefreshMcpServer),
     (Get, "/api/approvals", Approvals),
     (Post, "/api/chat/approvals/{id}", ChatApproval),
+    (Get, "/slack/install", SlackInstall),
+    (Get, "/slack/oauth/callback", SlackOAuthCallback),
+    (Get, "/api/slack/workspaces", SlackWorkspaces),
 ];
 
 /// The routes at one path, by method.
@@ -284,6 +294,8 @@ mod tests {
             "/api/chat/files",
             "/api/files/{id}",
             "/api/chat/approvals/{id}",
+            "/slack/install",
+            "/slack/oauth/callback",
         ];
         assert_eq!(open, expected);
         for &(verb, path, route) in TABLE {

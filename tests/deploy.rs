@@ -457,6 +457,22 @@ fn the_slack_manifest_points_every_request_at_the_worker() {
     for scope in ["app_mentions:read", "chat:write", "reactions:write", "commands", "channels:read", "mpim:history"] {
         assert!(manifest.contains(&format!("      - {scope}\n")), "scope {scope}");
     }
+    // "Add to Slack": the callback is a redirect URL, uninstalls are heard, and the install
+    // link asks for exactly the manifest's scopes.
+    assert!(manifest.contains("    - https://edgebot.ada.workers.dev/slack/oauth/callback\n"), "{manifest}");
+    for event in ["app_uninstalled", "tokens_revoked"] {
+        assert!(manifest.contains(&format!("      - {event}\n")), "bot event {event}");
+    }
+    let bot_scopes: Vec<&str> = manifest
+        .split("    bot:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with('#'))
+        .map_while(|line| line.strip_prefix("- "))
+        .collect();
+    assert_eq!(bot_scopes, edgebot::platforms::slack::install::rules::BOT_SCOPES, "{manifest}");
 
     let missing = std::process::Command::new("bash").arg(&script).output().unwrap();
     assert_eq!(missing.status.code(), Some(2));

@@ -33,6 +33,7 @@ mod processes;
 mod sandbox;
 mod schedules;
 mod slack;
+mod slack_workspaces;
 mod status;
 mod streaming;
 mod tasks;

@@ -70,12 +70,14 @@ impl Limit {
     }
 }
 
-/// The three budgets a turn is checked against.
+/// The budgets a turn is checked against (a workspace's only where the
+/// conversation is in one: a Slack workspace, see [`workspace_of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     Person,
     Conversation,
+    Workspace,
     Deployment,
 }
 
@@ -84,12 +86,25 @@ impl Scope {
         match self {
             Scope::Person => "person",
             Scope::Conversation => "conversation",
+            Scope::Workspace => "workspace",
             Scope::Deployment => "deployment",
         }
     }
 
     pub fn parse(name: &str) -> Option<Scope> {
-        [Scope::Person, Scope::Conversation, Scope::Deployment].into_iter().find(|scope| scope.name() == name)
+        [Scope::Person, Scope::Conversation, Scope::Workspace, Scope::Deployment]
+            .into_iter()
+            .find(|scope| scope.name() == name)
+    }
+}
+
+/// The workspace a conversation spends in, as the rollups name it: a Slack
+/// workspace (`slack:{team}`); None elsewhere (and for a Slack key without
+/// its team).
+pub fn workspace_of(conversation_key: &str) -> Option<String> {
+    match ConversationKey::parse(conversation_key).ok()? {
+        ConversationKey::Slack { team, .. } if !team.is_empty() => Some(format!("slack:{team}")),
+        _ => None,
     }
 }
 
@@ -98,6 +113,8 @@ impl Scope {
 pub struct Budgets {
     pub person: Limit,
     pub conversation: Limit,
+    /// Each Slack workspace's (many workspaces): the deployment's by default.
+    pub workspace: Limit,
     pub deployment: Limit,
 }
 
@@ -107,6 +124,7 @@ impl Default for Budgets {
         Budgets {
             person: limit(DEFAULT_PERSON_TOKENS_PER_DAY, DEFAULT_PERSON_USD_PER_DAY),
             conversation: limit(DEFAULT_CONVERSATION_TOKENS_PER_DAY, DEFAULT_CONVERSATION_USD_PER_DAY),
+            workspace: limit(DEFAULT_DEPLOYMENT_TOKENS_PER_DAY, DEFAULT_DEPLOYMENT_USD_PER_DAY),
             deployment: limit(DEFAULT_DEPLOYMENT_TOKENS_PER_DAY, DEFAULT_DEPLOYMENT_USD_PER_DAY),
         }
     }
@@ -117,6 +135,7 @@ impl Budgets {
         match scope {
             Scope::Person => self.person,
             Scope::Conversation => self.conversation,
+            Scope::Workspace => self.workspace,
             Scope::Deployment => self.deployment,
         }
     }
@@ -369,5 +388,24 @@ mod tests {
         for (case, configured, overridden, expected) in table {
             assert_eq!(limit_in_force(configured, overridden), expected, "{case}");
         }
+    }
+
+    #[test]
+    fn a_slack_workspace_has_a_budget_of_its_own_checked_after_the_conversations() {
+        assert_eq!(workspace_of("slack:T1:C1:1.2").as_deref(), Some("slack:T1"));
+        assert_eq!(workspace_of("slack:T1:D1").as_deref(), Some("slack:T1"));
+        assert_eq!(workspace_of("slack::C1"), None, "no team: no workspace");
+        assert_eq!(workspace_of("telegram:42"), None);
+        assert_eq!(Scope::parse("workspace"), Some(Scope::Workspace));
+        assert_eq!(Budgets::default().of(Scope::Workspace), Budgets::default().of(Scope::Deployment));
+        let over = |scope| Standing {
+            scope,
+            spent: Spend { input_tokens: 10, ..Spend::default() },
+            limit: Limit { tokens: Some(10), micro_usd: None },
+        };
+        assert_eq!(decide(&[over(Scope::Deployment), over(Scope::Workspace)]), Verdict::Over(Scope::Workspace));
+        assert_eq!(decide(&[over(Scope::Workspace), over(Scope::Conversation)]), Verdict::Over(Scope::Conversation));
+        let within = Standing { limit: Limit { tokens: Some(11), micro_usd: None }, ..over(Scope::Workspace) };
+        assert_eq!(decide(&[within]), Verdict::Run);
     }
 }

@@ -9,7 +9,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, Result};
 
 use crate::budget::rules::{
-    day_of, decide, limit_in_force, Budgets, Limit, Scope, Spend, Standing, Verdict, DEPLOYMENT,
+    day_of, decide, limit_in_force, workspace_of, Budgets, Limit, Scope, Spend, Standing, Verdict, DEPLOYMENT,
 };
 use crate::budget::usage::Spender;
 use crate::runtime::d1::{changes, number, Metered};
@@ -27,21 +27,31 @@ struct Row {
 /// rollups and the operator's overrides (else the configured limits).
 pub async fn verdict(db: &D1Database, budgets: &Budgets, spender: &Spender, now_ms: i64) -> Result<Verdict> {
     let person = spender.person.as_ref().map_or(JsValue::NULL, |person| person.key.as_str().into());
+    let workspace = workspace_of(&spender.conversation_key);
     let subjects = "((scope = 'person' AND subject = ?2) OR (scope = 'conversation' AND subject = ?3) \
-                    OR (scope = 'deployment' AND subject = ?4))";
+                    OR (scope = 'deployment' AND subject = ?4) OR (scope = 'workspace' AND subject = ?5))";
     let rows: Vec<Row> = db
         .prepare(format!(
             "SELECT 'spent' AS kind, scope, input_tokens + output_tokens AS tokens, micro_usd FROM spend_daily \
              WHERE day = ?1 AND {subjects} UNION ALL \
              SELECT 'limit' AS kind, scope, tokens, micro_usd FROM spend_limits WHERE ?1 IS NOT NULL AND {subjects}"
         ))
-        .bind(&[day_of(now_ms).into(), person, spender.conversation_key.as_str().into(), DEPLOYMENT.into()])?
+        .bind(&[
+            day_of(now_ms).into(),
+            person,
+            spender.conversation_key.as_str().into(),
+            DEPLOYMENT.into(),
+            workspace.as_deref().map_or(JsValue::NULL, JsValue::from),
+        ])?
         .all_counted()
         .await?
         .results()?;
     let mut scopes = vec![Scope::Conversation, Scope::Deployment];
     if spender.person.is_some() {
         scopes.push(Scope::Person);
+    }
+    if workspace.is_some() {
+        scopes.push(Scope::Workspace);
     }
     let standings: Vec<Standing> = scopes
         .into_iter()
@@ -87,7 +97,9 @@ pub fn recipient(scope: Scope, spender: &Spender) -> String {
     let person = spender.person.as_ref().map(|person| person.key.clone());
     match scope {
         Scope::Conversation => spender.conversation_key.clone(),
-        Scope::Person | Scope::Deployment => person.unwrap_or_else(|| spender.conversation_key.clone()),
+        Scope::Person | Scope::Workspace | Scope::Deployment => {
+            person.unwrap_or_else(|| spender.conversation_key.clone())
+        }
     }
 }
 
@@ -133,7 +145,8 @@ pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Val
         .all_counted()
         .await?
         .results()?;
-    let mut answer = json!({ "day": day, "conversations": [], "people": [], "deployment": Value::Null });
+    let mut answer =
+        json!({ "day": day, "conversations": [], "people": [], "workspaces": [], "deployment": Value::Null });
     for row in rows {
         let Some(scope) = Scope::parse(&row.scope) else { continue };
         let overridden = (row.has_override != 0).then(|| Limit {
@@ -155,6 +168,7 @@ pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Val
         match scope {
             Scope::Conversation => answer["conversations"].as_array_mut().map(|list| list.push(entry)),
             Scope::Person => answer["people"].as_array_mut().map(|list| list.push(entry)),
+            Scope::Workspace => answer["workspaces"].as_array_mut().map(|list| list.push(entry)),
             Scope::Deployment => {
                 answer["deployment"] = entry;
                 None
@@ -164,6 +178,7 @@ pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Val
     answer["configured"] = json!({
         "person": limit_view(budgets.person),
         "conversation": limit_view(budgets.conversation),
+        "workspace": limit_view(budgets.workspace),
         "deployment": limit_view(budgets.deployment),
     });
     Ok(answer)

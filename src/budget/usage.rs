@@ -63,6 +63,10 @@ pub fn add(
     if let Some(person) = &spender.person {
         subjects.push((Scope::Person, &person.key, &person.name));
     }
+    let workspace = crate::budget::rules::workspace_of(&spender.conversation_key);
+    if let Some(workspace) = &workspace {
+        subjects.push((Scope::Workspace, workspace, ""));
+    }
     for (scope, subject, name) in subjects {
         statements.push(
             db.prepare(

@@ -114,7 +114,7 @@ mod tests {
     fn a_reply_goes_out_on_the_platform_its_address_names() {
         let cases = [
             (ReplyAddress::Telegram { chat_id: 1, topic_id: None }, Platform::Telegram),
-            (ReplyAddress::Slack { channel: "C1".into(), thread_ts: None }, Platform::Slack),
+            (ReplyAddress::Slack { channel: "C1".into(), thread_ts: None, team: None }, Platform::Slack),
             (
                 ReplyAddress::Discord {
                     application_id: "A".into(),

@@ -27,9 +27,16 @@ thread_local! {
     static CONFIG: std::cell::OnceCell<Rc<Config>> = const { std::cell::OnceCell::new() };
     /// The configured secrets, made with the configuration.
     static REDACTOR: std::cell::OnceCell<Rc<Redactor>> = const { std::cell::OnceCell::new() };
+    /// The Worker's bindings, as the first entry point saw them: fixed for the
+    /// isolate's life, like its vars. For a messenger that must read D1 (a
+    /// Slack workspace's token) where it is made from settings alone.
+    static ENV: std::cell::OnceCell<Env> = const { std::cell::OnceCell::new() };
 }
 
 pub fn load(env: &Env) -> Rc<Config> {
+    ENV.with(|bindings| {
+        bindings.get_or_init(|| env.clone());
+    });
     CONFIG.with(|config| {
         config
             .get_or_init(|| {
@@ -44,6 +51,11 @@ pub fn load(env: &Env) -> Rc<Config> {
             })
             .clone()
     })
+}
+
+/// The bindings [`load`] was first given (None before any entry point ran).
+pub fn bindings() -> Option<Env> {
+    ENV.with(|bindings| bindings.get().cloned())
 }
 
 /// The redactor of the configured secrets. Every entry point loads the

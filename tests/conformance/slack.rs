@@ -18,7 +18,9 @@ const USER: &str = "U1";
 /// Someone else who presses the buttons.
 const OTHER: &str = "U2";
 
-pub struct Slack {
+/// `INSTALLED`: the workspace installed the app through "Add to Slack" (its
+/// own token, sealed in D1) instead of the single `SLACK_BOT_TOKEN`.
+pub struct Slack<const INSTALLED: bool = false> {
     env: TestEnv,
 }
 
@@ -28,7 +30,7 @@ fn message(n: u64, text: &str) -> Value {
     slack_callback(&format!("Ev{n}"), event)
 }
 
-impl Slack {
+impl<const INSTALLED: bool> Slack<INSTALLED> {
     async fn post(&self, body: Vec<u8>, content_type: &str, extra: &[(&'static str, String)]) -> reqwest::Response {
         let mut headers = slack_headers(&body, now_secs(), content_type);
         headers.extend_from_slice(extra);
@@ -36,13 +38,20 @@ impl Slack {
     }
 }
 
-impl Messenger for Slack {
+impl<const INSTALLED: bool> Messenger for Slack<INSTALLED> {
     const NAME: &'static str = "slack";
     const LIMIT: usize = 12_000;
     const FLAVOR: Flavor = Flavor::SlackMrkdwn;
 
     async fn start(vars: &[(&str, &str)]) -> Self {
-        Slack { env: TestEnv::start_with(vars).await }
+        if !INSTALLED {
+            return Slack { env: TestEnv::start_with(vars).await };
+        }
+        let mut all = crate::slack_workspaces::INSTALLS_ON.to_vec();
+        all.extend_from_slice(vars);
+        let env = TestEnv::start_with(&all).await;
+        crate::slack_workspaces::install(&env, "T1").await;
+        Slack { env }
     }
 
     fn env(&self) -> &TestEnv {
@@ -183,3 +192,9 @@ impl Messenger for Slack {
 }
 
 super::conformance_tests!(Slack);
+
+/// The same behaviours in a workspace that installed the app through OAuth
+/// (no single bot token): every call goes out with that workspace's token.
+mod installed {
+    crate::conformance::conformance_tests!(super::Slack<true>);
+}

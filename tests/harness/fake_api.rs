@@ -95,6 +95,8 @@ struct ApiState {
     files: std::collections::HashMap<String, Vec<u8>>,
     /// How long calls to a path ending with the suffix take (a slow platform).
     latencies: Vec<(String, std::time::Duration)>,
+    /// Slack OAuth codes already exchanged (each works once, as Slack's do).
+    used_codes: std::collections::HashSet<String>,
 }
 
 pub struct FakeApi {
@@ -119,6 +121,7 @@ impl FakeApi {
             member_count: 10,
             files: std::collections::HashMap::new(),
             latencies: Vec::new(),
+            used_codes: std::collections::HashSet::new(),
         }));
         let shared = state.clone();
         let router = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
@@ -302,6 +305,9 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
         if let Some(bytes) = state.files.get(&path) {
             return (StatusCode::OK, bytes.clone()).into_response();
         }
+    }
+    if path.ends_with("/oauth.v2.access") {
+        return axum::Json(slack_oauth_access(state, &uri, &headers)).into_response();
     }
     // Slack's upload flow: an upload URL on the fake itself, the bytes, the completion.
     if path.ends_with("/files.getUploadURLExternal") {
@@ -519,4 +525,50 @@ fn callback(state: &mut ApiState, key: &str, body: &Value, lands: bool) -> Respo
         state.by_nonce.insert(key.to_string(), answer.clone());
     }
     axum::Json(answer).into_response()
+}
+
+/// The Slack app's client id and secret the fake OAuth endpoint knows.
+pub const SLACK_CLIENT_ID: &str = "1111.2222";
+pub const SLACK_CLIENT_SECRET: &str = "test-slack-client-secret";
+
+/// The code Slack would hand back after workspace `team` approves the install.
+pub fn slack_code(team: &str) -> String {
+    format!("code-{team}")
+}
+
+/// The bot token the fake issues to workspace `team`.
+pub fn slack_workspace_token(team: &str) -> String {
+    format!("xoxb-{team}-token-never-shown")
+}
+
+/// `oauth.v2.access`: the app's credentials as HTTP Basic, a code from
+/// [`slack_code`] used once, answered as Slack does (a bot token for one workspace).
+fn slack_oauth_access(state: &mut ApiState, uri: &Uri, headers: &HeaderMap) -> Value {
+    use base64::Engine;
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{SLACK_CLIENT_ID}:{SLACK_CLIENT_SECRET}"))
+    );
+    let authorization = headers.get("authorization").and_then(|value| value.to_str().ok());
+    if authorization != Some(expected.as_str()) {
+        return json!({"ok": false, "error": "invalid_client_id"});
+    }
+    let query = uri.query().unwrap_or_default();
+    let code = url::form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| name == "code")
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default();
+    // `code-{team}`, or `code-{team}.{n}` for a later install of the same workspace.
+    let Some(team) = code.strip_prefix("code-").and_then(|rest| rest.split('.').next()).map(str::to_string) else {
+        return json!({"ok": false, "error": "invalid_code"});
+    };
+    if !state.used_codes.insert(code) {
+        return json!({"ok": false, "error": "invalid_code"});
+    }
+    json!({
+        "ok": true, "access_token": slack_workspace_token(&team), "token_type": "bot",
+        "scope": "chat:write,commands", "bot_user_id": format!("UBOT{team}"), "app_id": "A1",
+        "team": {"id": team, "name": format!("Workspace {team}")}, "enterprise": null,
+        "is_enterprise_install": false
+    })
 }

@@ -321,7 +321,7 @@ mod tests {
             channel_id: "C1".into(),
         };
         assert_eq!(message_path(&command, "99").unwrap(), "/webhooks/A1/tok/messages/99");
-        assert_eq!(message_path(&ReplyAddress::Slack { channel: "C".into(), thread_ts: None }, "99"), None);
+        assert_eq!(message_path(&ReplyAddress::Slack { channel: "C".into(), thread_ts: None, team: None }, "99"), None);
         assert_eq!(edit_body("hi")["allowed_mentions"]["parse"], json!([]));
     }
 

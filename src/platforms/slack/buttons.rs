@@ -15,8 +15,13 @@ use crate::runtime::failure::Answer;
 /// Decides the press and answers it.
 pub async fn pressed(env: &Env, click: &Click) -> Answer {
     if let Some(Err(note)) = press(env, click).await? {
-        let channel = ConversationKey::parse(&click.conversation).map(|key| key.channel()).unwrap_or_default();
-        Slack { config: &config::load(env) }.tell_only(&channel, &click.clicker.user_id, &note).await;
+        let key = ConversationKey::parse(&click.conversation).ok();
+        let channel = key.as_ref().map(ConversationKey::channel).unwrap_or_default();
+        let team = match &key {
+            Some(ConversationKey::Slack { team, .. }) if !team.is_empty() => Some(team.as_str()),
+            _ => None,
+        };
+        Slack::with(&config::load(env)).tell_only(team, &channel, &click.clicker.user_id, &note).await;
     }
     Ok(Response::from_json(&json!({}))?)
 }

@@ -225,10 +225,15 @@ pub fn parse_event(body: &[u8], bot_user_id: &str) -> Result<ParsedSlack, SlackE
             attachments,
             conversation_title: None,
             timestamp_ms,
-            reply_address: ReplyAddress::Slack { channel, thread_ts: thread },
+            reply_address: address(channel, thread, team),
         }
         .with_text_capped(INBOUND_TEXT_LIMIT),
     )))
+}
+
+/// Where replies go: the channel, the thread and the workspace (whose token answers).
+fn address(channel: String, thread_ts: Option<String>, team: String) -> ReplyAddress {
+    ReplyAddress::Slack { channel, thread_ts, team: Some(team).filter(|team| !team.is_empty()) }
 }
 
 /// A shared file as an attachment (a file without an id is left out).
@@ -276,7 +281,7 @@ pub fn parse_command(body: &[u8]) -> Result<InboundEvent, SlackError> {
         trigger,
         author,
         text,
-        ReplyAddress::Slack { channel, thread_ts: None },
+        address(channel, None, team),
     );
     Ok(InboundEvent { is_dm, is_command: true, ..event }.with_text_capped(INBOUND_TEXT_LIMIT))
 }
@@ -334,7 +339,7 @@ pub const PIECE_EVENT_TYPE: &str = "edgebot_reply_piece";
 /// mentions.
 pub fn post_message_body(address: &ReplyAddress, text: &str, piece_id: &str) -> Value {
     match address {
-        ReplyAddress::Slack { channel, thread_ts } => {
+        ReplyAddress::Slack { channel, thread_ts, .. } => {
             let metadata = json!({ "event_type": PIECE_EVENT_TYPE, "event_payload": { "piece": piece_id } });
             let mut body = json!({
                 "channel": channel, "text": text, "metadata": metadata, "link_names": false, "parse": "none"
@@ -383,7 +388,7 @@ pub fn update_message_body(address: &ReplyAddress, ts: &str, text: &str, piece_i
 /// channel's history, since `since_secs`, with message metadata. Returns the
 /// Web API method and its query string.
 pub fn piece_lookup(address: &ReplyAddress, since_secs: i64) -> Option<(&'static str, String)> {
-    let ReplyAddress::Slack { channel, thread_ts } = address else {
+    let ReplyAddress::Slack { channel, thread_ts, .. } = address else {
         return None;
     };
     let common = format!("channel={channel}&oldest={since_secs}&include_all_metadata=true&limit=200");
@@ -408,7 +413,7 @@ mod tests {
 
     #[test]
     fn an_update_keeps_the_piece_id_and_guards_and_names_the_message_not_the_thread() {
-        let address = ReplyAddress::Slack { channel: "C1".into(), thread_ts: Some("1.2".into()) };
+        let address = ReplyAddress::Slack { channel: "C1".into(), thread_ts: Some("1.2".into()), team: None };
         let body = update_message_body(&address, "1795000000.000501", "more text", "conv/7:0");
         assert_eq!(body["ts"], "1795000000.000501");
         assert_eq!(body["channel"], "C1");
@@ -496,7 +501,9 @@ mod tests {
         assert!(event.is_bot_mention && !event.mentions_others, "a mention of the bot wins");
         assert!(!event.is_dm && !event.author.is_bot);
         assert_eq!(event.timestamp_ms, 1_355_517_523_000);
-        assert_eq!(event.reply_address, ReplyAddress::Slack { channel: "C2147483705".into(), thread_ts: None });
+        let address =
+            ReplyAddress::Slack { channel: "C2147483705".into(), thread_ts: None, team: Some("T061EG9R6".into()) };
+        assert_eq!(event.reply_address, address, "the workspace reaches the reply address");
     }
 
     #[test]
@@ -518,14 +525,15 @@ mod tests {
 
     #[test]
     fn a_piece_carries_its_id_and_a_lookup_finds_exactly_that_piece() {
-        let thread = ReplyAddress::Slack { channel: "C1".into(), thread_ts: Some("1700000000.000100".into()) };
+        let thread =
+            ReplyAddress::Slack { channel: "C1".into(), thread_ts: Some("1700000000.000100".into()), team: None };
         let body = post_message_body(&thread, "hello", "slack:T:C1/7:0");
         assert_eq!(body["metadata"]["event_payload"]["piece"], "slack:T:C1/7:0");
         assert_eq!((&body["link_names"], &body["parse"]), (&json!(false), &json!("none")), "no names become mentions");
         let (method, query) = piece_lookup(&thread, 1_700_000_000).unwrap();
         assert_eq!(method, "conversations.replies");
         assert!(query.contains("ts=1700000000.000100") && query.contains("include_all_metadata=true"), "{query}");
-        let channel = ReplyAddress::Slack { channel: "C1".into(), thread_ts: None };
+        let channel = ReplyAddress::Slack { channel: "C1".into(), thread_ts: None, team: None };
         assert_eq!(piece_lookup(&channel, 5).unwrap().0, "conversations.history");
 
         let tagged = |ts: &str, piece: &str| json!({"ts": ts, "text": "x", "metadata": {"event_type": PIECE_EVENT_TYPE, "event_payload": {"piece": piece}}});

@@ -363,7 +363,7 @@ mod tests {
         let chat = ReplyAddress::Telegram { chat_id: -10042, topic_id: Some(7) };
         assert_eq!(message_ref(&chat, "512").unwrap(), json!({ "chat_id": -10042, "message_id": 512 }));
         assert_eq!(message_ref(&chat, "not-a-number"), None);
-        let slack = ReplyAddress::Slack { channel: "C1".into(), thread_ts: None };
+        let slack = ReplyAddress::Slack { channel: "C1".into(), thread_ts: None, team: None };
         assert_eq!(message_ref(&slack, "512"), None);
         assert!(is_not_modified(
             "Bad Request: message is not modified: specified new message content and reply markup are exactly the same"
