@@ -2,8 +2,8 @@
 //! (RS256, RS384, RS512, as the Bot Framework signs), given to `jsonwebtoken`
 //! as its crypto provider. Its own `rust_crypto` provider links every
 //! algorithm's signer and verifier (ECDSA curves, EdDSA, HMAC, RSA signing),
-//! which the Worker never uses and which made the bundle larger by about
-//! 0.4 MB; this one links only RSA verification (the `rsa` crate).
+//! which the Worker never uses: measured, 3,208,424 bytes of wasm with it and
+//! 2,935,227 with this one, which links only RSA verification (the `rsa` crate).
 
 use jsonwebtoken::crypto::{CryptoProvider, JwtSigner, JwtVerifier, KeyUtils};
 use jsonwebtoken::errors::{Error, ErrorKind};
