@@ -76,7 +76,7 @@ async fn a_mention_in_a_guild_channel_is_answered_once_as_a_reply_to_it() {
     let gateway = FakeGateway::start(HEARTBEAT_MS).await;
     let env = start(&gateway).await;
     let identify = &gateway.identifies()[0];
-    assert_eq!((identify["token"].as_str(), identify["intents"].as_u64()), (Some(TOKEN), Some(38_401)));
+    assert_eq!((identify["token"].as_str(), identify["intents"].as_u64()), (Some(TOKEN), Some(46_593)));
 
     env.llm.reply("Happy to help.");
     let mention =

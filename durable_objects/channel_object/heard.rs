@@ -52,8 +52,13 @@ pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Res
         }
         Heard::Reaction { emoji, added } => match (&event.author, history::bot_message(&sql, &event.message_id)?) {
             (Some(author), Some(said)) if !author.is_bot => {
+                // The name the conversation knows them by (Slack sends only an id).
+                let mut author = author.clone();
+                if let Some(known) = object.machine.borrow().participants.get().by_id.get(&author.id) {
+                    author.name = known.name.clone();
+                }
                 let line = crate::inbound::reaction_line(&author.name, emoji, *added, &said);
-                history::note(&sql, &event, author, &line, now)?;
+                history::note(&sql, &event, &author, &line, now)?;
                 "noted for the next turn"
             }
             (Some(author), _) if author.is_bot => "ignored: a bot's reaction",

@@ -4,8 +4,9 @@
 use worker::{Env, Request};
 
 use crate::api_error::ApiError;
+use crate::platforms::slack::heard;
 use crate::platforms::slack::wire::{self as slack, ParsedSlack, SlackError};
-use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::platforms::webhooks::{acknowledge, deliver, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::prompt;
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
@@ -32,6 +33,12 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
         _ => ApiError::Unauthorized("invalid Slack signature"),
     })?;
     if is_form {
+        // A modal submitted to the bot is answered, never dropped; one closed needs nothing.
+        match slack::interaction_kind(&body).as_deref() {
+            Some("view_submission") => return acknowledge(heard::view_submission_answer()),
+            Some("view_closed") => return acknowledge(serde_json::json!({})),
+            _ => {}
+        }
         // A button press (interactivity) comes form-encoded too, as `payload`.
         if let Some(click) = slack::parse_click(&body) {
             let click = click.map_err(|error| ApiError::BadRequest(error.to_string()))?;
@@ -40,6 +47,15 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
         let event = slack::parse_command(&body).map_err(|error| ApiError::BadRequest(error.to_string()))?;
         deliver(env, &event).await?;
         return acknowledge(serde_json::json!({ "response_type": "ephemeral", "text": prompt::text("command_ack") }));
+    }
+    if let Some(heard) = serde_json::from_slice(&body).ok().and_then(|envelope: serde_json::Value| {
+        let bot_user = envelope["authorizations"][0]["user_id"].as_str().unwrap_or(&config.slack_bot_user_id);
+        heard::parse_heard(&envelope, bot_user)
+    }) {
+        return match heard {
+            Ok(heard) => acknowledge(deliver_heard(env, &heard).await?),
+            Err(reason) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
+        };
     }
     match slack::parse_event(&body, &config.slack_bot_user_id) {
         Err(error) => Err(ApiError::BadRequest(error.to_string())),
