@@ -67,7 +67,8 @@ pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Res
     };
     inbox::store_heard(&sql, &event, outcome, now)?;
     crate::platforms::web_chat::messenger::changed(&object.state, "events");
-    Response::from_json(&serde_json::json!({ "ok": true, "decision": "heard", "reason": outcome }))
+    let reason = format!("{}: {outcome}", event.heard.label());
+    Response::from_json(&serde_json::json!({ "ok": true, "decision": "heard", "reason": reason }))
 }
 
 /// What an edit or a deletion reached, for the inbox and the answer.

@@ -80,7 +80,7 @@ pub fn store(
 }
 
 /// Files an edit, deletion or reaction heard (status `heard`, never queued:
-/// it starts no turn), with what it reached as its reason.
+/// it starts no turn), with what it reached as its reason (`edit: applied`).
 pub fn store_heard(sql: &Sql, event: &crate::inbound::HeardEvent, reason: &str, now_ms: i64) -> Result<()> {
     sql.exec(
         "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) \
