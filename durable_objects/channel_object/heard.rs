@@ -76,6 +76,6 @@ fn describe(current_turn: bool, changed: bool) -> &'static str {
     match (current_turn, changed) {
         (true, _) => "applied to the turn under way",
         (false, true) => "applied",
-        (false, false) => "ignored: a message the bot does not keep",
+        (false, false) => "ignored: nothing the bot keeps changed",
     }
 }

@@ -49,6 +49,9 @@ impl Heard {
 
 /// How many characters of the bot's message a reaction line quotes.
 pub const REACTION_QUOTE_CHARS: usize = 80;
+/// An emoji's name is cut to this many characters (a custom emoji's name is
+/// free text the platform lets people choose).
+pub const REACTION_EMOJI_CHARS: usize = 32;
 
 /// The history line a reaction to the bot's message becomes, which the next
 /// turn reads: "(Ann reacted 👍 to your message “Sure, at 5…”)".
@@ -56,6 +59,7 @@ pub fn reaction_line(who: &str, emoji: &str, added: bool, message: &str) -> Stri
     let quoted: String = message.chars().take(REACTION_QUOTE_CHARS).collect();
     let more = if message.chars().count() > REACTION_QUOTE_CHARS { "…" } else { "" };
     let quoted = quoted.replace('\n', " ");
+    let emoji: String = emoji.chars().take(REACTION_EMOJI_CHARS).filter(|c| !c.is_control()).collect();
     match added {
         true => format!("({who} reacted {emoji} to your message “{quoted}{more}”)"),
         false => format!("({who} took back their {emoji} on your message “{quoted}{more}”)"),
@@ -74,6 +78,8 @@ mod tests {
         assert!(line.starts_with("(Ann took back their 🎉 on your message “"));
         assert!(line.ends_with(&format!("{}…”)", "a".repeat(REACTION_QUOTE_CHARS))));
         assert_eq!(reaction_line("B", "x", true, "two\nlines"), "(B reacted x to your message “two lines”)");
+        let named = reaction_line("B", &format!("{}\n", "y".repeat(100)), true, "m");
+        assert_eq!(named, format!("(B reacted {} to your message “m”)", "y".repeat(REACTION_EMOJI_CHARS)));
     }
 
     #[test]

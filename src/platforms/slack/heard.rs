@@ -32,6 +32,10 @@ pub fn parse_heard(envelope: &Value, bot_user: &str) -> Option<Result<HeardEvent
         }
         ("message", Some("message_deleted")) => {
             let previous = &event["previous_message"];
+            // The bot's own (a draft it withdrew) is not heard.
+            if previous.get("bot_id").is_some_and(|bot| !bot.is_null()) || previous["user"].as_str() == Some(bot_user) {
+                return Some(Err("a deletion of a bot's message"));
+            }
             (previous, None, Heard::Delete)
         }
         (kind @ ("reaction_added" | "reaction_removed"), _) => {
