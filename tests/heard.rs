@@ -333,12 +333,12 @@ async fn discord_edits_deletions_and_reactions_reach_the_channel() {
         ],
         "the replayed edit is not among them"
     );
-    assert_eq!(env.llm.requests().len(), 2, "none starts a turn");
+    assert_eq!(env.llm.requests().len(), 3, "two thoughts for the first turn, one for the second; none for these");
 
     env.llm.reply("Fine.");
     gateway.dispatch("MESSAGE_CREATE", message("1300000000000000103", "C9", None, "U1", "and now?", &[]));
     posts(&env, "C9", 3).await;
-    let prompt = all_message_text(&env.llm.requests()[2]);
+    let prompt = all_message_text(&env.llm.requests()[3]);
     assert!(!prompt.contains("9876"), "the deleted message is gone: {prompt}");
     assert!(prompt.contains("is it cold in Rome?") && !prompt.contains("Oslo"), "{prompt}");
     assert!(prompt.contains("(U1 reacted 🔥 to your message"), "{prompt}");

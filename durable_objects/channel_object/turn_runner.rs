@@ -134,7 +134,13 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     if schedules_changed || scheduled_runs(turn).next().is_some() {
         take_scheduled_runs(object, database, &last.conversation_key, now_ms()).await?;
     }
-    let handled: Vec<String> = turn.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
+    // The turn's messages as they are now: one deleted while it thought stays settled `deleted`.
+    let current = object.machine.borrow().current_turn.get().map(|now| now.messages.clone());
+    let handled: Vec<String> = current
+        .unwrap_or_else(|| turn.messages.clone())
+        .iter()
+        .map(|message| message.event.delivery_id.clone())
+        .collect();
     inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
     let result = TurnResult { sent_messages: sent.len() as u64, ..object.machine.borrow().current_result() };
     object.step(|machine| machine.finish_turn(&result, &config.channel, now_ms()))?;
