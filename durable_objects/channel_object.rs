@@ -10,6 +10,7 @@ mod delegation;
 mod delivery;
 mod drafts;
 mod envelopes;
+mod heard;
 mod history;
 mod history_upkeep;
 mod inbox;
@@ -239,6 +240,7 @@ impl ChannelObject {
             ChannelRoute::Usage => {
                 Response::from_json(&serde_json::json!({ "channel": self.machine.borrow().token_usage.get() }))
             }
+            ChannelRoute::Heard => heard::receive(self, request).await,
         }
     }
 }
@@ -408,6 +410,7 @@ impl ChannelObject {
         let sql = self.state.storage().counted_sql();
         let mut lines: Vec<(i64, serde_json::Value)> = inbox::events(&sql)?
             .into_iter()
+            .filter(|record| record.status != "heard")
             .map(|record| {
                 let text = record.event["text"].as_str().unwrap_or_default();
                 let files = record.event["attachments"].as_array().map_or(0, Vec::len);

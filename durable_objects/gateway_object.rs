@@ -21,9 +21,9 @@ use crate::config::Config;
 use crate::log_line::LogLine;
 use crate::platforms::discord::gateway::{parse_frame, Gateway, Move, Session};
 use crate::platforms::discord::gateway_route::{GatewayRoute, ObjectRoute};
-use crate::platforms::discord::message::parse_message_create;
+use crate::platforms::discord::message::{parse_heard, parse_message_create, HEARD_EVENTS};
 use crate::platforms::discord::messenger::bot_get;
-use crate::platforms::webhooks::deliver;
+use crate::platforms::webhooks::{deliver, deliver_heard};
 use crate::runtime::config;
 use crate::runtime::durable::{self, MeteredStorage, Sql};
 use crate::runtime::http::{method, now_ms, sleep_ms};
@@ -267,6 +267,8 @@ impl Shared {
                 self.live.borrow_mut().last_event_ms = Some(now_ms());
                 if kind == "MESSAGE_CREATE" {
                     self.hand_over(&data);
+                } else if HEARD_EVENTS.contains(&kind.as_str()) {
+                    self.hand_over_heard(&kind, &data);
                 }
             }
             Move::Persist => {
@@ -347,6 +349,31 @@ impl Shared {
         wasm_bindgen_futures::spawn_local(async move {
             for attempt in 1..=DELIVERY_ATTEMPTS {
                 match deliver(&env, &event).await {
+                    Ok(_) => return,
+                    Err(_) if attempt < DELIVERY_ATTEMPTS => sleep_ms(500 * u64::from(attempt)).await,
+                    Err(error) => {
+                        let line = LogLine::error("gateway_delivery_failed").conversation(&event.conversation_key);
+                        line.id(&event.delivery_id).platform("Discord").reason(&error).emit();
+                    }
+                }
+            }
+        });
+    }
+}
+
+impl Shared {
+    /// An edit, deletion or reaction heard: to its channel object, like a message.
+    fn hand_over_heard(&self, kind: &str, data: &Value) {
+        let bot_user_id = self.live.borrow().gateway.session.bot_user_id.clone().unwrap_or_default();
+        let event = match parse_heard(kind, data, &bot_user_id) {
+            Ok(Some(event)) => event,
+            Ok(None) => return,
+            Err(error) => return LogLine::warn("gateway_heard_unreadable").platform("Discord").reason(&error).emit(),
+        };
+        let env = self.env.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            for attempt in 1..=DELIVERY_ATTEMPTS {
+                match deliver_heard(&env, &event).await {
                     Ok(_) => return,
                     Err(_) if attempt < DELIVERY_ATTEMPTS => sleep_ms(500 * u64::from(attempt)).await,
                     Err(error) => {

@@ -39,9 +39,10 @@ const METADATA_INDEXES = [
   { propertyName: "memory_type", indexType: "string" },
   { propertyName: "scope", indexType: "string" },
 ];
-// What edgebot reads from Telegram (src/platforms/telegram/wire.rs): new messages, and
-// presses of the approval buttons.
-const TELEGRAM_UPDATES = ["message", "callback_query"];
+// What edgebot reads from Telegram (src/platforms/telegram/wire.rs ALLOWED_UPDATES, the same
+// list): new messages, their edits, reactions (sent only when named) and presses of the
+// approval buttons.
+const TELEGRAM_UPDATES = ["message", "edited_message", "message_reaction", "callback_query"];
 
 let failures = 0;
 const say = (step, what) => console.log(`deploy: ${step}: ${what}`);

@@ -3,8 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 mod conversation_key;
+mod heard;
 
 pub use conversation_key::{ConversationKey, MalformedKey, PersonKey};
+pub use heard::{reaction_line, Heard, HeardEvent};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -70,6 +70,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("worker_nudge", include_str!("../prompts/worker_nudge.md")),
     ("worker_system", include_str!("../prompts/worker_system.md.j2")),
     ("worker_task", include_str!("../prompts/worker_task.md.j2")),
+    ("modal_refused", include_str!("../prompts/modal_refused.md")),
 ];
 
 /// Every template, parsed once.
@@ -247,6 +248,7 @@ mod tests {
         ("worker_nudge", "383a4a0f39a25fc3ef6e67844ee02bf4a02e3bcb92f318f9c8f66edfeb8e9053"),
         ("worker_system", "33ad19a170a9b11866c4dbef5ad9a126a756178fcf80b7529750ce136991bc56"),
         ("worker_task", "30fddd7e8487de4fa0f1cd77b775efb0d50ea7a41687653cf110e9fcf82a743a"),
+        ("modal_refused", "9e4d47d82e3aae01a4cf4b035ec4001890a4897531cfb628d04cc93a05d7b435"),
     ];
 
     fn digest(name: &str) -> String {

@@ -40,7 +40,9 @@ macro_rules! conformance_tests {
             settles_an_interrupted_send,
             lets_only_the_asker_decide_an_approval,
             takes_a_file_in_and_sends_one_out,
-            keeps_an_earlier_reply_when_a_worker_reports
+            keeps_an_earlier_reply_when_a_worker_reports,
+            hears_edits_and_deletions,
+            sees_a_reaction_to_its_reply
         );
     };
     ($messenger:ty: $($behaviour:ident),+) => {

@@ -292,7 +292,7 @@ async fn the_first_run_creates_and_records_everything_and_the_second_changes_not
     assert_eq!(
         set_webhook[0].body,
         json!({"url": format!("{}/webhooks/telegram", world.worker_url()), "secret_token": TELEGRAM_SECRET,
-               "allowed_updates": ["message", "callback_query"]})
+               "allowed_updates": ["message", "edited_message", "message_reaction", "callback_query"]})
     );
 
     // Discord: the commands file, the interactions endpoint, the Gateway started as admin.

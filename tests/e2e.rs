@@ -18,6 +18,7 @@ mod files;
 mod first_run;
 mod gateway;
 mod harness;
+mod heard;
 mod history;
 mod hostile;
 mod identity;

@@ -9,14 +9,14 @@ use serde_json::{json, Value};
 use crate::harness::fake_gateway::{FakeGateway, BOT_USER_ID};
 use crate::harness::{all_message_text, wait_for, TestEnv};
 
-const HEARTBEAT_MS: u64 = 600;
+pub(crate) const HEARTBEAT_MS: u64 = 600;
 const TOKEN: &str = "discord-bot-token";
 
 async fn start(gateway: &FakeGateway) -> TestEnv {
     start_with(gateway, &[]).await
 }
 
-async fn start_with(gateway: &FakeGateway, extra: &[(&str, &str)]) -> TestEnv {
+pub(crate) async fn start_with(gateway: &FakeGateway, extra: &[(&str, &str)]) -> TestEnv {
     let mut vars = vec![
         ("DISCORD_GATEWAY", "on"),
         ("DISCORD_GATEWAY_URL", gateway.url.as_str()),
@@ -42,7 +42,14 @@ async fn ready(env: &TestEnv, gateway: &FakeGateway, session: usize) {
     .await;
 }
 
-fn message(id: &str, channel: &str, guild: Option<&str>, author: &str, content: &str, mentions: &[&str]) -> Value {
+pub(crate) fn message(
+    id: &str,
+    channel: &str,
+    guild: Option<&str>,
+    author: &str,
+    content: &str,
+    mentions: &[&str],
+) -> Value {
     let mut data = json!({
         "id": id, "channel_id": channel, "type": 0, "content": content,
         "author": {"id": author, "username": author},
@@ -56,7 +63,7 @@ fn message(id: &str, channel: &str, guild: Option<&str>, author: &str, content: 
 
 /// The messages posted in a channel: a resend with a nonce Discord already
 /// saw (after a crash mid-send) creates no second message, so it is not one.
-async fn posts(env: &TestEnv, channel: &str, count: usize) -> Vec<Value> {
+pub(crate) async fn posts(env: &TestEnv, channel: &str, count: usize) -> Vec<Value> {
     let path = format!("/channels/{channel}/messages");
     wait_for(&format!("{count} post(s) in {channel}"), Duration::from_secs(20), || async {
         let mut nonces = std::collections::HashSet::new();
@@ -76,7 +83,7 @@ async fn a_mention_in_a_guild_channel_is_answered_once_as_a_reply_to_it() {
     let gateway = FakeGateway::start(HEARTBEAT_MS).await;
     let env = start(&gateway).await;
     let identify = &gateway.identifies()[0];
-    assert_eq!((identify["token"].as_str(), identify["intents"].as_u64()), (Some(TOKEN), Some(38_401)));
+    assert_eq!((identify["token"].as_str(), identify["intents"].as_u64()), (Some(TOKEN), Some(46_593)));
 
     env.llm.reply("Happy to help.");
     let mention =

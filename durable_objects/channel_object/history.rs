@@ -182,6 +182,78 @@ pub fn drop_oldest(sql: &Sql, ids: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// An edit heard: a person's message takes its new text (only its author's
+/// edit counts, when the platform says who edited). Returns the rows changed.
+pub fn edit(sql: &Sql, message_id: &str, author_id: Option<&str>, text: &str) -> Result<usize> {
+    if message_id.is_empty() {
+        return Ok(0);
+    }
+    let changed = sql.exec(
+        "UPDATE history SET content = ?, mirrored = 0 WHERE platform_message_id = ? AND role = 'user' \
+         AND (? IS NULL OR author_id = ?) AND content != ? RETURNING id",
+        vec![
+            text.into(),
+            message_id.into(),
+            author_id.map(str::to_string).into(),
+            author_id.map(str::to_string).into(),
+            text.into(),
+        ],
+    )?;
+    Ok(changed.to_array::<serde_json::Value>()?.len())
+}
+
+/// A deletion heard: the message leaves the prompt and its text is
+/// forgotten (flag 3, mirrored to D1 as such). Returns the rows changed.
+pub fn delete(sql: &Sql, message_id: &str) -> Result<usize> {
+    if message_id.is_empty() {
+        return Ok(0);
+    }
+    let changed = sql.exec(
+        "UPDATE history SET content = '', compacted = 3, mirrored = 0 \
+         WHERE platform_message_id = ? AND compacted != 3 RETURNING id",
+        vec![message_id.into()],
+    )?;
+    Ok(changed.to_array::<serde_json::Value>()?.len())
+}
+
+#[derive(Deserialize)]
+struct Said {
+    content: String,
+}
+
+/// What the bot said in its message `message_id`, if the history holds it.
+pub fn bot_message(sql: &Sql, message_id: &str) -> Result<Option<String>> {
+    let rows: Vec<Said> = sql
+        .exec(
+            "SELECT content FROM history WHERE platform_message_id = ? AND role = 'assistant' AND compacted = 0 LIMIT 1",
+            vec![message_id.into()],
+        )?
+        .to_array()?;
+    Ok(rows.into_iter().next().map(|row| row.content))
+}
+
+/// A line of the history the next turn reads (a reaction to the bot's message).
+pub fn note(
+    sql: &Sql,
+    event: &crate::inbound::HeardEvent,
+    author: &crate::inbound::Author,
+    line: &str,
+    now: i64,
+) -> Result<()> {
+    let message = StoredMessage {
+        id: format!("{}:heard:{}", event.conversation_key, event.delivery_id),
+        conversation_key: event.conversation_key.clone(),
+        role: crate::llm::HistoryRole::User,
+        author_id: author.id.clone(),
+        author_name: author.name.clone(),
+        content: line.to_string(),
+        platform_message_id: None,
+        created_at: now,
+        compacted: 0,
+    };
+    insert(sql, &message, false)
+}
+
 /// A compaction finished in D1: takes its summaries (read from D1 once) and
 /// flags the messages it covered, which leave the prompt.
 pub async fn compacted(sql: &Sql, db: &D1Database, conversation_key: &str, covered: &[String]) -> Result<()> {
@@ -218,8 +290,8 @@ pub async fn mirror(sql: &Sql, db: &D1Database, keep: usize) -> Result<usize> {
     for row in &pending {
         // A row flagged again while D1 was written goes again with its new flag.
         sql.exec(
-            "UPDATE history SET mirrored = 1 WHERE id = ? AND compacted = ?",
-            vec![row.id.as_str().into(), SqlStorageValue::from(row.compacted)],
+            "UPDATE history SET mirrored = 1 WHERE id = ? AND compacted = ? AND content = ?",
+            vec![row.id.as_str().into(), SqlStorageValue::from(row.compacted), row.content.as_str().into()],
         )?;
     }
     sql.exec(

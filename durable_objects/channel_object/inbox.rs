@@ -79,6 +79,22 @@ pub fn store(
     Ok(())
 }
 
+/// Files an edit, deletion or reaction heard (status `heard`, never queued:
+/// it starts no turn), with what it reached as its reason (`edit: applied`).
+pub fn store_heard(sql: &Sql, event: &crate::inbound::HeardEvent, reason: &str, now_ms: i64) -> Result<()> {
+    sql.exec(
+        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) \
+         VALUES (?, ?, 'heard', ?, ?, 'heard') ON CONFLICT (delivery_id) DO NOTHING",
+        vec![
+            event.delivery_id.as_str().into(),
+            serde_json::to_string(event)?.into(),
+            format!("{}: {reason}", event.heard.label()).into(),
+            SqlStorageValue::from(now_ms),
+        ],
+    )?;
+    Ok(())
+}
+
 /// Files an inbound held for the member count (status `held`): the alarm
 /// decides it ([`decide_held`]).
 pub fn store_held(sql: &Sql, event: &InboundEvent, decision: &str, reason: &str, now_ms: i64) -> Result<()> {

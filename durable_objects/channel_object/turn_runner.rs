@@ -20,7 +20,7 @@ use super::thinking::{over_budget_thought, think, while_working, Draft, Thought}
 use super::{history as history_store, inbox, outbox, pending, ChannelObject};
 use crate::budget::store as spend;
 use crate::budget::usage::{self, Spender};
-use crate::channel::state::{TurnResult, TurnSnapshot};
+use crate::channel::state::{QueuedMessage, TurnResult, TurnSnapshot};
 use crate::channel::turn::APOLOGISE_AFTER_FAILURES;
 use crate::inbound::InboundEvent;
 use crate::log_line::LogLine;
@@ -36,6 +36,8 @@ use crate::schedules::store as schedules;
 
 /// Turns one alarm runs before it hands over to a fresh alarm.
 const MAX_TURNS_PER_ALARM: usize = 8;
+/// How many times a turn thinks again for edits heard while it thought.
+const MAX_RETHINKS: usize = 2;
 /// An alarm this early (or less) is close enough to run.
 const WAKE_TOLERANCE_MS: i64 = 25;
 
@@ -132,7 +134,13 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
     if schedules_changed || scheduled_runs(turn).next().is_some() {
         take_scheduled_runs(object, database, &last.conversation_key, now_ms()).await?;
     }
-    let handled: Vec<String> = turn.messages.iter().map(|message| message.event.delivery_id.clone()).collect();
+    // The turn's messages as they are now: one deleted while it thought stays settled `deleted`.
+    let current = object.machine.borrow().current_turn.get().map(|now| now.messages.clone());
+    let handled: Vec<String> = current
+        .unwrap_or_else(|| turn.messages.clone())
+        .iter()
+        .map(|message| message.event.delivery_id.clone())
+        .collect();
     inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
     let result = TurnResult { sent_messages: sent.len() as u64, ..object.machine.borrow().current_result() };
     object.step(|machine| machine.finish_turn(&result, &config.channel, now_ms()))?;
@@ -156,6 +164,29 @@ async fn answer(
     let Outlet { platform, sql, .. } = *outlet;
     let log = |line: LogLine| line.conversation(&last.conversation_key).id(&turn.id).platform(platform.name());
     let mut thought = thought_for(object, database, turn, last, outlet).await?;
+    // An edit or a deletion of the turn's messages heard while the model
+    // thought: no answer went out yet, so it thinks again on what they say
+    // now (a few times at most; each call is paid), or, all of them deleted,
+    // answers nothing.
+    let mut thought_over = turn.messages.clone();
+    for _ in 0..MAX_RETHINKS {
+        let changed = object.machine.borrow().current_turn.get().cloned();
+        let Some(changed) = changed.filter(|now| now.result.is_none() && now.messages != thought_over) else {
+            break;
+        };
+        // The first thought may have recorded them before the edit came.
+        rewrite_history(sql, &thought_over, &changed.messages)?;
+        if changed.messages.is_empty() && !follow_up_only(turn) {
+            log(LogLine::info("turn_withdrawn")).emit();
+            thought.texts.clear();
+            thought.reactions.clear();
+            break;
+        }
+        log(LogLine::info("turn_rethought")).field("reason", "a message of the turn was edited").emit();
+        thought_over = changed.messages.clone();
+        let answering = changed.answering().cloned().unwrap_or_else(|| last.clone());
+        thought = thought_for(object, database, &changed, &answering, outlet).await?;
+    }
     if thought.model_failed {
         failed_runs(database, turn, &mut thought).await?;
     }
@@ -174,6 +205,24 @@ async fn answer(
     outbox::enqueue_files(sql, turn.id as i64, &thought.files, now_ms())?;
     object.step(|machine| machine.record_turn_result(result))?;
     Ok((thought.reactions, thought.schedules_changed))
+}
+
+/// The history takes the turn's messages as they are `now` (edited, or
+/// deleted if gone since `before`).
+fn rewrite_history(sql: &Sql, before: &[QueuedMessage], now: &[QueuedMessage]) -> Result<()> {
+    for message in before {
+        let event = &message.event;
+        match now.iter().find(|kept| kept.event.delivery_id == event.delivery_id) {
+            Some(kept) => history_store::edit(sql, &event.message_id, Some(&event.author.id), &kept.event.text)?,
+            None => history_store::delete(sql, &event.message_id)?,
+        };
+    }
+    Ok(())
+}
+
+/// Whether the turn was run only for finished work (it had no message to lose).
+fn follow_up_only(turn: &TurnSnapshot) -> bool {
+    turn.messages.is_empty()
 }
 
 /// What the model makes of the turn; over a budget, the notice instead; after

@@ -35,6 +35,8 @@ crate::named! {
         Processes = "/processes",
         Outbox = "/outbox",
         Usage = "/usage",
+        /// A verified edit, deletion or reaction (`crate::inbound::HeardEvent`).
+        Heard = "/heard",
     }
 }
 
@@ -51,7 +53,8 @@ impl ObjectRoute for ChannelRoute {
             | ChannelRoute::ScheduleWake
             | ChannelRoute::SweepWake
             | ChannelRoute::ApprovalAsk
-            | ChannelRoute::ApprovalSettled => Verb::Post,
+            | ChannelRoute::ApprovalSettled
+            | ChannelRoute::Heard => Verb::Post,
             ChannelRoute::Live
             | ChannelRoute::ChatSocket
             | ChannelRoute::Envelopes

@@ -67,6 +67,9 @@ impl Keyed for QueuedMessage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObservedMessage {
     pub delivery_id: String,
+    /// The platform's id of the message (to find it when it is edited or deleted).
+    #[serde(default)]
+    pub message_id: String,
     pub author_name: String,
     pub author_is_bot: bool,
     pub text: String,
@@ -363,6 +366,7 @@ impl ChannelState {
         } else {
             self.context_buffer.update([ObservedMessage {
                 delivery_id: event.delivery_id.clone(),
+                message_id: event.message_id.clone(),
                 author_name: event.author.name.clone(),
                 author_is_bot: event.author.is_bot,
                 text: cut(&event.text, CONTEXT_MESSAGE_CHARS),
@@ -571,7 +575,10 @@ pub struct TurnResult {
     pub usage: Usage,
 }
 
+mod heard_steps;
 mod process_steps;
+
+pub use heard_steps::HeardReach;
 
 #[cfg(test)]
 mod tests;

@@ -117,6 +117,16 @@ impl<T: Keyed> Topic<T> {
     pub fn items(&self) -> &[T] {
         &self.items
     }
+
+    /// Changes items in place (an edit heard); `change` says whether it
+    /// changed one, and the version moves if any changed.
+    pub fn edit(&mut self, mut change: impl FnMut(&mut T) -> bool) -> bool {
+        let changed = self.items.iter_mut().fold(false, |changed, item| change(item) | changed);
+        if changed {
+            self.version += 1;
+        }
+        changed
+    }
 }
 
 /// Combines values with one associative operation.
@@ -203,6 +213,21 @@ impl<T> RingBuffer<T> {
 
     pub fn items(&self) -> impl Iterator<Item = &T> {
         self.items.iter()
+    }
+
+    /// Changes items in place, or drops those `change` answers None for (an
+    /// edit or a deletion heard); the version moves if any changed.
+    pub fn edit(&mut self, mut change: impl FnMut(T) -> Option<T>) -> bool
+    where
+        T: PartialEq + Clone,
+    {
+        let before = self.items.clone();
+        self.items = std::mem::take(&mut self.items).into_iter().filter_map(&mut change).collect();
+        let changed = self.items != before;
+        if changed {
+            self.version += 1;
+        }
+        changed
     }
 
     pub fn len(&self) -> usize {

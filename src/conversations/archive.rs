@@ -77,7 +77,8 @@ const MIRROR: &str = "INSERT INTO messages \
     json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), \
     json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]') \
     FROM json_each(?1) WHERE true \
-    ON CONFLICT (id) DO UPDATE SET compacted = max(messages.compacted, excluded.compacted)";
+    ON CONFLICT (id) DO UPDATE SET compacted = max(messages.compacted, excluded.compacted), \
+    content = CASE WHEN messages.compacted = 3 THEN '' ELSE excluded.content END";
 
 /// Mirrors the channel object's new history rows to D1: every chunk in one
 /// batch (one round trip, one transaction).
@@ -88,6 +89,41 @@ pub async fn mirror(db: &D1Database, chunks: Vec<String>) -> Result<()> {
     let statements =
         chunks.into_iter().map(|chunk| db.prepare(MIRROR).bind(&[JsValue::from(chunk)])).collect::<Result<Vec<_>>>()?;
     crate::runtime::d1::batch(db, statements).await?;
+    Ok(())
+}
+
+/// An edit (`text`) or a deletion (None) heard for the platform message
+/// `message_id`, on the rows D1 keeps of it (also those the channel object
+/// no longer holds): an edit replaces a person's text (only its author's,
+/// when `author_id` is known); a deletion forgets the text and flags the
+/// row 3 (deleted), which no prompt, list or search shows.
+pub async fn hear(
+    db: &D1Database,
+    conversation_key: &str,
+    message_id: &str,
+    author_id: Option<&str>,
+    text: Option<&str>,
+) -> Result<()> {
+    if message_id.is_empty() {
+        return Ok(());
+    }
+    let key = JsValue::from(conversation_key);
+    let message = JsValue::from(message_id);
+    let statement = match text {
+        Some(text) => db
+            .prepare(
+                "UPDATE messages SET content = ?3 WHERE conversation_key = ?1 AND platform_message_id = ?2 \
+                 AND role = 'user' AND compacted != 3 AND (?4 IS NULL OR author_id = ?4)",
+            )
+            .bind(&[key, message, text.into(), author_id.map_or(JsValue::NULL, JsValue::from)])?,
+        None => db
+            .prepare(
+                "UPDATE messages SET content = '', compacted = 3 \
+                 WHERE conversation_key = ?1 AND platform_message_id = ?2",
+            )
+            .bind(&[key, message])?,
+    };
+    statement.run_counted().await?;
     Ok(())
 }
 
@@ -200,7 +236,10 @@ pub async fn store_summary(
 /// first (admin API).
 pub async fn list(db: &D1Database, conversation_key: &str, limit: usize) -> Result<Vec<StoredMessage>> {
     let mut rows: Vec<StoredMessage> = db
-        .prepare("SELECT * FROM messages WHERE conversation_key = ?1 ORDER BY created_at DESC, rowid DESC LIMIT ?2")
+        .prepare(
+            "SELECT * FROM messages WHERE conversation_key = ?1 AND compacted != 3 \
+             ORDER BY created_at DESC, rowid DESC LIMIT ?2",
+        )
         .bind(&[conversation_key.into(), JsValue::from_f64(limit as f64)])?
         .all_counted()
         .await?
@@ -223,7 +262,7 @@ pub async fn search(db: &D1Database, conversation_key: &str, query: &str, limit:
     let conditions: String =
         (0..words.len()).map(|index| format!(" AND content LIKE ?{} ESCAPE '\\'", index + 3)).collect();
     let query = format!(
-        "SELECT * FROM messages WHERE conversation_key = ?1{conditions} ORDER BY created_at DESC, rowid DESC LIMIT ?2"
+        "SELECT * FROM messages WHERE conversation_key = ?1 AND compacted != 3{conditions} ORDER BY created_at DESC, rowid DESC LIMIT ?2"
     );
     let mut bindings = vec![JsValue::from(conversation_key), JsValue::from_f64(limit as f64)];
     bindings.extend(words.iter().map(|word| JsValue::from(word.as_str())));

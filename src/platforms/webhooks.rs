@@ -7,7 +7,7 @@ use worker::{Env, Request, Response};
 
 use crate::api_error::ApiError;
 use crate::channel::routes::ChannelRoute;
-use crate::inbound::InboundEvent;
+use crate::inbound::{HeardEvent, InboundEvent};
 use crate::platforms::{discord, plain_webhook, slack, teams, telegram, whatsapp, Platform};
 use crate::runtime::failure::Answer;
 
@@ -50,6 +50,15 @@ pub fn acknowledge(body: serde_json::Value) -> Answer {
 pub async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Value, ApiError> {
     let body = serde_json::to_string(event).map_err(internal)?;
     let response = channel_stub::post(env, &event.conversation_key, ChannelRoute::Inbound, body).await?;
+    let body = crate::runtime::http::whole_body(response).await?;
+    serde_json::from_slice(&body).map_err(internal)
+}
+
+/// Hands an edit, deletion or reaction to the conversation's channel object
+/// (the same inbox dedupe as a message) and returns its answer.
+pub async fn deliver_heard(env: &Env, event: &HeardEvent) -> Result<serde_json::Value, ApiError> {
+    let body = serde_json::to_string(event).map_err(internal)?;
+    let response = channel_stub::post(env, &event.conversation_key, ChannelRoute::Heard, body).await?;
     let body = crate::runtime::http::whole_body(response).await?;
     serde_json::from_slice(&body).map_err(internal)
 }

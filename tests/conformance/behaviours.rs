@@ -373,3 +373,65 @@ pub async fn keeps_an_earlier_reply_when_a_worker_reports<M: Messenger>() {
     both.extend(expected::<M>("The worker counted 42 stars."));
     shows(&messenger, &both).await;
 }
+
+/// (12) An edit of an earlier message replaces it in what the next turn
+/// reads, a deletion takes it out, and neither starts a turn; where the
+/// platform has no such event, the old text stays (docs/heard.md).
+pub async fn hears_edits_and_deletions<M: Messenger>() {
+    let messenger = M::start(&[]).await;
+    let env = messenger.env();
+    env.llm.reply("Hi Bob.");
+    messenger.say(1, "my name is Bob").await;
+    shows(&messenger, &expected::<M>("Hi Bob.")).await;
+    env.llm.reply("Noted.");
+    messenger.say(2, "my pin is 9876").await;
+    eventually("the second reply", || async { (messenger.shown().await.len() >= 2).then_some(()) }).await;
+    let edited = messenger.edit(3, 1, "my name is Rob").await;
+    let deleted = messenger.delete_own(4, 2).await;
+    env.settle().await;
+    assert_eq!(env.llm.requests().len(), 2, "{}: neither starts a turn", M::NAME);
+    env.llm.reply("You are Rob.");
+    messenger.say(5, "who am I?").await;
+    eventually("the third reply", || async { (messenger.shown().await.len() >= 3).then_some(()) }).await;
+    let prompt = all_message_text(&env.llm.requests()[2]);
+    match edited {
+        Support::Yes(()) => {
+            assert!(prompt.contains("my name is Rob") && !prompt.contains("my name is Bob"), "{}: {prompt}", M::NAME)
+        }
+        Support::Unsupported(why) => assert!(prompt.contains("my name is Bob"), "{}: {why}: {prompt}", M::NAME),
+    }
+    match deleted {
+        Support::Yes(()) => assert!(!prompt.contains("9876"), "{}: the deleted message is gone: {prompt}", M::NAME),
+        Support::Unsupported(why) => assert!(prompt.contains("9876"), "{}: {why}: {prompt}", M::NAME),
+    }
+}
+
+/// (13) A reaction to the bot's reply starts no turn and is seen by the next
+/// one; where the platform has none, nothing of the kind shows.
+pub async fn sees_a_reaction_to_its_reply<M: Messenger>() {
+    let messenger = M::start(&[]).await;
+    let env = messenger.env();
+    env.llm.reply("The meeting is at 5 pm.");
+    messenger.say(1, "when is the meeting?").await;
+    shows(&messenger, &expected::<M>("The meeting is at 5 pm.")).await;
+    let bot_message = eventually("the reply in the history", || async {
+        let history = history(&messenger).await;
+        let reply = history.as_array()?.iter().find(|row| row["role"] == "assistant")?.clone();
+        // A reply some platform keeps no id for (a Discord command's) is named by nothing.
+        Some(reply["platform_message_id"].as_str().unwrap_or_default().to_string())
+    })
+    .await;
+    let reacted = messenger.react(2, &bot_message).await;
+    env.settle().await;
+    assert_eq!(env.llm.requests().len(), 1, "{}: a reaction starts no turn", M::NAME);
+    env.llm.reply("Glad it suits you.");
+    messenger.say(3, "thanks").await;
+    eventually("the second reply", || async { (messenger.shown().await.len() >= 2).then_some(()) }).await;
+    let prompt = all_message_text(&env.llm.requests()[1]);
+    match reacted {
+        Support::Yes(()) => {
+            assert!(prompt.contains("reacted") && prompt.contains("“The meeting is at 5 pm.”"), "{}: {prompt}", M::NAME)
+        }
+        Support::Unsupported(why) => assert!(!prompt.contains("reacted"), "{}: {why}: {prompt}", M::NAME),
+    }
+}

@@ -199,6 +199,20 @@ impl Messenger for Discord {
     async fn files_sent(&self) -> Vec<SentFile> {
         files_in_calls(&self.env.discord)
     }
+
+    async fn edit(&self, _delivery: u64, _n: u64, _text: &str) -> Support<()> {
+        Support::Unsupported(
+            "a command is no message: it has no edit (channel messages' edits come over the Gateway: tests/heard.rs)",
+        )
+    }
+
+    async fn delete_own(&self, _delivery: u64, _n: u64) -> Support<()> {
+        Support::Unsupported("a command is no message: it has no deletion (over the Gateway: tests/heard.rs)")
+    }
+
+    async fn react(&self, _delivery: u64, _bot_message: &str) -> Support<()> {
+        Support::Unsupported("reactions come over the Gateway, which this adapter does not connect (tests/heard.rs)")
+    }
 }
 
 super::conformance_tests!(Discord);

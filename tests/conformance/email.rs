@@ -213,6 +213,18 @@ impl Messenger for Email {
         let files = mails.into_iter().flat_map(|mail| mail.files);
         files.map(|(name, bytes)| SentFile { name, body: String::from_utf8_lossy(&bytes).into_owned() }).collect()
     }
+
+    async fn edit(&self, _delivery: u64, _n: u64, _text: &str) -> Support<()> {
+        Support::Unsupported("a mail once sent cannot be edited")
+    }
+
+    async fn delete_own(&self, _delivery: u64, _n: u64) -> Support<()> {
+        Support::Unsupported("deleting a mail in one's own mailbox tells nobody")
+    }
+
+    async fn react(&self, _delivery: u64, _bot_message: &str) -> Support<()> {
+        Support::Unsupported("mail has no reactions")
+    }
 }
 
 super::conformance_tests!(Email);

@@ -139,6 +139,14 @@ pub trait Messenger: Sized {
     async fn say_with_file(&self, n: u64, text: &str, file: &Attachment);
     /// The files that arrived on the platform.
     async fn files_sent(&self) -> Vec<SentFile>;
+
+    /// The person edits their message `n` to `text`, as delivery `delivery`.
+    async fn edit(&self, delivery: u64, n: u64, text: &str) -> Support<()>;
+    /// The person deletes their message `n`, as delivery `delivery`.
+    async fn delete_own(&self, delivery: u64, n: u64) -> Support<()>;
+    /// The person reacts to the bot's message `bot_message` (its platform id,
+    /// as the history keeps it), as delivery `delivery`.
+    async fn react(&self, delivery: u64, bot_message: &str) -> Support<()>;
 }
 
 /// The pieces the person should see for `answer`: rendered, split and

@@ -189,6 +189,30 @@ impl<const INSTALLED: bool> Messenger for Slack<INSTALLED> {
     async fn files_sent(&self) -> Vec<SentFile> {
         files_in_calls(&self.env.slack)
     }
+
+    async fn edit(&self, delivery: u64, n: u64, text: &str) -> Support<()> {
+        let event = json!({"type": "message", "subtype": "message_changed", "channel": CHANNEL, "hidden": true,
+            "channel_type": "im", "ts": format!("1795000001.{delivery:06}"),
+            "message": {"type": "message", "user": USER, "text": text, "ts": format!("1795000000.{n:06}")}});
+        assert_eq!(self.env.slack_event(&slack_callback(&format!("Ev{delivery}"), event)).await.status(), 200);
+        Support::Yes(())
+    }
+
+    async fn delete_own(&self, delivery: u64, n: u64) -> Support<()> {
+        let ts = format!("1795000000.{n:06}");
+        let event = json!({"type": "message", "subtype": "message_deleted", "channel": CHANNEL, "hidden": true,
+            "channel_type": "im", "deleted_ts": ts, "ts": format!("1795000001.{delivery:06}"),
+            "previous_message": {"type": "message", "user": USER, "ts": ts}});
+        assert_eq!(self.env.slack_event(&slack_callback(&format!("Ev{delivery}"), event)).await.status(), 200);
+        Support::Yes(())
+    }
+
+    async fn react(&self, delivery: u64, bot_message: &str) -> Support<()> {
+        let event = json!({"type": "reaction_added", "user": USER, "reaction": "thumbsup",
+            "item": {"type": "message", "channel": CHANNEL, "ts": bot_message}, "event_ts": "1795000002.000001"});
+        assert_eq!(self.env.slack_event(&slack_callback(&format!("Ev{delivery}"), event)).await.status(), 200);
+        Support::Yes(())
+    }
 }
 
 super::conformance_tests!(Slack);

@@ -212,6 +212,36 @@ impl Messenger for Teams {
             })
             .collect()
     }
+
+    async fn edit(&self, delivery: u64, n: u64, text: &str) -> Support<()> {
+        let mut edited = self.message(n, text);
+        edited["type"] = json!("messageUpdate");
+        edited["channelData"]["eventType"] = json!("editMessage");
+        edited["timestamp"] = json!(format!("2026-11-27T06:00:{:02}.000Z", delivery % 60));
+        let response = self.post(&edited, Some(&self.teams.genuine_token())).await;
+        assert_eq!(response.status(), 200, "{:?}", response.text().await);
+        Support::Yes(())
+    }
+
+    async fn delete_own(&self, delivery: u64, n: u64) -> Support<()> {
+        let mut deleted = self.message(n, "");
+        deleted["type"] = json!("messageDelete");
+        deleted["channelData"]["eventType"] = json!("softDeleteMessage");
+        deleted["timestamp"] = json!(format!("2026-11-27T06:00:{:02}.000Z", delivery % 60));
+        let response = self.post(&deleted, Some(&self.teams.genuine_token())).await;
+        assert_eq!(response.status(), 200, "{:?}", response.text().await);
+        Support::Yes(())
+    }
+
+    async fn react(&self, delivery: u64, bot_message: &str) -> Support<()> {
+        let mut reaction = self.message(delivery, "");
+        reaction["type"] = json!("messageReaction");
+        reaction["replyToId"] = json!(bot_message);
+        reaction["reactionsAdded"] = json!([{ "type": "like" }]);
+        let response = self.post(&reaction, Some(&self.teams.genuine_token())).await;
+        assert_eq!(response.status(), 200, "{:?}", response.text().await);
+        Support::Yes(())
+    }
 }
 
 super::conformance_tests!(Teams);

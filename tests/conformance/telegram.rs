@@ -154,6 +154,28 @@ impl Messenger for Telegram {
     async fn files_sent(&self) -> Vec<SentFile> {
         files_in_calls(&self.env.telegram)
     }
+
+    async fn edit(&self, delivery: u64, n: u64, text: &str) -> Support<()> {
+        let mut edited = dm_update(update_id(n), CHAT, text);
+        edited["update_id"] = json!(update_id(delivery));
+        edited["edited_message"] = edited["message"].take();
+        edited.as_object_mut().unwrap().remove("message");
+        assert_eq!(self.env.telegram_update(&edited).await.status(), 200);
+        Support::Yes(())
+    }
+
+    async fn delete_own(&self, _delivery: u64, _n: u64) -> Support<()> {
+        Support::Unsupported("Telegram tells bots of no deletion")
+    }
+
+    async fn react(&self, delivery: u64, bot_message: &str) -> Support<()> {
+        let reaction = json!({"update_id": update_id(delivery), "message_reaction": {
+            "chat": {"id": CHAT, "type": "private"}, "message_id": bot_message.parse::<i64>().unwrap(),
+            "date": 1_795_000_000, "user": {"id": CHAT, "is_bot": false, "first_name": "Ada"},
+            "old_reaction": [], "new_reaction": [{"type": "emoji", "emoji": "👍"}]}});
+        assert_eq!(self.env.telegram_update(&reaction).await.status(), 200);
+        Support::Yes(())
+    }
 }
 
 super::conformance_tests!(Telegram);

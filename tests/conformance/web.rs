@@ -270,6 +270,18 @@ impl Messenger for Web {
         }
         sent
     }
+
+    async fn edit(&self, _delivery: u64, _n: u64, _text: &str) -> Support<()> {
+        Support::Unsupported("the web chat's page offers no edit (docs/heard.md)")
+    }
+
+    async fn delete_own(&self, _delivery: u64, _n: u64) -> Support<()> {
+        Support::Unsupported("the web chat's page offers no deletion (docs/heard.md)")
+    }
+
+    async fn react(&self, _delivery: u64, _bot_message: &str) -> Support<()> {
+        Support::Unsupported("the web chat's page offers no reactions (docs/heard.md)")
+    }
 }
 
 super::conformance_tests!(Web);

@@ -216,6 +216,27 @@ impl Messenger for Webhook {
             })
             .collect()
     }
+
+    async fn edit(&self, delivery: u64, n: u64, text: &str) -> Support<()> {
+        let mut edit = request(delivery, SENDER, "");
+        edit["edit"] = json!({ "message": request(n, SENDER, "")["id"], "text": text });
+        assert_eq!(self.send(&edit).await.status(), 200);
+        Support::Yes(())
+    }
+
+    async fn delete_own(&self, delivery: u64, n: u64) -> Support<()> {
+        let mut delete = request(delivery, SENDER, "");
+        delete["delete"] = json!({ "message": request(n, SENDER, "")["id"] });
+        assert_eq!(self.send(&delete).await.status(), 200);
+        Support::Yes(())
+    }
+
+    async fn react(&self, delivery: u64, bot_message: &str) -> Support<()> {
+        let mut reaction = request(delivery, SENDER, "");
+        reaction["reaction"] = json!({ "message": bot_message, "emoji": "👍" });
+        assert_eq!(self.send(&reaction).await.status(), 200);
+        Support::Yes(())
+    }
 }
 
 super::conformance_tests!(Webhook);

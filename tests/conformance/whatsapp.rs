@@ -222,6 +222,21 @@ impl Messenger for WhatsApp {
     async fn files_sent(&self) -> Vec<SentFile> {
         files_in_calls(&self.api)
     }
+
+    async fn edit(&self, _delivery: u64, _n: u64, _text: &str) -> Support<()> {
+        Support::Unsupported("the Cloud API's message webhooks carry no edit of a person's message that edgebot reads")
+    }
+
+    async fn delete_own(&self, _delivery: u64, _n: u64) -> Support<()> {
+        Support::Unsupported("the Cloud API's message webhooks carry no deletion that edgebot reads")
+    }
+
+    async fn react(&self, delivery: u64, bot_message: &str) -> Support<()> {
+        let reaction = json!({ "from": PERSON, "id": format!("wamid.react{delivery}"), "timestamp": now_secs().to_string(),
+                               "type": "reaction", "reaction": { "message_id": bot_message, "emoji": "👍" } });
+        assert_eq!(self.notify(&notification(PERSON, reaction)).await.status(), 200);
+        Support::Yes(())
+    }
 }
 
 super::conformance_tests!(WhatsApp);

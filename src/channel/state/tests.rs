@@ -7,7 +7,7 @@ use crate::channel::processes::{ProcessKind, ProcessStatus, MAX_CONCURRENT_BRANC
 use crate::inbound::Author;
 use crate::process::envelope::{Envelope, MessageType};
 
-fn settings() -> ChannelSettings {
+pub(super) fn settings() -> ChannelSettings {
     ChannelSettings {
         triggers: Triggers::default(),
         stickiness: true,

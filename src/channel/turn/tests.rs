@@ -259,6 +259,7 @@ fn watched_messages_and_notices_go_into_the_turn_message() {
     let current = vec![event("edgebot, thoughts?")];
     let watched = vec![ObservedMessage {
         delivery_id: "1".into(),
+        message_id: "1".into(),
         author_name: "Bo".into(),
         author_is_bot: false,
         text: "the deploy failed".into(),
@@ -410,6 +411,7 @@ fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
     let current = vec![event("hi again")];
     let watched = vec![ObservedMessage {
         delivery_id: "1".into(),
+        message_id: "1".into(),
         author_name: "Bo".into(),
         author_is_bot: false,
         text: "lunch?".into(),

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use thiserror::Error;
 
-/// GUILDS, GUILD_MESSAGES, GUILD_MESSAGE_REACTIONS, DIRECT_MESSAGES, MESSAGE_CONTENT.
-pub const INTENTS: u64 = (1 << 0) | (1 << 9) | (1 << 10) | (1 << 12) | (1 << 15);
+/// GUILDS, GUILD_MESSAGES, GUILD_MESSAGE_REACTIONS, DIRECT_MESSAGES, DIRECT_MESSAGE_REACTIONS
+/// (reactions to the bot in DMs are heard too), MESSAGE_CONTENT.
+pub const INTENTS: u64 = (1 << 0) | (1 << 9) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15);
 /// The query every Gateway URL carries.
 pub const GATEWAY_QUERY: &str = "v=10&encoding=json";
 /// Reconnect backoff: the first wait, and the longest.
@@ -385,7 +386,10 @@ mod tests {
         let identify = &sent(&moves)[0];
         assert_eq!(identify["op"], 2);
         assert_eq!(identify["d"]["token"], TOKEN);
-        assert_eq!(identify["d"]["intents"], 38_401, "GUILDS | GUILD_MESSAGES | REACTIONS | DMS | MESSAGE_CONTENT");
+        assert_eq!(
+            identify["d"]["intents"], 46_593,
+            "GUILDS | GUILD_MESSAGES | REACTIONS | DMS | DM REACTIONS | MESSAGE_CONTENT"
+        );
         assert!(moves.contains(&Move::StartHeartbeats { interval_ms: 41_250, first_after_ms: 10_312 }));
     }
 

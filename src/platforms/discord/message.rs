@@ -1,11 +1,12 @@
 //! Discord channel messages heard over the Gateway (MESSAGE_CREATE) as
-//! [`InboundEvent`]s, and the REST calls that answer them.
+//! [`InboundEvent`]s, their edits, deletions and reactions as
+//! [`HeardEvent`]s, and the REST calls that answer them.
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::wire::{DiscordError, INBOUND_TEXT_LIMIT};
-use crate::inbound::{Attachment, Author, InboundEvent, ReplyAddress};
+use crate::inbound::{Attachment, Author, Heard, HeardEvent, InboundEvent, ReplyAddress};
 
 /// Discord's epoch (2015-01-01) in Unix milliseconds: snowflakes count from it.
 const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
@@ -86,6 +87,55 @@ pub fn parse_message_create(
     ))
 }
 
+/// The Gateway events heard besides new messages.
+pub const HEARD_EVENTS: [&str; 4] =
+    ["MESSAGE_UPDATE", "MESSAGE_DELETE", "MESSAGE_REACTION_ADD", "MESSAGE_REACTION_REMOVE"];
+
+/// A MESSAGE_UPDATE, MESSAGE_DELETE or MESSAGE_REACTION_ADD/REMOVE as a
+/// [`HeardEvent`], or None for what is not one (an update without new
+/// content, such as an embed unfurled; the bot's own edits and reactions).
+/// The delivery id names the change, so a RESUME's replay is a repeat.
+pub fn parse_heard(kind: &str, data: &Value, bot_user_id: &str) -> Result<Option<HeardEvent>, DiscordError> {
+    let field = |name: &str| data[name].as_str().map(str::to_string);
+    let message_field = if kind.starts_with("MESSAGE_REACTION") { "message_id" } else { "id" };
+    let (Some(message_id), Some(channel_id)) = (field(message_field), field("channel_id")) else {
+        return Err(DiscordError::Malformed(format!("{kind} without its message or channel")));
+    };
+    let scope = field("guild_id").unwrap_or_else(|| "dm".into());
+    let user = |user: &Value| {
+        let id = user["id"].as_str()?.to_string();
+        let name = user["global_name"].as_str().or(user["username"].as_str()).unwrap_or(&id).to_string();
+        Some(Author { name, id, is_bot: user["bot"].as_bool().unwrap_or(false) })
+    };
+    let (delivery_id, author, heard) = match kind {
+        "MESSAGE_UPDATE" => {
+            let (Some(text), Some(author)) = (field("content"), user(&data["author"])) else { return Ok(None) };
+            if author.id == bot_user_id {
+                return Ok(None);
+            }
+            let edited = field("edited_timestamp").unwrap_or_default();
+            let text: String = text.chars().take(INBOUND_TEXT_LIMIT).collect();
+            (format!("edit:{message_id}:{edited}"), Some(author), Heard::Edit { text })
+        }
+        "MESSAGE_DELETE" => (format!("delete:{message_id}"), None, Heard::Delete),
+        "MESSAGE_REACTION_ADD" | "MESSAGE_REACTION_REMOVE" => {
+            let Some(user_id) = field("user_id").filter(|user_id| user_id != bot_user_id) else { return Ok(None) };
+            let author = user(&data["member"]["user"]).unwrap_or(Author {
+                name: user_id.clone(),
+                id: user_id.clone(),
+                is_bot: false,
+            });
+            let emoji = data["emoji"]["name"].as_str().unwrap_or("?").to_string();
+            let added = kind == "MESSAGE_REACTION_ADD";
+            let change = if added { "add" } else { "remove" };
+            (format!("react:{message_id}:{user_id}:{emoji}:{change}"), Some(author), Heard::Reaction { emoji, added })
+        }
+        _ => return Ok(None),
+    };
+    let conversation_key = format!("discord:{scope}:{channel_id}");
+    Ok(Some(HeardEvent { conversation_key, delivery_id, message_id, author, heard }))
+}
+
 /// When a snowflake id was made, in Unix milliseconds.
 fn snowflake_ms(id: &str) -> i64 {
     id.parse::<u64>().map_or(0, |snowflake| (snowflake >> 22) as i64 + DISCORD_EPOCH_MS)
@@ -128,6 +178,38 @@ pub fn reaction_path(channel_id: &str, message_id: &str, emoji: &str) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn updates_deletions_and_reactions_are_heard_and_the_bots_own_are_not() {
+        let update = json!({"id": "5", "channel_id": "C1", "guild_id": "G1", "content": "new",
+            "edited_timestamp": "2026-01-01T00:00:00Z", "author": {"id": "U1", "username": "ann"}});
+        let heard = parse_heard("MESSAGE_UPDATE", &update, "B").unwrap().unwrap();
+        assert_eq!((heard.conversation_key.as_str(), heard.message_id.as_str()), ("discord:G1:C1", "5"));
+        assert_eq!(heard.delivery_id, "edit:5:2026-01-01T00:00:00Z");
+        assert_eq!(heard.heard, Heard::Edit { text: "new".into() });
+        let embed_only = json!({"id": "5", "channel_id": "C1", "embeds": []});
+        assert_eq!(parse_heard("MESSAGE_UPDATE", &embed_only, "B").unwrap(), None);
+        let own = json!({"id": "5", "channel_id": "C1", "content": "draft", "author": {"id": "B"}});
+        assert_eq!(parse_heard("MESSAGE_UPDATE", &own, "B").unwrap(), None);
+        let deleted = parse_heard("MESSAGE_DELETE", &json!({"id": "5", "channel_id": "C1"}), "B").unwrap().unwrap();
+        assert_eq!((deleted.conversation_key.as_str(), deleted.heard), ("discord:dm:C1", Heard::Delete));
+        let reaction = json!({"user_id": "U1", "channel_id": "C1", "message_id": "6", "guild_id": "G1",
+            "emoji": {"id": null, "name": "👍"}, "member": {"user": {"id": "U1", "username": "ann"}}});
+        let heard = parse_heard("MESSAGE_REACTION_ADD", &reaction, "B").unwrap().unwrap();
+        assert_eq!(heard.heard, Heard::Reaction { emoji: "👍".into(), added: true });
+        assert_eq!((heard.message_id.as_str(), heard.author.unwrap().name.as_str()), ("6", "ann"));
+        assert_eq!(
+            parse_heard(
+                "MESSAGE_REACTION_ADD",
+                &json!({"user_id": "B", "channel_id": "C1",
+            "message_id": "6", "emoji": {"name": "👍"}}),
+                "B"
+            )
+            .unwrap(),
+            None
+        );
+        assert!(parse_heard("MESSAGE_DELETE", &json!({"id": "5"}), "B").is_err());
+    }
 
     const BOT: &str = "900";
 

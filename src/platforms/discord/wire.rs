@@ -80,6 +80,9 @@ pub enum Interaction {
     /// A command edgebot does not know (say, one registered by an older
     /// version): the person is told so, visible only to them.
     UnknownCommand,
+    /// Type 5, MODAL_SUBMIT: edgebot opens no modal of its own, so it reads
+    /// none; the person is told so (visible only to them), never left waiting.
+    ModalSubmit,
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,6 +156,7 @@ pub fn parse_interaction(body: &[u8]) -> Result<Interaction, DiscordError> {
     match payload.kind {
         1 => return Ok(Interaction::Ping),
         3 => return component(payload),
+        5 => return Ok(Interaction::ModalSubmit),
         2 => {}
         other => return Err(DiscordError::UnhandledType(other)),
     }
@@ -228,6 +232,9 @@ pub fn immediate_response(interaction: &Interaction) -> Value {
         Interaction::Command(_) => json!({ "type": 5 }),
         Interaction::Component(_) => json!({ "type": 6 }),
         Interaction::UnknownCommand => json!({ "type": 4, "data": { "content": "unknown command", "flags": 64 } }),
+        Interaction::ModalSubmit => {
+            json!({ "type": 4, "data": { "content": crate::prompt::text("modal_refused"), "flags": 64 } })
+        }
     }
 }
 
@@ -303,6 +310,16 @@ pub fn command_definitions() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_modal_submitted_is_answered_that_it_was_not_read() {
+        let body = br#"{"id": "1", "application_id": "2", "type": 5, "token": "t", "data": {"custom_id": "x"}}"#;
+        let interaction = parse_interaction(body).unwrap();
+        assert_eq!(interaction, Interaction::ModalSubmit);
+        let answer = immediate_response(&interaction);
+        assert_eq!((answer["type"].as_u64(), answer["data"]["flags"].as_u64()), (Some(4), Some(64)));
+        assert!(answer["data"]["content"].as_str().unwrap().contains("not read"));
+    }
     use ed25519_dalek::{Signer, SigningKey};
 
     fn keys() -> SigningKey {
@@ -408,7 +425,7 @@ mod tests {
 
     #[test]
     fn interaction_types_edgebot_does_not_handle_are_refused_and_unknown_commands_answered() {
-        for kind in [4u8, 5, 9] {
+        for kind in [4u8, 9] {
             let body = json!({"id": "9", "application_id": "A", "type": kind, "token": "t", "channel_id": "C"});
             assert_eq!(parse_interaction(body.to_string().as_bytes()), Err(DiscordError::UnhandledType(kind)));
         }

@@ -15,7 +15,7 @@ use sha2::Sha256;
 use thiserror::Error;
 
 use crate::approvals::rules::{button_data, Choice, Click, Clicker};
-use crate::inbound::{Attachment, Author, InboundEvent, ReplyAddress};
+use crate::inbound::{Attachment, Author, Heard, HeardEvent, InboundEvent, ReplyAddress};
 use crate::platforms::Platform;
 use crate::security::{decode_hex, encode_hex, is_fresh};
 
@@ -88,6 +88,24 @@ struct Request {
     /// A press of a button the callback was sent: its id.
     #[serde(default)]
     button: Option<String>,
+    /// The sender changed the text of their message `message` (its `id`).
+    #[serde(default)]
+    edit: Option<Change>,
+    /// The sender's message `message` was deleted.
+    #[serde(default)]
+    delete: Option<Change>,
+    /// The sender reacted to the bot's message `message` (a reply's id) with `emoji`.
+    #[serde(default)]
+    reaction: Option<Change>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Change {
+    message: String,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    emoji: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -114,6 +132,8 @@ struct RequestAttachment {
 pub enum Plain {
     Message(Box<InboundEvent>),
     Press(Click),
+    /// An edit, a deletion or a reaction.
+    Heard(HeardEvent),
 }
 
 /// Whether `id` may stand in a key: 1 to [`ID_LIMIT`] of `A-Z a-z 0-9 . _ -`
@@ -142,6 +162,23 @@ pub fn parse(body: &[u8], now_ms: i64) -> Result<Plain, PlainError> {
         let clicker = Clicker { platform: Platform::Webhook.as_str().into(), user_id: request.sender.id, name };
         return Ok(Plain::Press(Click { clicker, data, conversation: key, answer_to: Some(request.id) }));
     }
+    let author = Author { id: request.sender.id.clone(), name: name.clone(), is_bot: false };
+    let heard = match (request.edit, request.delete, request.reaction) {
+        (Some(edit), None, None) => Some((edit.message, Heard::Edit { text: edit.text })),
+        (None, Some(delete), None) => Some((delete.message, Heard::Delete)),
+        (None, None, Some(reaction)) if !reaction.emoji.trim().is_empty() => {
+            Some((reaction.message, Heard::Reaction { emoji: reaction.emoji, added: true }))
+        }
+        (None, None, None) => None,
+        _ => return Err(PlainError::Malformed("one of edit, delete or reaction (with an emoji) at a time".into())),
+    };
+    if let Some((message_id, heard)) = heard {
+        if message_id.is_empty() || message_id.len() > ID_LIMIT {
+            return Err(PlainError::Malformed(format!("the message changed must be 1-{ID_LIMIT} characters")));
+        }
+        let author = Some(author);
+        return Ok(Plain::Heard(HeardEvent { conversation_key: key, delivery_id: request.id, message_id, author, heard }));
+    }
     if request.attachments.len() > ATTACHMENTS_LIMIT {
         return Err(PlainError::Malformed(format!("at most {ATTACHMENTS_LIMIT} attachments")));
     }
@@ -153,7 +190,6 @@ pub fn parse(body: &[u8], now_ms: i64) -> Result<Plain, PlainError> {
         size: attachment.size,
         url: Some(attachment.url),
     });
-    let author = Author { id: request.sender.id, name, is_bot: false };
     let address = ReplyAddress::Webhook { conversation: request.conversation };
     let mut event = InboundEvent::new(key, request.id.clone(), request.id, author, request.text, address);
     // A system that calls the webhook addresses the agent, as a direct message does.
@@ -275,5 +311,33 @@ mod tests {
         assert_eq!(received_id(&json!({"id": "m9"}), "p"), "m9");
         assert_eq!(received_id(&json!({}), "p"), "p");
         assert_eq!(note_body("c1", "n", "bob", "no", Some("d-2"))["to"], "bob");
+    }
+
+    #[test]
+    fn edits_deletions_and_reactions_are_heard_one_at_a_time() {
+        let request = |change: Value| {
+            let mut body = json!({ "id": "d9", "conversation": "orders-42", "sender": { "id": "crm", "name": "CRM" } });
+            body.as_object_mut().unwrap().extend(change.as_object().unwrap().clone());
+            parse(body.to_string().as_bytes(), 0)
+        };
+        let Ok(Plain::Heard(edit)) = request(json!({ "edit": { "message": "d1", "text": "new words" } })) else {
+            panic!("an edit")
+        };
+        assert_eq!((edit.message_id.as_str(), edit.delivery_id.as_str()), ("d1", "d9"));
+        assert_eq!(edit.heard, Heard::Edit { text: "new words".into() });
+        assert_eq!(edit.conversation_key, "webhook:orders-42");
+        let Ok(Plain::Heard(delete)) = request(json!({ "delete": { "message": "d2" } })) else { panic!("a deletion") };
+        assert_eq!(delete.heard, Heard::Delete);
+        let Ok(Plain::Heard(reaction)) = request(json!({ "reaction": { "message": "p-1", "emoji": "👍" } })) else {
+            panic!("a reaction")
+        };
+        assert_eq!(reaction.heard, Heard::Reaction { emoji: "👍".into(), added: true });
+        for bad in [
+            json!({ "reaction": { "message": "p-1" } }),
+            json!({ "edit": { "message": "d1" }, "delete": { "message": "d1" } }),
+            json!({ "delete": { "message": "" } }),
+        ] {
+            assert!(matches!(request(bad.clone()), Err(PlainError::Malformed(_))), "{bad}");
+        }
     }
 }

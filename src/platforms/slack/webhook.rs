@@ -5,11 +5,12 @@ use worker::{Env, Request};
 
 use crate::api_error::ApiError;
 use crate::config::Config;
-use crate::inbound::{ConversationKey, InboundEvent};
-use crate::platforms::slack::install::rules::{ended_install, is_heard as is_heard_in};
+use crate::inbound::ConversationKey;
+use crate::platforms::slack::install::rules::{ended_install, is_live as is_live_in};
 use crate::platforms::slack::install::store;
+use crate::platforms::slack::heard;
 use crate::platforms::slack::wire::{self as slack, ParsedSlack, SlackError};
-use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::platforms::webhooks::{acknowledge, deliver, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::prompt;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
@@ -37,13 +38,19 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
         _ => ApiError::Unauthorized("invalid Slack signature"),
     })?;
     if is_form {
+        // A modal submitted to the bot is answered, never dropped; one closed needs nothing.
+        match slack::interaction_kind(&body).as_deref() {
+            Some("view_submission") => return acknowledge(heard::view_submission_answer()),
+            Some("view_closed") => return acknowledge(serde_json::json!({})),
+            _ => {}
+        }
         // A button press (interactivity) comes form-encoded too, as `payload`.
         if let Some(click) = slack::parse_click(&body) {
             let click = click.map_err(|error| ApiError::BadRequest(error.to_string()))?;
             return super::buttons::pressed(env, &click).await;
         }
         let event = slack::parse_command(&body).map_err(|error| ApiError::BadRequest(error.to_string()))?;
-        if !is_heard(env, &config, &event).await? {
+        if !is_live(env, &config, &event.conversation_key).await? {
             return acknowledge(serde_json::json!({ "response_type": "ephemeral", "text": "" }));
         }
         deliver(env, &event).await?;
@@ -52,11 +59,23 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
     if let Some(team) = ended_install(&body) {
         return ended(env, &config, &team).await;
     }
+    if let Some(heard) = serde_json::from_slice(&body).ok().and_then(|envelope: serde_json::Value| {
+        let bot_user = envelope["authorizations"][0]["user_id"].as_str().unwrap_or(&config.slack_bot_user_id);
+        heard::parse_heard(&envelope, bot_user)
+    }) {
+        return match heard {
+            Ok(heard) if !is_live(env, &config, &heard.conversation_key).await? => {
+                acknowledge(serde_json::json!({ "ok": true, "ignored": "the workspace has not installed the app" }))
+            }
+            Ok(heard) => acknowledge(deliver_heard(env, &heard).await?),
+            Err(reason) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
+        };
+    }
     match slack::parse_event(&body, &config.slack_bot_user_id) {
         Err(error) => Err(ApiError::BadRequest(error.to_string())),
         Ok(ParsedSlack::Challenge(challenge)) => acknowledge(serde_json::json!({ "challenge": challenge })),
         Ok(ParsedSlack::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
-        Ok(ParsedSlack::Message(event)) if !is_heard(env, &config, &event).await? => {
+        Ok(ParsedSlack::Message(event)) if !is_live(env, &config, &event.conversation_key).await? => {
             acknowledge(serde_json::json!({ "ok": true, "ignored": "the workspace has not installed the app" }))
         }
         Ok(ParsedSlack::Message(event)) => acknowledge(deliver(env, &event).await?),
@@ -64,21 +83,21 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
 }
 
 /// The workspace an event came from (its conversation key's team).
-fn team_of(event: &InboundEvent) -> Option<String> {
-    match ConversationKey::parse(&event.conversation_key) {
+fn team_of(conversation_key: &str) -> Option<String> {
+    match ConversationKey::parse(conversation_key) {
         Ok(ConversationKey::Slack { team, .. }) if !team.is_empty() => Some(team),
         _ => None,
     }
 }
 
-/// Whether an event is heard: always when installs are off (one D1 read
-/// when they are on; see [`is_heard_in`]).
-async fn is_heard(env: &Env, config: &Config, event: &InboundEvent) -> Result<bool, ApiError> {
-    let Some(team) = team_of(event).filter(|_| config.slack_installs()) else {
+/// Whether an event's workspace is one the bot serves: always when installs
+/// are off (one D1 read when they are on; see [`is_live_in`]).
+async fn is_live(env: &Env, config: &Config, conversation_key: &str) -> Result<bool, ApiError> {
+    let Some(team) = team_of(conversation_key).filter(|_| config.slack_installs()) else {
         return Ok(true);
     };
     let (standing, _) = store::standing(&env.d1(DATABASE_BINDING)?, &team).await?;
-    Ok(is_heard_in(standing, config.slack_bot_token.is_set()))
+    Ok(is_live_in(standing, config.slack_bot_token.is_set()))
 }
 
 /// `app_uninstalled` or revoked bot tokens: the workspace's token deleted and

@@ -319,6 +319,14 @@ pub fn parse_click(body: &[u8]) -> Option<Result<Click, SlackError>> {
     Some(read())
 }
 
+/// The `type` of an interactivity payload (`block_actions`, `view_submission`…),
+/// or None for a form that carries none (a slash command).
+pub fn interaction_kind(body: &[u8]) -> Option<String> {
+    let payload = form_fields(body).into_iter().find(|(key, _)| key == "payload")?.1;
+    let payload: Value = serde_json::from_str(&payload).ok()?;
+    payload["type"].as_str().map(str::to_string)
+}
+
 /// An `application/x-www-form-urlencoded` body's fields, `+` and `%XX` decoded.
 /// A field without `=` is dropped, as before `form_urlencoded` did the decoding.
 fn form_fields(body: &[u8]) -> Vec<(String, String)> {

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use thiserror::Error;
 
 use crate::approvals::rules::{button_data, Choice, Click, Clicker};
-use crate::inbound::{Attachment, Author, InboundEvent, ReplyAddress};
+use crate::inbound::{Attachment, Author, Heard, HeardEvent, InboundEvent, ReplyAddress};
 use crate::platforms::Platform;
 
 /// Teams takes activities up to about 28 KB; replies are split well before.
@@ -36,6 +36,8 @@ pub enum TeamsError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParsedTeams {
     Message(Box<InboundEvent>),
+    /// An edit, a deletion or a reaction (`messageUpdate`, `messageDelete`, `messageReaction`).
+    Heard(Box<HeardEvent>),
     /// An approval card's button, and where a private note to the presser goes.
     Click(Box<(Click, ReplyAddress)>),
     /// Acknowledged and dropped, with the reason.
@@ -124,6 +126,18 @@ struct Activity {
     attachments: Vec<FileAttachment>,
     #[serde(default)]
     value: Option<Value>,
+    #[serde(default, rename = "replyToId")]
+    reply_to_id: Option<String>,
+    #[serde(default, rename = "reactionsAdded")]
+    reactions_added: Vec<Reaction>,
+    #[serde(default, rename = "channelData")]
+    channel_data: Value,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Reaction {
+    #[serde(default, rename = "type")]
+    kind: String,
 }
 
 /// The conversation key of a Teams conversation id (a channel's reply chain
@@ -136,7 +150,8 @@ pub fn conversation_key(conversation_id: &str) -> String {
 pub fn parse_activity(body: &[u8], app_id: &str) -> Result<ParsedTeams, TeamsError> {
     let activity: Activity = serde_json::from_slice(body).map_err(|error| TeamsError::Malformed(error.to_string()))?;
     if activity.kind != "message" {
-        return Ok(ParsedTeams::Ignored("not a message activity"));
+        return Ok(heard(&activity, app_id)
+            .map_or(ParsedTeams::Ignored("not a message activity"), |heard| ParsedTeams::Heard(Box::new(heard))));
     }
     let conversation_id = activity.conversation.id.clone();
     let (Some(id), false, false) = (activity.id.clone(), conversation_id.is_empty(), activity.from.id.is_empty())
@@ -188,6 +203,46 @@ pub fn parse_activity(body: &[u8], app_id: &str) -> Result<ParsedTeams, TeamsErr
         }
         .with_text_capped(INBOUND_TEXT_LIMIT),
     )))
+}
+
+/// An edit (`messageUpdate`, `editMessage`), a deletion (`messageDelete`,
+/// `softDeleteMessage`) or a reaction added (`messageReaction`) by a person;
+/// None for anything else. Teams names a reaction by its kind (`like`,
+/// `heart`…), which is what the history shows.
+fn heard(activity: &Activity, app_id: &str) -> Option<HeardEvent> {
+    let conversation_id = &activity.conversation.id;
+    let bot = format!("28:{app_id}");
+    if conversation_id.is_empty() || activity.from.id.is_empty() || activity.from.id == bot {
+        return None;
+    }
+    let event_type = activity.channel_data["eventType"].as_str().unwrap_or_default();
+    let (message_id, heard) = match (activity.kind.as_str(), event_type) {
+        ("messageUpdate", "editMessage") => {
+            let text = read_mentions(activity.text.as_deref().unwrap_or_default(), &activity.entities, &bot).0;
+            (activity.id.clone()?, Heard::Edit { text })
+        }
+        ("messageDelete", "softDeleteMessage") => (activity.id.clone()?, Heard::Delete),
+        ("messageReaction", _) => {
+            let emoji = activity.reactions_added.first().map(|reaction| reaction.kind.clone())?;
+            (activity.reply_to_id.clone()?, Heard::Reaction { emoji, added: true })
+        }
+        _ => return None,
+    };
+    let name = activity.from.name.clone().filter(|name| !name.is_empty()).unwrap_or_else(|| activity.from.id.clone());
+    Some(HeardEvent {
+        conversation_key: conversation_key(conversation_id),
+        // An edit's or a deletion's activity id is the message's: its time
+        // tells two edits apart (a retried delivery carries the same).
+        delivery_id: format!(
+            "{}:{}:{}",
+            activity.kind,
+            activity.id.as_deref().unwrap_or(&message_id),
+            activity.timestamp.as_deref().unwrap_or_default()
+        ),
+        message_id,
+        author: Some(Author { id: activity.from.id.clone(), name, is_bot: false }),
+        heard,
+    })
 }
 
 /// The text with the bot's `<at>…</at>` mention taken out and others' shown
@@ -435,5 +490,46 @@ mod tests {
             activities_url(base, "a:1/../x", Some("1 2")),
             "https://smba.trafficmanager.net/amer/v3/conversations/a:1%2F..%2Fx/activities/1%202"
         );
+    }
+
+    #[test]
+    fn edits_deletions_and_reactions_are_heard_and_the_bots_own_are_not() {
+        let value = |text: &str| -> Value {
+            serde_json::from_slice(&activity(json!({ "id": "a:1xyz", "conversationType": "personal" }), text, json!([])))
+                .unwrap()
+        };
+        let mut edit = value("my name is Rob");
+        edit["type"] = json!("messageUpdate");
+        edit["channelData"] = json!({ "eventType": "editMessage" });
+        let ParsedTeams::Heard(heard) = parse_activity(edit.to_string().as_bytes(), APP).unwrap() else {
+            panic!("an edit")
+        };
+        assert_eq!(heard.heard, Heard::Edit { text: "my name is Rob".into() });
+        assert_eq!(heard.message_id, edit["id"].as_str().unwrap());
+        let mut later = edit.clone();
+        later["timestamp"] = json!("2026-11-27T05:01:00.000Z");
+        let ParsedTeams::Heard(again) = parse_activity(later.to_string().as_bytes(), APP).unwrap() else { panic!() };
+        assert_ne!(again.delivery_id, heard.delivery_id, "a second edit is a delivery of its own");
+
+        let mut deleted = value("");
+        deleted["type"] = json!("messageDelete");
+        deleted["channelData"] = json!({ "eventType": "softDeleteMessage" });
+        let ParsedTeams::Heard(heard) = parse_activity(deleted.to_string().as_bytes(), APP).unwrap() else { panic!() };
+        assert_eq!(heard.heard, Heard::Delete);
+
+        let mut reaction = value("");
+        reaction["type"] = json!("messageReaction");
+        reaction["replyToId"] = json!("1795000000999");
+        reaction["reactionsAdded"] = json!([{ "type": "like" }]);
+        let ParsedTeams::Heard(heard) = parse_activity(reaction.to_string().as_bytes(), APP).unwrap() else {
+            panic!("a reaction")
+        };
+        assert_eq!((heard.message_id.as_str(), heard.heard), ("1795000000999", Heard::Reaction { emoji: "like".into(), added: true }));
+
+        reaction["reactionsAdded"] = json!([]);
+        assert!(matches!(parse_activity(reaction.to_string().as_bytes(), APP).unwrap(), ParsedTeams::Ignored(_)));
+        reaction["reactionsAdded"] = json!([{ "type": "like" }]);
+        reaction["from"]["id"] = json!(format!("28:{APP}"));
+        assert!(matches!(parse_activity(reaction.to_string().as_bytes(), APP).unwrap(), ParsedTeams::Ignored(_)));
     }
 }

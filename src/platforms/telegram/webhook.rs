@@ -5,7 +5,7 @@ use worker::{Env, Request};
 
 use crate::api_error::ApiError;
 use crate::platforms::telegram::wire::{self as telegram, BotIdentity, ParsedUpdate, TelegramError};
-use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::platforms::webhooks::{acknowledge, deliver, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
 use crate::runtime::http::read_body;
@@ -27,5 +27,6 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
         Ok(ParsedUpdate::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
         Ok(ParsedUpdate::Message(event)) => acknowledge(deliver(env, &event).await?),
         Ok(ParsedUpdate::Click(click)) => acknowledge(super::buttons::pressed(env, &click).await?),
+        Ok(ParsedUpdate::Heard(heard)) => acknowledge(deliver_heard(env, &heard).await?),
     }
 }

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use thiserror::Error;
 
 use crate::approvals::rules::{Click, Clicker};
-use crate::inbound::{Attachment, Author, InboundEvent, ReplyAddress};
+use crate::inbound::{Attachment, Author, Heard, HeardEvent, InboundEvent, ReplyAddress};
 use crate::platforms::Platform;
 use crate::security::constant_time_eq;
 
@@ -59,15 +59,26 @@ pub enum ParsedUpdate {
     Message(Box<InboundEvent>),
     /// A button of an inline keyboard pressed (a callback query).
     Click(Box<Click>),
+    /// An edit or a reaction (Telegram tells bots of no deletion).
+    Heard(Box<HeardEvent>),
     /// Acknowledged and dropped, with the reason (for logs).
     Ignored(&'static str),
 }
+
+/// The updates `setWebhook` asks for (`allowed_updates`): reactions come
+/// only when asked for by name.
+pub const ALLOWED_UPDATES: [&str; 4] = ["message", "edited_message", "message_reaction", "callback_query"];
 
 #[derive(Debug, Deserialize)]
 struct Update {
     update_id: i64,
     #[serde(default)]
     message: Option<Message>,
+    /// Read leniently: an edit of an unreadable shape is ignored, not an error.
+    #[serde(default)]
+    edited_message: Option<Value>,
+    #[serde(default)]
+    message_reaction: Option<Value>,
     #[serde(default)]
     callback_query: Option<CallbackQuery>,
 }
@@ -119,6 +130,29 @@ struct Message {
     audio: Option<FileRef>,
 }
 
+/// A change to the reactions on a message (`MessageReactionUpdated`).
+#[derive(Debug, Deserialize)]
+struct ReactionUpdate {
+    chat: Chat,
+    message_id: i64,
+    /// Absent for an anonymous reaction (then `actor_chat`): not taken.
+    #[serde(default)]
+    user: Option<User>,
+    #[serde(default)]
+    old_reaction: Vec<Reaction>,
+    #[serde(default)]
+    new_reaction: Vec<Reaction>,
+}
+
+/// `ReactionType`: an emoji, a custom emoji or a paid star.
+#[derive(Debug, Deserialize, PartialEq)]
+struct Reaction {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    emoji: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 struct User {
     id: i64,
@@ -167,6 +201,18 @@ pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, Tele
     let update: Update = serde_json::from_slice(body).map_err(|error| TelegramError::Malformed(error.to_string()))?;
     if let Some(query) = update.callback_query {
         return Ok(click_of(query));
+    }
+    if let Some(reaction) = update.message_reaction {
+        return Ok(match serde_json::from_value(reaction) {
+            Ok(reaction) => reaction_of(update.update_id, reaction, bot),
+            Err(_) => ParsedUpdate::Ignored("a reaction update edgebot cannot read"),
+        });
+    }
+    if let Some(edited) = update.edited_message {
+        return Ok(match serde_json::from_value(edited) {
+            Ok(edited) => edit_of(update.update_id, edited, bot),
+            Err(_) => ParsedUpdate::Ignored("an edit edgebot cannot read"),
+        });
     }
     let Some(message) = update.message else {
         return Ok(ParsedUpdate::Ignored("update carries no new message"));
@@ -228,6 +274,60 @@ pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, Tele
         }
         .with_text_capped(INBOUND_TEXT_LIMIT),
     )))
+}
+
+/// The conversation a message belongs to (a forum topic is its own).
+fn conversation_of(message: &Message) -> String {
+    match message.message_thread_id.filter(|_| message.is_topic_message) {
+        Some(topic) => format!("telegram:{}:{topic}", message.chat.id),
+        None => format!("telegram:{}", message.chat.id),
+    }
+}
+
+/// An edited message: its new text (or caption) replaces the old.
+fn edit_of(update_id: i64, message: Message, bot: &BotIdentity) -> ParsedUpdate {
+    let Some(from) = message.from.as_ref().filter(|from| from.id != bot.user_id) else {
+        return ParsedUpdate::Ignored("an edit by no one or by the bot");
+    };
+    let Some(text) = message.text.clone().or_else(|| message.caption.clone()) else {
+        return ParsedUpdate::Ignored("an edit with no text");
+    };
+    let capped: String = text.chars().take(INBOUND_TEXT_LIMIT).collect();
+    ParsedUpdate::Heard(Box::new(HeardEvent {
+        conversation_key: conversation_of(&message),
+        delivery_id: update_id.to_string(),
+        message_id: message.message_id.to_string(),
+        author: Some(Author { id: from.id.to_string(), name: display_name(from), is_bot: from.is_bot }),
+        heard: Heard::Edit { text: capped },
+    }))
+}
+
+/// A reaction changed: the first emoji added (or, none added, taken back).
+/// Telegram does not say whose message it is; the channel knows its own.
+fn reaction_of(update_id: i64, update: ReactionUpdate, bot: &BotIdentity) -> ParsedUpdate {
+    let Some(user) = update.user.as_ref().filter(|user| user.id != bot.user_id) else {
+        return ParsedUpdate::Ignored("an anonymous reaction or the bot's own");
+    };
+    let emoji = |list: &[Reaction], other: &[Reaction]| {
+        list.iter().filter(|reaction| !other.contains(reaction)).find_map(|reaction| match reaction.kind.as_str() {
+            "emoji" => reaction.emoji.clone(),
+            kind => Some(format!("({kind})")),
+        })
+    };
+    let (emoji, added) = match emoji(&update.new_reaction, &update.old_reaction) {
+        Some(emoji) => (emoji, true),
+        None => match emoji(&update.old_reaction, &update.new_reaction) {
+            Some(emoji) => (emoji, false),
+            None => return ParsedUpdate::Ignored("a reaction update that changes nothing"),
+        },
+    };
+    ParsedUpdate::Heard(Box::new(HeardEvent {
+        conversation_key: format!("telegram:{}", update.chat.id),
+        delivery_id: update_id.to_string(),
+        message_id: update.message_id.to_string(),
+        author: Some(Author { id: user.id.to_string(), name: display_name(user), is_bot: user.is_bot }),
+        heard: Heard::Reaction { emoji, added },
+    }))
 }
 
 /// A button pressed: who pressed it, under which chat's message.
@@ -357,6 +457,54 @@ pub fn sent_message_id(answer: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn heard(body: serde_json::Value) -> ParsedUpdate {
+        let bot = BotIdentity::from_token("4242:token", "edgebot");
+        parse_update(body.to_string().as_bytes(), &bot).unwrap()
+    }
+
+    #[test]
+    fn an_edited_message_is_heard_as_an_edit_by_its_author() {
+        let body = json!({"update_id": 9, "edited_message": {"message_id": 5, "date": 1, "edit_date": 2,
+            "chat": {"id": 77, "type": "private"}, "from": {"id": 7, "first_name": "Ann"}, "text": "new text"}});
+        let ParsedUpdate::Heard(event) = heard(body) else { panic!("an edit is heard") };
+        assert_eq!(
+            (event.conversation_key.as_str(), event.delivery_id.as_str(), event.message_id.as_str()),
+            ("telegram:77", "9", "5")
+        );
+        assert_eq!(event.author.unwrap().id, "7");
+        assert_eq!(event.heard, Heard::Edit { text: "new text".into() });
+        let by_bot = json!({"update_id": 10, "edited_message": {"message_id": 5, "date": 1,
+            "chat": {"id": 77, "type": "private"}, "from": {"id": 4242, "first_name": "bot"}, "text": "x"}});
+        assert!(matches!(heard(by_bot), ParsedUpdate::Ignored(_)));
+    }
+
+    #[test]
+    fn a_reaction_update_is_heard_as_the_emoji_added_or_taken_back() {
+        let reaction = |old: serde_json::Value, new: serde_json::Value| {
+            json!({"update_id": 11, "message_reaction": {
+            "chat": {"id": -5, "type": "group"}, "message_id": 3, "date": 1, "user": {"id": 7, "first_name": "Ann"},
+            "old_reaction": old, "new_reaction": new}})
+        };
+        let thumbs = json!([{"type": "emoji", "emoji": "👍"}]);
+        let ParsedUpdate::Heard(added) = heard(reaction(json!([]), thumbs.clone())) else { panic!("heard") };
+        assert_eq!(added.heard, Heard::Reaction { emoji: "👍".into(), added: true });
+        assert_eq!(added.conversation_key, "telegram:-5");
+        let ParsedUpdate::Heard(removed) = heard(reaction(thumbs.clone(), json!([]))) else { panic!("heard") };
+        assert_eq!(removed.heard, Heard::Reaction { emoji: "👍".into(), added: false });
+        assert!(matches!(heard(reaction(thumbs.clone(), thumbs)), ParsedUpdate::Ignored(_)));
+        let anonymous = json!({"update_id": 12, "message_reaction": {"chat": {"id": -5, "type": "group"},
+            "message_id": 3, "date": 1, "actor_chat": {"id": -5, "type": "group"}, "old_reaction": [],
+            "new_reaction": [{"type": "emoji", "emoji": "👍"}]}});
+        assert!(matches!(heard(anonymous), ParsedUpdate::Ignored(_)));
+    }
+
+    #[test]
+    fn the_webhook_asks_for_what_it_parses_and_deploy_asks_for_the_same() {
+        let deploy = include_str!("../../../scripts/deploy.mjs");
+        let quoted: Vec<String> = ALLOWED_UPDATES.iter().map(|name| format!("\"{name}\"")).collect();
+        assert!(deploy.contains(&format!("const TELEGRAM_UPDATES = [{}];", quoted.join(", "))));
+    }
 
     #[test]
     fn an_edit_names_the_chat_and_the_message_and_refuses_what_is_not_telegram() {

@@ -8,7 +8,7 @@ use worker::{Env, Method, Request, Response};
 
 use crate::api_error::ApiError;
 use crate::log_line::LogLine;
-use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::platforms::webhooks::{acknowledge, deliver, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::platforms::whatsapp::wire::{self as whatsapp, Notice, WhatsAppError};
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
@@ -53,11 +53,9 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
                 super::buttons::pressed(env, &click).await?;
                 clicks += 1;
             }
-            Notice::Reaction(heard) => LogLine::info("whatsapp_reaction_heard")
-                .conversation(&heard.conversation_key)
-                .id(&heard.message_id)
-                .field("removed", heard.emoji.is_none())
-                .emit(),
+            Notice::Heard(heard) => {
+                deliver_heard(env, &heard).await?;
+            }
             Notice::Status(status) if status.status == "failed" => {
                 let (code, title) = status.error.unwrap_or((0, "no reason given".into()));
                 LogLine::warn("whatsapp_message_failed")

@@ -10,7 +10,7 @@ use sha2::Sha256;
 use thiserror::Error;
 
 use crate::approvals::rules::{button_data, Choice, Click, Clicker};
-use crate::inbound::{Attachment, Author, InboundEvent, ReplyAddress};
+use crate::inbound::{Attachment, Author, Heard, HeardEvent, InboundEvent, ReplyAddress};
 use crate::platforms::Platform;
 use crate::security::{constant_time_eq, decode_hex};
 
@@ -94,19 +94,6 @@ pub fn verify_handshake(query: &[(String, String)], verify_token: &str) -> Resul
     }
 }
 
-/// A reaction a person put on (or took off) a message: parsed and kept ready
-/// for the general "reaction heard" mechanism; acknowledged for now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReactionHeard {
-    pub conversation_key: String,
-    pub person: String,
-    /// The message reacted to (a `wamid`).
-    pub message_id: String,
-    /// The emoji; None when the reaction was taken away.
-    pub emoji: Option<String>,
-    pub timestamp_ms: i64,
-}
-
 /// What became of a message the bot sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusUpdate {
@@ -123,7 +110,8 @@ pub struct StatusUpdate {
 pub enum Notice {
     Message(Box<InboundEvent>),
     Click(Click),
-    Reaction(ReactionHeard),
+    /// A reaction a person put on a message (heard by the channel).
+    Heard(HeardEvent),
     Status(StatusUpdate),
     /// Acknowledged and dropped, with the reason.
     Ignored(&'static str),
@@ -256,10 +244,18 @@ fn parse_message(message: &Value, phone: &str, contacts: &[Contact]) -> Result<N
     }
     let timestamp_ms = seconds(&message["timestamp"]).saturating_mul(1000);
     if kind == "reaction" {
-        let emoji = Some(text_at(message, "/reaction/emoji")).filter(|emoji| !emoji.is_empty()).map(str::to_string);
-        let message_id = text_at(message, "/reaction/message_id").to_string();
-        let person = from.to_string();
-        return Ok(Notice::Reaction(ReactionHeard { conversation_key: key, person, message_id, emoji, timestamp_ms }));
+        // A reaction taken away arrives with an empty emoji: which one went is not said.
+        let emoji = text_at(message, "/reaction/emoji");
+        if emoji.is_empty() {
+            return Ok(Notice::Ignored("a reaction taken away names no emoji"));
+        }
+        return Ok(Notice::Heard(HeardEvent {
+            conversation_key: key,
+            delivery_id: id.to_string(),
+            message_id: text_at(message, "/reaction/message_id").to_string(),
+            author: Some(Author { id: from.to_string(), name, is_bot: false }),
+            heard: Heard::Reaction { emoji: emoji.to_string(), added: true },
+        }));
     }
     let (text, attachments) = match kind {
         "text" => (text_at(message, "/text/body").to_string(), Vec::new()),
@@ -569,12 +565,13 @@ mod tests {
     #[test]
     fn reactions_and_statuses_are_read_and_other_types_ignored() {
         let reaction = message("reaction", json!({"message_id": "wamid.BOT", "emoji": "👍"}));
-        let Notice::Reaction(heard) = one(&notification(json!([reaction]), json!([]))) else { panic!("a reaction") };
-        assert_eq!((heard.message_id.as_str(), heard.emoji.as_deref()), ("wamid.BOT", Some("👍")));
+        let Notice::Heard(heard) = one(&notification(json!([reaction]), json!([]))) else { panic!("a reaction") };
+        assert_eq!(heard.message_id, "wamid.BOT");
+        assert_eq!(heard.heard, Heard::Reaction { emoji: "👍".into(), added: true });
         assert_eq!(heard.conversation_key, "whatsapp:PN1:4915100");
+        assert_eq!(heard.author.map(|author| author.id).as_deref(), Some("4915100"));
         let removed = message("reaction", json!({"message_id": "wamid.BOT", "emoji": ""}));
-        let Notice::Reaction(heard) = one(&notification(json!([removed]), json!([]))) else { panic!("a reaction") };
-        assert_eq!(heard.emoji, None, "taken away");
+        assert!(matches!(one(&notification(json!([removed]), json!([]))), Notice::Ignored(_)), "taken away");
 
         let failed = json!({"id": "wamid.BOT", "status": "failed", "timestamp": "1", "recipient_id": "4915100",
             "errors": [{"code": 131047, "title": "Re-engagement message"}]});

@@ -232,7 +232,7 @@ pub enum Standing {
 /// Whether an event from a workspace is heard: an installed one is; an
 /// ended one never is; an unknown one only when the single bot token
 /// (`SLACK_BOT_TOKEN`) can answer it.
-pub fn is_heard(standing: Standing, has_single_token: bool) -> bool {
+pub fn is_live(standing: Standing, has_single_token: bool) -> bool {
     match standing {
         Standing::Installed => true,
         Standing::Ended => false,
@@ -342,9 +342,9 @@ mod tests {
     #[test]
     fn an_ended_workspace_is_never_heard_and_an_unknown_one_only_with_the_single_token() {
         for has_single_token in [false, true] {
-            assert!(is_heard(Standing::Installed, has_single_token));
-            assert!(!is_heard(Standing::Ended, has_single_token));
-            assert_eq!(is_heard(Standing::Unknown, has_single_token), has_single_token);
+            assert!(is_live(Standing::Installed, has_single_token));
+            assert!(!is_live(Standing::Ended, has_single_token));
+            assert_eq!(is_live(Standing::Unknown, has_single_token), has_single_token);
         }
     }
 }
