@@ -5,8 +5,8 @@
 //! address, and [`webhooks`] the one that reads a webhook.
 
 pub mod discord;
-pub mod plain_webhook;
 pub mod email;
+pub mod plain_webhook;
 pub mod platform;
 pub mod settings;
 pub mod slack;

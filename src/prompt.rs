@@ -198,7 +198,7 @@ mod tests {
         ("branch_question", "daa566046a53ddb455bdc409f1d85bc9d6c84bff4822a10a4489e831beb3f5a3"),
         ("branch_system", "fea5fdb7df2f314c08bf2b9981a4f68b5cd6f95e1b6dae36d7ae13c7ff641ff5"),
         ("budget_exhausted", "4186e509a4e87a3e3898d0155b29fd891d4a83f93f1a0977dd42fde72dfd8b6e"),
-        ("channel_system", "47d5f65f731c87e44323dd3c3ad9b14bf6c65c8244e7151745387fa14aa75015"),
+        ("channel_system", "141974d8d4ce3f2aa94ccbb4a5eb9187f950383e69d3f89b88dca8fbf0241086"),
         ("channel_turn", "8761a7169d9724863328438dec02da41ee871a53440482214d3ed6787836c9e4"),
         ("command_ack", "033dcde9dd7c365bb338322a90d40c417e66f3d169f9f6a7d5edceaf2cebdc51"),
         ("compactor_system", "930ecf29dc7ff5f4a5b55337d178210e69f6371dc548fcb0c6accde65b202900"),

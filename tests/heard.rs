@@ -250,6 +250,59 @@ async fn slack_a_deletion_leaves_the_history_and_a_reaction_is_seen_by_the_next_
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn slack_a_deleted_message_takes_the_memories_learned_from_it_and_no_others() {
+    let env = TestEnv::start().await;
+    let branch = "You are a branch";
+    for (n, (ts, told, fact)) in [
+        ("1795000000.000100", "my door code is 4711", "Ada's door code is 4711"),
+        ("1795000000.000200", "my cat is called Tom", "Ada's cat is called Tom"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        env.llm.push(Scripted::ToolCalls(vec![
+            ("branch".into(), json!({ "question": format!("remember: {told}") })),
+            ("reply".into(), json!({ "content": "I'll remember that." })),
+        ]));
+        env.llm.push_for(
+            branch,
+            Scripted::ToolCalls(vec![("memory_save".into(), json!({ "content": fact, "memory_type": "fact" }))]),
+        );
+        env.llm.push_for(branch, Scripted::Text("Saved.".into()));
+        env.llm.reply("Noted.");
+        env.slack_event(&slack_callback(&format!("Ev{n}"), slack_dm(told, ts))).await;
+        slack_posts(&env, 2 * (n + 1)).await;
+    }
+    let contents = |listed: Value| -> Vec<String> {
+        let rows = listed.as_array().cloned().unwrap_or_default();
+        rows.iter().map(|row| row["content"].as_str().unwrap_or_default().to_string()).collect()
+    };
+    let branch_results: Vec<String> = env
+        .llm
+        .requests()
+        .iter()
+        .filter(|request| all_message_text(request).contains(branch))
+        .filter_map(|request| {
+            let messages = request["messages"].as_array()?;
+            let result = messages.iter().rev().find(|message| message["role"] == "tool")?;
+            Some(result["content"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+    assert_eq!(branch_results.len(), 2, "each branch saved once: {branch_results:?}");
+    assert!(branch_results.iter().all(|result| result.starts_with("saved memory")), "{branch_results:?}");
+    assert_eq!(contents(env.admin("/api/memories?mode=recent").await).len(), 2, "both facts saved");
+
+    let deleted = json!({"type": "message", "subtype": "message_deleted", "channel": "D1", "channel_type": "im",
+        "hidden": true, "deleted_ts": "1795000000.000100", "ts": "1795000099.000002"});
+    let gone = answer(env.slack_event(&slack_callback("Ev9", deleted)).await).await;
+    assert_eq!(gone["reason"], "delete: applied", "{gone}");
+    let left = contents(env.admin("/api/memories?mode=recent").await);
+    assert_eq!(left, vec!["Ada's cat is called Tom".to_string()], "only the deleted message's memory went");
+    let searched = env.admin("/api/memories?mode=hybrid&query=door%20code").await.to_string();
+    assert!(!searched.contains("4711"), "nor is it found by search: {searched}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn slack_a_modal_submitted_is_answered_and_a_forged_one_refused() {
     let env = TestEnv::start().await;
     let payload = json!({"type": "view_submission", "team": {"id": "T1"}, "user": {"id": "U1", "name": "ada"},

@@ -1,7 +1,8 @@
 //! What the channel hears besides new messages (`crate::inbound::HeardEvent`):
 //! an edit replaces the message wherever it is kept (the waiting queue, the
 //! turn under way before its answer, the context buffer, the history here and
-//! in D1); a deletion takes it out of all of them; a reaction to one of the
+//! in D1); a deletion takes it out of all of them, with the memories learned
+//! from it; a reaction to one of the
 //! bot's messages becomes a line in the history the next turn reads. None
 //! starts a turn. Each is taken once per delivery id, through the inbox.
 
@@ -45,6 +46,8 @@ pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Res
             let database = object.env.d1(DATABASE_BINDING)?;
             crate::conversations::archive::hear(&database, &event.conversation_key, &event.message_id, None, None)
                 .await?;
+            let (key, message) = (&event.conversation_key, &event.message_id);
+            crate::memory::store::forget_learned_from(&object.config, &object.env, &database, key, message).await?;
             let reach = object.step(|machine| machine.hear_delete(&event.message_id))?;
             inbox::settle(&sql, &reach.removed, "deleted", now)?;
             let rows = history::delete(&sql, &event.message_id)?;

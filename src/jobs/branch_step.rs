@@ -144,7 +144,13 @@ impl BranchTools for EdgeTools<'_> {
 
 impl EdgeTools<'_> {
     fn memory(&self) -> MemoryTools<'_> {
-        MemoryTools { config: self.config, env: self.env, db: self.db, conversation_key: self.conversation_key }
+        MemoryTools {
+            config: self.config,
+            env: self.env,
+            db: self.db,
+            conversation_key: self.conversation_key,
+            source_message: &self.origin.message_id,
+        }
     }
 
     /// A profile tool's answer.

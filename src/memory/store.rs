@@ -52,6 +52,14 @@ fn memory_id(scope: &str, content: &str) -> String {
     format!("mem-{}", crate::security::encode_hex(&digest[..8]))
 }
 
+/// Where a memory was learned: the conversation, and the message that led
+/// to it (empty when none did), which a deletion of that message takes along.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    pub conversation: &'a str,
+    pub message: &'a str,
+}
+
 /// Saves a memory learned in the conversation `source`, private to that
 /// conversation's scope: embeds it, links it to near neighbours it can see,
 /// indexes its words. A private memory never reaches the bulletin, so the
@@ -60,11 +68,12 @@ pub async fn save(
     config: &Config,
     env: &Env,
     db: &D1Database,
-    source: &str,
+    learned: Source<'_>,
     memory_type: MemoryType,
     content: &str,
     importance: Option<f64>,
 ) -> Result<Saved> {
+    let source = learned.conversation;
     let now = now_ms();
     let scope = conversation_scope(source);
     let visible = Viewer::Conversation(source).visible_scopes();
@@ -91,8 +100,8 @@ pub async fn save(
         // A row of another scope (only ever one an operator shared) is left as it is.
         db.prepare(
             "INSERT INTO memories (id, memory_type, content, importance, created_at, updated_at, last_accessed_at, \
-             access_count, source, vector, sketch, scope, vector_scope) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, 0, ?6, ?7, ?8, ?9, ?10) \
+             access_count, source, vector, sketch, scope, vector_scope, source_message) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, 0, ?6, ?7, ?8, ?9, ?10, ?11) \
              ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, \
              importance = MAX(importance, excluded.importance), memory_type = excluded.memory_type, \
              vector = excluded.vector, sketch = excluded.sketch, vector_scope = excluded.vector_scope \
@@ -109,6 +118,7 @@ pub async fn save(
             stored.sketch.map_or(JsValue::NULL, JsValue::from),
             scope.as_str().into(),
             vector_scope,
+            learned.message.into(),
         ])?,
         // The stored content: a re-save that differs only in case or spacing
         // keeps the first wording, and so does the index.
@@ -168,6 +178,36 @@ pub async fn delete(config: &Config, env: &Env, db: &D1Database, viewer: Viewer<
     }
     vector_index(config, env, db)?.delete(&[id.to_string()]).await?;
     Ok(true)
+}
+
+/// Deletes the memories of conversation `source` learned from its message
+/// `message` (a deletion on the platform), as that conversation deletes its
+/// own (a memory an operator has shared is left); how many went.
+pub async fn forget_learned_from(
+    config: &Config,
+    env: &Env,
+    db: &D1Database,
+    source: &str,
+    message: &str,
+) -> Result<usize> {
+    if message.is_empty() {
+        return Ok(0);
+    }
+    #[derive(serde::Deserialize)]
+    struct Row {
+        id: String,
+    }
+    let rows: Vec<Row> = db
+        .prepare("SELECT id FROM memories WHERE source = ?1 AND source_message = ?2")
+        .bind(&[source.into(), message.into()])?
+        .all_counted()
+        .await?
+        .results()?;
+    let mut forgotten = 0;
+    for row in rows {
+        forgotten += usize::from(delete(config, env, db, Viewer::Conversation(source), &row.id).await?);
+    }
+    Ok(forgotten)
 }
 
 /// Where [`forget`] deletes the memory's row (its result tells whether there was one).

@@ -7,7 +7,7 @@ use worker::{D1Database, Env, Result};
 use super::arguments::{MemoryDeleteArguments, MemoryRecallArguments, MemorySaveArguments};
 use super::recall::{recall, RecallRequest};
 use super::scope::Viewer;
-use super::store::{delete, save};
+use super::store::{delete, save, Source};
 use crate::config::Config;
 use crate::llm::tool::given;
 
@@ -17,6 +17,8 @@ pub struct MemoryTools<'a> {
     pub env: &'a Env,
     pub db: &'a D1Database,
     pub conversation_key: &'a str,
+    /// The message being thought about: a memory saved is learned from it.
+    pub source_message: &'a str,
 }
 
 impl MemoryTools<'_> {
@@ -26,8 +28,9 @@ impl MemoryTools<'_> {
         if content.is_empty() {
             return Ok("error: `content` must be a non-empty string".into());
         }
-        let (config, env, db, key) = (self.config, self.env, self.db, self.conversation_key);
-        let saved = save(config, env, db, key, arguments.memory_type, content, arguments.importance).await?;
+        let learned = Source { conversation: self.conversation_key, message: self.source_message };
+        let saved =
+            save(self.config, self.env, self.db, learned, arguments.memory_type, content, arguments.importance).await?;
         if !saved.stored {
             return Ok("error: an operator has shared a memory with these words; only operators change it".into());
         }

@@ -21,8 +21,8 @@ use crate::runtime::config::redactor;
 use crate::runtime::log::Emit;
 
 use crate::platforms::discord::messenger::Discord;
-use crate::platforms::plain_webhook::messenger::PlainWebhook;
 use crate::platforms::email::messenger::Email;
+use crate::platforms::plain_webhook::messenger::PlainWebhook;
 use crate::platforms::slack::messenger::Slack;
 use crate::platforms::teams::messenger::Teams;
 use crate::platforms::telegram::messenger::Telegram;

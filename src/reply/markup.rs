@@ -239,7 +239,11 @@ impl Renderer {
         if code.contains('`')
             && matches!(
                 self.flavor,
-                Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::TeamsMarkdown | Flavor::WhatsApp | Flavor::Markdown
+                Flavor::SlackMrkdwn
+                    | Flavor::DiscordMarkdown
+                    | Flavor::TeamsMarkdown
+                    | Flavor::WhatsApp
+                    | Flavor::Markdown
             )
         {
             return self.text(code, false);
@@ -259,7 +263,11 @@ impl Renderer {
         if self.quotes > 0
             && matches!(
                 self.flavor,
-                Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::TeamsMarkdown | Flavor::WhatsApp | Flavor::Markdown
+                Flavor::SlackMrkdwn
+                    | Flavor::DiscordMarkdown
+                    | Flavor::TeamsMarkdown
+                    | Flavor::WhatsApp
+                    | Flavor::Markdown
             )
         {
             self.tokens.push(Token::Markup("> "));

@@ -177,7 +177,13 @@ pub fn parse(body: &[u8], now_ms: i64) -> Result<Plain, PlainError> {
             return Err(PlainError::Malformed(format!("the message changed must be 1-{ID_LIMIT} characters")));
         }
         let author = Some(author);
-        return Ok(Plain::Heard(HeardEvent { conversation_key: key, delivery_id: request.id, message_id, author, heard }));
+        return Ok(Plain::Heard(HeardEvent {
+            conversation_key: key,
+            delivery_id: request.id,
+            message_id,
+            author,
+            heard,
+        }));
     }
     if request.attachments.len() > ATTACHMENTS_LIMIT {
         return Err(PlainError::Malformed(format!("at most {ATTACHMENTS_LIMIT} attachments")));

@@ -495,8 +495,12 @@ mod tests {
     #[test]
     fn edits_deletions_and_reactions_are_heard_and_the_bots_own_are_not() {
         let value = |text: &str| -> Value {
-            serde_json::from_slice(&activity(json!({ "id": "a:1xyz", "conversationType": "personal" }), text, json!([])))
-                .unwrap()
+            serde_json::from_slice(&activity(
+                json!({ "id": "a:1xyz", "conversationType": "personal" }),
+                text,
+                json!([]),
+            ))
+            .unwrap()
         };
         let mut edit = value("my name is Rob");
         edit["type"] = json!("messageUpdate");
@@ -524,7 +528,10 @@ mod tests {
         let ParsedTeams::Heard(heard) = parse_activity(reaction.to_string().as_bytes(), APP).unwrap() else {
             panic!("a reaction")
         };
-        assert_eq!((heard.message_id.as_str(), heard.heard), ("1795000000999", Heard::Reaction { emoji: "like".into(), added: true }));
+        assert_eq!(
+            (heard.message_id.as_str(), heard.heard),
+            ("1795000000999", Heard::Reaction { emoji: "like".into(), added: true })
+        );
 
         reaction["reactionsAdded"] = json!([]);
         assert!(matches!(parse_activity(reaction.to_string().as_bytes(), APP).unwrap(), ParsedTeams::Ignored(_)));
