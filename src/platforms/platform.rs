@@ -62,7 +62,7 @@ impl Platform {
             Platform::Teams => "Microsoft Teams",
             Platform::WhatsApp => "WhatsApp",
             Platform::Webhook => "the plain webhook",
-            Platform::Email => "email",
+            Platform::Email => "Email",
         }
     }
 
