@@ -27,16 +27,16 @@ thread_local! {
     static CONFIG: std::cell::OnceCell<Rc<Config>> = const { std::cell::OnceCell::new() };
     /// The configured secrets, made with the configuration.
     static REDACTOR: std::cell::OnceCell<Rc<Redactor>> = const { std::cell::OnceCell::new() };
-    /// The Worker's bindings, as the first entry point saw them: fixed for the
-    /// isolate's life, like its vars. For a messenger that must read D1 (a
-    /// Slack workspace's token) where it is made from settings alone.
-    static ENV: std::cell::OnceCell<Env> = const { std::cell::OnceCell::new() };
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen(module = "cloudflare:workers")]
+extern "C" {
+    /// The Worker's bindings, as the runtime exports them to every module.
+    #[wasm_bindgen(thread_local_v2, js_name = env)]
+    static WORKER_ENV: Env;
 }
 
 pub fn load(env: &Env) -> Rc<Config> {
-    ENV.with(|bindings| {
-        bindings.get_or_init(|| env.clone());
-    });
     CONFIG.with(|config| {
         config
             .get_or_init(|| {
@@ -53,9 +53,12 @@ pub fn load(env: &Env) -> Rc<Config> {
     })
 }
 
-/// The bindings [`load`] was first given (None before any entry point ran).
-pub fn bindings() -> Option<Env> {
-    ENV.with(|bindings| bindings.get().cloned())
+/// The Worker's bindings, for a part made from settings and state alone
+/// (a messenger, through `outbound::for_address`) that must reach one: the
+/// `send_email` binding, D1 for a Slack workspace's token. The runtime's own
+/// export (`cloudflare:workers`), the same object every entry point is given.
+pub fn bindings() -> Env {
+    WORKER_ENV.with(Env::clone)
 }
 
 /// The redactor of the configured secrets. Every entry point loads the

@@ -2,7 +2,6 @@
 //! handed to the `send_email` binding (`EMAIL`). A mail is never edited,
 //! deleted or reacted to, and there is nothing like "typing" to show.
 
-use wasm_bindgen::prelude::wasm_bindgen;
 use worker::EmailMessage;
 use worker::SendEmail;
 
@@ -18,19 +17,10 @@ use crate::platforms::messenger::{Buttons, Interrupted, Messenger, Piece, SendFa
 use crate::reply::reaction::Reaction;
 use crate::runtime::http::now_ms;
 
-#[wasm_bindgen(module = "cloudflare:workers")]
-extern "C" {
-    /// The Worker's bindings, as the runtime exports them to every module:
-    /// a channel object's messenger is made from its settings and state
-    /// alone (`outbound::for_address`), and the send binding is on the env.
-    #[wasm_bindgen(thread_local_v2, js_name = env)]
-    static WORKER_ENV: worker::Env;
-}
-
 /// The send binding.
 pub fn send_binding() -> Result<SendEmail, SendFailure> {
-    WORKER_ENV
-        .with(|env| env.send_email(EMAIL.name))
+    crate::runtime::config::bindings()
+        .send_email(EMAIL.name)
         .map_err(|error| SendFailure::permanent(format!("email: no `{}` binding: {error}", EMAIL.name)))
 }
 
