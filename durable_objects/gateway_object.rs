@@ -18,6 +18,7 @@ use worker::{
 };
 
 use crate::config::Config;
+use crate::inbound::{HeardEvent, InboundEvent};
 use crate::log_line::LogLine;
 use crate::platforms::discord::gateway::{parse_frame, Gateway, Move, Session};
 use crate::platforms::discord::gateway_route::{GatewayRoute, ObjectRoute};
@@ -345,19 +346,7 @@ impl Shared {
             Ok(None) => return,
             Err(error) => return LogLine::warn("gateway_message_unreadable").platform("Discord").reason(&error).emit(),
         };
-        let env = self.env.clone();
-        wasm_bindgen_futures::spawn_local(async move {
-            for attempt in 1..=DELIVERY_ATTEMPTS {
-                match deliver(&env, &event).await {
-                    Ok(_) => return,
-                    Err(_) if attempt < DELIVERY_ATTEMPTS => sleep_ms(500 * u64::from(attempt)).await,
-                    Err(error) => {
-                        let line = LogLine::error("gateway_delivery_failed").conversation(&event.conversation_key);
-                        line.id(&event.delivery_id).platform("Discord").reason(&error).emit();
-                    }
-                }
-            }
-        });
+        spawn_delivery(self.env.clone(), Handover::Message(Box::new(event)));
     }
 }
 
@@ -370,20 +359,39 @@ impl Shared {
             Ok(None) => return,
             Err(error) => return LogLine::warn("gateway_heard_unreadable").platform("Discord").reason(&error).emit(),
         };
-        let env = self.env.clone();
-        wasm_bindgen_futures::spawn_local(async move {
-            for attempt in 1..=DELIVERY_ATTEMPTS {
-                match deliver_heard(&env, &event).await {
-                    Ok(_) => return,
-                    Err(_) if attempt < DELIVERY_ATTEMPTS => sleep_ms(500 * u64::from(attempt)).await,
-                    Err(error) => {
-                        let line = LogLine::error("gateway_delivery_failed").conversation(&event.conversation_key);
-                        line.id(&event.delivery_id).platform("Discord").reason(&error).emit();
-                    }
+        spawn_delivery(self.env.clone(), Handover::Heard(event));
+    }
+}
+
+/// What the Gateway hands to a channel object.
+enum Handover {
+    Message(Box<InboundEvent>),
+    Heard(HeardEvent),
+}
+
+/// Delivers a handover without waiting for it here, trying
+/// `DELIVERY_ATTEMPTS` times a little apart; the last failure is logged.
+fn spawn_delivery(env: Env, handover: Handover) {
+    wasm_bindgen_futures::spawn_local(async move {
+        let (key, id) = match &handover {
+            Handover::Message(event) => (event.conversation_key.clone(), event.delivery_id.clone()),
+            Handover::Heard(event) => (event.conversation_key.clone(), event.delivery_id.clone()),
+        };
+        for attempt in 1..=DELIVERY_ATTEMPTS {
+            let delivered = match &handover {
+                Handover::Message(event) => deliver(&env, event).await,
+                Handover::Heard(event) => deliver_heard(&env, event).await,
+            };
+            match delivered {
+                Ok(_) => return,
+                Err(_) if attempt < DELIVERY_ATTEMPTS => sleep_ms(500 * u64::from(attempt)).await,
+                Err(error) => {
+                    let line = LogLine::error("gateway_delivery_failed").conversation(&key);
+                    line.id(&id).platform("Discord").reason(&error).emit();
                 }
             }
-        });
-    }
+        }
+    });
 }
 
 #[derive(Deserialize)]

@@ -35,6 +35,18 @@ pub enum Flavor {
     Markdown,
 }
 
+impl Flavor {
+    /// Markup written in the text itself (Slack's, Discord's, Teams', WhatsApp's,
+    /// Markdown), not in tags: quotes are `> ` line by line, and inline code
+    /// has no escape for a backtick.
+    const fn is_plain_text_markup(self) -> bool {
+        matches!(
+            self,
+            Flavor::SlackMrkdwn | Flavor::DiscordMarkdown | Flavor::TeamsMarkdown | Flavor::WhatsApp | Flavor::Markdown
+        )
+    }
+}
+
 /// One piece of a rendered reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Token {
@@ -234,18 +246,9 @@ impl Renderer {
     }
 
     fn code(&mut self, code: &str) {
-        // A backtick in inline code would end the span early on Slack and
-        // Discord (neither has an escape there): such code is shown as text.
-        if code.contains('`')
-            && matches!(
-                self.flavor,
-                Flavor::SlackMrkdwn
-                    | Flavor::DiscordMarkdown
-                    | Flavor::TeamsMarkdown
-                    | Flavor::WhatsApp
-                    | Flavor::Markdown
-            )
-        {
+        // A backtick in inline code would end the span early where the
+        // markup has no escape there: such code is shown as text.
+        if code.contains('`') && self.flavor.is_plain_text_markup() {
             return self.text(code, false);
         }
         self.open(Style::Code);
@@ -258,18 +261,9 @@ impl Renderer {
         self.line_start();
     }
 
-    /// Slack and Discord quote each line with `> `.
+    /// Markup in the text quotes each line with `> `.
     fn line_start(&mut self) {
-        if self.quotes > 0
-            && matches!(
-                self.flavor,
-                Flavor::SlackMrkdwn
-                    | Flavor::DiscordMarkdown
-                    | Flavor::TeamsMarkdown
-                    | Flavor::WhatsApp
-                    | Flavor::Markdown
-            )
-        {
+        if self.quotes > 0 && self.flavor.is_plain_text_markup() {
             self.tokens.push(Token::Markup("> "));
         }
     }
