@@ -100,7 +100,13 @@ async fn statuses_and_reactions_are_acknowledged_without_a_turn() {
     assert_eq!(malformed.status(), 400, "not a WhatsApp notification");
     env.settle().await;
     assert!(env.llm.requests().is_empty(), "no turn");
-    assert_eq!(events(&whatsapp).await, Vec::<Value>::new(), "nothing stored");
+    // The reaction is heard (on a message that is not the bot's: ignored); the status stores nothing.
+    let stored = events(&whatsapp).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(
+        (stored[0]["decision"].as_str(), stored[0]["reason"].as_str()),
+        (Some("heard"), Some("reaction: ignored: not a message of the bot's"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
