@@ -25,6 +25,7 @@ pub const BOT_SCOPES: &[&str] = &[
     "mpim:history",
     "chat:write",
     "reactions:write",
+    "reactions:read",
     "channels:read",
     "groups:read",
     "mpim:read",
