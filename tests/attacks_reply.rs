@@ -76,7 +76,8 @@ fn slack_dm(text: &str, ts: &str) -> Value {
     )
 }
 
-async fn slack_posts(env: &TestEnv, count: usize) -> Vec<Value> {
+/// Waits for `count` messages posted on Slack and returns them.
+pub(crate) async fn slack_posts(env: &TestEnv, count: usize) -> Vec<Value> {
     wait_for(&format!("{count} chat.postMessage call(s)"), Duration::from_secs(20), || async {
         let posts = env.slack.calls("/chat.postMessage");
         (posts.len() >= count).then_some(posts)

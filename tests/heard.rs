@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::attacks_reply::slack_posts;
 use crate::harness::fake_llm::current_section;
 use crate::harness::{
     all_message_text, dm_update, now_secs, slack_callback, slack_headers, wait_for, Scripted, TestEnv, SLACK_BOT_USER,
@@ -182,14 +183,6 @@ fn slack_changed(ts: &str, text: &str) -> Value {
 fn slack_reaction(ts: &str) -> Value {
     json!({"type": "reaction_added", "user": "U1", "reaction": "thumbsup", "item_user": SLACK_BOT_USER,
            "item": {"type": "message", "channel": "D1", "ts": ts}, "event_ts": "1795000100.000001"})
-}
-
-async fn slack_posts(env: &TestEnv, count: usize) -> Vec<Value> {
-    wait_for(&format!("{count} chat.postMessage call(s)"), Duration::from_secs(20), || async {
-        let posts = env.slack.calls("/chat.postMessage");
-        (posts.len() >= count).then_some(posts)
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
