@@ -105,7 +105,7 @@ async fn the_dashboard_shows_a_banner_naming_the_missing_setting() {
     let env = TestEnv::start_with(&NO_MODEL).await;
     let browser = crate::harness::browser::Browser::start(1000, 800).await;
     crate::web::sign_in(&browser, &env).await;
-    let banner = browser.wait_for_text("#setup-banner", "OPENAI_API_KEY", Duration::from_secs(10)).await;
+    let banner = browser.wait_for_text("#setup-banner", "OPENAI_API_KEY", Duration::from_secs(30)).await;
     assert!(banner.contains("Not set up yet"), "{banner}");
     browser.screenshot("dashboard-not-set-up").await;
 

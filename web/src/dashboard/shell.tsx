@@ -66,10 +66,24 @@ interface Setup {
 export function SetupBanner() {
   const [problem, setProblem] = useState("");
   useEffect(() => {
-    api<Setup>("/api/status").then(
-      (status) => setProblem(status.setup.model.ready ? "" : status.setup.model.explain ?? "no model can answer"),
-      () => setProblem(""),
-    );
+    // Asked again now and then (and soon after a failed ask), so a fix or a
+    // new fault shows without a reload and a busy moment hides nothing.
+    let live = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const check = () =>
+      api<Setup>("/api/status").then(
+        (status) => {
+          if (!live) return;
+          setProblem(status.setup.model.ready ? "" : status.setup.model.explain ?? "no model can answer");
+          timer = setTimeout(check, 30_000);
+        },
+        () => live && (timer = setTimeout(check, 2_000)),
+      );
+    check();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
   }, []);
   if (!problem) return null;
   return (
