@@ -26,6 +26,10 @@ pub enum ReplyAddress {
         /// Forum topic (`message_thread_id`), when the chat has topics.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         topic_id: Option<i64>,
+        /// The agent whose own bot answers (None: the default agent's
+        /// `TELEGRAM_BOT_TOKEN`); see `crate::agents`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
     },
     Slack {
         channel: String,
@@ -140,7 +144,11 @@ impl ReplyAddress {
     /// `discord:{guild|dm}:{channel}`, `web:{session}`.
     pub fn for_conversation(conversation_key: &str) -> Option<ReplyAddress> {
         Some(match ConversationKey::parse(conversation_key).ok()? {
-            ConversationKey::Telegram { chat, topic } => ReplyAddress::Telegram { chat_id: chat, topic_id: topic },
+            ConversationKey::Telegram { chat, topic } => {
+                let agent = crate::agents::agent_of(conversation_key);
+                let agent = (agent != crate::agents::DEFAULT).then(|| agent.to_string());
+                ReplyAddress::Telegram { chat_id: chat, topic_id: topic, agent }
+            }
             ConversationKey::Slack { team, channel, thread } => {
                 ReplyAddress::Slack { channel, thread_ts: thread, team: Some(team).filter(|team| !team.is_empty()) }
             }
@@ -220,7 +228,7 @@ impl InboundEvent {
             delivery_id.to_string(),
             author,
             text.to_string(),
-            ReplyAddress::Telegram { chat_id, topic_id: None },
+            ReplyAddress::Telegram { chat_id, topic_id: None, agent: None },
         )
     }
 }
@@ -237,8 +245,12 @@ mod tests {
     #[test]
     fn a_conversation_key_names_its_reply_address() {
         let cases = [
-            ("telegram:-100", Some(ReplyAddress::Telegram { chat_id: -100, topic_id: None })),
-            ("telegram:-100:7", Some(ReplyAddress::Telegram { chat_id: -100, topic_id: Some(7) })),
+            ("telegram:-100", Some(ReplyAddress::Telegram { chat_id: -100, topic_id: None, agent: None })),
+            ("telegram:-100:7", Some(ReplyAddress::Telegram { chat_id: -100, topic_id: Some(7), agent: None })),
+            (
+                "agent:b:telegram:-100",
+                Some(ReplyAddress::Telegram { chat_id: -100, topic_id: None, agent: Some("b".into()) }),
+            ),
             (
                 "slack:T1:C1",
                 Some(ReplyAddress::Slack { channel: "C1".into(), thread_ts: None, team: Some("T1".into()) }),

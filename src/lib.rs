@@ -44,6 +44,7 @@ pub mod time;
 pub mod verb;
 pub mod web_tools;
 pub mod workspace;
+pub mod agents;
 
 #[cfg(target_arch = "wasm32")]
 mod conversations;

@@ -5,6 +5,7 @@
 use matchit::Params;
 use worker::{Env, Headers, Method, Request, Response, Result};
 
+use crate::agents::api as agents;
 use crate::api_error::ApiError;
 use crate::routes::{self, Access, Found, Route, Verb};
 use crate::runtime::failure::Answer;
@@ -86,6 +87,9 @@ async fn route(request: Request, env: &Env) -> Answer {
         Route::ChatApproval => web_chat_buttons::pressed(request, env, param("id")).await,
         Route::SlackInstall => slack_install::install(request, env).await,
         Route::SlackOAuthCallback => slack_install::callback(request, env).await,
+        Route::AgentTelegramWebhook => {
+            crate::platforms::telegram::webhook::receive_for_agent(request, env, param("agent")).await
+        }
         _ => {
             let operator = operator.as_ref().ok_or(ApiError::Unauthorized("this route is the operator's"))?;
             operators(route, request, env, &params, operator).await
@@ -116,10 +120,16 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::ChannelIdentity => identity::conversation_override(env, param("key"), operator).await,
         Route::SetChannelIdentity => identity::set_conversation_override(request, env, param("key"), operator).await,
         Route::RemoveChannelIdentity => identity::remove_conversation_override(env, param("key"), operator).await,
-        Route::IdentityDocuments => identity::documents(env, operator).await,
-        Route::IdentityVersions => identity::versions(env, param("name"), operator).await,
-        Route::SaveIdentity => identity::save_document(request, env, param("name"), operator).await,
-        Route::RestoreIdentity => identity::restore(env, param("name"), param("version"), operator).await,
+        Route::IdentityDocuments => identity::documents(env, &agents::of_query(&request)?, operator).await,
+        Route::IdentityVersions => identity::versions(env, &agents::of_query(&request)?, param("name"), operator).await,
+        Route::SaveIdentity => {
+            let agent = agents::of_query(&request)?;
+            identity::save_document(request, env, &agent, param("name"), operator).await
+        }
+        Route::RestoreIdentity => {
+            let agent = agents::of_query(&request)?;
+            identity::restore(env, &agent, param("name"), param("version"), operator).await
+        }
         Route::Memories => memory::memories(&request, env, operator).await,
         Route::ImportMemories => memory::import_memories(request, env, operator).await,
         Route::DeleteMemory => memory::delete_memory(env, param("id"), operator).await,
@@ -153,6 +163,11 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator).await,
         Route::SlackWorkspaces => slack_install::workspaces(env, operator).await,
+        Route::Agents => agents::list(env, operator).await,
+        Route::CreateAgent => agents::create(request, env, operator).await,
+        Route::UpdateAgent => agents::update(request, env, param("id"), operator).await,
+        Route::DeleteAgent => agents::delete(env, param("id"), operator).await,
+        Route::SetAgentTelegram => agents::set_telegram(request, env, param("id"), operator).await,
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)
@@ -166,7 +181,8 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         | Route::DownloadFile
         | Route::ChatApproval
         | Route::SlackInstall
-        | Route::SlackOAuthCallback => Err(ApiError::NotFound),
+        | Route::SlackOAuthCallback
+        | Route::AgentTelegramWebhook => Err(ApiError::NotFound),
     }
 }
 

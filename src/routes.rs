@@ -88,6 +88,14 @@ pub enum Route {
     SlackOAuthCallback,
     /// The Slack workspaces that installed the bot.
     SlackWorkspaces,
+    /// Agents (`src/agents/`): list, create, update, delete, an agent's Telegram bot.
+    Agents,
+    CreateAgent,
+    UpdateAgent,
+    DeleteAgent,
+    SetAgentTelegram,
+    /// An agent's own Telegram bot's webhook (`/webhooks/telegram/{agent}`).
+    AgentTelegramWebhook,
 }
 
 use Route::*;
@@ -113,6 +121,8 @@ impl Route {
             | UploadChatFile | DownloadFile | ChatApproval => Access::Anyone,
             // The callback checks its one-time state; the link hands one out.
             SlackInstall | SlackOAuthCallback => Access::Anyone,
+            // Checks the agent's bot's secret token.
+            AgentTelegramWebhook => Access::Anyone,
             _ => Access::Operator,
         }
     }
@@ -195,6 +205,12 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/slack/install", SlackInstall),
     (Get, "/slack/oauth/callback", SlackOAuthCallback),
     (Get, "/api/slack/workspaces", SlackWorkspaces),
+    (Get, "/api/agents", Agents),
+    (Post, "/api/agents", CreateAgent),
+    (Put, "/api/agents/{id}", UpdateAgent),
+    (Delete, "/api/agents/{id}", DeleteAgent),
+    (Put, "/api/agents/{id}/telegram", SetAgentTelegram),
+    (Post, "/webhooks/telegram/{agent}", AgentTelegramWebhook),
 ];
 
 /// The routes at one path, by method.
@@ -296,6 +312,7 @@ mod tests {
             "/api/chat/approvals/{id}",
             "/slack/install",
             "/slack/oauth/callback",
+            "/webhooks/telegram/{agent}",
         ];
         assert_eq!(open, expected);
         for &(verb, path, route) in TABLE {

@@ -17,6 +17,7 @@ mod shape;
 /// longest entry that is a prefix of its path (`files` holds `files::rules`,
 /// `files::download_link` is named apart).
 const PURE_LAYERS: &[(&str, &[&str])] = &[
+    ("agents", &["agents"]),
     ("names", &["named"]),
     (
         "foundation",

@@ -214,7 +214,11 @@ async fn remember(
     history_store::record(sql, stored)?;
     let current_ids: Vec<&str> = stored.iter().map(|message| message.id.as_str()).collect();
     let loaded = history_store::load(sql, &current_ids, config.history_limit as usize)?;
-    let bulletin = history_store::bulletin(sql, database, now_ms(), config.bulletin_cache_ms).await?;
+    // The bulletin is the default agent's (its shared memories): another agent's prompt goes without.
+    let bulletin = match crate::agents::agent_of(conversation_key) == crate::agents::DEFAULT {
+        true => history_store::bulletin(sql, database, now_ms(), config.bulletin_cache_ms).await?,
+        false => String::new(),
+    };
     // Read each turn (one query), never cached: an operator's edit reaches the
     // next turn. Rendered into the system prompt, so the prompt's size
     // estimate, which decides compaction, counts it.

@@ -108,7 +108,7 @@ fn limits() -> Value {
 }
 
 /// The newest saved version of each document that has one.
-async fn current_versions(db: &D1Database) -> worker::Result<Vec<(String, Version)>> {
+async fn current_versions(db: &D1Database, agent: &str) -> worker::Result<Vec<(String, Version)>> {
     #[derive(Deserialize)]
     struct Row {
         name: String,
@@ -118,8 +118,10 @@ async fn current_versions(db: &D1Database) -> worker::Result<Vec<(String, Versio
     let rows: Vec<Row> = db
         .prepare(
             "SELECT name, version, text, author, created_at, restored_from FROM identity_versions AS saved \
-             WHERE version = (SELECT MAX(version) FROM identity_versions AS newer WHERE newer.name = saved.name)",
+             WHERE agent = ?1 AND version = \
+             (SELECT MAX(version) FROM identity_versions AS newer WHERE newer.agent = ?1 AND newer.name = saved.name)",
         )
+        .bind(&[agent.into()])?
         .all_counted()
         .await?
         .results()?;
@@ -144,8 +146,8 @@ fn document_view(document: Document, current: Option<&Version>) -> Value {
     })
 }
 
-async fn document_answer(db: &D1Database, document: Document, extra: Value) -> Answer {
-    let current = current_versions(db).await?;
+async fn document_answer(db: &D1Database, agent: &str, document: Document, extra: Value) -> Answer {
+    let current = current_versions(db, agent).await?;
     let mine = current.iter().find(|(name, _)| name == document.name()).map(|(_, version)| version);
     let mut view = document_view(document, mine);
     if let (Some(view), Some(extra)) = (view.as_object_mut(), extra.as_object()) {
@@ -155,9 +157,9 @@ async fn document_answer(db: &D1Database, document: Document, extra: Value) -> A
 }
 
 /// `GET /api/identity`: the three documents as they are now, and the limits.
-pub async fn documents(env: &Env, _operator: &Operator) -> Answer {
+pub async fn documents(env: &Env, agent: &str, _operator: &Operator) -> Answer {
     let database = env.d1(DATABASE_BINDING)?;
-    let current = current_versions(&database).await?;
+    let current = current_versions(&database, agent).await?;
     let documents: Vec<Value> = Document::ALL
         .into_iter()
         .map(|document| {
@@ -170,15 +172,15 @@ pub async fn documents(env: &Env, _operator: &Operator) -> Answer {
 
 /// `GET /api/identity/{name}/versions`: the kept versions, newest first, then
 /// the shipped default (version 0), each with its text, author and time.
-pub async fn versions(env: &Env, name: &str, _operator: &Operator) -> Answer {
+pub async fn versions(env: &Env, agent: &str, name: &str, _operator: &Operator) -> Answer {
     let document = document_of(name)?;
     let database = env.d1(DATABASE_BINDING)?;
     let mut versions: Vec<Version> = database
         .prepare(
             "SELECT version, text, author, created_at, restored_from FROM identity_versions \
-             WHERE name = ?1 ORDER BY version DESC LIMIT ?2",
+             WHERE agent = ?3 AND name = ?1 ORDER BY version DESC LIMIT ?2",
         )
-        .bind(&[document.name().into(), number(MAX_VERSIONS_KEPT)])?
+        .bind(&[document.name().into(), number(MAX_VERSIONS_KEPT), agent.into()])?
         .all_counted()
         .await?
         .results()?;
@@ -192,20 +194,24 @@ pub async fn versions(env: &Env, name: &str, _operator: &Operator) -> Answer {
 /// the current text. Says whether a version was saved.
 async fn save(
     db: &D1Database,
+    agent: &str,
     document: Document,
     text: &str,
     access: OperatorAccess,
     restored_from: Option<i64>,
 ) -> Result<bool, ApiError> {
-    let current = super::store::load(db, "").await?;
+    // The agent's documents as a conversation of it reads them (no override:
+    // `-` names no conversation).
+    let current = super::store::load(db, &crate::agents::within(agent, "-")).await?;
     if current.text(document) == text {
         return Ok(false);
     }
     let name = document.name();
     let insert = db
         .prepare(
-            "INSERT INTO identity_versions (name, version, text, author, created_at, restored_from) \
-             SELECT ?1, COALESCE(MAX(version), 0) + 1, ?2, ?3, ?4, ?5 FROM identity_versions WHERE name = ?1",
+            "INSERT INTO identity_versions (agent, name, version, text, author, created_at, restored_from) \
+             SELECT ?6, ?1, COALESCE(MAX(version), 0) + 1, ?2, ?3, ?4, ?5 FROM identity_versions \
+             WHERE agent = ?6 AND name = ?1",
         )
         .bind(&[
             name.into(),
@@ -213,16 +219,18 @@ async fn save(
             access.author().into(),
             number(now_ms()),
             restored_from.map_or(wasm_bindgen::JsValue::NULL, number),
+            agent.into(),
         ])?;
     let trim = db
         .prepare(
-            "DELETE FROM identity_versions WHERE name = ?1 \
-             AND version <= (SELECT MAX(version) FROM identity_versions WHERE name = ?1) - ?2",
+            "DELETE FROM identity_versions WHERE agent = ?3 AND name = ?1 \
+             AND version <= (SELECT MAX(version) FROM identity_versions WHERE agent = ?3 AND name = ?1) - ?2",
         )
-        .bind(&[name.into(), number(MAX_VERSIONS_KEPT)])?;
+        .bind(&[name.into(), number(MAX_VERSIONS_KEPT), agent.into()])?;
     batch(db, vec![insert, trim]).await?;
     LogLine::info("identity_saved")
         .field("document", name)
+        .field("agent", agent)
         .field("author", access.author())
         .field("chars", text.chars().count() as u64)
         .field("restored_from", restored_from)
@@ -232,19 +240,19 @@ async fn save(
 
 /// `PUT /api/identity/{name}` with `{"text"}`: saves a new version. Over the
 /// limit: 413 and nothing stored; a secret in it: 400 and nothing stored.
-pub async fn save_document(mut request: Request, env: &Env, name: &str, operator: &Operator) -> Answer {
+pub async fn save_document(mut request: Request, env: &Env, agent: &str, name: &str, operator: &Operator) -> Answer {
     let access = operator.access();
     let document = document_of(name)?;
     let text = check_document(document, &text_body(&mut request).await?).map_err(refused)?;
     refuse_secrets(&text)?;
     let database = env.d1(DATABASE_BINDING)?;
-    let saved = save(&database, document, &text, access, None).await?;
-    document_answer(&database, document, json!({ "saved": saved })).await
+    let saved = save(&database, agent, document, &text, access, None).await?;
+    document_answer(&database, agent, document, json!({ "saved": saved })).await
 }
 
 /// `POST /api/identity/{name}/restore/{version}`: saves a kept version's text
 /// (or the shipped default's, version 0) again as the newest version.
-pub async fn restore(env: &Env, name: &str, version: &str, operator: &Operator) -> Answer {
+pub async fn restore(env: &Env, agent: &str, name: &str, version: &str, operator: &Operator) -> Answer {
     let access = operator.access();
     let document = document_of(name)?;
     let version = parse_version(version).map_err(refused)?;
@@ -257,15 +265,15 @@ pub async fn restore(env: &Env, name: &str, version: &str, operator: &Operator) 
                 text: String,
             }
             let row: Option<Row> = database
-                .prepare("SELECT text FROM identity_versions WHERE name = ?1 AND version = ?2")
-                .bind(&[document.name().into(), number(version)])?
+                .prepare("SELECT text FROM identity_versions WHERE agent = ?3 AND name = ?1 AND version = ?2")
+                .bind(&[document.name().into(), number(version), agent.into()])?
                 .first_counted()
                 .await?;
             row.ok_or(ApiError::NotFound)?.text
         }
     };
-    let saved = save(&database, document, &text, access, Some(version)).await?;
-    document_answer(&database, document, json!({ "saved": saved })).await
+    let saved = save(&database, agent, document, &text, access, Some(version)).await?;
+    document_answer(&database, agent, document, json!({ "saved": saved })).await
 }
 
 /// The conversation key of a `{key}` path segment, when it names one.

@@ -9,7 +9,8 @@ use crate::runtime::d1::Metered;
 /// The texts one conversation's prompts carry now, in one query: each
 /// document's newest version (the shipped default where none was saved) and
 /// the conversation's override. Read per turn and per branch, never cached,
-/// so a change reaches the next turn of every conversation.
+/// so a change reaches the next turn of every conversation. The documents
+/// are the conversation's agent's own (see `crate::agents`).
 pub async fn load(db: &D1Database, conversation_key: &str) -> worker::Result<IdentityTexts> {
     #[derive(Deserialize)]
     struct Row {
@@ -18,11 +19,11 @@ pub async fn load(db: &D1Database, conversation_key: &str) -> worker::Result<Ide
     }
     let rows: Vec<Row> = db
         .prepare(
-            "SELECT name, text FROM identity_versions AS saved \
-             WHERE version = (SELECT MAX(version) FROM identity_versions AS newer WHERE newer.name = saved.name) \
+            "SELECT name, text FROM identity_versions AS saved WHERE agent = ?3 AND version = \
+             (SELECT MAX(version) FROM identity_versions AS newer WHERE newer.agent = ?3 AND newer.name = saved.name) \
              UNION ALL SELECT ?2 AS name, text FROM conversation_identity WHERE conversation_key = ?1",
         )
-        .bind(&[conversation_key.into(), OVERRIDE_ROW.into()])?
+        .bind(&[conversation_key.into(), OVERRIDE_ROW.into(), crate::agents::agent_of(conversation_key).into()])?
         .all_counted()
         .await?
         .results()?;

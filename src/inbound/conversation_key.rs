@@ -53,8 +53,14 @@ impl ConversationKey {
     /// a Telegram chat and topic are integers written as Rust writes them (so a
     /// key read and written again is the same text), and nothing follows the
     /// last part.
+    ///
+    /// A non-default agent's key (`agent:{id}:telegram:42`, see
+    /// [`crate::agents`]) reads as its platform part: the parts name the
+    /// platform's place, and `Display` writes that part alone; the agent is
+    /// read off the text with [`crate::agents::agent_of`].
     pub fn parse(key: &str) -> Result<ConversationKey, MalformedKey> {
         let malformed = || MalformedKey(key.to_string());
+        let key = crate::agents::platform_part(key);
         let filled = |part: &str| (!part.is_empty()).then(|| part.to_string()).ok_or_else(malformed);
         let integer =
             |part: &str| part.parse::<i64>().ok().filter(|number| number.to_string() == part).ok_or_else(malformed);
@@ -271,6 +277,16 @@ mod tests {
             assert_eq!(json, serde_json::json!(text), "JSON holds the text");
             assert_eq!(serde_json::from_value::<ConversationKey>(json).unwrap(), key);
         }
+    }
+
+    #[test]
+    fn an_agents_key_reads_as_its_platform_part() {
+        assert_eq!(
+            ConversationKey::parse("agent:b:telegram:-100:7"),
+            Ok(ConversationKey::Telegram { chat: -100, topic: Some(7) })
+        );
+        assert!(ConversationKey::parse("agent:b:").is_err());
+        assert!(ConversationKey::parse("agent:b:nothing:1").is_err());
     }
 
     #[test]

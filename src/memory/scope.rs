@@ -7,6 +7,7 @@
 //! delete all of them. Pure rules; the edge turns them into SQL conditions and
 //! vector-index filters.
 
+use crate::agents;
 use crate::inbound::ConversationKey;
 use crate::platforms::Platform;
 
@@ -32,16 +33,19 @@ pub enum Viewer<'a> {
 /// anything else (a DM, a Discord channel or thread, a web-chat session) is its
 /// own place. Member lists are not consulted: see docs/security.md ("What
 /// stays private").
+///
+/// A non-default agent's conversation keeps its agent's prefix in its scope
+/// (`agent:b:telegram:1`), so no other agent's conversation ever shares it.
 pub fn conversation_scope(conversation_key: &str) -> String {
     match ConversationKey::parse(conversation_key) {
-        Ok(key) => key.without_thread().to_string(),
+        Ok(key) => agents::within(agents::agent_of(conversation_key), &key.without_thread().to_string()),
         Err(_) => conversation_key.to_string(),
     }
 }
 
 /// Whether `source` (where a memory was saved) names a conversation.
 pub fn is_conversation_key(source: &str) -> bool {
-    source.split_once(':').is_some_and(|(platform, rest)| Platform::parse(platform).is_some() && !rest.is_empty())
+    agents::platform_part(source).split_once(':').is_some_and(|(platform, rest)| Platform::parse(platform).is_some() && !rest.is_empty())
 }
 
 /// The scope a memory returns to when an operator stops sharing it (and the
@@ -60,7 +64,9 @@ impl Viewer<'_> {
     pub fn visible_scopes(self) -> Option<Vec<String>> {
         match self {
             Viewer::Operator => None,
-            Viewer::Conversation(key) => Some(vec![conversation_scope(key), SHARED.to_string()]),
+            Viewer::Conversation(key) => {
+                Some(vec![conversation_scope(key), agents::rules::shared_scope(agents::agent_of(key))])
+            }
         }
     }
 
@@ -127,6 +133,19 @@ mod tests {
         assert!(topic.can_see("telegram:-100"), "a topic sees its group's memories");
         assert_eq!(dm.visible_scopes(), Some(vec!["telegram:1111".to_string(), SHARED.to_string()]));
         assert_eq!(Viewer::Operator.visible_scopes(), None);
+    }
+
+    #[test]
+    fn an_agents_conversation_sees_its_own_agents_memories_only() {
+        let b = Viewer::Conversation("agent:b:telegram:-100:11");
+        assert_eq!(conversation_scope("agent:b:telegram:-100:11"), "agent:b:telegram:-100");
+        assert!(b.can_see("agent:b:telegram:-100"));
+        assert!(b.can_see("agent:b:shared"));
+        for other in ["telegram:-100", SHARED, "agent:c:shared", "agent:c:telegram:-100", OPERATORS] {
+            assert!(!b.can_see(other), "{other}");
+        }
+        assert!(!Viewer::Conversation("telegram:-100").can_see("agent:b:shared"));
+        assert_eq!(private_scope("agent:b:web:abc"), "agent:b:web:abc");
     }
 
     #[test]

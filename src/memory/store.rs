@@ -238,7 +238,9 @@ pub async fn set_shared(config: &Config, env: &Env, db: &D1Database, id: &str, s
     let rows: Vec<Row> =
         db.prepare("SELECT source FROM memories WHERE id = ?1").bind(&[id.into()])?.all_counted().await?.results()?;
     let Some(row) = rows.into_iter().next() else { return Ok(None) };
-    let scope = if shared { SHARED.to_string() } else { private_scope(&row.source) };
+    // Shared within the agent whose conversation learned it (the default agent's: `shared`).
+    let agent = crate::agents::agent_of(&row.source);
+    let scope = if shared { crate::agents::rules::shared_scope(agent) } else { private_scope(&row.source) };
     let results = crate::runtime::d1::batch(
         db,
         vec![

@@ -90,6 +90,8 @@ pub fn speakers<'a>(events: impl IntoIterator<Item = &'a InboundEvent>) -> Vec<P
     let mut people: Vec<Profile> = Vec::new();
     for event in events {
         let Some(key) = person_key(&event.conversation_key, &event.author.id) else { continue };
+        // A non-default agent knows the person by its own record (its notes are its own).
+        let key = crate::agents::within(crate::agents::agent_of(&event.conversation_key), &key);
         if people.iter().any(|person| person.key == key) {
             continue;
         }

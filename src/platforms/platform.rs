@@ -33,9 +33,9 @@ crate::named! {
 
 impl Platform {
     /// The platform a conversation key or person key (`{platform}:…`) names,
-    /// by its first part alone.
+    /// by its first part alone (after an agent's prefix, see [`crate::agents`]).
     pub fn of_key(key: &str) -> Option<Platform> {
-        Platform::parse(key.split_once(':')?.0)
+        Platform::parse(crate::agents::platform_part(key).split_once(':')?.0)
     }
 
     /// The platform a reply goes out on.
@@ -113,7 +113,7 @@ mod tests {
     #[test]
     fn a_reply_goes_out_on_the_platform_its_address_names() {
         let cases = [
-            (ReplyAddress::Telegram { chat_id: 1, topic_id: None }, Platform::Telegram),
+            (ReplyAddress::Telegram { chat_id: 1, topic_id: None, agent: None }, Platform::Telegram),
             (ReplyAddress::Slack { channel: "C1".into(), thread_ts: None, team: None }, Platform::Slack),
             (
                 ReplyAddress::Discord {

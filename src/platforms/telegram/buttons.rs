@@ -15,7 +15,8 @@ use crate::runtime::config;
 pub async fn pressed(env: &Env, click: &Click) -> Result<Value, ApiError> {
     let decided = press(env, click).await?;
     if let Some(query) = &click.answer_to {
-        let telegram = Telegram { config: &config::load(env) };
+        let config = config::load(env);
+        let telegram = Telegram::for_buttons(&config);
         match &decided {
             Some(Ok(_)) => telegram.answer_button(query, "Done.", false).await,
             Some(Err(note)) => telegram.answer_button(query, note, true).await,

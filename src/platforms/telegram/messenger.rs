@@ -1,5 +1,8 @@
 //! Telegram Bot API calls.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use serde_json::{json, Value};
 use worker::Method;
 
@@ -34,28 +37,64 @@ const EDIT_EVERY_MS: u64 = 1_000;
 /// Telegram takes photos up to 10 MB; a larger image goes as a document.
 const PHOTO_LIMIT_BYTES: usize = 10 * 1024 * 1024;
 
-/// Sends to Telegram with the deployment's settings.
+/// Sends to Telegram with the deployment's settings: the default agent's
+/// bot is `TELEGRAM_BOT_TOKEN`, another agent's its own (see `crate::agents`).
 pub struct Telegram<'a> {
     pub config: &'a Config,
+    /// The last agent's token looked up (a turn stays with one agent).
+    tokens: RefCell<Option<(String, Rc<str>)>>,
+}
+
+/// The agent whose own bot answers at `address` (None: the default agent's).
+fn agent_in(address: &ReplyAddress) -> Option<&str> {
+    match address {
+        ReplyAddress::Telegram { agent, .. } => agent.as_deref(),
+        _ => None,
+    }
 }
 
 impl<'a> Telegram<'a> {
     /// The messenger for a reply ([`crate::platforms::outbound`]'s one way to
     /// make each); Telegram needs only the settings, not the conversation's object.
     pub fn new(config: &'a Config, _state: &'a worker::State) -> Self {
-        Telegram { config }
+        Telegram::for_buttons(config)
+    }
+
+    /// The messenger for answering a button press (the default agent's bot).
+    pub fn for_buttons(config: &'a Config) -> Self {
+        Telegram { config, tokens: RefCell::new(None) }
     }
 }
 
 impl Telegram<'_> {
-    /// A Bot API method's URL. The token is part of it: never log it.
-    fn url(&self, method: &str) -> String {
-        format!("{}/bot{}/{method}", self.config.telegram_api_base, self.config.telegram_bot_token.expose())
+    /// The bot token `agent`'s messages go out with (None: `TELEGRAM_BOT_TOKEN`).
+    async fn token(&self, agent: Option<&str>) -> Result<Rc<str>, SendFailure> {
+        let Some(agent) = agent else { return Ok(self.config.telegram_bot_token.expose().into()) };
+        if let Some((known, token)) = self.tokens.borrow().as_ref() {
+            if known == agent {
+                return Ok(token.clone());
+            }
+        }
+        let env = crate::runtime::config::bindings();
+        let bot = crate::agents::store::bot(&env, self.config, agent)
+            .await
+            .map_err(|_| SendFailure::from_status("Telegram", 503, "the agent's bot could not be read", None))?;
+        let token: Rc<str> = match bot {
+            Some(bot) => bot.token.into(),
+            None => return Err(SendFailure::permanent("the agent has no Telegram bot".into())),
+        };
+        *self.tokens.borrow_mut() = Some((agent.to_string(), token.clone()));
+        Ok(token)
     }
 
-    /// Calls a Bot API method.
-    async fn call(&self, method: &str, body: &Value) -> Result<Value, SendFailure> {
-        let answer = post_json(Op::PlatformCall, &self.url(method), &[], body, API_TIMEOUT_MS).await;
+    /// A Bot API method's URL. The token is part of it: never log it.
+    async fn url(&self, agent: Option<&str>, method: &str) -> Result<String, SendFailure> {
+        Ok(format!("{}/bot{}/{method}", self.config.telegram_api_base, self.token(agent).await?))
+    }
+
+    /// Calls a Bot API method as `agent`'s bot.
+    async fn call(&self, agent: Option<&str>, method: &str, body: &Value) -> Result<Value, SendFailure> {
+        let answer = post_json(Op::PlatformCall, &self.url(agent, method).await?, &[], body, API_TIMEOUT_MS).await;
         Self::answer(answer)
     }
 
@@ -63,7 +102,7 @@ impl Telegram<'_> {
     /// stops: a short note, an alert when the press was refused; best effort.
     pub async fn answer_button(&self, query_id: &str, text: &str, alert: bool) {
         let body = json!({ "callback_query_id": query_id, "text": text, "show_alert": alert });
-        let _ = self.call("answerCallbackQuery", &body).await;
+        let _ = self.call(None, "answerCallbackQuery", &body).await;
     }
 
     /// Sends a file piece: a photo as a photo, anything else as a document,
@@ -88,7 +127,7 @@ impl Telegram<'_> {
         }
         let fields: Vec<(&str, &str)> = fields.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
         let file = (field, body.file.name.as_str(), body.bytes.as_slice());
-        let url = self.url(method);
+        let url = self.url(agent_in(address), method).await?;
         Self::answer(send_form(Op::PlatformCall, Method::Post, &url, &[], &fields, file, UPLOAD_TIMEOUT_MS).await)
     }
 
@@ -109,14 +148,20 @@ impl Telegram<'_> {
     /// Calls a method that carries `text` (`body` builds the call around it)
     /// as Telegram HTML; if Telegram cannot parse it, calls again with what a
     /// reader would have seen, as plain text.
-    async fn call_html(&self, method: &str, text: &str, body: impl Fn(&str) -> Value) -> Result<Value, SendFailure> {
+    async fn call_html(
+        &self,
+        agent: Option<&str>,
+        method: &str,
+        text: &str,
+        body: impl Fn(&str) -> Value,
+    ) -> Result<Value, SendFailure> {
         let mut formatted = body(text);
         formatted["parse_mode"] = json!("HTML");
-        match self.call(method, &formatted).await {
+        match self.call(agent, method, &formatted).await {
             Err(failure) if failure.message.contains("can't parse entities") => {
                 let plain = shown(Flavor::TelegramHtml, text);
                 let plain = crate::runtime::config::redactor().redact(&plain).into_owned();
-                self.call(method, &body(&plain)).await
+                self.call(agent, method, &body(&plain)).await
             }
             other => other,
         }
@@ -129,7 +174,7 @@ impl Telegram<'_> {
             return;
         };
         let body = json!({ "chat_id": chat_id, "message_id": message_id, "reaction": reaction });
-        let _ = self.call("setMessageReaction", &body).await;
+        let _ = self.call(agent_in(&event.reply_address), "setMessageReaction", &body).await;
     }
 }
 
@@ -152,7 +197,7 @@ impl Messenger for Telegram<'_> {
                     }
                     body
                 };
-                self.call_html("sendMessage", piece.text, body).await?
+                self.call_html(agent_in(address), "sendMessage", piece.text, body).await?
             }
         };
         Ok(sent_message_id(&answer).unwrap_or_default())
@@ -168,7 +213,7 @@ impl Messenger for Telegram<'_> {
             body["text"] = json!(text);
             body
         };
-        match self.call_html("editMessageText", piece.text, body).await {
+        match self.call_html(agent_in(address), "editMessageText", piece.text, body).await {
             Err(failure) if is_not_modified(&failure.message) => Ok(()),
             other => other.map(|_| ()),
         }
@@ -176,20 +221,21 @@ impl Messenger for Telegram<'_> {
 
     async fn withdraw(&self, address: &ReplyAddress, message_id: &str) {
         if let Some(message) = message_ref(address, message_id) {
-            let _ = self.call("deleteMessage", &message).await;
+            let _ = self.call(agent_in(address), "deleteMessage", &message).await;
         }
     }
 
     /// `getFile` says where the file is; the download comes from the same
     /// Bot API host (its URL holds the token: never logged).
-    async fn download(&self, _address: &ReplyAddress, attachment: &Attachment) -> Result<Vec<u8>, Refusal> {
-        let answer = self.call("getFile", &json!({ "file_id": attachment.platform_file_id })).await;
+    async fn download(&self, address: &ReplyAddress, attachment: &Attachment) -> Result<Vec<u8>, Refusal> {
+        let agent = agent_in(address);
+        let answer = self.call(agent, "getFile", &json!({ "file_id": attachment.platform_file_id })).await;
         let answer = answer.map_err(|_| Refusal::Unreachable)?;
         let path = answer.pointer("/result/file_path").and_then(Value::as_str).ok_or(Refusal::Unreachable)?;
         if path.contains("..") || path.starts_with('/') {
             return Err(Refusal::Unreachable);
         }
-        let token = self.config.telegram_bot_token.expose();
+        let token = self.token(agent).await.map_err(|_| Refusal::Unreachable)?;
         download(&format!("{}/file/bot{token}/{path}", self.config.telegram_api_base), &[]).await
     }
 
@@ -213,14 +259,14 @@ impl Messenger for Telegram<'_> {
 
     /// Telegram shows "typing" for about 5 seconds per call.
     async fn renew_working(&self, event: &InboundEvent) {
-        let ReplyAddress::Telegram { chat_id, topic_id } = &event.reply_address else {
+        let ReplyAddress::Telegram { chat_id, topic_id, .. } = &event.reply_address else {
             return;
         };
         let mut typing = json!({ "chat_id": chat_id, "action": "typing" });
         if let Some(topic) = topic_id {
             typing["message_thread_id"] = json!(topic);
         }
-        let _ = self.call("sendChatAction", &typing).await;
+        let _ = self.call(agent_in(&event.reply_address), "sendChatAction", &typing).await;
     }
 
     /// Typing expires by itself; the reaction is replaced by none.
@@ -232,7 +278,8 @@ impl Messenger for Telegram<'_> {
         let ReplyAddress::Telegram { chat_id, .. } = &event.reply_address else {
             return None;
         };
-        let answer = self.call("getChatMemberCount", &json!({ "chat_id": chat_id })).await.ok()?;
+        let agent = agent_in(&event.reply_address);
+        let answer = self.call(agent, "getChatMemberCount", &json!({ "chat_id": chat_id })).await.ok()?;
         let members = answer["result"].as_u64()? as usize;
         // The count includes this bot (taken off here) and every peer bot
         // (taken off by the channel, which knows them).

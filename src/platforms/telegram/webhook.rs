@@ -30,3 +30,42 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
         Ok(ParsedUpdate::Heard(heard)) => acknowledge(deliver_heard(env, &heard).await?),
     }
 }
+
+/// `POST /webhooks/telegram/{agent}`: one update to an agent's own bot (see
+/// `crate::agents`). Who may use it: whoever holds that bot's secret token
+/// (checked in constant time; an unknown agent, or one with no bot, is
+/// refused the same way). What it may cost: one D1 read before the check.
+/// The message becomes the agent's: its conversation key carries the agent's
+/// prefix, and its replies go out with the agent's token.
+pub async fn receive_for_agent(mut request: Request, env: &Env, agent: &str) -> Answer {
+    let refused = || ApiError::Unauthorized("invalid Telegram secret token");
+    let agent = crate::security::percent_decode(agent);
+    let agent = match crate::agents::AgentId::parse(&agent) {
+        Ok(agent) if !agent.is_default() => agent,
+        _ => return Err(ApiError::NotFound),
+    };
+    let secret = header(&request, telegram::SECRET_HEADER)?;
+    let config = config::load(env);
+    let bot = crate::agents::store::bot(env, &config, agent.as_str()).await?.ok_or_else(refused)?;
+    telegram::verify_secret(secret.as_deref(), &bot.secret).map_err(|_| refused())?;
+    let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
+    let identity = BotIdentity::from_token(&bot.token, &bot.username);
+    let own = |key: &str| crate::agents::within(agent.as_str(), key);
+    match telegram::parse_update(&body, &identity) {
+        Err(error) => Err(ApiError::BadRequest(error.to_string())),
+        Ok(ParsedUpdate::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
+        Ok(ParsedUpdate::Message(mut event)) => {
+            event.conversation_key = own(&event.conversation_key);
+            if let crate::inbound::ReplyAddress::Telegram { agent: answering, .. } = &mut event.reply_address {
+                *answering = Some(agent.to_string());
+            }
+            acknowledge(deliver(env, &event).await?)
+        }
+        // An agent bot's approval buttons are not offered yet: a press is acknowledged, nothing more.
+        Ok(ParsedUpdate::Click(_)) => acknowledge(serde_json::json!({ "ok": true, "ignored": "agent_button" })),
+        Ok(ParsedUpdate::Heard(mut heard)) => {
+            heard.conversation_key = own(&heard.conversation_key);
+            acknowledge(deliver_heard(env, &heard).await?)
+        }
+    }
+}

@@ -270,7 +270,7 @@ pub fn parse_update(body: &[u8], bot: &BotIdentity) -> Result<ParsedUpdate, Tele
             attachments,
             conversation_title: message.chat.title.clone().or_else(|| Some(display_name(from))),
             timestamp_ms: message.date.saturating_mul(1000),
-            reply_address: ReplyAddress::Telegram { chat_id: message.chat.id, topic_id },
+            reply_address: ReplyAddress::Telegram { chat_id: message.chat.id, topic_id, agent: None },
         }
         .with_text_capped(INBOUND_TEXT_LIMIT),
     )))
@@ -411,7 +411,7 @@ fn classify_mentions(text: &str, entities: &[Entity], bot: &BotIdentity) -> (boo
 /// The `sendMessage` body for one piece of a reply.
 pub fn send_message_body(address: &ReplyAddress, text: &str, reply_to_message_id: Option<&str>) -> Value {
     let mut body = json!({ "text": text });
-    if let ReplyAddress::Telegram { chat_id, topic_id } = address {
+    if let ReplyAddress::Telegram { chat_id, topic_id, .. } = address {
         body["chat_id"] = json!(chat_id);
         if let Some(topic) = topic_id {
             body["message_thread_id"] = json!(topic);
@@ -508,7 +508,7 @@ mod tests {
 
     #[test]
     fn an_edit_names_the_chat_and_the_message_and_refuses_what_is_not_telegram() {
-        let chat = ReplyAddress::Telegram { chat_id: -10042, topic_id: Some(7) };
+        let chat = ReplyAddress::Telegram { chat_id: -10042, topic_id: Some(7), agent: None };
         assert_eq!(message_ref(&chat, "512").unwrap(), json!({ "chat_id": -10042, "message_id": 512 }));
         assert_eq!(message_ref(&chat, "not-a-number"), None);
         let slack = ReplyAddress::Slack { channel: "C1".into(), thread_ts: None, team: None };
@@ -581,7 +581,7 @@ mod tests {
         assert_eq!(event.author.name, "Ada L");
         assert!(event.is_dm && !event.is_bot_mention && !event.mentions_others);
         assert_eq!(event.timestamp_ms, 1_441_645_532_000);
-        assert_eq!(event.reply_address, ReplyAddress::Telegram { chat_id: 1111111, topic_id: None });
+        assert_eq!(event.reply_address, ReplyAddress::Telegram { chat_id: 1111111, topic_id: None, agent: None });
     }
 
     #[test]
@@ -652,7 +652,7 @@ mod tests {
 
     #[test]
     fn send_bodies_carry_the_chat_and_an_optional_reply() {
-        let address = ReplyAddress::Telegram { chat_id: 77, topic_id: None };
+        let address = ReplyAddress::Telegram { chat_id: 77, topic_id: None, agent: None };
         let body = send_message_body(&address, "hi", Some("12"));
         assert_eq!(body["chat_id"], 77);
         assert_eq!(body["text"], "hi");

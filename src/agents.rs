@@ -1,0 +1,15 @@
+//! Agents: several bots in one deployment (issue 36). Each agent has its own
+//! identity documents, memories, people notes, files and Telegram bot; the
+//! agent `default` is the deployment as it was before agents, so its data
+//! needed no move. `rules` (pure) names agents and reads a conversation's
+//! agent off its key; `store` keeps agents and their bots in D1; `api` is
+//! the admin API (`/api/agents`).
+
+pub mod rules;
+
+#[cfg(target_arch = "wasm32")]
+pub mod api;
+#[cfg(target_arch = "wasm32")]
+pub mod store;
+
+pub use rules::{agent_of, platform_part, within, AgentId, DEFAULT};

@@ -1,0 +1,114 @@
+//! `/api/agents`: the operator's agents. Who may use it: operators only (the
+//! router checks). What it may cost: one or two D1 statements per call, bodies
+//! capped at 64 KB. What it may read: the agents table and bot usernames,
+//! never a bot's token or secret. What it may send out: nothing.
+
+use serde_json::{json, Value};
+use worker::{Env, Request, Response};
+
+use crate::agents::rules::{check_bot, check_name, check_settings, AgentError, AgentId, DEFAULT};
+use crate::agents::store::{self, Bot};
+use crate::api_error::ApiError;
+use crate::runtime::config::{self, DATABASE_BINDING};
+use crate::runtime::failure::{internal, Answer};
+use crate::runtime::http::{json_object, now_ms};
+use crate::security::percent_decode;
+use crate::sessions::api::Operator;
+
+fn refused(error: AgentError) -> ApiError {
+    ApiError::BadRequest(error.to_string())
+}
+
+/// The agent a `{id}` path segment names.
+fn agent_id(param: &str) -> Result<AgentId, ApiError> {
+    AgentId::parse(&percent_decode(param)).map_err(|error| refused(error.into()))
+}
+
+/// The agent an admin request is about: its `agent` query parameter
+/// (absent: the default agent). A malformed id is a 400.
+pub fn of_query(request: &Request) -> Result<String, ApiError> {
+    let url = request.url().map_err(|_| ApiError::BadRequest("bad URL".into()))?;
+    let given = url.query_pairs().find(|(name, _)| name == "agent").map(|(_, value)| value.into_owned());
+    match given {
+        None => Ok(DEFAULT.to_string()),
+        Some(text) => AgentId::parse(&text).map(String::from).map_err(|error| refused(error.into())),
+    }
+}
+
+async fn one(env: &Env, id: &str) -> Answer {
+    let db = env.d1(DATABASE_BINDING)?;
+    let agent = store::get(&db, id).await?.ok_or(ApiError::NotFound)?;
+    Response::from_json(&agent).map_err(internal)
+}
+
+/// `GET /api/agents`.
+pub async fn list(env: &Env, _operator: &Operator) -> Answer {
+    let agents = store::list(&env.d1(DATABASE_BINDING)?).await?;
+    Response::from_json(&json!({ "agents": agents })).map_err(internal)
+}
+
+/// `POST /api/agents` with `{"id", "name", "settings"?}`: 400 for a bad
+/// field, 409-style refusal when the id is taken.
+pub async fn create(mut request: Request, env: &Env, _operator: &Operator) -> Answer {
+    let body = json_object(&mut request).await?;
+    let id = AgentId::parse(body.get("id").and_then(Value::as_str).unwrap_or_default())
+        .map_err(|error| refused(error.into()))?;
+    let name = check_name(body.get("name").and_then(Value::as_str).unwrap_or(id.as_str())).map_err(refused)?;
+    let settings = check_settings(body.get("settings")).map_err(refused)?;
+    let db = env.d1(DATABASE_BINDING)?;
+    if !store::create(&db, id.as_str(), &name, &settings, now_ms()).await? {
+        return Err(ApiError::Refused(format!("an agent `{id}` exists already")));
+    }
+    one(env, id.as_str()).await
+}
+
+/// `PUT /api/agents/{id}` with `{"name"?, "settings"?}`: what is given replaces.
+pub async fn update(mut request: Request, env: &Env, id: &str, _operator: &Operator) -> Answer {
+    let id = agent_id(id)?;
+    let body = json_object(&mut request).await?;
+    let db = env.d1(DATABASE_BINDING)?;
+    let current = store::get(&db, id.as_str()).await?.ok_or(ApiError::NotFound)?;
+    let name = match body.get("name").and_then(Value::as_str) {
+        Some(name) => check_name(name).map_err(refused)?,
+        None => current.name,
+    };
+    let settings = match body.get("settings") {
+        Some(settings) => check_settings(Some(settings)).map_err(refused)?,
+        None => current.settings,
+    };
+    store::update(&db, id.as_str(), &name, &settings, now_ms()).await?;
+    one(env, id.as_str()).await
+}
+
+/// `DELETE /api/agents/{id}`: the default agent is refused (400).
+pub async fn delete(env: &Env, id: &str, _operator: &Operator) -> Answer {
+    let id = agent_id(id)?;
+    if id.is_default() {
+        return Err(refused(AgentError::DeleteDefault));
+    }
+    if !store::delete(&env.d1(DATABASE_BINDING)?, id.as_str()).await? {
+        return Err(ApiError::NotFound);
+    }
+    Response::from_json(&json!({ "deleted": id.as_str() })).map_err(internal)
+}
+
+/// `PUT /api/agents/{id}/telegram` with `{"token", "secret", "username"}`:
+/// the agent's own bot, answering at `/webhooks/telegram/{id}`. The default
+/// agent's bot is `TELEGRAM_BOT_TOKEN` (400 here). Needs `SLACK_TOKEN_KEY`.
+pub async fn set_telegram(mut request: Request, env: &Env, id: &str, _operator: &Operator) -> Answer {
+    let id = agent_id(id)?;
+    if id.is_default() {
+        return Err(ApiError::BadRequest("the default agent's bot is TELEGRAM_BOT_TOKEN".into()));
+    }
+    let body = json_object(&mut request).await?;
+    let field = |name: &str| body.get(name).and_then(Value::as_str).unwrap_or_default().trim().to_string();
+    let bot = Bot { agent: id.to_string(), username: field("username"), token: field("token"), secret: field("secret") };
+    check_bot(&bot.token, &bot.secret, &bot.username).map_err(refused)?;
+    let config = config::load(env);
+    let key = store::token_key(&config)
+        .map_err(|_| ApiError::Misconfigured("SLACK_TOKEN_KEY (32 bytes, base64) seals agents' bot tokens".into()))?;
+    let db = env.d1(DATABASE_BINDING)?;
+    store::get(&db, id.as_str()).await?.ok_or(ApiError::NotFound)?;
+    store::save_bot(&db, &key, &bot, now_ms()).await?;
+    one(env, id.as_str()).await
+}
