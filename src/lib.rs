@@ -10,6 +10,7 @@
 //! `cron` and `router` are the entry points' dispatchers. ARCHITECTURE.md has
 //! the layer rule per file role and the checklists for adding a room.
 
+pub mod agents;
 pub mod api_error;
 pub mod approvals;
 pub mod bindings;
@@ -44,7 +45,6 @@ pub mod time;
 pub mod verb;
 pub mod web_tools;
 pub mod workspace;
-pub mod agents;
 
 #[cfg(target_arch = "wasm32")]
 mod conversations;

@@ -97,6 +97,24 @@ async fn route(request: Request, env: &Env) -> Answer {
     }
 }
 
+/// The identity documents' routes, each about the agent `?agent=` names (the default when none).
+async fn identity_routes(
+    route: Route,
+    request: Request,
+    env: &Env,
+    params: &Params<'_, '_>,
+    operator: &Operator,
+) -> Answer {
+    let param = |name: &str| params.get(name).unwrap_or_default();
+    let agent = agents::of_query(&request)?;
+    match route {
+        Route::IdentityDocuments => identity::documents(env, &agent, operator).await,
+        Route::IdentityVersions => identity::versions(env, &agent, param("name"), operator).await,
+        Route::SaveIdentity => identity::save_document(request, env, &agent, param("name"), operator).await,
+        _ => identity::restore(env, &agent, param("name"), param("version"), operator).await,
+    }
+}
+
 /// The operator's routes, each handed the operator's proof.
 async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_, '_>, operator: &Operator) -> Answer {
     let param = |name: &str| params.get(name).unwrap_or_default();
@@ -120,15 +138,8 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::ChannelIdentity => identity::conversation_override(env, param("key"), operator).await,
         Route::SetChannelIdentity => identity::set_conversation_override(request, env, param("key"), operator).await,
         Route::RemoveChannelIdentity => identity::remove_conversation_override(env, param("key"), operator).await,
-        Route::IdentityDocuments => identity::documents(env, &agents::of_query(&request)?, operator).await,
-        Route::IdentityVersions => identity::versions(env, &agents::of_query(&request)?, param("name"), operator).await,
-        Route::SaveIdentity => {
-            let agent = agents::of_query(&request)?;
-            identity::save_document(request, env, &agent, param("name"), operator).await
-        }
-        Route::RestoreIdentity => {
-            let agent = agents::of_query(&request)?;
-            identity::restore(env, &agent, param("name"), param("version"), operator).await
+        Route::IdentityDocuments | Route::IdentityVersions | Route::SaveIdentity | Route::RestoreIdentity => {
+            identity_routes(route, request, env, params, operator).await
         }
         Route::Memories => memory::memories(&request, env, operator).await,
         Route::ImportMemories => memory::import_memories(request, env, operator).await,
@@ -163,11 +174,9 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator).await,
         Route::SlackWorkspaces => slack_install::workspaces(env, operator).await,
-        Route::Agents => agents::list(env, operator).await,
-        Route::CreateAgent => agents::create(request, env, operator).await,
-        Route::UpdateAgent => agents::update(request, env, param("id"), operator).await,
-        Route::DeleteAgent => agents::delete(env, param("id"), operator).await,
-        Route::SetAgentTelegram => agents::set_telegram(request, env, param("id"), operator).await,
+        Route::Agents | Route::CreateAgent | Route::UpdateAgent | Route::DeleteAgent | Route::SetAgentTelegram => {
+            agents::route(route, request, env, param("id"), operator).await
+        }
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)

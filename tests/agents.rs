@@ -133,7 +133,10 @@ async fn two_agents_answer_their_own_chats_with_their_own_bots_and_keep_their_da
 
     // Alpha's worker keeps a file in its workspace.
     env.llm.push(spawn("write the plan", false, "Writing it."));
-    env.llm.push_for(WORKER, Scripted::ToolCalls(vec![("file_write".into(), json!({ "path": "plan.txt", "content": FILE }))]));
+    env.llm.push_for(
+        WORKER,
+        Scripted::ToolCalls(vec![("file_write".into(), json!({ "path": "plan.txt", "content": FILE }))]),
+    );
     env.llm.push_for(WORKER, status("outcome", "Wrote the plan."));
     env.llm.reply("The plan is written.");
     dana_writes(&env, "alpha", 2, "write the plan down", 4).await;
@@ -151,9 +154,13 @@ async fn two_agents_answer_their_own_chats_with_their_own_bots_and_keep_their_da
     let results = last_branch_results(&env);
     assert_eq!(results.len(), 4, "{results:?}");
     for result in &results {
-        assert!(!result.contains("CANARY") && !result.contains("4471") && !result.contains("NOTE-A51"), "Beta read: {result}");
+        assert!(
+            !result.contains("CANARY") && !result.contains("4471") && !result.contains("NOTE-A51"),
+            "Beta read: {result}"
+        );
     }
-    let beta_requests: Vec<Value> = env.llm.requests().into_iter().filter(|r| all_message_text(r).contains("SOUL-BETA")).collect();
+    let beta_requests: Vec<Value> =
+        env.llm.requests().into_iter().filter(|r| all_message_text(r).contains("SOUL-BETA")).collect();
     assert!(!beta_requests.is_empty(), "Beta's turns carry Beta's identity");
     for request in &beta_requests {
         let text = all_message_text(request);
@@ -168,10 +175,7 @@ async fn two_agents_answer_their_own_chats_with_their_own_bots_and_keep_their_da
     env.llm.push(spawn("find the plan", false, "Looking."));
     env.llm.push_for(
         WORKER,
-        Scripted::ToolCalls(vec![
-            ("file_list".into(), json!({})),
-            ("file_read".into(), json!({ "path": "plan.txt" })),
-        ]),
+        Scripted::ToolCalls(vec![("file_list".into(), json!({})), ("file_read".into(), json!({ "path": "plan.txt" }))]),
     );
     env.llm.push_for(WORKER, status("outcome", "No plan here."));
     env.llm.reply("I found no plan.");

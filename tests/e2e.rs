@@ -4,6 +4,7 @@
 //!
 //! Run through `make test`, which builds the Worker and puts Node 22 on PATH.
 
+mod agents;
 mod attacks_access;
 mod attacks_bill;
 mod attacks_memory;
@@ -46,4 +47,3 @@ mod web_files;
 mod whatsapp;
 mod workers;
 mod workspace;
-mod agents;

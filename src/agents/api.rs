@@ -9,6 +9,7 @@ use worker::{Env, Request, Response};
 use crate::agents::rules::{check_bot, check_name, check_settings, AgentError, AgentId, DEFAULT};
 use crate::agents::store::{self, Bot};
 use crate::api_error::ApiError;
+use crate::routes::Route;
 use crate::runtime::config::{self, DATABASE_BINDING};
 use crate::runtime::failure::{internal, Answer};
 use crate::runtime::http::{json_object, now_ms};
@@ -32,6 +33,18 @@ pub fn of_query(request: &Request) -> Result<String, ApiError> {
     match given {
         None => Ok(DEFAULT.to_string()),
         Some(text) => AgentId::parse(&text).map(String::from).map_err(|error| refused(error.into())),
+    }
+}
+
+/// The agents' admin routes (`id`: the `{id}` path segment, where there is one).
+pub async fn route(route: Route, request: Request, env: &Env, id: &str, operator: &Operator) -> Answer {
+    match route {
+        Route::Agents => list(env, operator).await,
+        Route::CreateAgent => create(request, env, operator).await,
+        Route::UpdateAgent => update(request, env, id, operator).await,
+        Route::DeleteAgent => delete(env, id, operator).await,
+        Route::SetAgentTelegram => set_telegram(request, env, id, operator).await,
+        _ => Err(ApiError::NotFound),
     }
 }
 
@@ -102,7 +115,8 @@ pub async fn set_telegram(mut request: Request, env: &Env, id: &str, _operator: 
     }
     let body = json_object(&mut request).await?;
     let field = |name: &str| body.get(name).and_then(Value::as_str).unwrap_or_default().trim().to_string();
-    let bot = Bot { agent: id.to_string(), username: field("username"), token: field("token"), secret: field("secret") };
+    let bot =
+        Bot { agent: id.to_string(), username: field("username"), token: field("token"), secret: field("secret") };
     check_bot(&bot.token, &bot.secret, &bot.username).map_err(refused)?;
     let config = config::load(env);
     let key = store::token_key(&config)

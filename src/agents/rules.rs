@@ -189,8 +189,8 @@ pub fn check_bot(token: &str, secret: &str, username: &str) -> Result<(), AgentE
     });
     let secret_ok = (1..=256).contains(&secret.len())
         && secret.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
-    let name_ok = (1..=64).contains(&username.len())
-        && username.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_');
+    let name_ok =
+        (1..=64).contains(&username.len()) && username.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_');
     (token_ok && secret_ok && name_ok).then_some(()).ok_or(AgentError::Bot)
 }
 
@@ -206,7 +206,7 @@ mod tests {
         for bad in ["", "A", "1abc", "-a", "a_b", "a b", "ä", &"x".repeat(33), "a:b"] {
             assert_eq!(AgentId::parse(bad), Err(BadAgentId), "{bad}");
         }
-        assert_eq!(serde_json::from_str::<AgentId>("\"Bad\"").is_err(), true);
+        assert!(serde_json::from_str::<AgentId>("\"Bad\"").is_err());
         assert_eq!(serde_json::from_str::<AgentId>("\"ok\"").unwrap().as_str(), "ok");
     }
 

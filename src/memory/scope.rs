@@ -45,7 +45,9 @@ pub fn conversation_scope(conversation_key: &str) -> String {
 
 /// Whether `source` (where a memory was saved) names a conversation.
 pub fn is_conversation_key(source: &str) -> bool {
-    agents::platform_part(source).split_once(':').is_some_and(|(platform, rest)| Platform::parse(platform).is_some() && !rest.is_empty())
+    agents::platform_part(source)
+        .split_once(':')
+        .is_some_and(|(platform, rest)| Platform::parse(platform).is_some() && !rest.is_empty())
 }
 
 /// The scope a memory returns to when an operator stops sharing it (and the
