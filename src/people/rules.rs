@@ -410,6 +410,15 @@ mod tests {
     }
 
     #[test]
+    fn another_agent_knows_a_person_by_its_own_record() {
+        let events = [event("agent:beta:telegram:81", "81", "Dana"), event("telegram:81", "81", "Dana")];
+        let people = speakers(&events);
+        let keys: Vec<&str> = people.iter().map(|person| person.key.as_str()).collect();
+        assert_eq!(keys, ["agent:beta:telegram:81", "telegram:81"]);
+        assert_ne!(people[0].id, people[1].id, "two records: Beta's notes are not the default agent's");
+    }
+
+    #[test]
     fn a_branch_writes_only_about_someone_writing_now() {
         let dana = profile("telegram:7", "Dana");
         let bob = Profile { seen_as: Some("bob.b".into()), ..profile("telegram:8", "Bob") };

@@ -108,6 +108,8 @@ mod tests {
         }
         assert_eq!(Platform::of_key("telegram"), None, "a key has a platform and an id");
         assert_eq!(Platform::of_key("operators"), None);
+        assert_eq!(Platform::of_key("agent:beta:slack:T1:C1"), Some(Platform::Slack), "after an agent's prefix");
+        assert_eq!(Platform::of_key("agent:beta:"), None);
     }
 
     #[test]
