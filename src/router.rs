@@ -153,6 +153,9 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator).await,
         Route::SlackWorkspaces => slack_install::workspaces(env, operator).await,
+        Route::Links => crate::links::api::list(env, operator).await,
+        Route::SaveLink => crate::links::api::save(request, env, operator).await,
+        Route::RemoveLink => crate::links::api::remove(env, param("from"), param("to"), operator).await,
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)

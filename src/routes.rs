@@ -88,6 +88,10 @@ pub enum Route {
     SlackOAuthCallback,
     /// The Slack workspaces that installed the bot.
     SlackWorkspaces,
+    /// Links between agents (`crate::links::api`).
+    Links,
+    SaveLink,
+    RemoveLink,
 }
 
 use Route::*;
@@ -195,6 +199,9 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/slack/install", SlackInstall),
     (Get, "/slack/oauth/callback", SlackOAuthCallback),
     (Get, "/api/slack/workspaces", SlackWorkspaces),
+    (Get, "/api/links", Links),
+    (Post, "/api/links", SaveLink),
+    (Delete, "/api/links/{from}/{to}", RemoveLink),
 ];
 
 /// The routes at one path, by method.

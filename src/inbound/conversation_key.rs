@@ -40,6 +40,9 @@ pub enum ConversationKey {
     /// `email:{thread}`: a mail thread with one person, named by 32 hex digits
     /// (see `platforms::email::wire`).
     Email { thread: String },
+    /// `link:{agent}:{peer}`: `agent`'s side of its link conversation with
+    /// `peer` (agent ids: `[a-z][a-z0-9-]{0,31}`, see `crate::links`).
+    Link { agent: String, peer: String },
 }
 
 /// What separates a Teams channel's id from the reply chain's root message.
@@ -85,6 +88,9 @@ impl ConversationKey {
                 Ok(ConversationKey::WhatsApp { phone: filled(phone)?, person: filled(person)? })
             }
             ["email", thread] if is_thread_hash(thread) => Ok(ConversationKey::Email { thread: thread.to_string() }),
+            ["link", agent, peer] if is_agent_id(agent) && is_agent_id(peer) && agent != peer => {
+                Ok(ConversationKey::Link { agent: agent.to_string(), peer: peer.to_string() })
+            }
             _ => Err(malformed()),
         }
     }
@@ -100,6 +106,7 @@ impl ConversationKey {
             ConversationKey::WhatsApp { .. } => "whatsapp",
             ConversationKey::Webhook { .. } => "webhook",
             ConversationKey::Email { .. } => "email",
+            ConversationKey::Link { .. } => "link",
         }
     }
 
@@ -116,6 +123,7 @@ impl ConversationKey {
             ConversationKey::WhatsApp { person, .. } => person.clone(),
             ConversationKey::Webhook { conversation } => conversation.clone(),
             ConversationKey::Email { thread } => thread.clone(),
+            ConversationKey::Link { peer, .. } => peer.clone(),
         }
     }
 
@@ -170,8 +178,18 @@ impl fmt::Display for ConversationKey {
             ConversationKey::WhatsApp { phone, person } => write!(formatter, "whatsapp:{phone}:{person}"),
             ConversationKey::Webhook { conversation } => write!(formatter, "webhook:{conversation}"),
             ConversationKey::Email { thread } => write!(formatter, "email:{thread}"),
+            ConversationKey::Link { agent, peer } => write!(formatter, "link:{agent}:{peer}"),
         }
     }
+}
+
+/// An agent id: `[a-z][a-z0-9-]{0,31}` (the same rule as `crate::links::rules::is_agent_id`,
+/// which sits in a layer above this one).
+fn is_agent_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    (1..=32).contains(&bytes.len())
+        && bytes[0].is_ascii_lowercase()
+        && bytes.iter().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || *byte == b'-')
 }
 
 /// An email thread's name in its key: 32 lowercase hex digits.
