@@ -57,6 +57,7 @@ pub fn pair(a: &str, b: &str) -> String {
 crate::named! {
     /// A link's kind: a manager and its report, or two equals.
     #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
     pub enum LinkKind {
         /// `from` is the manager: it hands tasks to `to` and gets the outcomes back.
         Hierarchical = "hierarchical",
@@ -67,6 +68,7 @@ crate::named! {
 crate::named! {
     /// Which way messages may go over a link.
     #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
     pub enum Direction {
         /// Only `from` may start a message to `to` (`to` answers within the
         /// conversation `from` opened, never opens one of its own).
@@ -214,6 +216,18 @@ mod tests {
         assert!(Link::new("Default", "ops", "peer", "two_way").unwrap_err().contains("`from`"));
         assert!(Link::new("default", "ops", "boss", "two_way").unwrap_err().contains("`kind`"));
         assert!(Link::new("default", "ops", "peer", "both").unwrap_err().contains("`direction`"));
+        // The API shows a link in the words it was given.
+        let shown = serde_json::to_value(link("default", "ops", "hierarchical", "one_way")).unwrap();
+        assert_eq!(
+            shown,
+            serde_json::json!({"from": "default", "to": "ops", "kind": "hierarchical", "direction": "one_way"})
+        );
+        for kind in LinkKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        for direction in Direction::ALL {
+            assert_eq!(serde_json::to_value(direction).unwrap(), direction.as_str());
+        }
     }
 
     #[test]
