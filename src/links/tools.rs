@@ -81,12 +81,11 @@ impl LinkTools<'_> {
         let to = arguments.to.trim();
         let link = rules::may_send(&self.links, agent, to).map_err(|refusal| refusal.to_string())?;
         let pair = links::pair(agent, to);
-        match parse_key(self.conversation_key) {
-            // From a link conversation: the exchange goes on, never reopens (a loop ends at the cap).
-            Some(_) => {}
-            None => links::open(self.db, &pair, agent, self.conversation_key, self.reply_address, self.now_ms)
+        // From a link conversation the exchange goes on, never reopens (a loop ends at the cap).
+        if parse_key(self.conversation_key).is_none() {
+            links::open(self.db, &pair, agent, self.conversation_key, self.reply_address, self.now_ms)
                 .await
-                .map_err(failed)?,
+                .map_err(failed)?;
         }
         let send_id = format!("{}:{}:{to}", self.conversation_key, self.now_ms);
         let turn = match links::count(self.db, &pair, &send_id, self.now_ms).await.map_err(failed)? {
@@ -112,7 +111,8 @@ impl LinkTools<'_> {
         if outcome.is_empty() {
             return Err("`outcome` must say what was done or found".into());
         }
-        let (agent, peer) = parse_key(self.conversation_key).ok_or(Refusal::NotALinkConversation.to_string())?;
+        let (agent, peer) =
+            parse_key(self.conversation_key).ok_or_else(|| Refusal::NotALinkConversation.to_string())?;
         let pair = links::pair(agent, peer);
         let exchange = links::exchange(self.db, &pair).await.map_err(failed)?;
         let Some(exchange) = exchange.filter(|exchange| exchange.closed_at.is_none()) else {
