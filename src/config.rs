@@ -52,7 +52,7 @@ pub const DEFAULT_COALESCE_MAX_WAIT_MS: u64 = 5_000;
 /// The platforms that stream replies by default: all of them.
 /// WhatsApp, the plain webhook and email are named too, but never stream (docs/whatsapp.md,
 /// docs/webhook.md, docs/email.md).
-pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,teams,whatsapp,webhook,email";
+pub const DEFAULT_STREAM_REPLIES: &str = "web,telegram,slack,discord,teams,whatsapp,webhook,email,link";
 /// Guest web-chat sessions per client address per UTC day.
 pub const DEFAULT_WEB_CHAT_SESSIONS_PER_CLIENT_PER_DAY: u32 = 10;
 

@@ -76,6 +76,9 @@ pub enum ReplyAddress {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         references: Vec<String>,
     },
+    /// One side of a link between two agents: a reply goes to the peer's side
+    /// (`link:{peer}:{agent}`) as its inbound (see `crate::links`).
+    Link { agent: String, peer: String },
 }
 
 /// One message from any platform, normalised by its adapter. Everything the
@@ -166,6 +169,7 @@ impl ReplyAddress {
             ConversationKey::Webhook { conversation } => ReplyAddress::Webhook { conversation },
             // The key holds a hash of the thread: the address is only in the thread's mails.
             ConversationKey::Email { .. } => return None,
+            ConversationKey::Link { agent, peer } => ReplyAddress::Link { agent, peer },
         })
     }
 }

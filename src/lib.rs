@@ -20,6 +20,7 @@ pub mod config;
 pub mod files;
 pub mod identity;
 pub mod inbound;
+pub mod links;
 pub mod llm;
 pub mod log_line;
 pub mod mcp;

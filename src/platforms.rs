@@ -6,6 +6,7 @@
 
 pub mod discord;
 pub mod email;
+pub mod link;
 pub mod plain_webhook;
 pub mod platform;
 pub mod settings;

@@ -71,6 +71,9 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("worker_system", include_str!("../prompts/worker_system.md.j2")),
     ("worker_task", include_str!("../prompts/worker_task.md.j2")),
     ("modal_refused", include_str!("../prompts/modal_refused.md")),
+    ("tools/send_agent_message", include_str!("../prompts/tools/send_agent_message.md")),
+    ("tools/conclude_link", include_str!("../prompts/tools/conclude_link.md")),
+    ("link_closed", include_str!("../prompts/link_closed.md.j2")),
 ];
 
 /// Every template, parsed once.
@@ -249,6 +252,9 @@ mod tests {
         ("worker_system", "33ad19a170a9b11866c4dbef5ad9a126a756178fcf80b7529750ce136991bc56"),
         ("worker_task", "30fddd7e8487de4fa0f1cd77b775efb0d50ea7a41687653cf110e9fcf82a743a"),
         ("modal_refused", "9e4d47d82e3aae01a4cf4b035ec4001890a4897531cfb628d04cc93a05d7b435"),
+        ("tools/send_agent_message", "68c557dd4aa8af39b58972b313fb39dfc310abc74e049874fb30287bb08e47f0"),
+        ("tools/conclude_link", "3b105bd33a13012e2cb5cfa46ab54b4425e245c543844a836bde9c773364ec67"),
+        ("link_closed", "a68201ceed1fd86e98b4ebf2948d4e808e1987d07fdf920f21b6190cd1c419c6"),
     ];
 
     fn digest(name: &str) -> String {

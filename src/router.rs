@@ -177,6 +177,9 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::Agents | Route::CreateAgent | Route::UpdateAgent | Route::DeleteAgent | Route::SetAgentTelegram => {
             agents::route(route, request, env, param("id"), operator).await
         }
+        Route::Links | Route::SaveLink | Route::RemoveLink => {
+            crate::links::api::route(route, request, env, param("from"), param("to"), operator).await
+        }
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)

@@ -96,6 +96,10 @@ pub enum Route {
     SetAgentTelegram,
     /// An agent's own Telegram bot's webhook (`/webhooks/telegram/{agent}`).
     AgentTelegramWebhook,
+    /// Links between agents (`crate::links::api`).
+    Links,
+    SaveLink,
+    RemoveLink,
 }
 
 use Route::*;
@@ -211,6 +215,9 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Delete, "/api/agents/{id}", DeleteAgent),
     (Put, "/api/agents/{id}/telegram", SetAgentTelegram),
     (Post, "/webhooks/telegram/{agent}", AgentTelegramWebhook),
+    (Get, "/api/links", Links),
+    (Post, "/api/links", SaveLink),
+    (Delete, "/api/links/{from}/{to}", RemoveLink),
 ];
 
 /// The routes at one path, by method.

@@ -24,6 +24,7 @@ mod history;
 mod hostile;
 mod identity;
 mod leaks;
+mod links;
 mod mcp;
 mod memory;
 mod models;

@@ -88,6 +88,7 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
             "platforms::email::settings",
         ],
     ),
+    ("links", &["links"]),
 ];
 
 /// The Workers-facing layers, above every pure one. A file is Workers-facing

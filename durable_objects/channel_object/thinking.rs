@@ -136,7 +136,7 @@ pub(super) async fn think(
     let model = HttpModel::new(config, &object.env, &config.channel_model);
     // A model that cannot be called (no key, no binding) is known before any call: none is made.
     let not_set_up = crate::status::setup::model_problem(config, object.env.ai(AI_BINDING).is_ok());
-    let tools = channel_tools(object, database, turn, answering, &people, &schedules_changed);
+    let tools = channel_tools(object, database, turn, answering, &people, &schedules_changed).await;
     let (outcome, estimated_tokens) = match &not_set_up {
         Some(problem) => (Err(LlmError::Config(problem.explain())), 0),
         None => ask(&model, &context, files.images.clone(), turn, &tools, live).await,
@@ -227,17 +227,18 @@ async fn remember(
     Ok(Remembered { loaded, bulletin, identity })
 }
 
-/// The tools the channel's edge answers in this turn (the schedule tool).
-fn channel_tools<'a>(
+/// The tools the channel's edge answers in this turn: the schedule tool, and
+/// the link tools ([`link_tools`]).
+async fn channel_tools<'a>(
     object: &'a ChannelObject,
     database: &'a D1Database,
     turn: &'a TurnSnapshot,
     answering: &'a InboundEvent,
     people: &[Profile],
     schedules_changed: &'a std::cell::Cell<bool>,
-) -> ChannelTools<'a> {
+) -> (ChannelTools<'a>, crate::links::tools::LinkTools<'a>) {
     let conversation_key = &answering.conversation_key;
-    ChannelTools {
+    let channel = ChannelTools {
         config: &object.config,
         db: database,
         conversation_key,
@@ -254,6 +255,28 @@ fn channel_tools<'a>(
             people,
             crate::budget::rules::person_key(conversation_key, &answering.author.id).as_deref(),
         ),
+    };
+    (channel, link_tools(object, database, answering).await)
+}
+
+/// The link tools for this turn: the links configured (one D1 read; a
+/// failed read offers none, the turn goes on without them).
+async fn link_tools<'a>(
+    object: &'a ChannelObject,
+    database: &'a D1Database,
+    answering: &'a InboundEvent,
+) -> crate::links::tools::LinkTools<'a> {
+    let links = crate::links::store::list(database).await.unwrap_or_else(|error| {
+        LogLine::warn("links_unreadable").conversation(&answering.conversation_key).reason(&error).emit();
+        Vec::new()
+    });
+    crate::links::tools::LinkTools {
+        env: &object.env,
+        db: database,
+        conversation_key: &answering.conversation_key,
+        reply_address: &answering.reply_address,
+        links,
+        now_ms: now_ms(),
     }
 }
 
@@ -264,7 +287,7 @@ async fn ask(
     context: &TurnContext<'_>,
     images: Vec<crate::llm::Image>,
     turn: &TurnSnapshot,
-    tools: &ChannelTools<'_>,
+    tools: &impl crate::channel::turn::ToolHost,
     live: Option<&dyn Fn(&str)>,
 ) -> (std::result::Result<TurnOutcome, LlmError>, u64) {
     let mut estimated_tokens = 0;

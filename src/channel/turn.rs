@@ -138,6 +138,28 @@ pub trait ToolHost {
     /// The answer to a tool the turn does not handle itself (one of
     /// [`HostToolSet`]), or None when the host has no such tool either.
     async fn call(&self, name: &str, arguments: &serde_json::Value) -> Option<String>;
+
+    /// Tools this host offers beyond [`channel_tools`] in this turn (the
+    /// link tools, when the agent has links); none by default.
+    fn extra_specs(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+}
+
+/// Two hosts as one: the first that has the tool answers it.
+impl<A: ToolHost, B: ToolHost> ToolHost for (A, B) {
+    async fn call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
+        match self.0.call(name, arguments).await {
+            Some(answer) => Some(answer),
+            None => self.1.call(name, arguments).await,
+        }
+    }
+
+    fn extra_specs(&self) -> Vec<ToolSpec> {
+        let mut specs = self.0.extra_specs();
+        specs.extend(self.1.extra_specs());
+        specs
+    }
 }
 
 /// A host with no tools of its own.
@@ -264,7 +286,8 @@ pub async fn run_turn(
     host: &impl ToolHost,
     live: Option<&dyn Fn(&str)>,
 ) -> Result<TurnOutcome, LlmError> {
-    let tools = channel_tools();
+    let mut tools = channel_tools();
+    tools.extend(host.extra_specs());
     let mut outcome = TurnOutcome::default();
     // The turn's own view: what it starts, routes and cancels counts at once.
     let turn_tools = TurnTools { processes: RefCell::new(processes.clone()) };

@@ -9,6 +9,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::agents::rules::is_agent_id;
+
 /// A key that names no conversation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("not a conversation key: {0:?}")]
@@ -40,6 +42,9 @@ pub enum ConversationKey {
     /// `email:{thread}`: a mail thread with one person, named by 32 hex digits
     /// (see `platforms::email::wire`).
     Email { thread: String },
+    /// `link:{agent}:{peer}`: `agent`'s side of its link conversation with
+    /// `peer` (agent ids: `[a-z][a-z0-9-]{0,31}`, see `crate::links`).
+    Link { agent: String, peer: String },
 }
 
 /// What separates a Teams channel's id from the reply chain's root message.
@@ -91,6 +96,9 @@ impl ConversationKey {
                 Ok(ConversationKey::WhatsApp { phone: filled(phone)?, person: filled(person)? })
             }
             ["email", thread] if is_thread_hash(thread) => Ok(ConversationKey::Email { thread: thread.to_string() }),
+            ["link", agent, peer] if is_agent_id(agent) && is_agent_id(peer) && agent != peer => {
+                Ok(ConversationKey::Link { agent: agent.to_string(), peer: peer.to_string() })
+            }
             _ => Err(malformed()),
         }
     }
@@ -106,6 +114,7 @@ impl ConversationKey {
             ConversationKey::WhatsApp { .. } => "whatsapp",
             ConversationKey::Webhook { .. } => "webhook",
             ConversationKey::Email { .. } => "email",
+            ConversationKey::Link { .. } => "link",
         }
     }
 
@@ -122,6 +131,7 @@ impl ConversationKey {
             ConversationKey::WhatsApp { person, .. } => person.clone(),
             ConversationKey::Webhook { conversation } => conversation.clone(),
             ConversationKey::Email { thread } => thread.clone(),
+            ConversationKey::Link { peer, .. } => peer.clone(),
         }
     }
 
@@ -176,9 +186,11 @@ impl fmt::Display for ConversationKey {
             ConversationKey::WhatsApp { phone, person } => write!(formatter, "whatsapp:{phone}:{person}"),
             ConversationKey::Webhook { conversation } => write!(formatter, "webhook:{conversation}"),
             ConversationKey::Email { thread } => write!(formatter, "email:{thread}"),
+            ConversationKey::Link { agent, peer } => write!(formatter, "link:{agent}:{peer}"),
         }
     }
 }
+
 
 /// An email thread's name in its key: 32 lowercase hex digits.
 fn is_thread_hash(thread: &str) -> bool {

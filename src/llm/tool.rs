@@ -310,7 +310,8 @@ mod tests {
         use crate::process::worker_run::WorkerToolSet;
         let channel = [TurnToolSet::specs(), HostToolSet::specs()].concat();
         let worker = [vec![SetStatus::spec()], WorkerToolSet::specs()].concat();
-        vec![("channel", channel), ("branch", BranchToolSet::specs()), ("worker", worker)]
+        let links = crate::links::arguments::LinkToolSet::specs();
+        vec![("channel", channel), ("branch", BranchToolSet::specs()), ("worker", worker), ("links", links)]
     }
 
     /// The words a prompt file sets in backticks that look like names (`query`,

@@ -22,6 +22,7 @@ use crate::runtime::log::Emit;
 
 use crate::platforms::discord::messenger::Discord;
 use crate::platforms::email::messenger::Email;
+use crate::platforms::link::messenger::Link;
 use crate::platforms::plain_webhook::messenger::PlainWebhook;
 use crate::platforms::slack::messenger::Slack;
 use crate::platforms::teams::messenger::Teams;
@@ -126,6 +127,7 @@ registry! {
     WhatsApp => WhatsApp,
     Webhook => PlainWebhook,
     Email => Email,
+    Link => Link,
 }
 
 impl Outbound<'_> {

@@ -7,7 +7,7 @@
 //! reply address is [`crate::platforms::outbound`].
 
 use crate::inbound::ReplyAddress;
-use crate::platforms::{discord, email, plain_webhook, slack, teams, telegram, web_chat, whatsapp};
+use crate::platforms::{discord, email, link, plain_webhook, slack, teams, telegram, web_chat, whatsapp};
 use crate::reply::markup::Flavor;
 
 crate::named! {
@@ -28,6 +28,8 @@ crate::named! {
         Webhook = "webhook",
         /// Email through Email Routing (`email:{thread hash}`).
         Email = "email",
+        /// A link between two agents (`link:{self}:{peer}`): a reply is the peer's inbound.
+        Link = "link",
     }
 }
 
@@ -49,6 +51,7 @@ impl Platform {
             ReplyAddress::WhatsApp { .. } => Platform::WhatsApp,
             ReplyAddress::Webhook { .. } => Platform::Webhook,
             ReplyAddress::Email { .. } => Platform::Email,
+            ReplyAddress::Link { .. } => Platform::Link,
         }
     }
 
@@ -63,6 +66,7 @@ impl Platform {
             Platform::WhatsApp => "WhatsApp",
             Platform::Webhook => "the plain webhook",
             Platform::Email => "Email",
+            Platform::Link => "a link between agents",
         }
     }
 
@@ -78,6 +82,8 @@ impl Platform {
             Platform::Webhook => Flavor::Markdown,
             // A plain-text mail: the web chat's plain text (no Markdown a mail client would show raw).
             Platform::Email => Flavor::Plain,
+            // The peer agent's model reads Markdown, as the plain webhook's receivers do.
+            Platform::Link => Flavor::Markdown,
         }
     }
 
@@ -92,6 +98,7 @@ impl Platform {
             Platform::WhatsApp => whatsapp::wire::MESSAGE_LIMIT,
             Platform::Webhook => plain_webhook::wire::MESSAGE_LIMIT,
             Platform::Email => email::wire::MESSAGE_LIMIT,
+            Platform::Link => link::wire::MESSAGE_LIMIT,
         }
     }
 }
@@ -143,6 +150,7 @@ mod tests {
                 },
                 Platform::Email,
             ),
+            (ReplyAddress::Link { agent: "ops".into(), peer: "default".into() }, Platform::Link),
         ];
         for (address, platform) in cases {
             assert_eq!(Platform::answering(&address), platform, "{address:?}");
@@ -154,8 +162,10 @@ mod tests {
         let flavors: std::collections::BTreeSet<_> =
             Platform::ALL.iter().map(|platform| format!("{:?}", platform.flavor())).collect();
         // Email reads plain text, as the web chat does; every other platform has its own markup.
-        assert_eq!(flavors.len(), Platform::ALL.len() - 1, "no two platforms read the same markup");
+        // A link's peer reads Markdown, as the plain webhook's receivers do.
+        assert_eq!(flavors.len(), Platform::ALL.len() - 2, "no two platforms read the same markup");
         assert_eq!(Platform::Email.flavor(), Platform::Web.flavor());
+        assert_eq!(Platform::Link.flavor(), Platform::Webhook.flavor());
         assert_eq!(Platform::Discord.message_limit(), 2_000);
         assert_eq!(Platform::Telegram.message_limit(), 4_096);
         assert!(Platform::ALL.iter().all(|platform| platform.message_limit() >= 2_000));

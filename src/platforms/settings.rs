@@ -21,6 +21,7 @@ impl Platform {
             Platform::WhatsApp => Some(whatsapp::settings::state(config)),
             Platform::Webhook => Some(plain_webhook::settings::state(config)),
             Platform::Email => Some(email::settings::state(config)),
+            Platform::Link => None,
         }
     }
 
@@ -35,6 +36,7 @@ impl Platform {
             Platform::WhatsApp => whatsapp::settings::unconnected(config),
             Platform::Webhook => plain_webhook::settings::unconnected(config),
             Platform::Email => email::settings::unconnected(config),
+            Platform::Link => None,
         }
     }
 }

@@ -32,6 +32,8 @@ pub async fn receive(platform: Platform, request: Request, env: &Env) -> Answer 
         Platform::Webhook => plain_webhook::webhook::receive(request, env).await,
         // Mail arrives through the Worker's `email` event, not a webhook.
         Platform::Email => Err(ApiError::NotFound),
+        // A link's messages come from the other agent's channel, never from outside.
+        Platform::Link => Err(ApiError::NotFound),
     }
 }
 

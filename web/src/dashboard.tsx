@@ -16,19 +16,20 @@ import { SettingsPage } from "./dashboard/settings";
 import { IdentityPage } from "./dashboard/identity";
 import { ToolsPage } from "./dashboard/tools";
 import { AgentsPage } from "./dashboard/agents";
+import { LinksPage } from "./dashboard/links";
 
 type Route =
   | { page: "conversations" }
   | { page: "conversation"; key: string }
-  | { page: "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" }
+  | { page: "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" | "links" }
   | { page: "agents" };
 
 function route(hash: string): Route {
   const [, page = "", ...rest] = hash.replace(/^#/, "").split("/");
   if (page === "c" && rest.length) return { page: "conversation", key: decodeURIComponent(rest.join("/")) };
   if (page === "agents") return { page: "agents" };
-  if (["memory", "people", "tasks", "tools", "spend", "identity", "settings"].includes(page)) {
-    return { page: page as "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" };
+  if (["memory", "people", "tasks", "tools", "spend", "identity", "settings", "links"].includes(page)) {
+    return { page: page as "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" | "links" };
   }
   return { page: "conversations" };
 }
@@ -70,6 +71,7 @@ function App() {
       {current.page === "identity" && <IdentityPage />}
       {current.page === "settings" && <SettingsPage />}
       {current.page === "agents" && <AgentsPage />}
+      {current.page === "links" && <LinksPage />}
     </>
   );
 }

@@ -84,6 +84,48 @@ fn tools_the_turn_does_not_know_go_to_the_host_and_unknown_ones_are_refused() {
     assert!(offered, "the schedule tool is offered to the channel");
 }
 
+/// A host that offers (and answers) one tool of its own, `wave`.
+struct WaveHost;
+
+impl ToolHost for WaveHost {
+    async fn call(&self, name: &str, _arguments: &serde_json::Value) -> Option<String> {
+        (name == "wave").then(|| "waved".to_string())
+    }
+
+    fn extra_specs(&self) -> Vec<ToolSpec> {
+        vec![ToolSpec { name: "wave".into(), description: "Wave.".into(), parameters: json!({}) }]
+    }
+}
+
+#[test]
+fn two_hosts_are_one_offering_both_s_tools_and_the_first_that_has_a_tool_answers_it() {
+    let calls = Completion {
+        tool_calls: vec![
+            ToolCall { id: "a".into(), name: "wave".into(), arguments: json!({}) },
+            ToolCall { id: "b".into(), name: "schedule".into(), arguments: json!({"prompt": "tea"}) },
+        ],
+        ..Completion::default()
+    };
+    let model = ScriptedModel::new(vec![Ok(calls), Ok(call("reply", json!({"content": "done"})))]);
+    let messages = vec![ChatMessage::new(Role::User, "hi")];
+    futures_executor(run_turn(&model, "m", messages, &busy_processes(), &(EchoHost, WaveHost), None)).unwrap();
+    assert_eq!(tool_results(&model, 1), ["waved", "scheduled: \"tea\""]);
+    let offered: Vec<String> = model.requests.borrow()[0].tools.iter().map(|tool| tool.name.clone()).collect();
+    assert_eq!(offered.iter().filter(|name| *name == "wave").count(), 1, "{offered:?}");
+    // A host with no extra tools offers the channel's alone.
+    let plain = ScriptedModel::new(vec![Ok(call("reply", json!({"content": "hi"})))]);
+    futures_executor(run_turn(
+        &plain,
+        "m",
+        vec![ChatMessage::new(Role::User, "hi")],
+        &busy_processes(),
+        &EchoHost,
+        None,
+    ))
+    .unwrap();
+    assert!(!plain.requests.borrow()[0].tools.iter().any(|tool| tool.name == "wave"));
+}
+
 fn run(model: &ScriptedModel) -> Result<TurnOutcome, LlmError> {
     run_with(model, &busy_processes())
 }

@@ -52,6 +52,7 @@ export function Nav({ current, onSignOut }: { current: string; onSignOut: () => 
       {link("#/identity", "Identity", "identity")}
       {link("#/settings", "Settings", "settings")}
       {link("#/agents", "Agents", "agents")}
+      {link("#/links", "Links", "links")}
       <a href="/chat/">Web chat</a>
       <button type="button" onClick={onSignOut}>Sign out</button>
     </nav>
