@@ -24,7 +24,9 @@ use worker::{AbortController, D1Database, Delay, Env, Fetch, Headers, Method, Re
 
 use crate::config::Config;
 use crate::log_line::LogLine;
+use crate::mcp::elicit::{self, Asker};
 use crate::mcp::rules::{self as mcp, Auth, McpError, RemoteTool};
+use crate::mcp::stream::{self, Incoming, Resumable};
 use crate::mcp::servers::{record_tools, Server};
 use crate::ops::{self, Op};
 use crate::redact::Redactor;
@@ -97,6 +99,12 @@ pub struct Client<'a> {
     next_id: Cell<u64>,
     /// The `Authorization` value, once read.
     authorization: RefCell<Option<Option<String>>>,
+    /// Whom a server's question goes to (None: nobody; it is cancelled).
+    pub asker: Option<Asker>,
+    /// A person is being asked: the call's timeout waits for them.
+    asking: Cell<bool>,
+    /// The tool being called (named in a question).
+    calling: RefCell<String>,
 }
 
 impl<'a> Client<'a> {
@@ -111,6 +119,9 @@ impl<'a> Client<'a> {
             established: RefCell::new(None),
             next_id: Cell::new(1),
             authorization: RefCell::new(None),
+            asker: None,
+            asking: Cell::new(false),
+            calling: RefCell::new(String::new()),
         }
     }
 
@@ -140,6 +151,7 @@ impl<'a> Client<'a> {
         let started = now_ms();
         ops::count(Op::McpToolCall);
         let id = self.next_id();
+        *self.calling.borrow_mut() = mcp::exposed_name(&self.server.name, tool).unwrap_or_else(|| tool.to_string());
         let outcome = self.ask(&mcp::call_tool(id, tool, arguments), id, self.config.mcp_timeout_ms).await;
         let ok = outcome.is_ok();
         let text = match outcome {
@@ -256,7 +268,7 @@ impl<'a> Client<'a> {
                     Some(id) if (200..300).contains(&status) => {
                         let stream = response.stream().map_err(network)?;
                         Some(match kind.starts_with("text/event-stream") {
-                            true => read_answer(stream, id).await,
+                            true => self.read_events(stream, id, &url, authorization.as_deref(), session.as_deref()).await,
                             false => read_json(stream, id).await,
                         })
                     }
@@ -266,13 +278,128 @@ impl<'a> Client<'a> {
             }
             Err(Failure::Refused("too many redirects".into()))
         };
-        let deadline = Delay::from(Duration::from_millis(timeout_ms));
-        match select(Box::pin(exchange), deadline).await {
-            Either::Left((posted, _)) => posted,
-            Either::Right(_) => {
-                controller.abort();
-                Err(Failure::TimedOut)
+        let mut exchange = Box::pin(exchange);
+        loop {
+            let deadline = Delay::from(Duration::from_millis(timeout_ms));
+            match select(exchange, deadline).await {
+                Either::Left((posted, _)) => return posted,
+                // A person is being asked: their answer has its own bound (`elicit::MAX_WAIT_MS`).
+                Either::Right((_, pending)) if self.asking.get() => exchange = pending,
+                Either::Right(_) => {
+                    controller.abort();
+                    return Err(Failure::TimedOut);
+                }
             }
+        }
+    }
+
+    /// Reads a request's event stream until the message answering `id`
+    /// arrives: a question the server asks meanwhile is answered (a person
+    /// is asked), and a stream that ends before the answer is resumed
+    /// (`GET` with `Last-Event-ID` after the stream's `retry` time, a few times).
+    async fn read_events(
+        &self,
+        stream: worker::ByteStream,
+        id: u64,
+        url: &Url,
+        authorization: Option<&str>,
+        session: Option<&str>,
+    ) -> Result<mcp::Answer, McpError> {
+        use eventsource_stream::Eventsource;
+        let session = session.map(str::to_string).or_else(|| self.session());
+        let mut resumable = Resumable::default();
+        let mut seen = Vec::new();
+        let mut events = stream.eventsource();
+        loop {
+            while let Some(event) = events.next().await {
+                let event = event.map_err(|error| McpError::Malformed(format!("event stream: {error}")))?;
+                resumable.saw(&event.id, event.retry.map(|retry| retry.as_millis() as u64));
+                let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
+                    continue; // a priming event (empty data) or a comment
+                };
+                match stream::classify(&message, id) {
+                    Incoming::Answer => {
+                        seen.push(event.data);
+                        return mcp::answer_from_events(&seen, id);
+                    }
+                    Incoming::Request { id: asked, method, params } => {
+                        self.answer_server(&asked, &method, &params, session.as_deref()).await;
+                    }
+                    Incoming::Other => seen.push(event.data),
+                }
+            }
+            // The stream ended before the answer: resume it, or give up.
+            let Some((wait_ms, last_event_id)) = resumable.resume() else {
+                return Err(McpError::NoAnswer(id));
+            };
+            Delay::from(Duration::from_millis(wait_ms)).await;
+            let resumed = self.resume(url, authorization, session.as_deref(), &last_event_id).await;
+            let Some(resumed) = resumed else {
+                return Err(McpError::NoAnswer(id));
+            };
+            events = resumed.eventsource();
+        }
+    }
+
+    fn session(&self) -> Option<String> {
+        self.established.borrow().as_ref().and_then(|open| open.session.clone())
+    }
+
+    /// `GET` the endpoint with `Last-Event-ID`: the resumed stream, or None if
+    /// the server will not resume (any answer but a 200 event stream).
+    async fn resume(
+        &self,
+        url: &Url,
+        authorization: Option<&str>,
+        session: Option<&str>,
+        last_event_id: &str,
+    ) -> Option<worker::ByteStream> {
+        let version = self.established.borrow().as_ref().map(|open| open.version.clone());
+        let request = resume_request(url, authorization, session, version.as_deref(), last_event_id).ok()?;
+        ops::count(Op::McpRequest);
+        let mut response = Fetch::Request(request).send().await.ok()?;
+        let kind = response.headers().get("content-type").ok().flatten().unwrap_or_default();
+        let resumed = response.status_code() == 200 && kind.starts_with("text/event-stream");
+        LogLine::info("mcp_stream_resumed").field("server", self.server.name.as_str()).field("ok", resumed).emit();
+        resumed.then(|| response.stream().ok()).flatten()
+    }
+
+    /// A request the server makes on the stream: a question (elicitation)
+    /// goes to the person who started the work; `ping` is answered; anything
+    /// else is refused. The answer is POSTed back in the session.
+    async fn answer_server(&self, asked: &Value, method: &str, params: &Value, session: Option<&str>) {
+        let answer = match method {
+            "elicitation/create" => {
+                self.asking.set(true);
+                let names = (self.server.name.as_str(), self.calling.borrow().clone());
+                let answer =
+                    elicit::answer(self.config, self.env, self.db, self.asker.as_ref(), (names.0, &names.1), asked, params)
+                        .await;
+                self.asking.set(false);
+                answer
+            }
+            other => stream::unserved(asked, other),
+        };
+        if let Err(failure) = self.send_answer(&answer, session).await {
+            LogLine::warn("mcp_answer_not_sent").field("server", self.server.name.as_str()).reason(&failure).emit();
+        }
+    }
+
+    /// POSTs a JSON-RPC response to the server (it answers 202, nothing to read).
+    async fn send_answer(&self, answer: &Value, session: Option<&str>) -> Result<(), Failure> {
+        let endpoint = self.endpoint.clone().map_err(Failure::Refused)?;
+        let authorization = self.authorization().await?;
+        let mut established = self.established.borrow().clone();
+        if let (Some(open), Some(session)) = (established.as_mut(), session) {
+            open.session = Some(session.to_string());
+        }
+        let network = |error: worker::Error| Failure::Unreachable(redactor().redact(&error.to_string()).into_owned());
+        let request = post_request(&endpoint, answer, authorization.as_deref(), established.as_ref()).map_err(network)?;
+        ops::count(Op::McpRequest);
+        let response = Fetch::Request(request).send().await.map_err(network)?;
+        match (200..300).contains(&response.status_code()) {
+            true => Ok(()),
+            false => Err(Failure::Status(response.status_code())),
         }
     }
 
@@ -419,19 +546,27 @@ async fn read_json(mut stream: worker::ByteStream, id: u64) -> Result<mcp::Answe
     mcp::answer_from_json(&String::from_utf8_lossy(&body), id)
 }
 
-/// Reads an event stream until the message answering `id` (notifications
-/// before it are noticed, e.g. a changed tool list).
-async fn read_answer(stream: worker::ByteStream, id: u64) -> Result<mcp::Answer, McpError> {
-    use eventsource_stream::Eventsource;
-    let mut events = stream.eventsource();
-    let mut seen = Vec::new();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|error| McpError::Malformed(format!("event stream: {error}")))?;
-        let answers = serde_json::from_str::<Value>(&event.data).is_ok_and(|message| message["id"] == id);
-        seen.push(event.data);
-        if answers {
-            break;
-        }
+/// The `GET` that resumes a stream after `last_event_id`, in the session.
+fn resume_request(
+    url: &Url,
+    authorization: Option<&str>,
+    session: Option<&str>,
+    version: Option<&str>,
+    last_event_id: &str,
+) -> worker::Result<Request> {
+    let headers = Headers::new();
+    headers.set("accept", "text/event-stream")?;
+    headers.set("last-event-id", last_event_id)?;
+    if let Some(value) = authorization {
+        headers.set("authorization", value)?;
     }
-    mcp::answer_from_events(&seen, id)
+    if let Some(session) = session {
+        headers.set(mcp::SESSION_HEADER, session)?;
+    }
+    if let Some(version) = version {
+        headers.set(mcp::VERSION_HEADER, version)?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Get).with_headers(headers).with_redirect(RequestRedirect::Manual);
+    Request::new_with_init(url.as_str(), &init)
 }
