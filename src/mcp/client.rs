@@ -12,6 +12,8 @@
 //! says its list changed; a server that cannot be reached is left alone for
 //! [`DOWN_FOR_MS`], and processes get a note instead of its tools.
 
+mod streams;
+
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
@@ -24,9 +26,8 @@ use worker::{AbortController, D1Database, Delay, Env, Fetch, Headers, Method, Re
 
 use crate::config::Config;
 use crate::log_line::LogLine;
-use crate::mcp::elicit::{self, Asker};
+use crate::mcp::elicit::Asker;
 use crate::mcp::rules::{self as mcp, Auth, McpError, RemoteTool};
-use crate::mcp::stream::{self, Incoming, Resumable};
 use crate::mcp::servers::{record_tools, Server};
 use crate::ops::{self, Op};
 use crate::redact::Redactor;
@@ -152,7 +153,19 @@ impl<'a> Client<'a> {
         ops::count(Op::McpToolCall);
         let id = self.next_id();
         *self.calling.borrow_mut() = mcp::exposed_name(&self.server.name, tool).unwrap_or_else(|| tool.to_string());
-        let outcome = self.ask(&mcp::call_tool(id, tool, arguments), id, self.config.mcp_timeout_ms).await;
+        // A server may ask on its own stream (a request not tied to the call): it is listened to meanwhile.
+        let listening = AbortController::default();
+        let standalone = self.listen(&listening).await;
+        let message = mcp::call_tool(id, tool, arguments);
+        let asked = self.ask(&message, id, self.config.mcp_timeout_ms);
+        let outcome = match standalone {
+            Some(stream) => match select(Box::pin(asked), Box::pin(self.serve(stream))).await {
+                Either::Left((outcome, _)) => outcome,
+                Either::Right((_, asked)) => asked.await,
+            },
+            None => asked.await,
+        };
+        listening.abort();
         let ok = outcome.is_ok();
         let text = match outcome {
             Ok(answer) => mcp::result_text(&answer.result),
@@ -290,116 +303,6 @@ impl<'a> Client<'a> {
                     return Err(Failure::TimedOut);
                 }
             }
-        }
-    }
-
-    /// Reads a request's event stream until the message answering `id`
-    /// arrives: a question the server asks meanwhile is answered (a person
-    /// is asked), and a stream that ends before the answer is resumed
-    /// (`GET` with `Last-Event-ID` after the stream's `retry` time, a few times).
-    async fn read_events(
-        &self,
-        stream: worker::ByteStream,
-        id: u64,
-        url: &Url,
-        authorization: Option<&str>,
-        session: Option<&str>,
-    ) -> Result<mcp::Answer, McpError> {
-        use eventsource_stream::Eventsource;
-        let session = session.map(str::to_string).or_else(|| self.session());
-        let mut resumable = Resumable::default();
-        let mut seen = Vec::new();
-        let mut events = stream.eventsource();
-        loop {
-            while let Some(event) = events.next().await {
-                let event = event.map_err(|error| McpError::Malformed(format!("event stream: {error}")))?;
-                resumable.saw(&event.id, event.retry.map(|retry| retry.as_millis() as u64));
-                let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
-                    continue; // a priming event (empty data) or a comment
-                };
-                match stream::classify(&message, id) {
-                    Incoming::Answer => {
-                        seen.push(event.data);
-                        return mcp::answer_from_events(&seen, id);
-                    }
-                    Incoming::Request { id: asked, method, params } => {
-                        self.answer_server(&asked, &method, &params, session.as_deref()).await;
-                    }
-                    Incoming::Other => seen.push(event.data),
-                }
-            }
-            // The stream ended before the answer: resume it, or give up.
-            let Some((wait_ms, last_event_id)) = resumable.resume() else {
-                return Err(McpError::NoAnswer(id));
-            };
-            Delay::from(Duration::from_millis(wait_ms)).await;
-            let resumed = self.resume(url, authorization, session.as_deref(), &last_event_id).await;
-            let Some(resumed) = resumed else {
-                return Err(McpError::NoAnswer(id));
-            };
-            events = resumed.eventsource();
-        }
-    }
-
-    fn session(&self) -> Option<String> {
-        self.established.borrow().as_ref().and_then(|open| open.session.clone())
-    }
-
-    /// `GET` the endpoint with `Last-Event-ID`: the resumed stream, or None if
-    /// the server will not resume (any answer but a 200 event stream).
-    async fn resume(
-        &self,
-        url: &Url,
-        authorization: Option<&str>,
-        session: Option<&str>,
-        last_event_id: &str,
-    ) -> Option<worker::ByteStream> {
-        let version = self.established.borrow().as_ref().map(|open| open.version.clone());
-        let request = resume_request(url, authorization, session, version.as_deref(), last_event_id).ok()?;
-        ops::count(Op::McpRequest);
-        let mut response = Fetch::Request(request).send().await.ok()?;
-        let kind = response.headers().get("content-type").ok().flatten().unwrap_or_default();
-        let resumed = response.status_code() == 200 && kind.starts_with("text/event-stream");
-        LogLine::info("mcp_stream_resumed").field("server", self.server.name.as_str()).field("ok", resumed).emit();
-        resumed.then(|| response.stream().ok()).flatten()
-    }
-
-    /// A request the server makes on the stream: a question (elicitation)
-    /// goes to the person who started the work; `ping` is answered; anything
-    /// else is refused. The answer is POSTed back in the session.
-    async fn answer_server(&self, asked: &Value, method: &str, params: &Value, session: Option<&str>) {
-        let answer = match method {
-            "elicitation/create" => {
-                self.asking.set(true);
-                let names = (self.server.name.as_str(), self.calling.borrow().clone());
-                let answer =
-                    elicit::answer(self.config, self.env, self.db, self.asker.as_ref(), (names.0, &names.1), asked, params)
-                        .await;
-                self.asking.set(false);
-                answer
-            }
-            other => stream::unserved(asked, other),
-        };
-        if let Err(failure) = self.send_answer(&answer, session).await {
-            LogLine::warn("mcp_answer_not_sent").field("server", self.server.name.as_str()).reason(&failure).emit();
-        }
-    }
-
-    /// POSTs a JSON-RPC response to the server (it answers 202, nothing to read).
-    async fn send_answer(&self, answer: &Value, session: Option<&str>) -> Result<(), Failure> {
-        let endpoint = self.endpoint.clone().map_err(Failure::Refused)?;
-        let authorization = self.authorization().await?;
-        let mut established = self.established.borrow().clone();
-        if let (Some(open), Some(session)) = (established.as_mut(), session) {
-            open.session = Some(session.to_string());
-        }
-        let network = |error: worker::Error| Failure::Unreachable(redactor().redact(&error.to_string()).into_owned());
-        let request = post_request(&endpoint, answer, authorization.as_deref(), established.as_ref()).map_err(network)?;
-        ops::count(Op::McpRequest);
-        let response = Fetch::Request(request).send().await.map_err(network)?;
-        match (200..300).contains(&response.status_code()) {
-            true => Ok(()),
-            false => Err(Failure::Status(response.status_code())),
         }
     }
 
@@ -544,29 +447,4 @@ async fn read_json(mut stream: worker::ByteStream, id: u64) -> Result<mcp::Answe
         }
     }
     mcp::answer_from_json(&String::from_utf8_lossy(&body), id)
-}
-
-/// The `GET` that resumes a stream after `last_event_id`, in the session.
-fn resume_request(
-    url: &Url,
-    authorization: Option<&str>,
-    session: Option<&str>,
-    version: Option<&str>,
-    last_event_id: &str,
-) -> worker::Result<Request> {
-    let headers = Headers::new();
-    headers.set("accept", "text/event-stream")?;
-    headers.set("last-event-id", last_event_id)?;
-    if let Some(value) = authorization {
-        headers.set("authorization", value)?;
-    }
-    if let Some(session) = session {
-        headers.set(mcp::SESSION_HEADER, session)?;
-    }
-    if let Some(version) = version {
-        headers.set(mcp::VERSION_HEADER, version)?;
-    }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Get).with_headers(headers).with_redirect(RequestRedirect::Manual);
-    Request::new_with_init(url.as_str(), &init)
 }
