@@ -206,11 +206,12 @@ async fn a_person_answers_a_servers_question_in_words_on_slack_and_a_bad_answer_
         posted.iter().any(|call| call.get("blocks").is_some() && asks(call)).then_some(())
     })
     .await;
-    // A value out of range is refused and the question still waits.
-    env.slack_event(&message("Ev2", "age: 200", "1795000000.000200")).await;
+    // A value the schema does not allow is refused, with the reason, and the question still waits.
+    env.slack_event(&message("Ev2", "status: gone", "1795000000.000200")).await;
     wait_for("the refusal of a bad answer", Duration::from_secs(20), || async {
         let posted = env.slack.calls("chat.postMessage");
-        posted.iter().any(|call| call["text"].as_str().is_some_and(|text| text.contains("does not fit"))).then_some(())
+        let refused = |text: &str| text.contains("does not fit") && text.contains("active, inactive, pending");
+        posted.iter().any(|call| call["text"].as_str().is_some_and(refused)).then_some(())
     })
     .await;
     env.slack_event(&message("Ev3", "name: Ada Lovelace\nage: 36", "1795000000.000300")).await;
