@@ -93,7 +93,8 @@ fn assert_passed(scenario: &str, checks: &[Value], required: &[&str]) {
 
 /// Adds the scenario's server as `conf`, its tools run without an approval.
 async fn add_server(env: &TestEnv, url: &str) -> Value {
-    let approval = json!({ "add_numbers": false, "test_reconnection": false, "test_client_elicitation_defaults": false });
+    let approval =
+        json!({ "add_numbers": false, "test_reconnection": false, "test_client_elicitation_defaults": false });
     let settings = json!({ "url": url, "approval": approval });
     let (status_code, server) = env.admin_send(reqwest::Method::PUT, "/api/mcp/servers/conf", Some(settings)).await;
     assert_eq!(status_code, 200, "{server}");
@@ -174,7 +175,8 @@ async fn the_client_scenarios_pass_and_a_question_is_answered_with_telegrams_but
     env.telegram_update(&press(11, 83, 83, &format!("approve:{id}"))).await;
     let result = result_read(&env, before).await;
     assert!(result.starts_with("Elicitation completed"), "{result}");
-    for part in ["\"name\":\"John Doe\"", "\"age\":30", "\"score\":95.5", "\"status\":\"active\"", "\"verified\":true"] {
+    for part in ["\"name\":\"John Doe\"", "\"age\":30", "\"score\":95.5", "\"status\":\"active\"", "\"verified\":true"]
+    {
         assert!(result.contains(part), "{part}: {result}");
     }
     let checks = finish(run).await;
@@ -196,7 +198,8 @@ async fn a_person_answers_a_servers_question_in_words_on_slack_and_a_bad_answer_
     add_server(&env, &url).await;
     script_call(&env, "mcp_conf_test_client_elicitation_defaults", json!({}));
     let message = |event: &str, text: &str, ts: &str| {
-        let body = json!({ "type": "message", "channel": "D1", "channel_type": "im", "user": "U1", "text": text, "ts": ts });
+        let body =
+            json!({ "type": "message", "channel": "D1", "channel_type": "im", "user": "U1", "text": text, "ts": ts });
         slack_callback(event, body)
     };
     env.slack_event(&message("Ev1", "test the defaults", "1795000000.000100")).await;
@@ -228,5 +231,8 @@ async fn a_person_answers_a_servers_question_in_words_on_slack_and_a_bad_answer_
     // The answers were not messages for the agent: only the first message started a turn.
     let texts: Vec<String> = env.llm.requests().iter().map(crate::harness::all_message_text).collect();
     let channel_turns: Vec<&String> = texts.iter().filter(|text| !text.contains(WORKER)).collect();
-    assert!(!channel_turns.is_empty() && channel_turns.iter().all(|text| !text.contains("Ada Lovelace")), "{channel_turns:?}");
+    assert!(
+        !channel_turns.is_empty() && channel_turns.iter().all(|text| !text.contains("Ada Lovelace")),
+        "{channel_turns:?}"
+    );
 }

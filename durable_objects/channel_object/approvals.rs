@@ -192,7 +192,10 @@ pub(super) async fn typed_answer(object: &ChannelObject, event: &crate::inbound:
         follow_up: true,
     };
     if let Err(failure) = platform.send(&event.reply_address, &piece).await {
-        LogLine::warn("mcp_question_reply_not_sent").conversation(&event.conversation_key).reason(&failure.message).emit();
+        LogLine::warn("mcp_question_reply_not_sent")
+            .conversation(&event.conversation_key)
+            .reason(&failure.message)
+            .emit();
     }
     Ok(true)
 }

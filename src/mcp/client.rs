@@ -281,7 +281,9 @@ impl<'a> Client<'a> {
                     Some(id) if (200..300).contains(&status) => {
                         let stream = response.stream().map_err(network)?;
                         Some(match kind.starts_with("text/event-stream") {
-                            true => self.read_events(stream, id, &url, authorization.as_deref(), session.as_deref()).await,
+                            true => {
+                                self.read_events(stream, id, &url, authorization.as_deref(), session.as_deref()).await
+                            }
                             false => read_json(stream, id).await,
                         })
                     }

@@ -187,11 +187,16 @@ pub async fn typed_answer(config: &Config, env: &Env, event: &InboundEvent) -> w
         return Ok(Some("Your answer is on its way already.".into()));
     }
     let click = crate::approvals::rules::Click {
-        clicker: Clicker { platform: person.platform().to_string(), user_id: person.user_id().to_string(), name: event.author.name.clone() },
+        clicker: Clicker {
+            platform: person.platform().to_string(),
+            user_id: person.user_id().to_string(),
+            name: event.author.name.clone(),
+        },
         data: String::new(),
         conversation: event.conversation_key.clone(),
         answer_to: None,
     };
-    let decided = approvals::decide(config, env, &kept.approval_id, crate::approvals::rules::Choice::Approve, &click).await?;
+    let decided =
+        approvals::decide(config, env, &kept.approval_id, crate::approvals::rules::Choice::Approve, &click).await?;
     Ok(Some(decided.unwrap_or_else(|why| why)))
 }

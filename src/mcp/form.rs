@@ -16,8 +16,15 @@ const MAX_TEXT_CHARS: usize = 2_000;
 /// What a field holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldKind {
-    Text { min_length: Option<u64>, max_length: Option<u64> },
-    Number { integer: bool, minimum: Option<f64>, maximum: Option<f64> },
+    Text {
+        min_length: Option<u64>,
+        max_length: Option<u64>,
+    },
+    Number {
+        integer: bool,
+        minimum: Option<f64>,
+        maximum: Option<f64>,
+    },
     Boolean,
     /// One of these values.
     Choice(Vec<String>),
@@ -91,10 +98,12 @@ fn field(name: &str, property: &Value, required: bool) -> Result<Field, String> 
     let number = |key: &str| property[key].as_f64();
     let length = |key: &str| property[key].as_u64();
     let choices: Option<Vec<String>> = match (property.get("enum"), property.get("oneOf")) {
-        (Some(values), _) => Some(values.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()),
-        (None, Some(options)) => {
-            Some(options.as_array().into_iter().flatten().filter_map(|o| o["const"].as_str()).map(str::to_string).collect())
+        (Some(values), _) => {
+            Some(values.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect())
         }
+        (None, Some(options)) => Some(
+            options.as_array().into_iter().flatten().filter_map(|o| o["const"].as_str()).map(str::to_string).collect(),
+        ),
         _ => None,
     };
     let kind = match (property["type"].as_str(), choices) {
@@ -185,7 +194,8 @@ impl Form {
                 return Err(format!("write `name: value` per line (`{line}` is not)"));
             };
             let name = name.trim().trim_matches('`');
-            let field = self.fields.iter().find(|field| field.name == name).ok_or(format!("there is no field `{name}`"))?;
+            let field =
+                self.fields.iter().find(|field| field.name == name).ok_or(format!("there is no field `{name}`"))?;
             content.insert(field.name.clone(), typed(field, value.trim())?);
         }
         Ok(content)
@@ -313,8 +323,11 @@ mod tests {
     fn defaults_fill_what_the_person_left_out() {
         let form = defaults_form();
         let content = form.accepted(Map::new()).unwrap();
-        assert_eq!(Value::Object(content), json!({
-            "name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true }));
+        assert_eq!(
+            Value::Object(content),
+            json!({
+            "name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true })
+        );
         let given = form.read_reply("name: Ada\nage: 36").unwrap();
         let content = form.accepted(given).unwrap();
         assert_eq!(content["name"], "Ada");

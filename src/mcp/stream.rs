@@ -102,10 +102,15 @@ mod tests {
         assert_eq!(classify(&json!({ "jsonrpc": "2.0", "id": 3, "result": {} }), 3), Incoming::Answer);
         assert_eq!(classify(&json!({ "jsonrpc": "2.0", "id": 3, "error": { "code": 1 } }), 3), Incoming::Answer);
         assert_eq!(classify(&json!({ "jsonrpc": "2.0", "id": 4, "result": {} }), 3), Incoming::Other, "another id");
-        let asked = json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "message": "m" } });
+        let asked =
+            json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "message": "m" } });
         assert_eq!(
             classify(&asked, 3),
-            Incoming::Request { id: json!("e1"), method: "elicitation/create".into(), params: json!({ "message": "m" }) }
+            Incoming::Request {
+                id: json!("e1"),
+                method: "elicitation/create".into(),
+                params: json!({ "message": "m" })
+            }
         );
         // A server's request may reuse the client's id number: it is a request, not the answer.
         let same_number = json!({ "jsonrpc": "2.0", "id": 3, "method": "ping" });

@@ -90,7 +90,9 @@ impl Client<'_> {
         let sent = fetch.send_with_signal(&signal);
         let mut response = crate::runtime::http::within(LISTEN_MS, sent).await?.ok()?;
         let kind = response.headers().get("content-type").ok().flatten().unwrap_or_default();
-        (response.status_code() == 200 && kind.starts_with("text/event-stream")).then(|| response.stream().ok()).flatten()
+        (response.status_code() == 200 && kind.starts_with("text/event-stream"))
+            .then(|| response.stream().ok())
+            .flatten()
     }
 
     /// Serves the requests the server makes on its own stream; never ends
@@ -141,9 +143,16 @@ impl Client<'_> {
             "elicitation/create" => {
                 self.asking.set(true);
                 let names = (self.server.name.as_str(), self.calling.borrow().clone());
-                let answer =
-                    elicit::answer(self.config, self.env, self.db, self.asker.as_ref(), (names.0, &names.1), asked, params)
-                        .await;
+                let answer = elicit::answer(
+                    self.config,
+                    self.env,
+                    self.db,
+                    self.asker.as_ref(),
+                    (names.0, &names.1),
+                    asked,
+                    params,
+                )
+                .await;
                 self.asking.set(false);
                 answer
             }
@@ -163,7 +172,8 @@ impl Client<'_> {
             open.session = Some(session.to_string());
         }
         let network = |error: worker::Error| Failure::Unreachable(redactor().redact(&error.to_string()).into_owned());
-        let request = post_request(&endpoint, answer, authorization.as_deref(), established.as_ref()).map_err(network)?;
+        let request =
+            post_request(&endpoint, answer, authorization.as_deref(), established.as_ref()).map_err(network)?;
         ops::count(Op::McpRequest);
         let response = Fetch::Request(request).send().await.map_err(network)?;
         match (200..300).contains(&response.status_code()) {
