@@ -82,7 +82,7 @@ pub async fn answer(
                 params.to_string().into(),
                 agent_of(&asker.conversation_key).into(),
             ])?;
-        db.batch(vec![approvals::record(db, &approval)?, kept]).await?;
+        crate::runtime::d1::batch(db, vec![approvals::record(db, &approval)?, kept]).await?;
         approvals::ask(env, &approval, &asker.process_id).await
     };
     if let Err(error) = asked.await {

@@ -226,7 +226,7 @@ fn typed(field: &Field, text: &str) -> Result<Value, String> {
         FieldKind::Number { .. } => text
             .parse::<f64>()
             .ok()
-            .and_then(|number| serde_json::Number::from_f64(number))
+            .and_then(serde_json::Number::from_f64)
             .map(Value::Number)
             .ok_or(format!("`{}` takes a number", field.name))?,
         FieldKind::Boolean => match text.to_ascii_lowercase().as_str() {
