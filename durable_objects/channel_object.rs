@@ -292,6 +292,11 @@ impl ChannelObject {
         let Ok(event) = json_body::<InboundEvent>(&mut request).await else {
             return Response::error("malformed inbound event", 400);
         };
+        let sql = self.state.storage().counted_sql();
+        if !inbox::contains(&sql, &event.delivery_id)? && approvals::typed_answer(self, &event).await? {
+            inbox::store_answer(&sql, &event, now_ms())?;
+            return Response::from_json(&serde_json::json!({ "ok": true, "decision": "answer" }));
+        }
         let (decision, reason) = match self.admit(&event).await? {
             None => return Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true })),
             Some(Admission::Decided(decision)) => (decision.label(), decision.reason.as_str()),

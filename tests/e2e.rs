@@ -26,6 +26,7 @@ mod identity;
 mod leaks;
 mod links;
 mod mcp;
+mod mcp_conformance;
 mod memory;
 mod models;
 mod never_silent;

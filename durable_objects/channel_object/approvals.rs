@@ -165,3 +165,37 @@ fn rendered(platform: &Outbound<'_>, text: &str) -> String {
     let prepared = prepare(&[text.to_string()], platform.flavor(), platform.message_limit(), &redactor());
     prepared.pieces.into_iter().next().unwrap_or_default()
 }
+
+/// A message that answers its sender's waiting MCP question
+/// (`crate::mcp::elicit::typed_answer`) is taken as the answer, not as a
+/// message for the agent: the sender is told whether it fit (once per
+/// delivery id: the inbox keeps it). Returns whether it was taken.
+pub(super) async fn typed_answer(object: &ChannelObject, event: &crate::inbound::InboundEvent) -> Result<bool> {
+    let told = match crate::mcp::elicit::typed_answer(&object.config, &object.env, event).await {
+        Ok(Some(told)) => told,
+        Ok(None) => return Ok(false),
+        Err(error) => {
+            LogLine::warn("mcp_question_answer_unread").conversation(&event.conversation_key).reason(&error).emit();
+            return Ok(false);
+        }
+    };
+    let platform = outbound::for_address(&object.config, &object.state, &event.reply_address);
+    let text = rendered(&platform, &told);
+    let id = format!("{}/question/{}", event.conversation_key, event.delivery_id);
+    let piece = Piece {
+        id: &id,
+        index: 1,
+        text: &text,
+        reply_to: Some(&event.message_id),
+        file: None,
+        buttons: Buttons::None,
+        follow_up: true,
+    };
+    if let Err(failure) = platform.send(&event.reply_address, &piece).await {
+        LogLine::warn("mcp_question_reply_not_sent")
+            .conversation(&event.conversation_key)
+            .reason(&failure.message)
+            .emit();
+    }
+    Ok(true)
+}

@@ -95,6 +95,17 @@ pub fn store_heard(sql: &Sql, event: &crate::inbound::HeardEvent, reason: &str, 
     Ok(())
 }
 
+/// Files an inbound taken as the answer to an MCP question (status
+/// `answered`, never queued: it starts no turn).
+pub fn store_answer(sql: &Sql, event: &InboundEvent, now_ms: i64) -> Result<()> {
+    sql.exec(
+        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) \
+         VALUES (?, ?, 'answer', 'an MCP question', ?, 'answered') ON CONFLICT (delivery_id) DO NOTHING",
+        vec![event.delivery_id.as_str().into(), serde_json::to_string(event)?.into(), SqlStorageValue::from(now_ms)],
+    )?;
+    Ok(())
+}
+
 /// Files an inbound held for the member count (status `held`): the alarm
 /// decides it ([`decide_held`]).
 pub fn store_held(sql: &Sql, event: &InboundEvent, decision: &str, reason: &str, now_ms: i64) -> Result<()> {

@@ -25,6 +25,10 @@ pub enum Kind {
     Tool,
     /// A task the agent proposed for the board.
     Task,
+    /// An MCP server's question (elicitation) to the person who started the
+    /// work: **Approve** accepts (the defaults, or what the person wrote),
+    /// **Deny** declines; the waiting call reads the verdict.
+    Question,
 }
 
 /// How a wait ended.

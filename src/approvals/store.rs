@@ -146,6 +146,7 @@ fn kind_name(kind: Kind) -> &'static str {
     match kind {
         Kind::Tool => "tool",
         Kind::Task => "task",
+        Kind::Question => "question",
     }
 }
 
@@ -230,12 +231,16 @@ pub async fn decide_as(
         return Ok(Err("Too late: this approval has timed out.".into()));
     }
     let mut operators = config.approvers.clone();
-    if operator {
+    if approval.kind == Kind::Question {
+        // A question is the asker's alone to answer: no operator answers for them.
+        operators.clear();
+    } else if operator {
         operators.push(format!("{}:{}", clicker.platform, clicker.user_id));
     }
     if !approval::may_decide(approval.asker(), &operators, clicker) {
         let asker = approval.asker_name.as_deref().unwrap_or("the person who asked");
-        return Ok(Err(format!("Only {asker} or an operator may decide this.")));
+        let who = if approval.kind == Kind::Question { "" } else { " or an operator" };
+        return Ok(Err(format!("Only {asker}{who} may decide this.")));
     }
     let verdict = choice.verdict();
     let by = clicker.label();
@@ -351,6 +356,8 @@ async fn carry_out(env: &Env, db: &D1Database, approval: &Approval, verdict: Ver
             };
             crate::runtime::queue::enqueue(env, &Job::Worker(job)).await
         }
+        // The MCP call that asked waits on the row itself (`crate::mcp::elicit`).
+        Kind::Question => Ok(()),
         Kind::Task => {
             let to = if verdict == Verdict::Approved { TaskStatus::Ready } else { TaskStatus::Backlog };
             let id = approval.subject.parse().unwrap_or_default();

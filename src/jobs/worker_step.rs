@@ -99,7 +99,12 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         return Ok(()); // cancelled, already done, or not for this state: a repeat does nothing
     }
     let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
-    let mcp = Toolbox::open(config, env, &db, false).await;
+    let mut mcp = Toolbox::open(config, env, &db, false).await;
+    mcp.ask(crate::mcp::elicit::Asker {
+        conversation_key: job.conversation_key.clone(),
+        process_id: job.id.clone(),
+        person: job.person.clone(),
+    });
     for note in &mcp.notes {
         // Said once, and never between a call and its result.
         if run.queued.is_empty() && !run.messages.iter().any(|message| &message.content == note) {

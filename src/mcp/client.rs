@@ -12,6 +12,8 @@
 //! says its list changed; a server that cannot be reached is left alone for
 //! [`DOWN_FOR_MS`], and processes get a note instead of its tools.
 
+mod streams;
+
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
@@ -24,6 +26,7 @@ use worker::{AbortController, D1Database, Delay, Env, Fetch, Headers, Method, Re
 
 use crate::config::Config;
 use crate::log_line::LogLine;
+use crate::mcp::elicit::Asker;
 use crate::mcp::rules::{self as mcp, Auth, McpError, RemoteTool};
 use crate::mcp::servers::{record_tools, Server};
 use crate::ops::{self, Op};
@@ -97,6 +100,12 @@ pub struct Client<'a> {
     next_id: Cell<u64>,
     /// The `Authorization` value, once read.
     authorization: RefCell<Option<Option<String>>>,
+    /// Whom a server's question goes to (None: nobody; it is cancelled).
+    pub asker: Option<Asker>,
+    /// A person is being asked: the call's timeout waits for them.
+    asking: Cell<bool>,
+    /// The tool being called (named in a question).
+    calling: RefCell<String>,
 }
 
 impl<'a> Client<'a> {
@@ -111,6 +120,9 @@ impl<'a> Client<'a> {
             established: RefCell::new(None),
             next_id: Cell::new(1),
             authorization: RefCell::new(None),
+            asker: None,
+            asking: Cell::new(false),
+            calling: RefCell::new(String::new()),
         }
     }
 
@@ -140,7 +152,20 @@ impl<'a> Client<'a> {
         let started = now_ms();
         ops::count(Op::McpToolCall);
         let id = self.next_id();
-        let outcome = self.ask(&mcp::call_tool(id, tool, arguments), id, self.config.mcp_timeout_ms).await;
+        *self.calling.borrow_mut() = mcp::exposed_name(&self.server.name, tool).unwrap_or_else(|| tool.to_string());
+        // A server may ask on its own stream (a request not tied to the call): it is listened to meanwhile.
+        let listening = AbortController::default();
+        let standalone = self.listen(&listening).await;
+        let message = mcp::call_tool(id, tool, arguments);
+        let asked = self.ask(&message, id, self.config.mcp_timeout_ms);
+        let outcome = match standalone {
+            Some(stream) => match select(Box::pin(asked), Box::pin(self.serve(stream))).await {
+                Either::Left((outcome, _)) => outcome,
+                Either::Right((_, asked)) => asked.await,
+            },
+            None => asked.await,
+        };
+        listening.abort();
         let ok = outcome.is_ok();
         let text = match outcome {
             Ok(answer) => mcp::result_text(&answer.result),
@@ -256,7 +281,9 @@ impl<'a> Client<'a> {
                     Some(id) if (200..300).contains(&status) => {
                         let stream = response.stream().map_err(network)?;
                         Some(match kind.starts_with("text/event-stream") {
-                            true => read_answer(stream, id).await,
+                            true => {
+                                self.read_events(stream, id, &url, authorization.as_deref(), session.as_deref()).await
+                            }
                             false => read_json(stream, id).await,
                         })
                     }
@@ -266,12 +293,17 @@ impl<'a> Client<'a> {
             }
             Err(Failure::Refused("too many redirects".into()))
         };
-        let deadline = Delay::from(Duration::from_millis(timeout_ms));
-        match select(Box::pin(exchange), deadline).await {
-            Either::Left((posted, _)) => posted,
-            Either::Right(_) => {
-                controller.abort();
-                Err(Failure::TimedOut)
+        let mut exchange = Box::pin(exchange);
+        loop {
+            let deadline = Delay::from(Duration::from_millis(timeout_ms));
+            match select(exchange, deadline).await {
+                Either::Left((posted, _)) => return posted,
+                // A person is being asked: their answer has its own bound (`elicit::MAX_WAIT_MS`).
+                Either::Right((_, pending)) if self.asking.get() => exchange = pending,
+                Either::Right(_) => {
+                    controller.abort();
+                    return Err(Failure::TimedOut);
+                }
             }
         }
     }
@@ -417,21 +449,4 @@ async fn read_json(mut stream: worker::ByteStream, id: u64) -> Result<mcp::Answe
         }
     }
     mcp::answer_from_json(&String::from_utf8_lossy(&body), id)
-}
-
-/// Reads an event stream until the message answering `id` (notifications
-/// before it are noticed, e.g. a changed tool list).
-async fn read_answer(stream: worker::ByteStream, id: u64) -> Result<mcp::Answer, McpError> {
-    use eventsource_stream::Eventsource;
-    let mut events = stream.eventsource();
-    let mut seen = Vec::new();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(|error| McpError::Malformed(format!("event stream: {error}")))?;
-        let answers = serde_json::from_str::<Value>(&event.data).is_ok_and(|message| message["id"] == id);
-        seen.push(event.data);
-        if answers {
-            break;
-        }
-    }
-    mcp::answer_from_events(&seen, id)
 }

@@ -35,15 +35,15 @@ pub fn notification(method: &str) -> Value {
     json!({ "jsonrpc": "2.0", "method": method })
 }
 
-/// `initialize`: the newest revision this client speaks, no client capabilities
-/// (it offers the server no sampling, roots or elicitation).
+/// `initialize`: the newest revision this client speaks; of the client
+/// capabilities only elicitation in form mode (no sampling, no roots).
 pub fn initialize(id: u64, client_version: &str) -> Value {
     request(
         id,
         "initialize",
         json!({
             "protocolVersion": PROTOCOL_VERSIONS[0],
-            "capabilities": {},
+            "capabilities": { "elicitation": crate::mcp::form::capability() },
             "clientInfo": { "name": "edgebot", "version": client_version },
         }),
     )

@@ -9,6 +9,7 @@ use crate::config::Config;
 use crate::llm::ToolSpec;
 use crate::log_line::LogLine;
 use crate::mcp::client::Client;
+use crate::mcp::elicit::Asker;
 use crate::mcp::rules::{self as mcp, OfferedTool};
 use crate::mcp::servers::{record_down, server, servers, TOOLS_FRESH_MS};
 use crate::runtime::http::now_ms;
@@ -61,6 +62,13 @@ impl<'a> Toolbox<'a> {
             toolbox.clients.push(client);
         }
         toolbox
+    }
+
+    /// Whom the servers' questions (elicitation) go to: the person who started the work.
+    pub fn ask(&mut self, asker: Asker) {
+        for client in &mut self.clients {
+            client.asker = Some(asker.clone());
+        }
     }
 
     /// The tools as the model is offered them.
