@@ -293,7 +293,10 @@ impl ChannelObject {
             return Response::error("malformed inbound event", 400);
         };
         let sql = self.state.storage().counted_sql();
-        if !inbox::contains(&sql, &event.delivery_id)? && approvals::typed_answer(self, &event).await? {
+        if !inbox::contains(&sql, &event.delivery_id)?
+            && outbox::has_waiting_approval(&sql)?
+            && approvals::typed_answer(self, &event).await?
+        {
             inbox::store_answer(&sql, &event, now_ms())?;
             return Response::from_json(&serde_json::json!({ "ok": true, "decision": "answer" }));
         }

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use worker::{D1Database, Env};
 
+use crate::agents::agent_of;
 use crate::approvals::rules::{Clicker, Kind};
 use crate::approvals::store::{self as approvals, Approval};
 use crate::budget::rules::Person;
@@ -126,11 +127,6 @@ async fn wait(env: &Env, db: &D1Database, approval: &Approval, until: i64) -> (A
         };
         return (action, typed);
     }
-}
-
-// agents: replaced by crate::agents::agent_of at merge
-fn agent_of(_conversation_key: &str) -> &'static str {
-    "default"
 }
 
 #[derive(Deserialize)]
