@@ -153,6 +153,13 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator).await,
         Route::SlackWorkspaces => slack_install::workspaces(env, operator).await,
+        Route::Skills
+        | Route::InstallSkill
+        | Route::Skill
+        | Route::EnableSkill
+        | Route::DisableSkill
+        | Route::SkillVersions
+        | Route::RestoreSkill => skill_routes(route, request, env, params, operator).await,
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)
@@ -167,6 +174,29 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         | Route::ChatApproval
         | Route::SlackInstall
         | Route::SlackOAuthCallback => Err(ApiError::NotFound),
+    }
+}
+
+/// The skills' routes (`/api/agents/{agent}/skills…`).
+async fn skill_routes(
+    route: Route,
+    request: Request,
+    env: &Env,
+    params: &Params<'_, '_>,
+    operator: &Operator,
+) -> Answer {
+    use crate::skills::api as skills;
+    let param = |name: &str| params.get(name).unwrap_or_default();
+    let (agent, name) = (param("agent"), param("name"));
+    match route {
+        Route::Skills => skills::list(env, agent, operator).await,
+        Route::InstallSkill => skills::install(request, env, agent, operator).await,
+        Route::Skill => skills::get(env, agent, name, operator).await,
+        Route::EnableSkill => skills::set_enabled(env, agent, name, true, operator).await,
+        Route::DisableSkill => skills::set_enabled(env, agent, name, false, operator).await,
+        Route::SkillVersions => skills::versions(env, agent, name, operator).await,
+        Route::RestoreSkill => skills::restore(env, agent, name, param("version"), operator).await,
+        _ => Err(ApiError::NotFound),
     }
 }
 

@@ -88,6 +88,13 @@ pub enum Route {
     SlackOAuthCallback,
     /// The Slack workspaces that installed the bot.
     SlackWorkspaces,
+    Skills,
+    InstallSkill,
+    Skill,
+    EnableSkill,
+    DisableSkill,
+    SkillVersions,
+    RestoreSkill,
 }
 
 use Route::*;
@@ -195,6 +202,13 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/slack/install", SlackInstall),
     (Get, "/slack/oauth/callback", SlackOAuthCallback),
     (Get, "/api/slack/workspaces", SlackWorkspaces),
+    (Get, "/api/agents/{agent}/skills", Skills),
+    (Post, "/api/agents/{agent}/skills", InstallSkill),
+    (Get, "/api/agents/{agent}/skills/{name}", Skill),
+    (Post, "/api/agents/{agent}/skills/{name}/enable", EnableSkill),
+    (Post, "/api/agents/{agent}/skills/{name}/disable", DisableSkill),
+    (Get, "/api/agents/{agent}/skills/{name}/versions", SkillVersions),
+    (Post, "/api/agents/{agent}/skills/{name}/restore/{version}", RestoreSkill),
 ];
 
 /// The routes at one path, by method.
