@@ -15,17 +15,18 @@ import { PeoplePage } from "./dashboard/people";
 import { SettingsPage } from "./dashboard/settings";
 import { IdentityPage } from "./dashboard/identity";
 import { ToolsPage } from "./dashboard/tools";
+import { SkillsPage } from "./dashboard/skills";
 
 type Route =
   | { page: "conversations" }
   | { page: "conversation"; key: string }
-  | { page: "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" };
+  | { page: "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" | "skills" };
 
 function route(hash: string): Route {
   const [, page = "", ...rest] = hash.replace(/^#/, "").split("/");
   if (page === "c" && rest.length) return { page: "conversation", key: decodeURIComponent(rest.join("/")) };
-  if (["memory", "people", "tasks", "tools", "spend", "identity", "settings"].includes(page)) {
-    return { page: page as "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" };
+  if (["memory", "people", "tasks", "tools", "spend", "identity", "settings", "skills"].includes(page)) {
+    return { page: page as "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" | "skills" };
   }
   return { page: "conversations" };
 }
@@ -66,6 +67,7 @@ function App() {
       {current.page === "spend" && <SpendPage />}
       {current.page === "identity" && <IdentityPage />}
       {current.page === "settings" && <SettingsPage />}
+      {current.page === "skills" && <SkillsPage />}
     </>
   );
 }

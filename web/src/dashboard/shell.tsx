@@ -51,6 +51,7 @@ export function Nav({ current, onSignOut }: { current: string; onSignOut: () => 
       {link("#/spend", "Spend", "spend")}
       {link("#/identity", "Identity", "identity")}
       {link("#/settings", "Settings", "settings")}
+      {link("#/skills", "Skills", "skills")}
       <a href="/chat/">Web chat</a>
       <button type="button" onClick={onSignOut}>Sign out</button>
     </nav>
