@@ -6,7 +6,7 @@ use matchit::Params;
 use worker::{Env, Headers, Method, Request, Response, Result};
 
 use crate::api_error::ApiError;
-use crate::routes::{self, Access, Found, Route, Verb};
+use crate::routes::{self, Access, Found, Route, SkillRoute, Verb};
 use crate::runtime::failure::Answer;
 use crate::security::percent_decode;
 
@@ -153,13 +153,7 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator).await,
         Route::SlackWorkspaces => slack_install::workspaces(env, operator).await,
-        Route::Skills
-        | Route::InstallSkill
-        | Route::Skill
-        | Route::EnableSkill
-        | Route::DisableSkill
-        | Route::SkillVersions
-        | Route::RestoreSkill => skill_routes(route, request, env, params, operator).await,
+        Route::Skills(skill) => skill_routes(skill, request, env, params, operator).await,
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)
@@ -179,7 +173,7 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
 
 /// The skills' routes (`/api/agents/{agent}/skills…`).
 async fn skill_routes(
-    route: Route,
+    route: SkillRoute,
     request: Request,
     env: &Env,
     params: &Params<'_, '_>,
@@ -189,14 +183,13 @@ async fn skill_routes(
     let param = |name: &str| params.get(name).unwrap_or_default();
     let (agent, name) = (param("agent"), param("name"));
     match route {
-        Route::Skills => skills::list(env, agent, operator).await,
-        Route::InstallSkill => skills::install(request, env, agent, operator).await,
-        Route::Skill => skills::get(env, agent, name, operator).await,
-        Route::EnableSkill => skills::set_enabled(env, agent, name, true, operator).await,
-        Route::DisableSkill => skills::set_enabled(env, agent, name, false, operator).await,
-        Route::SkillVersions => skills::versions(env, agent, name, operator).await,
-        Route::RestoreSkill => skills::restore(env, agent, name, param("version"), operator).await,
-        _ => Err(ApiError::NotFound),
+        SkillRoute::List => skills::list(env, agent, operator).await,
+        SkillRoute::Install => skills::install(request, env, agent, operator).await,
+        SkillRoute::Get => skills::get(env, agent, name, operator).await,
+        SkillRoute::Enable => skills::set_enabled(env, agent, name, true, operator).await,
+        SkillRoute::Disable => skills::set_enabled(env, agent, name, false, operator).await,
+        SkillRoute::Versions => skills::versions(env, agent, name, operator).await,
+        SkillRoute::Restore => skills::restore(env, agent, name, param("version"), operator).await,
     }
 }
 

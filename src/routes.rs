@@ -88,13 +88,20 @@ pub enum Route {
     SlackOAuthCallback,
     /// The Slack workspaces that installed the bot.
     SlackWorkspaces,
-    Skills,
-    InstallSkill,
-    Skill,
-    EnableSkill,
-    DisableSkill,
-    SkillVersions,
-    RestoreSkill,
+    /// An agent's skills (`/api/agents/{agent}/skills…`).
+    Skills(SkillRoute),
+}
+
+/// The skills' routes, by what they do (`src/skills/api.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillRoute {
+    List,
+    Install,
+    Get,
+    Enable,
+    Disable,
+    Versions,
+    Restore,
 }
 
 use Route::*;
@@ -202,13 +209,13 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/slack/install", SlackInstall),
     (Get, "/slack/oauth/callback", SlackOAuthCallback),
     (Get, "/api/slack/workspaces", SlackWorkspaces),
-    (Get, "/api/agents/{agent}/skills", Skills),
-    (Post, "/api/agents/{agent}/skills", InstallSkill),
-    (Get, "/api/agents/{agent}/skills/{name}", Skill),
-    (Post, "/api/agents/{agent}/skills/{name}/enable", EnableSkill),
-    (Post, "/api/agents/{agent}/skills/{name}/disable", DisableSkill),
-    (Get, "/api/agents/{agent}/skills/{name}/versions", SkillVersions),
-    (Post, "/api/agents/{agent}/skills/{name}/restore/{version}", RestoreSkill),
+    (Get, "/api/agents/{agent}/skills", Skills(SkillRoute::List)),
+    (Post, "/api/agents/{agent}/skills", Skills(SkillRoute::Install)),
+    (Get, "/api/agents/{agent}/skills/{name}", Skills(SkillRoute::Get)),
+    (Post, "/api/agents/{agent}/skills/{name}/enable", Skills(SkillRoute::Enable)),
+    (Post, "/api/agents/{agent}/skills/{name}/disable", Skills(SkillRoute::Disable)),
+    (Get, "/api/agents/{agent}/skills/{name}/versions", Skills(SkillRoute::Versions)),
+    (Post, "/api/agents/{agent}/skills/{name}/restore/{version}", Skills(SkillRoute::Restore)),
 ];
 
 /// The routes at one path, by method.
