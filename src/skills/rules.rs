@@ -272,10 +272,10 @@ pub fn read_zip(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, SkillError> {
     let mut total = 0;
     for index in 0..archive.len() {
         let entry = archive.by_index(index).map_err(bad)?;
-        if entry.is_dir() {
+        let path = entry.name().to_string();
+        if entry.is_dir() || is_archiver_litter(&path) {
             continue;
         }
-        let path = entry.name().to_string();
         let mut data = Vec::new();
         entry
             .take(MAX_FILE_BYTES as u64 + 1)
@@ -291,6 +291,12 @@ pub fn read_zip(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, SkillError> {
         entries.push((path, data));
     }
     Ok(strip_common_folder(entries))
+}
+
+/// What macOS's Archive Utility adds to a zip (`__MACOSX/…` resource forks,
+/// `.DS_Store`): left out, rather than refusing the zip as hidden files.
+fn is_archiver_litter(path: &str) -> bool {
+    path.starts_with("__MACOSX/") || path.rsplit('/').next() == Some(".DS_Store")
 }
 
 /// A skill as the prompt lists it.

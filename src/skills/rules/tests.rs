@@ -152,6 +152,12 @@ fn a_zip_is_read_with_its_folder_taken_off_and_held_to_the_caps() {
     assert!(bomb.len() < MAX_FILE_BYTES);
     assert!(matches!(read_zip(&bomb), Err(SkillError::FileTooLarge { path, .. }) if path == "zeros.bin"));
     assert!(matches!(read_zip(b"not a zip"), Err(SkillError::BadZip(_))));
+    // A zip made by macOS: its litter is left out, so the common folder is taken off too.
+    let mac =
+        zip_of(&[("haiku/SKILL.md", GOOD.as_bytes()), ("__MACOSX/haiku/._SKILL.md", b"x"), ("haiku/.DS_Store", b"x")]);
+    assert_eq!(read_zip(&mac).unwrap(), vec![("SKILL.md".to_string(), GOOD.as_bytes().to_vec())]);
+    let hidden = read_zip(&zip_of(&[("SKILL.md", GOOD.as_bytes()), (".env", b"A=1")])).unwrap();
+    assert_eq!(check_bundle(text_files(hidden).unwrap(), None, no_secrets), Err(SkillError::BadPath(".env".into())));
     let binary = text_files(vec![("img.png".into(), vec![0xff, 0xfe, 0x00])]).unwrap_err();
     assert_eq!(binary, SkillError::NotText { path: "img.png".into() });
 }
