@@ -39,6 +39,7 @@ pub mod schedules;
 pub mod secret;
 pub mod security;
 pub mod sessions;
+pub mod skills;
 pub mod sorting;
 pub mod status;
 pub mod tasks;

@@ -74,6 +74,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("tools/send_agent_message", include_str!("../prompts/tools/send_agent_message.md")),
     ("tools/conclude_link", include_str!("../prompts/tools/conclude_link.md")),
     ("link_closed", include_str!("../prompts/link_closed.md.j2")),
+    ("tools/open_skill", include_str!("../prompts/tools/open_skill.md")),
 ];
 
 /// Every template, parsed once.
@@ -137,6 +138,7 @@ mod tests {
                 "people": [{"name": "Dana", "key": "telegram:7", "seen_as": "dana.w", "is_bot": false,
                 "time_zone": "Europe/Berlin", "language": "German", "notes": ["prefers short answers", "has a cat"]},
                 {"name": "helper", "key": "slack:B1", "is_bot": true, "notes": []}],
+                "skills": [{"name": "haiku", "description": "Answers in a haiku."}, {"name": "x"}],
             })
         };
         let mut contexts = vec![
@@ -172,6 +174,7 @@ mod tests {
             "user",
             "conversation",
             "people",
+            "skills",
         ];
         for value in odd.as_array().unwrap() {
             let mut context = realistic("loop_guard", true);
@@ -201,7 +204,7 @@ mod tests {
         ("branch_question", "daa566046a53ddb455bdc409f1d85bc9d6c84bff4822a10a4489e831beb3f5a3"),
         ("branch_system", "fea5fdb7df2f314c08bf2b9981a4f68b5cd6f95e1b6dae36d7ae13c7ff641ff5"),
         ("budget_exhausted", "4186e509a4e87a3e3898d0155b29fd891d4a83f93f1a0977dd42fde72dfd8b6e"),
-        ("channel_system", "141974d8d4ce3f2aa94ccbb4a5eb9187f950383e69d3f89b88dca8fbf0241086"),
+        ("channel_system", "4cc703d2d13ddbe1605f56c5ba7b12aebb0f29f1d172610aad796d2f45afce76"),
         ("channel_turn", "8761a7169d9724863328438dec02da41ee871a53440482214d3ed6787836c9e4"),
         ("command_ack", "033dcde9dd7c365bb338322a90d40c417e66f3d169f9f6a7d5edceaf2cebdc51"),
         ("compactor_system", "930ecf29dc7ff5f4a5b55337d178210e69f6371dc548fcb0c6accde65b202900"),
@@ -237,7 +240,7 @@ mod tests {
         ("tools/react", "5b5050ed428f9c7b6c11a16a7ac85ccfbe649bebb47545fe931df08e77badbe9"),
         ("tools/reply", "5eb9ed6a4e4dceb5b431b0dbd0eb9b6a35ef39dcb85d87a7a654691d5bc15784"),
         ("tools/route", "3fbd91c50182ff9fa47fcae206ccbbeffa352622dde8be028cafcf3d68fd79f4"),
-        ("tools/run_code", "7c496e58c41470cd0f652ba04d4b4c28366e85ab72e977e9b6537d5f8706b059"),
+        ("tools/run_code", "c293d706d056097c82b512a6a062846da7742d12611d8a9d19bd4dc40e04e157"),
         ("tools/schedule", "a491e56d0ca35bbb4647e226471a29fc1195b11ec37c86d3ca0bec28005a28ec"),
         ("tools/send_file", "e4d8c6a45ded845fb0d752300fbe62e70db7546d5ff9a535db3e2b2fbc4b5bde"),
         ("tools/set_status", "2215ff00f0d5f15a671bf1a0523a23b5bf5a15d99bfddb241ae09b6a6bfd3f19"),
@@ -255,6 +258,7 @@ mod tests {
         ("tools/send_agent_message", "68c557dd4aa8af39b58972b313fb39dfc310abc74e049874fb30287bb08e47f0"),
         ("tools/conclude_link", "3b105bd33a13012e2cb5cfa46ab54b4425e245c543844a836bde9c773364ec67"),
         ("link_closed", "a68201ceed1fd86e98b4ebf2948d4e808e1987d07fdf920f21b6190cd1c419c6"),
+        ("tools/open_skill", "95c778a98fe9d0ac12f1783f67ecb6d96b95ddfb58163a2cc2a79c870a105027"),
     ];
 
     fn digest(name: &str) -> String {

@@ -7,7 +7,7 @@ use worker::{Env, Headers, Method, Request, Response, Result};
 
 use crate::agents::api as agents;
 use crate::api_error::ApiError;
-use crate::routes::{self, Access, Found, Route, Verb};
+use crate::routes::{self, Access, Found, Route, SkillRoute, Verb};
 use crate::runtime::failure::Answer;
 use crate::security::percent_decode;
 
@@ -180,6 +180,7 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::Links | Route::SaveLink | Route::RemoveLink => {
             crate::links::api::route(route, request, env, param("from"), param("to"), operator).await
         }
+        Route::Skills(skill) => skill_routes(skill, request, env, params, operator).await,
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)
@@ -195,6 +196,28 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         | Route::SlackInstall
         | Route::SlackOAuthCallback
         | Route::AgentTelegramWebhook => Err(ApiError::NotFound),
+    }
+}
+
+/// The skills' routes (`/api/agents/{agent}/skills…`).
+async fn skill_routes(
+    route: SkillRoute,
+    request: Request,
+    env: &Env,
+    params: &Params<'_, '_>,
+    operator: &Operator,
+) -> Answer {
+    use crate::skills::api as skills;
+    let param = |name: &str| params.get(name).unwrap_or_default();
+    let (agent, name) = (param("agent"), param("name"));
+    match route {
+        SkillRoute::List => skills::list(env, agent, operator).await,
+        SkillRoute::Install => skills::install(request, env, agent, operator).await,
+        SkillRoute::Get => skills::get(env, agent, name, operator).await,
+        SkillRoute::Enable => skills::set_enabled(env, agent, name, true, operator).await,
+        SkillRoute::Disable => skills::set_enabled(env, agent, name, false, operator).await,
+        SkillRoute::Versions => skills::versions(env, agent, name, operator).await,
+        SkillRoute::Restore => skills::restore(env, agent, name, param("version"), operator).await,
     }
 }
 

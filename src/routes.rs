@@ -100,6 +100,20 @@ pub enum Route {
     Links,
     SaveLink,
     RemoveLink,
+    /// An agent's skills (`/api/agents/{agent}/skills…`).
+    Skills(SkillRoute),
+}
+
+/// The skills' routes, by what they do (`src/skills/api.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillRoute {
+    List,
+    Install,
+    Get,
+    Enable,
+    Disable,
+    Versions,
+    Restore,
 }
 
 use Route::*;
@@ -218,6 +232,13 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/api/links", Links),
     (Post, "/api/links", SaveLink),
     (Delete, "/api/links/{from}/{to}", RemoveLink),
+    (Get, "/api/agents/{agent}/skills", Skills(SkillRoute::List)),
+    (Post, "/api/agents/{agent}/skills", Skills(SkillRoute::Install)),
+    (Get, "/api/agents/{agent}/skills/{name}", Skills(SkillRoute::Get)),
+    (Post, "/api/agents/{agent}/skills/{name}/enable", Skills(SkillRoute::Enable)),
+    (Post, "/api/agents/{agent}/skills/{name}/disable", Skills(SkillRoute::Disable)),
+    (Get, "/api/agents/{agent}/skills/{name}/versions", Skills(SkillRoute::Versions)),
+    (Post, "/api/agents/{agent}/skills/{name}/restore/{version}", Skills(SkillRoute::Restore)),
 ];
 
 /// The routes at one path, by method.

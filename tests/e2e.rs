@@ -36,6 +36,7 @@ mod plain_webhook;
 mod processes;
 mod sandbox;
 mod schedules;
+mod skills;
 mod slack;
 mod slack_workspaces;
 mod status;

@@ -107,7 +107,8 @@ pub(super) async fn think(
     let files = files::receive(config, &object.env, database, platform, &mut current, now_ms()).await;
     let stored = stored_messages(turn, &current, conversation_key);
     let sql = object.state.storage().counted_sql();
-    let Remembered { loaded, bulletin, identity } = remember(object, database, &sql, conversation_key, &stored).await?;
+    let Remembered { loaded, bulletin, identity, skills } =
+        remember(object, database, &sql, conversation_key, &stored).await?;
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
     let entry = |row: &StoredMessage| HistoryEntry {
         role: row.role,
@@ -122,6 +123,7 @@ pub(super) async fn think(
         now_utc: format_utc(now_ms()),
         identity: &identity,
         bulletin: &bulletin,
+        skills: &skills,
         summaries: &loaded.summaries,
         history: &earlier,
         context: &turn.context,
@@ -196,6 +198,8 @@ struct Remembered {
     bulletin: String,
     /// The bot's identity documents, rendered.
     identity: String,
+    /// The agent's enabled skills (the prompt lists them).
+    skills: Vec<crate::skills::rules::SkillSummary>,
 }
 
 /// Records the turn's messages in the history and reads what the prompt
@@ -224,7 +228,8 @@ async fn remember(
     // estimate, which decides compaction, counts it.
     let identity = crate::identity::store::load(database, conversation_key).await?;
     let identity = identity.render().map_err(|error| worker::Error::RustError(error.to_string()))?;
-    Ok(Remembered { loaded, bulletin, identity })
+    let skills = crate::skills::store::enabled(database, crate::skills::rules::agent_of(conversation_key)).await?;
+    Ok(Remembered { loaded, bulletin, identity, skills })
 }
 
 /// The tools the channel's edge answers in this turn: the schedule tool, and

@@ -9,6 +9,7 @@ use super::actions::{spoken, Action};
 use super::processes::{ProcessKind, Processes};
 use crate::llm::tool::{NoArguments, Run};
 use crate::schedules::arguments::Schedule;
+use crate::skills::arguments::OpenSkill;
 
 crate::tool_set! {
     /// The tools the turn itself answers.
@@ -17,7 +18,7 @@ crate::tool_set! {
 
 crate::tool_set! {
     /// The channel tools its edge answers during a turn (storage, clocks).
-    pub HostToolSet = [Schedule]
+    pub HostToolSet = [Schedule, OpenSkill]
 }
 
 crate::tool! {

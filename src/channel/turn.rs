@@ -36,6 +36,8 @@ pub struct TurnContext<'a> {
     pub identity: &'a str,
     /// The cortex's memory bulletin (may be empty).
     pub bulletin: &'a str,
+    /// The agent's enabled skills, listed by name and description (may be empty).
+    pub skills: &'a [crate::skills::rules::SkillSummary],
     /// Compaction summaries of earlier history, oldest first.
     pub summaries: &'a [String],
     pub history: &'a [HistoryEntry],
@@ -189,6 +191,7 @@ fn history_messages(context: &TurnContext<'_>) -> Result<Vec<ChatMessage>, promp
             "now_utc": context.now_utc,
             "identity": context.identity,
             "bulletin": context.bulletin,
+            "skills": context.skills,
             "is_dm": context.current.iter().all(|event| event.is_dm),
         }),
     )?;

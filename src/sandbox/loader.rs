@@ -59,7 +59,8 @@ pub async fn run(
     let expires_ms = now_ms() + limits.wall_ms as i64 + 5_000;
     let token = egress_key.map(|key| sign(&key, &uuid::Uuid::new_v4().simple().to_string(), expires_ms));
     let body = request_body(files, token.as_deref());
-    match within(limits.wall_ms, call(&loader, &module, &body, limits, &outbound)).await {
+    let scripts = skill_modules(files, &tick);
+    match within(limits.wall_ms, call(&loader, &module, &scripts, &body, limits, &outbound)).await {
         None => Err(timed_out(limits)),
         Some(Err(error)) => Err(host_error(&describe(&error))),
         Some(Ok(text)) => parse_report(&text).map_err(|error| format!("error: {error}")),
@@ -70,6 +71,7 @@ pub async fn run(
 async fn call(
     loader: &JsValue,
     module: &str,
+    scripts: &[(String, String)],
     body: &str,
     limits: &Limits,
     outbound: &JsValue,
@@ -78,6 +80,9 @@ async fn call(
     Reflect::set(&modules, &"wrapper.js".into(), &WRAPPER.into())?;
     Reflect::set(&modules, &"prelude.js".into(), &PRELUDE.into())?;
     Reflect::set(&modules, &"code.js".into(), &module.into())?;
+    for (path, source) in scripts {
+        Reflect::set(&modules, &path.as_str().into(), &source.as_str().into())?;
+    }
     let cpu = Object::new();
     Reflect::set(&cpu, &"cpuMs".into(), &JsValue::from_f64(limits.cpu_ms as f64))?;
     let options = Object::new();
@@ -97,6 +102,25 @@ async fn call(
     let text = method(&response, "text")?.call0(&response)?;
     let text = JsFuture::from(text.dyn_into::<Promise>()?).await?;
     text.as_string().ok_or_else(|| JsValue::from_str("the sandbox answered no text"))
+}
+
+/// The mounted skills' scripts (`.js` and `.mjs` files under `skills/`), as
+/// modules named by their paths, so the model's module can import them
+/// (`import { sum } from "./skills/csv-sum/scripts/sum.js"`): the isolate has no
+/// `eval`. Each is loop-guarded like the model's own module, importing the
+/// counter from the prelude at the root.
+fn skill_modules(files: &[SandboxFile], tick: &str) -> Vec<(String, String)> {
+    let is_script = |path: &str| path.ends_with(".js") || path.ends_with(".mjs");
+    files
+        .iter()
+        .filter(|file| file.read_only && crate::skills::rules::is_mounted(&file.path) && is_script(&file.path))
+        .filter_map(|file| {
+            let source = std::str::from_utf8(&file.bytes).ok()?;
+            let up = "../".repeat(file.path.matches('/').count());
+            let guarded = guard_loops(source, tick);
+            Some((file.path.clone(), format!("import {{ tick as {tick} }} from \"{up}prelude.js\"; {guarded}")))
+        })
+        .collect()
 }
 
 fn method(target: &JsValue, name: &str) -> Result<Function, JsValue> {

@@ -51,6 +51,15 @@ pub async fn run_code(
             Err(error) => return format!("error: {error}"),
         },
     };
+    // The agent's enabled skills, read-only under `skills/{name}/`; kept out
+    // of a run that may fetch, as the workspace is.
+    let mut files = files;
+    if egress_key.is_none() {
+        let mounted = crate::skills::store::mount(env, conversation, &mut files, config.sandbox.max_input_bytes);
+        if let Err(error) = mounted.await {
+            return format!("error: {error}");
+        }
+    }
     let report = match loader::run(env, code, &files, &config.sandbox, egress_key).await {
         Ok(report) => report,
         Err(error) => return redactor().redact(&error).into_owned(),
@@ -58,6 +67,8 @@ pub async fn run_code(
     let mut stored: Stored = Vec::new();
     for (path, bytes) in &report.written {
         let outcome = match WorkspacePath::parse(path) {
+            // The skills' folder is the agent's, mounted for the run: never stored back.
+            Ok(_) if crate::skills::rules::is_mounted(path) => Err(crate::skills::rules::MOUNT_READ_ONLY.to_string()),
             Ok(parsed) => workspace.write(&parsed, bytes).await.map(|()| bytes.len() as u64),
             Err(error) => Err(error),
         };

@@ -17,20 +17,18 @@ import { IdentityPage } from "./dashboard/identity";
 import { ToolsPage } from "./dashboard/tools";
 import { AgentsPage } from "./dashboard/agents";
 import { LinksPage } from "./dashboard/links";
+import { SkillsPage } from "./dashboard/skills";
 
-type Route =
-  | { page: "conversations" }
-  | { page: "conversation"; key: string }
-  | { page: "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" | "links" }
-  | { page: "agents" };
+/** The pages with no parameter, after the conversation list. */
+const PAGES = ["memory", "people", "tasks", "tools", "spend", "identity", "settings", "agents", "links", "skills"] as const;
+type Page = (typeof PAGES)[number];
+
+type Route = { page: "conversations" } | { page: "conversation"; key: string } | { page: Page };
 
 function route(hash: string): Route {
   const [, page = "", ...rest] = hash.replace(/^#/, "").split("/");
   if (page === "c" && rest.length) return { page: "conversation", key: decodeURIComponent(rest.join("/")) };
-  if (page === "agents") return { page: "agents" };
-  if (["memory", "people", "tasks", "tools", "spend", "identity", "settings", "links"].includes(page)) {
-    return { page: page as "memory" | "people" | "tasks" | "tools" | "spend" | "identity" | "settings" | "links" };
-  }
+  if ((PAGES as readonly string[]).includes(page)) return { page: page as Page };
   return { page: "conversations" };
 }
 
@@ -72,6 +70,7 @@ function App() {
       {current.page === "settings" && <SettingsPage />}
       {current.page === "agents" && <AgentsPage />}
       {current.page === "links" && <LinksPage />}
+      {current.page === "skills" && <SkillsPage />}
     </>
   );
 }

@@ -273,6 +273,7 @@ fn the_prompt_holds_system_history_and_current_messages_in_order() {
         platform: "telegram",
         now_utc: "2026-01-01 00:00 UTC".into(),
         identity: "",
+        skills: &[],
         bulletin: "",
         summaries: &[],
         history: &history,
@@ -313,6 +314,7 @@ fn watched_messages_and_notices_go_into_the_turn_message() {
             platform: "telegram",
             now_utc: String::new(),
             identity: "",
+            skills: &[],
             bulletin: "",
             summaries: &[],
             history: &[],
@@ -373,6 +375,7 @@ fn finished_work_and_running_branches_show_in_a_status_section() {
         platform: "telegram",
         now_utc: String::new(),
         identity: "",
+        skills: &[],
         bulletin: "Ada's cat is called Tom.",
         summaries: &["Ada asked about cats.".to_string()],
         history: &[],
@@ -488,6 +491,7 @@ fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
             platform: "telegram",
             now_utc: String::new(),
             identity: "",
+            skills: &[],
             bulletin: "",
             summaries: &[],
             history: &[],
@@ -533,6 +537,7 @@ fn the_identity_comes_after_the_instructions_and_before_the_bulletin_and_counts_
         now_utc: String::new(),
         identity,
         bulletin: "BULLETIN-TEXT",
+        skills: &[],
         summaries: &[],
         history: &[],
         context: &[],
@@ -615,4 +620,42 @@ fn a_streamed_reply_shows_as_it_grows_and_a_skip_shows_nothing() {
     let model = StreamingModel(ScriptedModel::new(vec![Ok(call("skip", json!({ "reason": "not for me" })))]));
     futures_executor(run_turn(&model, "m", messages, &busy_processes(), &NoTools, Some(&live))).unwrap();
     assert_eq!(shown.take(), 0, "a skip shows nothing");
+}
+
+#[test]
+fn the_enabled_skills_are_listed_by_name_and_description_after_the_bulletin() {
+    use crate::skills::rules::SkillSummary;
+
+    let current = vec![event("hello")];
+    let processes = Processes::default();
+    let skills = vec![
+        SkillSummary { name: "weekly-report".into(), description: "Writes the weekly report.".into() },
+        SkillSummary { name: "haiku".into(), description: "Answers in a haiku.".into() },
+    ];
+    let system = |skills: &[SkillSummary]| {
+        let context = TurnContext {
+            bot_name: "edgebot",
+            platform: "slack",
+            now_utc: String::new(),
+            identity: "",
+            bulletin: "BULLETIN-TEXT",
+            skills,
+            summaries: &[],
+            history: &[],
+            context: &[],
+            current: &current,
+            attachments: &[],
+            people: &[],
+            notice: Notice::None,
+            process_events: &[],
+            processes: &processes,
+        };
+        compose_messages(&context).unwrap()[0].content.clone()
+    };
+    let listed = system(&skills);
+    let skills_at = listed.find("## Skills").unwrap_or_else(|| panic!("{listed}"));
+    assert!(listed.find("BULLETIN-TEXT").unwrap() < skills_at);
+    assert!(listed[skills_at..].contains("`open_skill`"), "{listed}");
+    assert!(listed.ends_with("- weekly-report: Writes the weekly report.\n- haiku: Answers in a haiku."), "{listed}");
+    assert!(!system(&[]).contains("## Skills"));
 }

@@ -53,6 +53,7 @@ export function Nav({ current, onSignOut }: { current: string; onSignOut: () => 
       {link("#/settings", "Settings", "settings")}
       {link("#/agents", "Agents", "agents")}
       {link("#/links", "Links", "links")}
+      {link("#/skills", "Skills", "skills")}
       <a href="/chat/">Web chat</a>
       <button type="button" onClick={onSignOut}>Sign out</button>
     </nav>
