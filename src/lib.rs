@@ -22,6 +22,7 @@ pub mod inbound;
 pub mod llm;
 pub mod log_line;
 pub mod mcp;
+pub mod mcp_server;
 pub mod memory;
 pub mod named;
 pub mod ops;

@@ -86,6 +86,7 @@ async fn route(request: Request, env: &Env) -> Answer {
         Route::ChatApproval => web_chat_buttons::pressed(request, env, param("id")).await,
         Route::SlackInstall => slack_install::install(request, env).await,
         Route::SlackOAuthCallback => slack_install::callback(request, env).await,
+        Route::McpEndpoint => crate::mcp_server::endpoint::serve(request, env).await,
         _ => {
             let operator = operator.as_ref().ok_or(ApiError::Unauthorized("this route is the operator's"))?;
             operators(route, request, env, &params, operator).await
@@ -153,6 +154,9 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator).await,
         Route::SlackWorkspaces => slack_install::workspaces(env, operator).await,
+        Route::McpClients => crate::mcp_server::api::list(env, operator).await,
+        Route::CreateMcpClient => crate::mcp_server::api::create(request, env, operator).await,
+        Route::RevokeMcpClient => crate::mcp_server::api::revoke(env, param("id"), operator).await,
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)
@@ -166,7 +170,8 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         | Route::DownloadFile
         | Route::ChatApproval
         | Route::SlackInstall
-        | Route::SlackOAuthCallback => Err(ApiError::NotFound),
+        | Route::SlackOAuthCallback
+        | Route::McpEndpoint => Err(ApiError::NotFound),
     }
 }
 

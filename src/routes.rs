@@ -88,6 +88,11 @@ pub enum Route {
     SlackOAuthCallback,
     /// The Slack workspaces that installed the bot.
     SlackWorkspaces,
+    /// edgebot as a remote MCP server (its clients' bearer tokens).
+    McpEndpoint,
+    McpClients,
+    CreateMcpClient,
+    RevokeMcpClient,
 }
 
 use Route::*;
@@ -113,6 +118,8 @@ impl Route {
             | UploadChatFile | DownloadFile | ChatApproval => Access::Anyone,
             // The callback checks its one-time state; the link hands one out.
             SlackInstall | SlackOAuthCallback => Access::Anyone,
+            // The endpoint checks its clients' bearer tokens.
+            McpEndpoint => Access::Anyone,
             _ => Access::Operator,
         }
     }
@@ -195,6 +202,10 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/slack/install", SlackInstall),
     (Get, "/slack/oauth/callback", SlackOAuthCallback),
     (Get, "/api/slack/workspaces", SlackWorkspaces),
+    (Post, "/mcp", McpEndpoint),
+    (Get, "/api/mcp-clients", McpClients),
+    (Post, "/api/mcp-clients", CreateMcpClient),
+    (Delete, "/api/mcp-clients/{id}", RevokeMcpClient),
 ];
 
 /// The routes at one path, by method.
@@ -296,6 +307,7 @@ mod tests {
             "/api/chat/approvals/{id}",
             "/slack/install",
             "/slack/oauth/callback",
+            "/mcp",
         ];
         assert_eq!(open, expected);
         for &(verb, path, route) in TABLE {

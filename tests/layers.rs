@@ -85,6 +85,7 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
             "sessions",
             "status",
             "platforms::email::settings",
+            "mcp_server",
         ],
     ),
 ];
