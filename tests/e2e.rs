@@ -46,3 +46,4 @@ mod web_files;
 mod whatsapp;
 mod workers;
 mod workspace;
+mod mcp_server;
