@@ -39,7 +39,7 @@ async fn token_proxy(worker: &str, token: &str) -> String {
         let method = reqwest::Method::from_bytes(method.as_str().as_bytes()).unwrap();
         let mut request = client.request(method, &target).bearer_auth(&token).body(body.to_vec());
         for (name, value) in &headers {
-            if !["host", "authorization", "content-length"].contains(&name.as_str()) {
+            if !["host", "authorization", "content-length", "accept-encoding"].contains(&name.as_str()) {
                 request = request.header(name.as_str(), value.as_bytes());
             }
         }
@@ -114,7 +114,8 @@ async fn the_conformance_suite_passes_and_a_client_reaches_only_its_scope_within
                       "description": "d", "priority": "high" });
         assert_eq!(env.admin_send(reqwest::Method::POST, "/api/tasks", Some(task)).await.0, 200);
     }
-    let (id, token) = create_client(&env, json!({ "name": "ci", "conversations": [OURS], "rate_per_minute": 1000 })).await;
+    let (id, token) =
+        create_client(&env, json!({ "name": "ci", "conversations": [OURS], "rate_per_minute": 1000 })).await;
 
     // The conformance suite, through a proxy that adds the token.
     let proxy = token_proxy(&env.worker.base_url, &token).await;
@@ -126,7 +127,8 @@ async fn the_conformance_suite_passes_and_a_client_reaches_only_its_scope_within
     // Who may come in: a token, no foreign origin; GET offers no stream.
     assert_eq!(rpc(&env, "ebm_nothing", "ping", json!({})).await.0, 401);
     let foreign = env.client.post(format!("{}/mcp", env.worker.base_url)).bearer_auth(&token);
-    let foreign = foreign.header("origin", "https://evil.example.com").body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    let foreign =
+        foreign.header("origin", "https://evil.example.com").body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
     assert_eq!(foreign.send().await.unwrap().status(), 403);
     let get = env.client.get(format!("{}/mcp", env.worker.base_url)).bearer_auth(&token).send().await.unwrap();
     assert_eq!(get.status(), 405);
@@ -153,7 +155,7 @@ async fn the_conformance_suite_passes_and_a_client_reaches_only_its_scope_within
     assert!(!env.telegram.calls("sendMessage").iter().any(|call| call.to_string().contains("MCP-ELSEWHERE")));
 
     // What it may cost: `ask` runs one model call over the memories it may read, priced.
-    env.llm.push(Scripted::Reply("ASKED-ANSWER the office is in Lisbon".into()));
+    env.llm.push(Scripted::Text("ASKED-ANSWER the office is in Lisbon".into()));
     let asked = call(&env, &token, "ask", json!({ "question": "Where is the office?" })).await;
     let answer = &asked["result"]["structuredContent"];
     assert!(answer["answer"].as_str().unwrap().contains("ASKED-ANSWER"), "{asked}");
@@ -168,7 +170,7 @@ async fn the_conformance_suite_passes_and_a_client_reaches_only_its_scope_within
 
     // Over its budget: told so before the model is asked again.
     let (_, poor) = create_client(&env, json!({ "name": "poor", "tools": ["ask"], "daily_budget_usd": 0.0001 })).await;
-    env.llm.push(Scripted::Reply("FIRST-ASK".into()));
+    env.llm.push(Scripted::Text("FIRST-ASK".into()));
     assert_eq!(call(&env, &poor, "ask", json!({ "question": "q" })).await["result"]["isError"], false);
     let asked_before = env.llm.requests().len();
     let refused = call(&env, &poor, "ask", json!({ "question": "q" })).await;
