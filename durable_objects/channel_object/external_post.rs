@@ -43,7 +43,7 @@ pub(super) async fn post(object: &ChannelObject, mut request: Request) -> Result
         return Response::error("no address for this conversation", 400);
     };
     let platform = outbound::for_address(&object.config, &object.state, &address);
-    let prepared = prepare(&[post.text.clone()], platform.flavor(), platform.message_limit(), &redactor());
+    let prepared = prepare(std::slice::from_ref(&post.text), platform.flavor(), platform.message_limit(), &redactor());
     let [text] = prepared.pieces.as_slice() else {
         return Response::error("the text does not fit one message on this platform", 400);
     };
