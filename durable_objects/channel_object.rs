@@ -10,6 +10,7 @@ mod delegation;
 mod delivery;
 mod drafts;
 mod envelopes;
+mod external_post;
 mod heard;
 mod history;
 mod history_upkeep;
@@ -241,6 +242,7 @@ impl ChannelObject {
                 Response::from_json(&serde_json::json!({ "channel": self.machine.borrow().token_usage.get() }))
             }
             ChannelRoute::Heard => heard::receive(self, request).await,
+            ChannelRoute::ExternalPost => external_post::post(self, request).await,
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod links;
 pub mod llm;
 pub mod log_line;
 pub mod mcp;
+pub mod mcp_server;
 pub mod memory;
 pub mod named;
 pub mod ops;

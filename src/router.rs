@@ -90,6 +90,7 @@ async fn route(request: Request, env: &Env) -> Answer {
         Route::AgentTelegramWebhook => {
             crate::platforms::telegram::webhook::receive_for_agent(request, env, param("agent")).await
         }
+        Route::McpEndpoint => crate::mcp_server::endpoint::serve(request, env).await,
         _ => {
             let operator = operator.as_ref().ok_or(ApiError::Unauthorized("this route is the operator's"))?;
             operators(route, request, env, &params, operator).await
@@ -181,6 +182,9 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
             crate::links::api::route(route, request, env, param("from"), param("to"), operator).await
         }
         Route::Skills(skill) => skill_routes(skill, request, env, params, operator).await,
+        Route::McpClients | Route::CreateMcpClient | Route::RevokeMcpClient => {
+            crate::mcp_server::api::route(route, request, env, param("id"), operator).await
+        }
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)
@@ -195,7 +199,8 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         | Route::ChatApproval
         | Route::SlackInstall
         | Route::SlackOAuthCallback
-        | Route::AgentTelegramWebhook => Err(ApiError::NotFound),
+        | Route::AgentTelegramWebhook
+        | Route::McpEndpoint => Err(ApiError::NotFound),
     }
 }
 

@@ -102,6 +102,11 @@ pub enum Route {
     RemoveLink,
     /// An agent's skills (`/api/agents/{agent}/skills…`).
     Skills(SkillRoute),
+    /// edgebot as a remote MCP server (its clients' bearer tokens).
+    McpEndpoint,
+    McpClients,
+    CreateMcpClient,
+    RevokeMcpClient,
 }
 
 /// The skills' routes, by what they do (`src/skills/api.rs`).
@@ -141,6 +146,8 @@ impl Route {
             SlackInstall | SlackOAuthCallback => Access::Anyone,
             // Checks the agent's bot's secret token.
             AgentTelegramWebhook => Access::Anyone,
+            // The endpoint checks its clients' bearer tokens.
+            McpEndpoint => Access::Anyone,
             _ => Access::Operator,
         }
     }
@@ -239,6 +246,10 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Post, "/api/agents/{agent}/skills/{name}/disable", Skills(SkillRoute::Disable)),
     (Get, "/api/agents/{agent}/skills/{name}/versions", Skills(SkillRoute::Versions)),
     (Post, "/api/agents/{agent}/skills/{name}/restore/{version}", Skills(SkillRoute::Restore)),
+    (Post, "/mcp", McpEndpoint),
+    (Get, "/api/mcp-clients", McpClients),
+    (Post, "/api/mcp-clients", CreateMcpClient),
+    (Delete, "/api/mcp-clients/{id}", RevokeMcpClient),
 ];
 
 /// The routes at one path, by method.
@@ -341,6 +352,7 @@ mod tests {
             "/slack/install",
             "/slack/oauth/callback",
             "/webhooks/telegram/{agent}",
+            "/mcp",
         ];
         assert_eq!(open, expected);
         for &(verb, path, route) in TABLE {

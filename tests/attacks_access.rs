@@ -70,6 +70,9 @@ fn admin_routes() -> Vec<(Method, &'static str)> {
         (Method::DELETE, "/api/mcp/servers/planted"),
         (Method::POST, "/api/mcp/servers/planted/refresh"),
         get("/api/approvals"),
+        get("/api/mcp-clients"),
+        (Method::POST, "/api/mcp-clients"),
+        (Method::DELETE, "/api/mcp-clients/ffffffffffffffff"),
     ]
 }
 

@@ -27,6 +27,7 @@ mod leaks;
 mod links;
 mod mcp;
 mod mcp_conformance;
+mod mcp_server;
 mod memory;
 mod models;
 mod never_silent;

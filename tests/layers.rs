@@ -88,6 +88,7 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
             "sessions",
             "status",
             "platforms::email::settings",
+            "mcp_server",
         ],
     ),
     ("links", &["links"]),

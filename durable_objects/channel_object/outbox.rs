@@ -343,3 +343,21 @@ pub fn recent(sql: &Sql, limit: i64) -> Result<Vec<Entry>> {
     sql.exec(&format!("{SELECT_ENTRIES} ORDER BY turn DESC, piece DESC LIMIT ?"), vec![SqlStorageValue::from(limit)])?
         .to_array()
 }
+
+/// Posts from outside (the MCP server's `post` tool) are kept under this turn.
+pub const EXTERNAL_TURN: i64 = -2;
+
+/// Records a post from outside under its own id (once: a repeat finds the
+/// first, whatever its state); returns its entry.
+pub fn enqueue_external(sql: &Sql, id: &str, text: &str, now_ms: i64) -> Result<Entry> {
+    sql.exec(
+        &format!(
+            "INSERT INTO outbox (id, turn, piece, text, status, created_at) VALUES (?, ?, 0, ?, '{}', ?) \
+             ON CONFLICT (id) DO NOTHING",
+            OutboxStatus::Pending
+        ),
+        vec![id.into(), SqlStorageValue::from(EXTERNAL_TURN), text.into(), SqlStorageValue::from(now_ms)],
+    )?;
+    let entries: Vec<Entry> = sql.exec(&format!("{SELECT_ENTRIES} WHERE id = ?"), vec![id.into()])?.to_array()?;
+    entries.into_iter().next().ok_or_else(|| worker::Error::RustError("the posted entry is missing".into()))
+}

@@ -37,6 +37,8 @@ crate::named! {
         Usage = "/usage",
         /// A verified edit, deletion or reaction (`crate::inbound::HeardEvent`).
         Heard = "/heard",
+        /// A post from outside (the MCP server's `post` tool), sent once per id.
+        ExternalPost = "/external/post",
     }
 }
 
@@ -54,7 +56,8 @@ impl ObjectRoute for ChannelRoute {
             | ChannelRoute::SweepWake
             | ChannelRoute::ApprovalAsk
             | ChannelRoute::ApprovalSettled
-            | ChannelRoute::Heard => Verb::Post,
+            | ChannelRoute::Heard
+            | ChannelRoute::ExternalPost => Verb::Post,
             ChannelRoute::Live
             | ChannelRoute::ChatSocket
             | ChannelRoute::Envelopes

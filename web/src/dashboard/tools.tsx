@@ -5,6 +5,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, Approval, MCP_SERVER_NAME, McpAuth, McpServer, McpServerConfig, post, put, remove, when } from "../api";
 import { useLoad, Badge } from "./common";
+import { ToolServer } from "./tool_server";
 
 const AUTH_KINDS: { kind: McpAuth["kind"]; label: string }[] = [
   { kind: "none", label: "none" },
@@ -360,6 +361,7 @@ export function ToolsPage() {
       <h1>Tools</h1>
       <Servers />
       <Approvals />
+      <ToolServer />
     </main>
   );
 }
