@@ -7,7 +7,7 @@ use worker::{Env, Headers, Method, Request, Response, Result};
 
 use crate::agents::api as agents;
 use crate::api_error::ApiError;
-use crate::routes::{self, Access, Found, Route, SkillRoute, Verb};
+use crate::routes::{self, Access, AgentRoute, Found, Route, SkillRoute, Verb};
 use crate::runtime::failure::Answer;
 use crate::security::percent_decode;
 
@@ -175,16 +175,8 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::RefreshMcpServer => mcp_admin::refresh(env, param("name"), operator).await,
         Route::Approvals => mcp_admin::list_approvals(env, operator).await,
         Route::SlackWorkspaces => slack_install::workspaces(env, operator).await,
-        Route::Agents | Route::CreateAgent | Route::UpdateAgent | Route::DeleteAgent | Route::SetAgentTelegram => {
-            agents::route(route, request, env, param("id"), operator).await
-        }
-        Route::Links | Route::SaveLink | Route::RemoveLink => {
-            crate::links::api::route(route, request, env, param("from"), param("to"), operator).await
-        }
+        Route::Agents(agent_route) => agents_routes(agent_route, request, env, params, operator).await,
         Route::Skills(skill) => skill_routes(skill, request, env, params, operator).await,
-        Route::McpClients | Route::CreateMcpClient | Route::RevokeMcpClient => {
-            crate::mcp_server::api::route(route, request, env, param("id"), operator).await
-        }
         // Open routes are answered by `route`.
         Route::Health
         | Route::Webhook(_)
@@ -201,6 +193,27 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         | Route::SlackOAuthCallback
         | Route::AgentTelegramWebhook
         | Route::McpEndpoint => Err(ApiError::NotFound),
+    }
+}
+
+/// The agents' own routes and what belongs to agents: their links and
+/// tool-server clients.
+async fn agents_routes(
+    route: AgentRoute,
+    request: Request,
+    env: &Env,
+    params: &Params<'_, '_>,
+    operator: &Operator,
+) -> Answer {
+    let param = |name: &str| params.get(name).unwrap_or_default();
+    match route {
+        AgentRoute::Links | AgentRoute::SaveLink | AgentRoute::RemoveLink => {
+            crate::links::api::route(route, request, env, param("from"), param("to"), operator).await
+        }
+        AgentRoute::McpClients | AgentRoute::CreateMcpClient | AgentRoute::RevokeMcpClient => {
+            crate::mcp_server::api::route(route, request, env, param("id"), operator).await
+        }
+        _ => agents::route(route, request, env, param("id"), operator).await,
     }
 }
 

@@ -88,22 +88,29 @@ pub enum Route {
     SlackOAuthCallback,
     /// The Slack workspaces that installed the bot.
     SlackWorkspaces,
-    /// Agents (`src/agents/`): list, create, update, delete, an agent's Telegram bot.
-    Agents,
-    CreateAgent,
-    UpdateAgent,
-    DeleteAgent,
-    SetAgentTelegram,
+    /// Agents and what belongs to them (`src/agents/`, `src/links/`, `src/mcp_server/`).
+    Agents(AgentRoute),
     /// An agent's own Telegram bot's webhook (`/webhooks/telegram/{agent}`).
     AgentTelegramWebhook,
-    /// Links between agents (`crate::links::api`).
-    Links,
-    SaveLink,
-    RemoveLink,
     /// An agent's skills (`/api/agents/{agent}/skills…`).
     Skills(SkillRoute),
     /// edgebot as a remote MCP server (its clients' bearer tokens).
     McpEndpoint,
+}
+
+/// The agents' routes: the agents themselves (list, create, update, delete,
+/// an agent's Telegram bot), the links between them (`crate::links::api`) and
+/// the tool server's clients (`crate::mcp_server::api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentRoute {
+    List,
+    Create,
+    Update,
+    Delete,
+    SetTelegram,
+    Links,
+    SaveLink,
+    RemoveLink,
     McpClients,
     CreateMcpClient,
     RevokeMcpClient,
@@ -230,15 +237,15 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/slack/install", SlackInstall),
     (Get, "/slack/oauth/callback", SlackOAuthCallback),
     (Get, "/api/slack/workspaces", SlackWorkspaces),
-    (Get, "/api/agents", Agents),
-    (Post, "/api/agents", CreateAgent),
-    (Put, "/api/agents/{id}", UpdateAgent),
-    (Delete, "/api/agents/{id}", DeleteAgent),
-    (Put, "/api/agents/{id}/telegram", SetAgentTelegram),
+    (Get, "/api/agents", Agents(AgentRoute::List)),
+    (Post, "/api/agents", Agents(AgentRoute::Create)),
+    (Put, "/api/agents/{id}", Agents(AgentRoute::Update)),
+    (Delete, "/api/agents/{id}", Agents(AgentRoute::Delete)),
+    (Put, "/api/agents/{id}/telegram", Agents(AgentRoute::SetTelegram)),
     (Post, "/webhooks/telegram/{agent}", AgentTelegramWebhook),
-    (Get, "/api/links", Links),
-    (Post, "/api/links", SaveLink),
-    (Delete, "/api/links/{from}/{to}", RemoveLink),
+    (Get, "/api/links", Agents(AgentRoute::Links)),
+    (Post, "/api/links", Agents(AgentRoute::SaveLink)),
+    (Delete, "/api/links/{from}/{to}", Agents(AgentRoute::RemoveLink)),
     (Get, "/api/agents/{agent}/skills", Skills(SkillRoute::List)),
     (Post, "/api/agents/{agent}/skills", Skills(SkillRoute::Install)),
     (Get, "/api/agents/{agent}/skills/{name}", Skills(SkillRoute::Get)),
@@ -247,9 +254,9 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/api/agents/{agent}/skills/{name}/versions", Skills(SkillRoute::Versions)),
     (Post, "/api/agents/{agent}/skills/{name}/restore/{version}", Skills(SkillRoute::Restore)),
     (Post, "/mcp", McpEndpoint),
-    (Get, "/api/mcp-clients", McpClients),
-    (Post, "/api/mcp-clients", CreateMcpClient),
-    (Delete, "/api/mcp-clients/{id}", RevokeMcpClient),
+    (Get, "/api/mcp-clients", Agents(AgentRoute::McpClients)),
+    (Post, "/api/mcp-clients", Agents(AgentRoute::CreateMcpClient)),
+    (Delete, "/api/mcp-clients/{id}", Agents(AgentRoute::RevokeMcpClient)),
 ];
 
 /// The routes at one path, by method.

@@ -9,7 +9,7 @@ use worker::{Env, Request, Response};
 use crate::agents::rules::{check_bot, check_name, check_settings, AgentError, AgentId, DEFAULT};
 use crate::agents::store::{self, Bot};
 use crate::api_error::ApiError;
-use crate::routes::Route;
+use crate::routes::AgentRoute;
 use crate::runtime::config::{self, DATABASE_BINDING};
 use crate::runtime::failure::{internal, Answer};
 use crate::runtime::http::{json_object, now_ms};
@@ -37,13 +37,13 @@ pub fn of_query(request: &Request) -> Result<String, ApiError> {
 }
 
 /// The agents' admin routes (`id`: the `{id}` path segment, where there is one).
-pub async fn route(route: Route, request: Request, env: &Env, id: &str, operator: &Operator) -> Answer {
+pub async fn route(route: AgentRoute, request: Request, env: &Env, id: &str, operator: &Operator) -> Answer {
     match route {
-        Route::Agents => list(env, operator).await,
-        Route::CreateAgent => create(request, env, operator).await,
-        Route::UpdateAgent => update(request, env, id, operator).await,
-        Route::DeleteAgent => delete(env, id, operator).await,
-        Route::SetAgentTelegram => set_telegram(request, env, id, operator).await,
+        AgentRoute::List => list(env, operator).await,
+        AgentRoute::Create => create(request, env, operator).await,
+        AgentRoute::Update => update(request, env, id, operator).await,
+        AgentRoute::Delete => delete(env, id, operator).await,
+        AgentRoute::SetTelegram => set_telegram(request, env, id, operator).await,
         _ => Err(ApiError::NotFound),
     }
 }

@@ -191,7 +191,6 @@ impl fmt::Display for ConversationKey {
     }
 }
 
-
 /// An email thread's name in its key: 32 lowercase hex digits.
 fn is_thread_hash(thread: &str) -> bool {
     thread.len() == 32 && thread.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))

@@ -11,19 +11,26 @@ use crate::agents::store as agents;
 use crate::api_error::ApiError;
 use crate::links::rules::{Link, MAX_LINKS};
 use crate::links::store as links;
+use crate::routes::AgentRoute;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::{internal, Answer};
 use crate::runtime::http::{json_object, now_ms};
 use crate::security::percent_decode;
-use crate::routes::Route;
 use crate::sessions::api::Operator;
 
 /// The links' admin routes (`from`, `to`: the path's segments, where there are any).
-pub async fn route(route: Route, request: Request, env: &Env, from: &str, to: &str, operator: &Operator) -> Answer {
+pub async fn route(
+    route: AgentRoute,
+    request: Request,
+    env: &Env,
+    from: &str,
+    to: &str,
+    operator: &Operator,
+) -> Answer {
     match route {
-        Route::Links => list(env, operator).await,
-        Route::SaveLink => save(request, env, operator).await,
-        Route::RemoveLink => remove(env, from, to, operator).await,
+        AgentRoute::Links => list(env, operator).await,
+        AgentRoute::SaveLink => save(request, env, operator).await,
+        AgentRoute::RemoveLink => remove(env, from, to, operator).await,
         _ => Err(ApiError::NotFound),
     }
 }

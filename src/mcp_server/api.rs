@@ -10,18 +10,18 @@ use crate::api_error::ApiError;
 use crate::budget::rules::usd_to_micro;
 use crate::mcp_server::rules::NewClient;
 use crate::mcp_server::store;
+use crate::routes::AgentRoute;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::{internal, Answer};
 use crate::runtime::http::{json_object, now_ms};
-use crate::routes::Route;
 use crate::sessions::api::Operator;
 
 /// The clients' admin routes (`id`: the `{id}` path segment, where there is one).
-pub async fn route(route: Route, request: Request, env: &Env, id: &str, operator: &Operator) -> Answer {
+pub async fn route(route: AgentRoute, request: Request, env: &Env, id: &str, operator: &Operator) -> Answer {
     match route {
-        Route::McpClients => list(env, operator).await,
-        Route::CreateMcpClient => create(request, env, operator).await,
-        Route::RevokeMcpClient => revoke(env, id, operator).await,
+        AgentRoute::McpClients => list(env, operator).await,
+        AgentRoute::CreateMcpClient => create(request, env, operator).await,
+        AgentRoute::RevokeMcpClient => revoke(env, id, operator).await,
         _ => Err(ApiError::NotFound),
     }
 }

@@ -13,9 +13,8 @@ use worker::{Env, Request, Response};
 use crate::api_error::ApiError;
 use crate::log_line::LogLine;
 use crate::mcp_server::rules::{
-    self, bearer, error, initialize_result, origin_allowed, parse_token, read_message, result,
-    seconds_to_next_minute, tool_call, tools_list, version_header_ok, Message, INVALID_PARAMS, METHOD_NOT_FOUND,
-    OVER_LIMIT, VERSION_HEADER,
+    self, bearer, error, initialize_result, origin_allowed, parse_token, read_message, result, seconds_to_next_minute,
+    tool_call, tools_list, version_header_ok, Message, INVALID_PARAMS, METHOD_NOT_FOUND, OVER_LIMIT, VERSION_HEADER,
 };
 use crate::mcp_server::store::{self, Client};
 use crate::mcp_server::tools;
