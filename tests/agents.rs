@@ -97,6 +97,7 @@ async fn two_agents_answer_their_own_chats_with_their_own_bots_and_keep_their_da
         (Method::POST, "/api/agents", json!({ "id": "Bad Id" })),
         (Method::POST, "/api/agents", json!({ "id": "alpha" })),
         (Method::POST, "/api/agents", json!({ "id": "gamma", "settings": { "modle": "x" } })),
+        (Method::POST, "/api/agents", json!({ "id": "gamma", "settings": { "model": "beta-model" } })),
         (Method::PUT, "/api/agents/alpha/telegram", json!({ "token": "nope", "secret": "s", "username": "a" })),
         (Method::DELETE, "/api/agents/default", json!({})),
     ];
@@ -141,6 +142,11 @@ async fn two_agents_answer_their_own_chats_with_their_own_bots_and_keep_their_da
     env.llm.reply("The plan is written.");
     dana_writes(&env, "alpha", 2, "write the plan down", 4).await;
 
+    // Beta's settings narrow its turns: its own model, and of the host's tools only `open_skill`.
+    let narrow = json!({ "settings": { "model": "openai/beta-model", "tools": ["open_skill"] } });
+    let (code, changed) = env.admin_send(Method::PUT, "/api/agents/beta", Some(narrow)).await;
+    assert_eq!(code, 200, "{changed}");
+
     // Dana writes to Beta, the same Telegram user and chat id: Beta's own conversation, identity and token.
     let before = env.telegram.requests().len();
     let mut hunt = vec![
@@ -166,6 +172,19 @@ async fn two_agents_answer_their_own_chats_with_their_own_bots_and_keep_their_da
         let text = all_message_text(request);
         assert!(!text.contains(ALPHA_SOUL) && !text.contains("NOTE-A51") && !text.contains("CANARY"), "{text}");
     }
+    let offered = |request: &Value| -> Vec<String> {
+        let tools = request["tools"].as_array().cloned().unwrap_or_default();
+        tools.iter().filter_map(|tool| tool["function"]["name"].as_str().map(str::to_string)).collect()
+    };
+    let is_turn = |request: &&Value| offered(request).contains(&"reply".to_string());
+    let beta_turn = beta_requests.iter().find(is_turn).expect("a turn of Beta's");
+    assert_eq!(beta_turn["model"], "beta-model", "Beta's own model");
+    let beta_tools = offered(beta_turn);
+    assert!(beta_tools.contains(&"open_skill".into()) && !beta_tools.contains(&"schedule".into()), "{beta_tools:?}");
+    let requests = env.llm.requests();
+    let alpha_turn = requests.iter().filter(|r| all_message_text(r).contains(ALPHA_SOUL)).find(is_turn).unwrap();
+    assert_ne!(alpha_turn["model"], "beta-model");
+    assert!(offered(alpha_turn).contains(&"schedule".into()), "Alpha's turns keep every tool");
     let new_calls = &env.telegram.requests()[before..];
     for call in new_calls.iter().filter(|call| call.path.ends_with("/sendMessage")) {
         assert!(call.path.starts_with(&format!("/bot{}/", token("beta"))), "Beta's token: {}", call.path);

@@ -107,15 +107,10 @@ pub(super) async fn think(
     let files = files::receive(config, &object.env, database, platform, &mut current, now_ms()).await;
     let stored = stored_messages(turn, &current, conversation_key);
     let sql = object.state.storage().counted_sql();
-    let Remembered { loaded, bulletin, identity, skills } =
+    let Remembered { loaded, bulletin, identity, skills, settings } =
         remember(object, database, &sql, conversation_key, &stored).await?;
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
-    let entry = |row: &StoredMessage| HistoryEntry {
-        role: row.role,
-        author_name: row.author_name.clone(),
-        content: row.content.clone(),
-    };
-    let earlier: Vec<HistoryEntry> = loaded.earlier.iter().map(entry).collect();
+    let earlier: Vec<HistoryEntry> = loaded.earlier.iter().map(history_entry).collect();
     let people = turn_people(database, turn, conversation_key).await;
     let context = TurnContext {
         bot_name: &config.bot_name,
@@ -135,16 +130,18 @@ pub(super) async fn think(
         processes: &turn.processes,
     };
     let schedules_changed = std::cell::Cell::new(false);
-    let model = HttpModel::new(config, &object.env, &config.channel_model);
+    let model_chain = settings.model.clone().unwrap_or_else(|| config.channel_model.clone());
+    let model = HttpModel::new(config, &object.env, &model_chain);
     // A model that cannot be called (no key, no binding) is known before any call: none is made.
     let not_set_up = crate::status::setup::model_problem(config, object.env.ai(AI_BINDING).is_ok());
-    let tools = channel_tools(object, database, turn, answering, &people, &schedules_changed).await;
+    let host = channel_tools(object, database, turn, answering, &people, &schedules_changed).await;
+    let tools = crate::channel::turn::Permitted { host, permits: |name: &str| settings.permits_tool(name) };
     let (outcome, estimated_tokens) = match &not_set_up {
         Some(problem) => (Err(LlmError::Config(problem.explain())), 0),
         None => ask(&model, &context, files.images.clone(), turn, &tools, live).await,
     };
     let mut fork = earlier.clone();
-    fork.extend(stored.iter().map(entry));
+    fork.extend(stored.iter().map(history_entry));
     let mut thought = Thought {
         files: files_sent(turn),
         fork,
@@ -157,7 +154,7 @@ pub(super) async fn think(
     };
     let ending = match not_set_up {
         Some(problem) => Ending::NotSetUp(problem),
-        None => Ending::of(outcome, &config.channel_model),
+        None => Ending::of(outcome, &model_chain),
     };
     carry_out(object, &sql, turn, conversation_key, ending, &mut thought).await?;
     // A file that was not kept is said plainly, after the reply, whatever the model makes of it.
@@ -166,6 +163,11 @@ pub(super) async fn think(
         thought.texts.push(notice.map_err(|error| worker::Error::RustError(error.to_string()))?);
     }
     Ok(thought)
+}
+
+/// A stored message as the prompt's history shows it.
+fn history_entry(row: &StoredMessage) -> HistoryEntry {
+    HistoryEntry { role: row.role, author_name: row.author_name.clone(), content: row.content.clone() }
 }
 
 /// The turn's messages as the history keeps them (`current`: the messages with
@@ -200,6 +202,8 @@ struct Remembered {
     identity: String,
     /// The agent's enabled skills (the prompt lists them).
     skills: Vec<crate::skills::rules::SkillSummary>,
+    /// The agent's settings: they narrow the turn (its model, the tools it may call).
+    settings: crate::agents::rules::AgentSettings,
 }
 
 /// Records the turn's messages in the history and reads what the prompt
@@ -229,7 +233,8 @@ async fn remember(
     let identity = crate::identity::store::load(database, conversation_key).await?;
     let identity = identity.render().map_err(|error| worker::Error::RustError(error.to_string()))?;
     let skills = crate::skills::store::enabled(database, crate::skills::rules::agent_of(conversation_key)).await?;
-    Ok(Remembered { loaded, bulletin, identity, skills })
+    let settings = crate::agents::store::settings_of(database, conversation_key).await?;
+    Ok(Remembered { loaded, bulletin, identity, skills, settings })
 }
 
 /// The tools the channel's edge answers in this turn: the schedule tool, and

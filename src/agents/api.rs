@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use worker::{Env, Request, Response};
 
-use crate::agents::rules::{check_bot, check_name, check_settings, AgentError, AgentId, DEFAULT};
+use crate::agents::rules::{check_bot, check_name, check_settings, AgentError, AgentId, AgentSettings, DEFAULT};
 use crate::agents::store::{self, Bot};
 use crate::api_error::ApiError;
 use crate::routes::AgentRoute;
@@ -67,7 +67,7 @@ pub async fn create(mut request: Request, env: &Env, _operator: &Operator) -> An
     let id = AgentId::parse(body.get("id").and_then(Value::as_str).unwrap_or_default())
         .map_err(|error| refused(error.into()))?;
     let name = check_name(body.get("name").and_then(Value::as_str).unwrap_or(id.as_str())).map_err(refused)?;
-    let settings = check_settings(body.get("settings")).map_err(refused)?;
+    let settings = settings_given(body.get("settings"))?;
     let db = env.d1(DATABASE_BINDING)?;
     if !store::create(&db, id.as_str(), &name, &settings, now_ms()).await? {
         return Err(ApiError::Refused(format!("an agent `{id}` exists already")));
@@ -86,11 +86,20 @@ pub async fn update(mut request: Request, env: &Env, id: &str, _operator: &Opera
         None => current.name,
     };
     let settings = match body.get("settings") {
-        Some(settings) => check_settings(Some(settings)).map_err(refused)?,
+        Some(settings) => settings_given(Some(settings))?,
         None => current.settings,
     };
     store::update(&db, id.as_str(), &name, &settings, now_ms()).await?;
     one(env, id.as_str()).await
+}
+
+/// Settings as given, checked, with a model chain that parses (a 400 says why).
+fn settings_given(value: Option<&Value>) -> Result<AgentSettings, ApiError> {
+    let settings = check_settings(value).map_err(refused)?;
+    if let Some(chain) = &settings.model {
+        crate::llm::routing::parse_chain(chain).map_err(|error| ApiError::BadRequest(format!("`model`: {error}")))?;
+    }
+    Ok(settings)
 }
 
 /// `DELETE /api/agents/{id}`: the default agent is refused (400).

@@ -141,6 +141,19 @@ pub struct AgentSettings {
     pub daily_micro_usd: Option<u64>,
 }
 
+impl AgentSettings {
+    /// Whether a tool (beyond the channel's own: reply, react, branch, …) is
+    /// the agent's to call.
+    pub fn permits_tool(&self, name: &str) -> bool {
+        self.tools.as_ref().is_none_or(|tools| tools.iter().any(|tool| tool == name))
+    }
+
+    /// Whether an MCP server (by name) is the agent's to use.
+    pub fn permits_server(&self, name: &str) -> bool {
+        self.mcp_servers.as_ref().is_none_or(|servers| servers.iter().any(|server| server == name))
+    }
+}
+
 /// The longest agent name.
 pub const MAX_NAME_CHARS: usize = 80;
 /// The most names in a tools or MCP servers list.
@@ -197,6 +210,19 @@ pub fn check_bot(token: &str, secret: &str, username: &str) -> Result<(), AgentE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_narrow_tools_and_servers_only_when_they_name_some() {
+        let open = AgentSettings::default();
+        assert!(open.permits_tool("run_code") && open.permits_server("github"));
+        let narrow = AgentSettings {
+            tools: Some(vec!["schedule".into()]),
+            mcp_servers: Some(vec![]),
+            ..AgentSettings::default()
+        };
+        assert!(narrow.permits_tool("schedule") && !narrow.permits_tool("open_skill"));
+        assert!(!narrow.permits_server("github"));
+    }
 
     #[test]
     fn agent_ids_are_checked() {

@@ -64,6 +64,13 @@ pub async fn get(db: &D1Database, id: &str) -> Result<Option<Agent>> {
     Ok(row.map(Row::agent))
 }
 
+/// The settings of the agent a conversation belongs to (the defaults when
+/// its row is gone: a deleted agent's leftovers run as plainly as possible).
+pub async fn settings_of(db: &D1Database, conversation_key: &str) -> Result<AgentSettings> {
+    let agent = get(db, crate::agents::agent_of(conversation_key)).await?;
+    Ok(agent.map(|agent| agent.settings).unwrap_or_default())
+}
+
 /// Creates an agent; false when the id is taken.
 pub async fn create(db: &D1Database, id: &str, name: &str, settings: &AgentSettings, now_ms: i64) -> Result<bool> {
     let settings = serde_json::to_string(settings)?;

@@ -146,6 +146,36 @@ pub trait ToolHost {
     fn extra_specs(&self) -> Vec<ToolSpec> {
         Vec::new()
     }
+
+    /// Whether this host's tool `name` may be offered and called in this
+    /// turn (an agent's settings narrow it: [`Permitted`]); yes by default.
+    fn allows(&self, _name: &str) -> bool {
+        true
+    }
+}
+
+/// A host narrowed to the tools an agent may call (`permits`): the others
+/// are neither offered nor run, and a call to one is answered with a refusal.
+pub struct Permitted<H, P: Fn(&str) -> bool> {
+    pub host: H,
+    pub permits: P,
+}
+
+impl<H: ToolHost, P: Fn(&str) -> bool> ToolHost for Permitted<H, P> {
+    async fn call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {
+        match (self.permits)(name) {
+            true => self.host.call(name, arguments).await,
+            false => Some(format!("error: `{name}` is not among this agent's tools")),
+        }
+    }
+
+    fn extra_specs(&self) -> Vec<ToolSpec> {
+        self.host.extra_specs().into_iter().filter(|spec| (self.permits)(&spec.name)).collect()
+    }
+
+    fn allows(&self, name: &str) -> bool {
+        (self.permits)(name) && self.host.allows(name)
+    }
 }
 
 /// Two hosts as one: the first that has the tool answers it.
@@ -161,6 +191,10 @@ impl<A: ToolHost, B: ToolHost> ToolHost for (A, B) {
         let mut specs = self.0.extra_specs();
         specs.extend(self.1.extra_specs());
         specs
+    }
+
+    fn allows(&self, name: &str) -> bool {
+        self.0.allows(name) && self.1.allows(name)
     }
 }
 
@@ -291,6 +325,9 @@ pub async fn run_turn(
 ) -> Result<TurnOutcome, LlmError> {
     let mut tools = channel_tools();
     tools.extend(host.extra_specs());
+    // The turn's own tools are always offered; the host's as it allows.
+    let own = TurnToolSet::specs();
+    tools.retain(|tool| own.iter().any(|spec| spec.name == tool.name) || host.allows(&tool.name));
     let mut outcome = TurnOutcome::default();
     // The turn's own view: what it starts, routes and cancels counts at once.
     let turn_tools = TurnTools { processes: RefCell::new(processes.clone()) };

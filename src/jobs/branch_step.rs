@@ -85,6 +85,12 @@ async fn think(
     identity: &str,
 ) -> Result<String, LlmError> {
     let model = HttpModel::new(config, env, &config.branch_model)?;
+    // Unreadable settings open no server: a branch goes on without remote tools.
+    let settings =
+        crate::agents::store::settings_of(database, &branch.conversation_key).await.unwrap_or_else(|error| {
+            LogLine::warn("agent_settings_unread").conversation(&branch.conversation_key).reason(&error).emit();
+            crate::agents::rules::AgentSettings { mcp_servers: Some(Vec::new()), ..Default::default() }
+        });
     let messages =
         compose_messages(branch, &config.bot_name, identity).map_err(|error| LlmError::Config(error.to_string()))?;
     let tools = EdgeTools {
@@ -95,7 +101,7 @@ async fn think(
         branch_id: &branch.id,
         people: &branch.people,
         origin: &branch.origin,
-        mcp: Toolbox::open(config, env, database, true).await,
+        mcp: Toolbox::open(config, env, database, true, |server| settings.permits_server(server)).await,
     };
     let started = now_ms();
     let (conclusion, spent) = run_branch(&model, model.model_name(), &tools, messages).await?;

@@ -99,7 +99,8 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         return Ok(()); // cancelled, already done, or not for this state: a repeat does nothing
     }
     let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
-    let mut mcp = Toolbox::open(config, env, &db, false).await;
+    let settings = crate::agents::store::settings_of(&db, &job.conversation_key).await.map_err(text)?;
+    let mut mcp = Toolbox::open(config, env, &db, false, |server| settings.permits_server(server)).await;
     mcp.ask(crate::mcp::elicit::Asker {
         conversation_key: job.conversation_key.clone(),
         process_id: job.id.clone(),

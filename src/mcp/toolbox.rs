@@ -28,7 +28,14 @@ impl<'a> Toolbox<'a> {
     /// refreshed, and a server that cannot be reached costs a note (its last
     /// known tools stay offered; a call to it says it is down). A branch gets
     /// only servers opened to branches, and only tools that need no approval.
-    pub async fn open(config: &'a Config, env: &'a Env, db: &'a D1Database, for_branch: bool) -> Toolbox<'a> {
+    /// Only the servers `permits` (an agent's settings) are opened.
+    pub async fn open(
+        config: &'a Config,
+        env: &'a Env,
+        db: &'a D1Database,
+        for_branch: bool,
+        permits: impl Fn(&str) -> bool,
+    ) -> Toolbox<'a> {
         let mut toolbox = Toolbox { clients: Vec::new(), offered: Vec::new(), notes: Vec::new() };
         let servers = match servers(db).await {
             Ok(servers) => servers,
@@ -38,7 +45,9 @@ impl<'a> Toolbox<'a> {
             }
         };
         let now = now_ms();
-        for server in servers.into_iter().filter(|server| !for_branch || server.settings.branches) {
+        let opened =
+            servers.into_iter().filter(|server| (!for_branch || server.settings.branches) && permits(&server.name));
+        for server in opened {
             let mut client = Client::new(config, env, db, server);
             let fresh = client.server.tools_at.is_some_and(|at| now - at < TOOLS_FRESH_MS) && !client.server.stale;
             if client.server.is_down(now) {
