@@ -14,7 +14,7 @@ use crate::platforms::web_chat::messenger as web_chat;
 use crate::reply::outbox::OutboxStatus;
 use crate::reply::pieces::prepare;
 use crate::runtime::config::redactor;
-use crate::runtime::durable::MeteredStorage;
+use crate::runtime::durable::{MeteredStorage, Sql};
 use crate::runtime::http::{now_ms, sleep_ms};
 use crate::runtime::log::Emit;
 
@@ -61,30 +61,47 @@ pub(super) async fn ask(object: &ChannelObject, mut request: Request) -> Result<
     // Never the first piece of a reply: on a Discord command that would replace the deferred answer.
     let piece =
         Piece { id: &piece_id, index: 1, text: &entry.text, reply_to: None, file: None, buttons, follow_up: true };
+    let log = LogLine::warn("approval_not_sent").conversation(&ask.conversation_key).id(&ask.approval_id);
+    match send_entry(object, &sql, &platform, &address, &piece, &entry.id, log).await? {
+        Some(_) => Response::ok(""),
+        // The worker's step fails and the queue asks again.
+        None => Response::error("the approval could not be sent", 502),
+    }
+}
+
+/// Sends one outbox entry that stands alone (an approval's message, a post
+/// from outside): bounded attempts, a rate limit's wait (capped), each
+/// failure recorded and logged with `log`. The message id, or None when it
+/// was given up.
+pub(super) async fn send_entry(
+    object: &ChannelObject,
+    sql: &Sql,
+    platform: &Outbound<'_>,
+    address: &ReplyAddress,
+    piece: &Piece<'_>,
+    entry_id: &str,
+    log: LogLine,
+) -> Result<Option<String>> {
     for attempt in 1..=object.config.send_max_attempts {
-        outbox::mark_sending(&sql, &entry.id)?;
-        let failure = match platform.send(&address, &piece).await {
+        outbox::mark_sending(sql, entry_id)?;
+        let failure = match platform.send(address, piece).await {
             Ok(message_id) => {
-                outbox::mark_sent(&sql, &entry.id, &message_id)?;
+                outbox::mark_sent(sql, entry_id, &message_id)?;
                 web_chat::changed(&object.state, "outbox");
-                return Response::ok("");
+                return Ok(Some(message_id));
             }
             Err(failure) => failure,
         };
         let give_up = !failure.retryable || attempt == object.config.send_max_attempts;
-        outbox::mark_attempt_failed(&sql, &entry.id, &failure.message, give_up)?;
-        LogLine::warn("approval_not_sent")
-            .conversation(&ask.conversation_key)
-            .id(&ask.approval_id)
-            .reason(&failure.message)
-            .emit();
+        outbox::mark_attempt_failed(sql, entry_id, &failure.message, give_up)?;
+        log.clone().reason(&failure.message).emit();
         if give_up {
             break;
         }
         sleep_ms(failure.retry_after_ms.unwrap_or(BACKOFF_MS).min(MAX_WAIT_MS)).await;
     }
-    // The worker's step fails and the queue asks again.
-    Response::error("the approval could not be sent", 502)
+    web_chat::changed(&object.state, "outbox");
+    Ok(None)
 }
 
 /// `POST /approvals/settled`: the approval was decided; its worker is no

@@ -13,17 +13,11 @@ use crate::inbound::ReplyAddress;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Messenger, Piece};
 use crate::platforms::outbound;
-use crate::platforms::web_chat::messenger as web_chat;
 use crate::reply::outbox::OutboxStatus;
 use crate::reply::pieces::prepare;
 use crate::runtime::config::redactor;
 use crate::runtime::durable::MeteredStorage;
-use crate::runtime::http::{now_ms, sleep_ms};
-use crate::runtime::log::Emit;
-
-/// Wait between attempts (a rate limit waits longer, up to the cap).
-const BACKOFF_MS: u64 = 500;
-const MAX_WAIT_MS: u64 = 5_000;
+use crate::runtime::http::now_ms;
 
 /// What the Worker asks for.
 #[derive(Debug, Deserialize)]
@@ -68,24 +62,9 @@ pub(super) async fn post(object: &ChannelObject, mut request: Request) -> Result
         buttons: Buttons::None,
         follow_up: true,
     };
-    for attempt in 1..=object.config.send_max_attempts {
-        outbox::mark_sending(&sql, &entry.id)?;
-        let failure = match platform.send(&address, &piece).await {
-            Ok(message_id) => {
-                outbox::mark_sent(&sql, &entry.id, &message_id)?;
-                web_chat::changed(&object.state, "outbox");
-                return answer(OutboxStatus::Sent.as_str(), Some(&message_id), repeat);
-            }
-            Err(failure) => failure,
-        };
-        let give_up = !failure.retryable || attempt == object.config.send_max_attempts;
-        outbox::mark_attempt_failed(&sql, &entry.id, &failure.message, give_up)?;
-        LogLine::warn("external_post_not_sent").conversation(&post.conversation_key).reason(&failure.message).emit();
-        if give_up {
-            break;
-        }
-        sleep_ms(failure.retry_after_ms.unwrap_or(BACKOFF_MS).min(MAX_WAIT_MS)).await;
+    let log = LogLine::warn("external_post_not_sent").conversation(&post.conversation_key);
+    match super::approvals::send_entry(object, &sql, &platform, &address, &piece, &entry.id, log).await? {
+        Some(message_id) => answer(OutboxStatus::Sent.as_str(), Some(&message_id), repeat),
+        None => answer(OutboxStatus::Failed.as_str(), None, repeat),
     }
-    web_chat::changed(&object.state, "outbox");
-    answer(OutboxStatus::Failed.as_str(), None, repeat)
 }

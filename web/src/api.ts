@@ -10,7 +10,11 @@ export class ApiError extends Error {
 export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (init.body !== undefined) headers["content-type"] = "application/json";
-  const response = await fetch(path, { credentials: "same-origin", ...init, headers });
+  return answer<T>(await fetch(path, { credentials: "same-origin", ...init, headers }));
+}
+
+/** A response's JSON, or an ApiError with the server's `error` (or the status). */
+export async function answer<T>(response: Response): Promise<T> {
   const text = await response.text();
   if (!response.ok) {
     let message = `${response.status}`;

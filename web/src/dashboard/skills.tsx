@@ -3,7 +3,7 @@
 // with Restore. The prompt lists the enabled ones; a turn opens one when a task needs it.
 
 import { useState } from "preact/hooks";
-import { api, ApiError, post, when } from "../api";
+import { answer, api, post, when } from "../api";
 import { useLoad } from "./common";
 
 export interface Skill {
@@ -35,17 +35,7 @@ async function uploadZip<T>(path: string, file: File): Promise<T> {
     headers: { accept: "application/json", "content-type": "application/zip" },
     body: file,
   });
-  const text = await response.text();
-  if (!response.ok) {
-    let message = `${response.status}`;
-    try {
-      message = (JSON.parse(text) as { error?: string }).error ?? message;
-    } catch {
-      // not JSON: keep the status
-    }
-    throw new ApiError(response.status, message);
-  }
-  return JSON.parse(text) as T;
+  return answer<T>(response);
 }
 
 export function SkillsPage() {
