@@ -278,11 +278,12 @@ async fn files_are_kept_thirty_days_then_the_cron_deletes_them() {
     telegram_file(&env, "OLD1", CSV.as_bytes().to_vec());
     telegram_file(&env, "NEW1", CSV.as_bytes().to_vec());
     env.llm.answer_always(Scripted::Reply("Got it.".into()));
-    for (update, file_id) in [(7051, "OLD1"), (7052, "NEW1")] {
+    // One at a time: two files sent while a turn runs would be answered in one turn.
+    for (answered, (update, file_id)) in [(7051, "OLD1"), (7052, "NEW1")].into_iter().enumerate() {
         let file = json!({"file_id": file_id, "file_unique_id": file_id, "file_name": format!("{file_id}.csv")});
         env.telegram_update(&dm_with_file(update, 77, "document", file, "keep")).await;
+        env.wait_for_sent(answered + 1).await;
     }
-    env.wait_for_sent(2).await;
     let old = edgebot::files::rules::file_id("telegram:77", "OLD1");
     let month_ago = edgebot::files::rules::KEEP_DAYS * 24 * 60 * 60 * 1000 + 60_000;
     env.sql_while_stopped(&format!("UPDATE files SET created_at = created_at - {month_ago} WHERE id = '{old}'")).await;
