@@ -42,6 +42,16 @@ pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
     hex::decode(text).ok()
 }
 
+/// A tag this Worker issued, read back: lowercase hex only, the one
+/// spelling [`encode_hex`] writes (plain hex decoding also takes `A` for `a`,
+/// which would give a signed value several spellings).
+pub fn decode_own_tag(text: &str) -> Option<Vec<u8>> {
+    if text.bytes().any(|byte| byte.is_ascii_uppercase()) {
+        return None;
+    }
+    decode_hex(text)
+}
+
 /// Lowercase hex of `bytes`, the one spelling of digests and tags.
 pub fn encode_hex(bytes: impl AsRef<[u8]>) -> String {
     hex::encode(bytes)
@@ -76,6 +86,13 @@ mod tests {
         assert!(!constant_time_eq(b"secret", b"secret2"));
         assert!(!constant_time_eq(b"", b"x"));
         assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn our_own_tags_have_one_spelling() {
+        assert_eq!(decode_own_tag("0a"), Some(vec![10]));
+        assert_eq!(decode_own_tag("0A"), None, "uppercase is another spelling of the same tag");
+        assert_eq!(decode_own_tag("0g"), None);
     }
 
     #[test]

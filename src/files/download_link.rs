@@ -9,7 +9,7 @@ use sha2::Sha256;
 
 use crate::config::{Config, MIN_SECRET_CHARS};
 use crate::files::rules::StoredFile;
-use crate::security::{decode_hex, encode_hex};
+use crate::security::{decode_own_tag, encode_hex};
 
 /// How long a link works.
 pub const LINK_LIFETIME_MS: i64 = 24 * 60 * 60 * 1000;
@@ -59,7 +59,7 @@ impl LinkKey {
     /// Whether a link's signature is right (compared in constant time) and it
     /// has not expired.
     pub fn verify(&self, conversation_key: &str, file_id: &str, expires_ms: i64, signature: &str, now_ms: i64) -> bool {
-        let Some(tag) = decode_hex(signature) else {
+        let Some(tag) = decode_own_tag(signature) else {
             return false;
         };
         self.covers(conversation_key)

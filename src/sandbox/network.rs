@@ -11,6 +11,8 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::security::{decode_own_tag, encode_hex};
+
 /// The header that carries the token on a run's requests.
 pub const EGRESS_HEADER: &str = "x-edgebot-sandbox";
 /// The header the Worker answers a refused fetch with (its value says why).
@@ -37,7 +39,7 @@ fn mac(key: &[u8], message: &[u8]) -> Hmac<Sha256> {
 /// The token for run `run` (hex, no dots), valid until `expires_ms`.
 pub fn sign(key: &[u8; 32], run: &str, expires_ms: i64) -> String {
     let signature = mac(key, format!("{run}.{expires_ms}").as_bytes()).finalize().into_bytes();
-    format!("{run}.{expires_ms}.{}", hex::encode(signature))
+    format!("{run}.{expires_ms}.{}", encode_hex(signature))
 }
 
 /// Whether `token` was signed with `key` and has not expired at `now_ms`.
@@ -46,7 +48,7 @@ pub fn verify(key: &[u8; 32], token: &str, now_ms: i64) -> bool {
     let (Some(run), Some(expires), Some(signature)) = (parts.next(), parts.next(), parts.next()) else {
         return false;
     };
-    let (Ok(expires_ms), Ok(signature)) = (expires.parse::<i64>(), hex::decode(signature)) else {
+    let (Ok(expires_ms), Ok(signature)) = (expires.parse::<i64>(), decode_own_tag(signature).ok_or(())) else {
         return false;
     };
     expires_ms >= now_ms && mac(key, format!("{run}.{expires_ms}").as_bytes()).verify_slice(&signature).is_ok()

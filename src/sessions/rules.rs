@@ -8,7 +8,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::config::{Config, MIN_SECRET_CHARS};
-use crate::security::{constant_time_eq, decode_hex, encode_hex};
+use crate::security::{constant_time_eq, decode_own_tag, encode_hex};
 
 /// The operator's dashboard session. `__Host-`: the browser keeps it only
 /// when it is `Secure`, for `Path=/` and without a `Domain`, so no sibling
@@ -131,7 +131,7 @@ pub fn verify(key: &[u8], kind: &str, value: &str, now_ms: i64) -> Option<Sessio
     }
     let (signed, tag) = value.rsplit_once('.')?;
     // `verify_slice` compares in constant time.
-    mac(key, signed.as_bytes()).verify_slice(&decode_hex(tag)?).ok()?;
+    mac(key, signed.as_bytes()).verify_slice(&decode_own_tag(tag)?).ok()?;
     let mut parts = signed.splitn(3, '.');
     let (found_kind, subject, expires) = (parts.next()?, parts.next()?, parts.next()?);
     let expires_ms: i64 = expires.parse().ok()?;
@@ -195,6 +195,7 @@ mod tests {
             value.rsplit_once('.').unwrap().0.to_string(),
             String::new(),
             "chat.abc.2000.zz".into(),
+            value.to_uppercase().replace("CHAT.ABC", "chat.abc"),
         ];
         for value in forged {
             assert_eq!(verify(KEY, "chat", &value, 0), None, "{value}");

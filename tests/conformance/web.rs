@@ -156,7 +156,8 @@ impl Messenger for Web {
     async fn forge(&self, _n: u64, _text: &str) -> Vec<Forged> {
         let own = self.env.worker.base_url.clone();
         let (name, value) = self.cookie.split_once('=').unwrap();
-        let flipped = if value.ends_with('A') { 'B' } else { 'A' };
+        // A different hex digit (not merely another case of the same one).
+        let flipped = if value.ends_with('0') { '1' } else { '0' };
         let forged_cookie = format!("{name}={}{flipped}", &value[..value.len() - 1]);
         vec![
             self.socket_attempt("no cookie", None, &own).await,
