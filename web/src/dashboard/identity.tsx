@@ -5,6 +5,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, post, put, when } from "../api";
 import { useLoad } from "./common";
+import { VersionsTable } from "./versions";
 
 export interface IdentityDocument {
   name: string;
@@ -164,27 +165,9 @@ function DocumentEditor({
       {versionsError && <p role="alert" class="error">{versionsError}</p>}
       {versions && (
         <div class="scroll">
-          <table id={`versions-${name}`}>
-            <thead><tr><th>Version</th><th>Author</th><th>When</th><th>Begins</th><th>Restore</th></tr></thead>
-            <tbody>
-              {versions.map((version) => (
-                <tr key={version.version} data-version={version.version}>
-                  <td>{version.version}{version.restored_from !== null ? ` (from ${version.restored_from})` : ""}</td>
-                  <td>{version.author}</td>
-                  <td>{when(version.created_at)}</td>
-                  <td class="text">{version.text.slice(0, 60)}{version.text.length > 60 ? "…" : ""}</td>
-                  <td>
-                    {version.version === document.version ? (
-                      <span class="muted">current</span>
-                    ) : (
-                      <button type="button" disabled={busy} aria-label={`Restore ${file} version ${version.version}`}
-                        onClick={() => restore(version.version)}>Restore</button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <VersionsTable id={`versions-${name}`} name={file} versions={versions} current={document.version}
+            heading="Begins" describe={(version) => `${version.text.slice(0, 60)}${version.text.length > 60 ? "…" : ""}`}
+            busy={busy} restore={restore} />
         </div>
       )}
     </section>

@@ -5,6 +5,7 @@
 import { useState } from "preact/hooks";
 import { answer, api, post, when } from "../api";
 import { useLoad } from "./common";
+import { VersionsTable } from "./versions";
 
 export interface Skill {
   name: string;
@@ -164,24 +165,7 @@ function Versions({ path, skill, busy, act }: {
   if (error) return <p role="alert" class="error">{error}</p>;
   if (!versions) return <p>Loading…</p>;
   return (
-    <table id={`versions-${skill.name}`}>
-      <thead><tr><th>Version</th><th>Author</th><th>When</th><th>Files</th><th>Restore</th></tr></thead>
-      <tbody>
-        {versions.map((version) => (
-          <tr key={version.version} data-version={version.version}>
-            <td>{version.version}{version.restored_from !== null ? ` (from ${version.restored_from})` : ""}</td>
-            <td>{version.author}</td>
-            <td>{when(version.created_at)}</td>
-            <td>{version.paths.join(", ")}</td>
-            <td>
-              {version.version === skill.version ? <span class="muted">current</span> : (
-                <button type="button" disabled={busy} aria-label={`Restore ${skill.name} version ${version.version}`}
-                  onClick={() => restore(version.version)}>Restore</button>
-              )}
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <VersionsTable id={`versions-${skill.name}`} name={skill.name} versions={versions} current={skill.version}
+      heading="Files" describe={(version) => version.paths.join(", ")} busy={busy} restore={restore} />
   );
 }
