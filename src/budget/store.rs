@@ -103,13 +103,15 @@ fn override_of(row: &Row) -> Limit {
 }
 
 /// Who is told that `scope` ran out: the person for their own budget (once,
-/// whichever conversation they are in), the conversation for its budget,
-/// and for the deployment's each person (or conversation) once.
+/// whichever conversation they are in), the conversation for its budget and
+/// for its agent's (each agent's conversations apart: one person told by one
+/// agent is still told by another), and for the deployment's each person (or
+/// conversation) once.
 pub fn recipient(scope: Scope, spender: &Spender) -> String {
     let person = spender.person.as_ref().map(|person| person.key.clone());
     match scope {
-        Scope::Conversation => spender.conversation_key.clone(),
-        Scope::Person | Scope::Workspace | Scope::Agent | Scope::Deployment => {
+        Scope::Conversation | Scope::Agent => spender.conversation_key.clone(),
+        Scope::Person | Scope::Workspace | Scope::Deployment => {
             person.unwrap_or_else(|| spender.conversation_key.clone())
         }
     }
@@ -230,7 +232,7 @@ pub async fn set_limit(db: &D1Database, scope: Scope, subject: &str, limit: Limi
                 number(now_ms),
             ])?,
             db.prepare(
-                "DELETE FROM spend_notices WHERE day = ?1 AND scope = ?2 AND (recipient = ?3 OR ?2 = 'deployment')",
+                "DELETE FROM spend_notices WHERE day = ?1 AND scope = ?2 AND (recipient = ?3 OR ?2 IN ('deployment', 'agent'))",
             )
             .bind(&[day_of(now_ms).into(), scope.name().into(), subject.into()])?,
         ],

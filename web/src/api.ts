@@ -165,6 +165,8 @@ export interface SpendReport {
   day: string;
   people: SpendRow[];
   conversations: SpendRow[];
+  /// Per agent (its limit: its settings' daily_micro_usd, or an operator's override).
+  agents: SpendRow[];
   deployment: SpendRow | null;
   configured: Record<"person" | "conversation" | "deployment", SpendLimit>;
 }
