@@ -193,7 +193,9 @@ pub async fn link(mut request: Request, env: &Env, id: &str, _operator: &Operato
 /// whole first and written in one D1 batch: a bad entry is a 400 and changes
 /// nothing. A non-default agent's people are its own records (`?agent=`).
 /// Answers the people as they are now.
-pub async fn put_many(mut request: Request, env: &Env, agent: &str, _operator: &Operator) -> Answer {
+pub async fn put_many(mut request: Request, env: &Env, _operator: &Operator) -> Answer {
+    let agent = crate::agents::api::of_query(&request)?;
+    let agent = agent.as_str();
     let body = crate::runtime::http::read_body(&mut request, crate::runtime::http::MAX_ADMIN_BODY_BYTES).await?;
     let body: Value =
         serde_json::from_slice(&body).map_err(|_| ApiError::BadRequest("expected a JSON list of people".into()))?;
