@@ -329,8 +329,17 @@ pub fn time_zone(zones: &(impl ZoneRules + ?Sized), zone: &str) -> Result<Option
     }
 }
 
-/// What forgetting a person removed, in words the bot can pass on.
+/// What forgetting a person removed, in words the bot can pass on (and that
+/// the operator's role and bio stay: they are not the bot's to forget).
 pub fn forgotten(profile: &Profile) -> String {
+    let said = forgotten_notes(profile);
+    match profile.role.is_some() || profile.bio.is_some() {
+        true => format!("{said} The role and bio the operator set for them stay: only an operator changes those."),
+        false => said,
+    }
+}
+
+fn forgotten_notes(profile: &Profile) -> String {
     let mut removed: Vec<String> = profile.notes.iter().map(|note| format!("\"{}\"", note.text)).collect();
     if let Some(zone) = &profile.time_zone {
         removed.push(format!("time zone {zone}"));
@@ -600,6 +609,10 @@ mod tests {
         dana.time_zone = Some("Europe/Berlin".into());
         let said = forgotten(&dana);
         assert!(said.contains("(2 item(s)): \"prefers short answers\"; time zone Europe/Berlin."), "{said}");
+        assert!(!said.contains("operator set"), "{said}");
+        dana.bio = Some("runs sales".into());
+        assert!(forgotten(&dana)
+            .ends_with("The role and bio the operator set for them stay: only an operator changes those."));
     }
     #[test]
     fn schedules_default_to_the_zone_of_the_speaker_who_asked() {
