@@ -201,7 +201,7 @@ mod tests {
     const RENDERED: &[(&str, &str)] = &[
         ("approval_ask", "dee5954373c622f351298c72dbdba6f2751b21038e82b569e046cc4f36892b6d"),
         ("approval_settled", "f30028f6d858d8ca2111caed552682f823d8e4b87e1bd9cda49f0e3a2f550a4e"),
-        ("branch_question", "daa566046a53ddb455bdc409f1d85bc9d6c84bff4822a10a4489e831beb3f5a3"),
+        ("branch_question", "c64ffe04d9520b78a7dec356538c4f44caf610f872563290308fe77c771fdb1d"),
         ("branch_system", "fea5fdb7df2f314c08bf2b9981a4f68b5cd6f95e1b6dae36d7ae13c7ff641ff5"),
         ("budget_exhausted", "4186e509a4e87a3e3898d0155b29fd891d4a83f93f1a0977dd42fde72dfd8b6e"),
         ("channel_system", "4cc703d2d13ddbe1605f56c5ba7b12aebb0f29f1d172610aad796d2f45afce76"),

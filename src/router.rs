@@ -161,6 +161,7 @@ async fn operators(route: Route, request: Request, env: &Env, params: &Params<'_
         Route::UpdatePerson => people::update(request, env, param("id"), operator).await,
         Route::LinkPerson => people::link(request, env, param("id"), operator).await,
         Route::ForgetPersonNotes => people::clear_notes(env, param("id"), operator).await,
+        Route::UpdatePeople => people::put_many(request, env, operator).await,
         Route::Tasks => tasks::tasks(&request, env, operator).await,
         Route::CreateTask => tasks::create_task(request, env, operator).await,
         Route::ApproveTask => tasks::move_task(request, env, param("id"), Some("ready"), operator).await,

@@ -199,10 +199,16 @@ async fn the_people_page_lists_a_person_edits_a_note_links_an_id_and_fits_360_px
     assert!(listed.contains("Ada"), "{listed}");
     browser.type_into(&format!("#notes-{id}"), "prefers tea over coffee").await;
     browser.type_into(&format!("#zone-{id}"), "Europe/Berlin").await;
+    browser.type_into(&format!("#role-{id}"), "Head of Sales").await;
+    browser.type_into(&format!("#bio-{id}"), "Runs the Berlin office").await;
     browser.click("button[aria-label='Save the profile of Ada']").await;
     browser.wait_for_text("#people-notice", "Saved the profile of Ada", Duration::from_secs(10)).await;
     let person = env.admin(&format!("/api/people/{id}")).await;
     assert_eq!(person["notes"][0]["text"], "prefers tea over coffee", "{person}");
+    assert_eq!(
+        (person["role"].as_str(), person["bio"].as_str()),
+        (Some("Head of Sales"), Some("Runs the Berlin office"))
+    );
     assert_eq!(
         (person["notes"][0]["by"].as_str(), person["time_zone"].as_str()),
         (Some("operator"), Some("Europe/Berlin"))

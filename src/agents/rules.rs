@@ -154,6 +154,16 @@ impl AgentSettings {
     }
 }
 
+/// Tools (a channel turn's host, a worker's world) narrowed to those an
+/// agent may call (`permits`, e.g. [`AgentSettings::permits_tool`]): the
+/// others are neither offered nor run, and a call to one is answered with a
+/// refusal. The one permit type: the channel (`ToolHost`) and workers
+/// (`WorkerTools`) each implement their trait for it.
+pub struct Permitted<H, P: Fn(&str) -> bool> {
+    pub host: H,
+    pub permits: P,
+}
+
 /// The longest agent name.
 pub const MAX_NAME_CHARS: usize = 80;
 /// The most names in a tools or MCP servers list.

@@ -65,8 +65,9 @@ pub async fn remove_spend_limit(env: &Env, scope: &str, subject: &str, _operator
 }
 
 fn spend_subject(scope: &str, subject: &str) -> Result<(crate::budget::rules::Scope, String), ApiError> {
-    let scope = crate::budget::rules::Scope::parse(scope)
-        .ok_or_else(|| ApiError::BadRequest("scope must be person, conversation, workspace or deployment".into()))?;
+    let scope = crate::budget::rules::Scope::parse(scope).ok_or_else(|| {
+        ApiError::BadRequest("scope must be person, conversation, workspace, agent or deployment".into())
+    })?;
     let subject = match scope {
         crate::budget::rules::Scope::Deployment => crate::budget::rules::DEPLOYMENT.to_string(),
         _ => percent_decode(subject),

@@ -71,13 +71,15 @@ impl Limit {
 }
 
 /// The budgets a turn is checked against (a workspace's only where the
-/// conversation is in one: a Slack workspace, see [`workspace_of`]).
+/// conversation is in one: a Slack workspace, see [`workspace_of`]; an
+/// agent's is its settings' `daily_micro_usd`, see [`agent_of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     Person,
     Conversation,
     Workspace,
+    Agent,
     Deployment,
 }
 
@@ -87,12 +89,13 @@ impl Scope {
             Scope::Person => "person",
             Scope::Conversation => "conversation",
             Scope::Workspace => "workspace",
+            Scope::Agent => "agent",
             Scope::Deployment => "deployment",
         }
     }
 
     pub fn parse(name: &str) -> Option<Scope> {
-        [Scope::Person, Scope::Conversation, Scope::Workspace, Scope::Deployment]
+        [Scope::Person, Scope::Conversation, Scope::Workspace, Scope::Agent, Scope::Deployment]
             .into_iter()
             .find(|scope| scope.name() == name)
     }
@@ -106,6 +109,19 @@ pub fn workspace_of(conversation_key: &str) -> Option<String> {
         ConversationKey::Slack { team, .. } if !team.is_empty() => Some(format!("slack:{team}")),
         _ => None,
     }
+}
+
+/// The agent a conversation spends as, as the rollups name it: its id
+/// (`default` for keys without an agent's prefix). All of an agent's
+/// conversations (channel turns, branches, workers, link conversations) sum here.
+pub fn agent_of(conversation_key: &str) -> &str {
+    crate::agents::agent_of(conversation_key)
+}
+
+/// An agent's own daily limit, from its settings' `daily_micro_usd` (None:
+/// no limit of its own). Agents have no token limit.
+pub fn agent_limit(daily_micro_usd: Option<u64>) -> Limit {
+    Limit { tokens: None, micro_usd: daily_micro_usd }
 }
 
 /// The configured daily limits, before any operator override.
@@ -136,6 +152,8 @@ impl Budgets {
             Scope::Person => self.person,
             Scope::Conversation => self.conversation,
             Scope::Workspace => self.workspace,
+            // Each agent's is in its settings ([`agent_limit`]): none configured here.
+            Scope::Agent => Limit::default(),
             Scope::Deployment => self.deployment,
         }
     }
@@ -388,6 +406,32 @@ mod tests {
         for (case, configured, overridden, expected) in table {
             assert_eq!(limit_in_force(configured, overridden), expected, "{case}");
         }
+    }
+
+    #[test]
+    fn an_agent_spends_across_its_conversations_within_its_own_daily_limit() {
+        assert_eq!(agent_of("telegram:42"), "default");
+        assert_eq!(agent_of("agent:beta:telegram:42"), "beta");
+        assert_eq!(agent_of("agent:beta:slack:T1:C1"), "beta");
+        assert_eq!(agent_of("link:beta:gamma"), "beta", "a link conversation is its own agent's");
+        assert_eq!(Scope::parse("agent"), Some(Scope::Agent));
+        assert_eq!(Budgets::default().of(Scope::Agent), Limit::default(), "no limit unless the agent sets one");
+        let standing = |micro_usd, spent| Standing {
+            scope: Scope::Agent,
+            spent: Spend { micro_usd: spent, input_tokens: 1_000_000_000, ..Spend::default() },
+            limit: agent_limit(micro_usd),
+        };
+        assert_eq!(decide(&[standing(None, u64::MAX)]), Verdict::Run, "no daily_micro_usd: no limit");
+        assert_eq!(decide(&[standing(Some(500), 499)]), Verdict::Run, "tokens are not an agent's limit");
+        assert_eq!(decide(&[standing(Some(500), 500)]), Verdict::Over(Scope::Agent));
+        let deployment = Standing { scope: Scope::Deployment, ..standing(Some(1), 5) };
+        assert_eq!(
+            decide(&[deployment, standing(Some(500), 500)]),
+            Verdict::Over(Scope::Agent),
+            "the agent is named first"
+        );
+        let workspace = Standing { scope: Scope::Workspace, ..standing(Some(1), 5) };
+        assert_eq!(decide(&[standing(Some(500), 500), workspace]), Verdict::Over(Scope::Workspace));
     }
 
     #[test]

@@ -9,7 +9,8 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, Result};
 
 use crate::budget::rules::{
-    day_of, decide, limit_in_force, workspace_of, Budgets, Limit, Scope, Spend, Standing, Verdict, DEPLOYMENT,
+    agent_limit, agent_of, day_of, decide, limit_in_force, workspace_of, Budgets, Limit, Scope, Spend, Standing,
+    Verdict, DEPLOYMENT,
 };
 use crate::budget::usage::Spender;
 use crate::runtime::d1::{changes, number, Metered};
@@ -24,17 +25,21 @@ struct Row {
 }
 
 /// Whether the spender's turn may call the model today, from the day's
-/// rollups and the operator's overrides (else the configured limits).
+/// rollups and the operator's overrides (else the configured limits; an
+/// agent's from its settings' `daily_micro_usd`), in one query.
 pub async fn verdict(db: &D1Database, budgets: &Budgets, spender: &Spender, now_ms: i64) -> Result<Verdict> {
     let person = spender.person.as_ref().map_or(JsValue::NULL, |person| person.key.as_str().into());
     let workspace = workspace_of(&spender.conversation_key);
     let subjects = "((scope = 'person' AND subject = ?2) OR (scope = 'conversation' AND subject = ?3) \
-                    OR (scope = 'deployment' AND subject = ?4) OR (scope = 'workspace' AND subject = ?5))";
+                    OR (scope = 'deployment' AND subject = ?4) OR (scope = 'workspace' AND subject = ?5) \
+                    OR (scope = 'agent' AND subject = ?6))";
     let rows: Vec<Row> = db
         .prepare(format!(
             "SELECT 'spent' AS kind, scope, input_tokens + output_tokens AS tokens, micro_usd FROM spend_daily \
              WHERE day = ?1 AND {subjects} UNION ALL \
-             SELECT 'limit' AS kind, scope, tokens, micro_usd FROM spend_limits WHERE ?1 IS NOT NULL AND {subjects}"
+             SELECT 'limit' AS kind, scope, tokens, micro_usd FROM spend_limits WHERE ?1 IS NOT NULL AND {subjects} \
+             UNION ALL SELECT 'setting' AS kind, 'agent' AS scope, NULL AS tokens, \
+             json_extract(settings, '$.daily_micro_usd') AS micro_usd FROM agents WHERE id = ?6"
         ))
         .bind(&[
             day_of(now_ms).into(),
@@ -42,11 +47,12 @@ pub async fn verdict(db: &D1Database, budgets: &Budgets, spender: &Spender, now_
             spender.conversation_key.as_str().into(),
             DEPLOYMENT.into(),
             workspace.as_deref().map_or(JsValue::NULL, JsValue::from),
+            agent_of(&spender.conversation_key).into(),
         ])?
         .all_counted()
         .await?
         .results()?;
-    let mut scopes = vec![Scope::Conversation, Scope::Deployment];
+    let mut scopes = vec![Scope::Conversation, Scope::Agent, Scope::Deployment];
     if spender.person.is_some() {
         scopes.push(Scope::Person);
     }
@@ -62,7 +68,13 @@ pub async fn verdict(db: &D1Database, budgets: &Budgets, spender: &Spender, now_
                 output_tokens: 0,
                 micro_usd: row.micro_usd.unwrap_or(0).max(0) as u64,
             });
-            Standing { scope, spent, limit: limit_in_force(budgets.of(scope), of("limit").map(override_of)) }
+            let configured = match scope {
+                Scope::Agent => {
+                    agent_limit(of("setting").and_then(|row| row.micro_usd).map(|micro| micro.max(0) as u64))
+                }
+                _ => budgets.of(scope),
+            };
+            Standing { scope, spent, limit: limit_in_force(configured, of("limit").map(override_of)) }
         })
         .collect();
     Ok(decide(&standings))
@@ -91,12 +103,14 @@ fn override_of(row: &Row) -> Limit {
 }
 
 /// Who is told that `scope` ran out: the person for their own budget (once,
-/// whichever conversation they are in), the conversation for its budget,
-/// and for the deployment's each person (or conversation) once.
+/// whichever conversation they are in), the conversation for its budget and
+/// for its agent's (each agent's conversations apart: one person told by one
+/// agent is still told by another), and for the deployment's each person (or
+/// conversation) once.
 pub fn recipient(scope: Scope, spender: &Spender) -> String {
     let person = spender.person.as_ref().map(|person| person.key.clone());
     match scope {
-        Scope::Conversation => spender.conversation_key.clone(),
+        Scope::Conversation | Scope::Agent => spender.conversation_key.clone(),
         Scope::Person | Scope::Workspace | Scope::Deployment => {
             person.unwrap_or_else(|| spender.conversation_key.clone())
         }
@@ -132,12 +146,17 @@ pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Val
         limit_tokens: Option<i64>,
         limit_micro_usd: Option<i64>,
         has_override: i64,
+        /// An agent's own limit (its settings' `daily_micro_usd`).
+        #[serde(default)]
+        agent_micro_usd: Option<i64>,
     }
     let rows: Vec<Spent> = db
         .prepare(
             "SELECT d.scope AS scope, d.subject AS subject, d.name AS name, d.input_tokens AS input_tokens, \
              d.output_tokens AS output_tokens, d.micro_usd AS micro_usd, d.calls AS calls, \
-             l.tokens AS limit_tokens, l.micro_usd AS limit_micro_usd, l.scope IS NOT NULL AS has_override \
+             l.tokens AS limit_tokens, l.micro_usd AS limit_micro_usd, l.scope IS NOT NULL AS has_override, \
+             CASE WHEN d.scope = 'agent' THEN (SELECT json_extract(a.settings, '$.daily_micro_usd') FROM agents a \
+             WHERE a.id = d.subject) END AS agent_micro_usd \
              FROM spend_daily d LEFT JOIN spend_limits l ON l.scope = d.scope AND l.subject = d.subject \
              WHERE d.day = ?1 ORDER BY d.micro_usd DESC, d.input_tokens + d.output_tokens DESC LIMIT 1000",
         )
@@ -145,15 +164,18 @@ pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Val
         .all_counted()
         .await?
         .results()?;
-    let mut answer =
-        json!({ "day": day, "conversations": [], "people": [], "workspaces": [], "deployment": Value::Null });
+    let mut answer = json!({ "day": day, "conversations": [], "people": [], "workspaces": [], "agents": [], "deployment": Value::Null });
     for row in rows {
         let Some(scope) = Scope::parse(&row.scope) else { continue };
         let overridden = (row.has_override != 0).then(|| Limit {
             tokens: row.limit_tokens.map(|tokens| tokens.max(0) as u64),
             micro_usd: row.limit_micro_usd.map(|micro_usd| micro_usd.max(0) as u64),
         });
-        let limit = limit_in_force(budgets.of(scope), overridden);
+        let configured = match scope {
+            Scope::Agent => agent_limit(row.agent_micro_usd.map(|micro_usd| micro_usd.max(0) as u64)),
+            _ => budgets.of(scope),
+        };
+        let limit = limit_in_force(configured, overridden);
         let entry = json!({
             "subject": row.subject,
             "name": row.name,
@@ -169,6 +191,7 @@ pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Val
             Scope::Conversation => answer["conversations"].as_array_mut().map(|list| list.push(entry)),
             Scope::Person => answer["people"].as_array_mut().map(|list| list.push(entry)),
             Scope::Workspace => answer["workspaces"].as_array_mut().map(|list| list.push(entry)),
+            Scope::Agent => answer["agents"].as_array_mut().map(|list| list.push(entry)),
             Scope::Deployment => {
                 answer["deployment"] = entry;
                 None
@@ -209,7 +232,7 @@ pub async fn set_limit(db: &D1Database, scope: Scope, subject: &str, limit: Limi
                 number(now_ms),
             ])?,
             db.prepare(
-                "DELETE FROM spend_notices WHERE day = ?1 AND scope = ?2 AND (recipient = ?3 OR ?2 = 'deployment')",
+                "DELETE FROM spend_notices WHERE day = ?1 AND scope = ?2 AND (recipient = ?3 OR ?2 IN ('deployment', 'agent'))",
             )
             .bind(&[day_of(now_ms).into(), scope.name().into(), subject.into()])?,
         ],

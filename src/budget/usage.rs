@@ -1,6 +1,7 @@
 //! Token usage of every process (channel, branch, worker, compactor,
 //! cortex): summed per conversation and process type, and rolled up per UTC
-//! day per person, per conversation and for the deployment (the budgets read
+//! day per person, per conversation, per workspace, per agent and for the
+//! deployment (the budgets read
 //! those, src/budget/store.rs). One batched write per model-calling step.
 
 use std::collections::BTreeMap;
@@ -67,6 +68,7 @@ pub fn add(
     if let Some(workspace) = &workspace {
         subjects.push((Scope::Workspace, workspace, ""));
     }
+    subjects.push((Scope::Agent, crate::budget::rules::agent_of(&spender.conversation_key), ""));
     for (scope, subject, name) in subjects {
         statements.push(
             db.prepare(

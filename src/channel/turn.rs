@@ -154,12 +154,9 @@ pub trait ToolHost {
     }
 }
 
-/// A host narrowed to the tools an agent may call (`permits`): the others
-/// are neither offered nor run, and a call to one is answered with a refusal.
-pub struct Permitted<H, P: Fn(&str) -> bool> {
-    pub host: H,
-    pub permits: P,
-}
+/// A host narrowed to the tools an agent may call (the one permit type,
+/// shared with workers: [`crate::agents::rules::Permitted`]).
+pub use crate::agents::rules::Permitted;
 
 impl<H: ToolHost, P: Fn(&str) -> bool> ToolHost for Permitted<H, P> {
     async fn call(&self, name: &str, arguments: &serde_json::Value) -> Option<String> {

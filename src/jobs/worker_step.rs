@@ -10,6 +10,7 @@ use serde_json::Value;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env};
 
+use crate::agents::rules::Permitted;
 use crate::approvals::rules::{shown_arguments, Kind};
 use crate::approvals::store as approvals;
 use crate::approvals::store::Approval;
@@ -112,7 +113,11 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
             run.messages.push(ChatMessage::new(Role::User, note.clone()));
         }
     }
-    let tools = EdgeTools::new(config, env, &db, job, mcp);
+    // The agent's `tools` narrow the worker's own tools, as they narrow a turn's.
+    let tools = Permitted {
+        host: EdgeTools::new(config, env, &db, job, mcp),
+        permits: |name: &str| settings.permits_tool(name),
+    };
     let usage_before = run.usage;
     let hosts_before = run.containment.known_hosts.clone();
     let started = now_ms();
@@ -126,7 +131,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
     let learned: Vec<&String> =
         run.containment.known_hosts.iter().filter(|host| !hosts_before.contains(host)).collect();
     let mut spent_here = model.spent();
-    spent_here.add(Spend { micro_usd: tools.metered_micro_usd.get(), ..Spend::default() });
+    spent_here.add(Spend { micro_usd: tools.host.metered_micro_usd.get(), ..Spend::default() });
     save(&db, job, &run, &pending, spent_here, &learned).await.map_err(text)?;
     LogLine::info("worker_step_finished")
         .conversation(&job.conversation_key)
@@ -143,8 +148,13 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
 /// Runs a segment of model calls, unless today's budget is spent (a worker
 /// outlives the turn that started it: each segment asks again). An error is
 /// a step the queue runs again from the stored run.
-async fn segment(tools: &EdgeTools<'_>, model: &HttpModel<'_>, run: &mut WorkerRun) -> Result<SegmentEnd, String> {
-    if let Some(scope) = crate::budget::store::over_budget(tools.db, &tools.config.budgets, &tools.spender()).await {
+async fn segment(
+    tools: &Permitted<EdgeTools<'_>, impl Fn(&str) -> bool>,
+    model: &HttpModel<'_>,
+    run: &mut WorkerRun,
+) -> Result<SegmentEnd, String> {
+    let edge = &tools.host;
+    if let Some(scope) = crate::budget::store::over_budget(edge.db, &edge.config.budgets, &edge.spender()).await {
         run.give_up();
         return Ok(SegmentEnd::Failed(format!("the worker stopped: today's {} budget is spent", scope.name())));
     }

@@ -1,5 +1,7 @@
-//! The admin API's People views: list and show people, edit a person, clear
-//! their notes, link another platform id to them.
+//! The admin API's People views: list and show people, edit a person (or
+//! many at once, `[[humans]]`), clear their notes, link another platform id
+//! to them. Only here are a person's role and bio written: the operator's
+//! facts about them, which no message and no profile tool can change.
 
 use super::store::{one, record_of, write, Person, Row, COLUMNS, IDS, LISTING_LIMIT};
 use crate::api_error::ApiError;
@@ -52,8 +54,9 @@ async fn answer(database: &D1Database, id: &str) -> Answer {
 }
 
 /// `PUT /api/people/{id}` with any of `{"display_name", "time_zone",
-/// "language", "notes": [text]}`: a field left out stays; `notes` replaces
-/// the list (within the caps); an empty time zone or language clears it.
+/// "language", "role", "bio", "notes": [text]}`: a field left out stays;
+/// `notes` replaces the list (within the caps); an empty time zone,
+/// language, role or bio clears it.
 pub async fn update(mut request: Request, env: &Env, id: &str, _operator: &Operator) -> Answer {
     let body = json_object(&mut request).await?;
     let database = env.d1(DATABASE_BINDING)?;
@@ -74,6 +77,12 @@ pub async fn update(mut request: Request, env: &Env, id: &str, _operator: &Opera
     }
     if let Some(language) = field("language")? {
         change.language = people::language(&language).map_err(refused)?;
+    }
+    if let Some(role) = field("role")? {
+        change.role = people::role(&role).map_err(refused)?;
+    }
+    if let Some(bio) = field("bio")? {
+        change.bio = people::bio(&bio).map_err(refused)?;
     }
     match body.get("notes") {
         None | Some(Value::Null) => {}
@@ -143,12 +152,14 @@ pub async fn link(mut request: Request, env: &Env, id: &str, _operator: &Operato
                 time_zone: target.time_zone.clone().or(previous.time_zone.clone()),
                 language: target.language.clone().or(previous.language.clone()),
                 notes,
+                role: target.role.clone().or(previous.role.clone()),
+                bio: target.bio.clone().or(previous.bio.clone()),
             };
             statements.push(
                 database
                     .prepare(
                         "UPDATE people SET time_zone = ?1, language = ?2, notes = ?3, version = version + 1, \
-                         updated_at = ?4 WHERE id = ?5",
+                         updated_at = ?4, role = ?6, bio = ?7 WHERE id = ?5",
                     )
                     .bind(&[
                         text_or_null(change.time_zone.as_deref()),
@@ -156,6 +167,8 @@ pub async fn link(mut request: Request, env: &Env, id: &str, _operator: &Operato
                         serde_json::to_string(&change.notes).map_err(internal)?.into(),
                         number(now),
                         id.as_str().into(),
+                        text_or_null(change.role.as_deref()),
+                        text_or_null(change.bio.as_deref()),
                     ])?,
             );
             statements.push(
@@ -171,4 +184,91 @@ pub async fn link(mut request: Request, env: &Env, id: &str, _operator: &Operato
     batch(&database, statements).await?;
     let row = one(&database, &id).await?.ok_or(ApiError::NotFound)?;
     Response::from_json(&json!({ "person": Person::from(row), "dropped": dropped })).map_err(internal)
+}
+
+/// `PUT /api/people[?agent={id}]` with `[{"id": "telegram:42", "display_name"?,
+/// "role"?, "bio"?, "time_zone"?, "language"?}]` (the specification's
+/// `[[humans]]`): each person found by platform id, or made (unseen yet),
+/// and their fields set as in `PUT /api/people/{id}`. The list is checked
+/// whole first and written in one D1 batch: a bad entry is a 400 and changes
+/// nothing. A non-default agent's people are its own records (`?agent=`).
+/// Answers the people as they are now.
+pub async fn put_many(mut request: Request, env: &Env, _operator: &Operator) -> Answer {
+    let agent = crate::agents::api::of_query(&request)?;
+    let agent = agent.as_str();
+    let body = crate::runtime::http::read_body(&mut request, crate::runtime::http::MAX_ADMIN_BODY_BYTES).await?;
+    let body: Value =
+        serde_json::from_slice(&body).map_err(|_| ApiError::BadRequest("expected a JSON list of people".into()))?;
+    let humans = crate::people::humans::parse(&body, agent, &IntlZones).map_err(ApiError::BadRequest)?;
+    let database = env.d1(DATABASE_BINDING)?;
+    let now = now_ms();
+    let mut statements = Vec::new();
+    for human in &humans {
+        statements.extend(set_human(&database, human, now)?);
+    }
+    batch(&database, statements).await?;
+    let keys: Vec<&str> = humans.iter().map(|human| human.key.as_str()).collect();
+    let rows: Vec<Row> = database
+        .prepare(format!(
+            "SELECT {COLUMNS}, {IDS} FROM people p WHERE p.id IN (SELECT person_id FROM person_ids \
+             WHERE platform_key IN (SELECT value FROM json_each(?1)))"
+        ))
+        .bind(&[serde_json::to_string(&keys).map_err(internal)?.into()])?
+        .all_counted()
+        .await?
+        .results()?;
+    Response::from_json(&rows.into_iter().map(Person::from).collect::<Vec<_>>()).map_err(internal)
+}
+
+/// The statements that make `human`'s record if it is new (named by the name
+/// given, else the platform id) and set the fields given.
+fn set_human(
+    db: &D1Database,
+    human: &crate::people::humans::Human,
+    now: i64,
+) -> worker::Result<Vec<worker::D1PreparedStatement>> {
+    let key: JsValue = human.key.as_str().into();
+    let id: JsValue = people::person_id(&human.key).into();
+    let name: JsValue = human.display_name.as_deref().unwrap_or(&human.key).into();
+    // A field given: (1, its value or NULL to clear); left out: (0, NULL) keeps it.
+    let given = |field: &Option<Option<String>>| match field {
+        Some(value) => (number(1), text_or_null(value.as_deref())),
+        None => (number(0), JsValue::NULL),
+    };
+    let (role_given, role) = given(&human.role);
+    let (bio_given, bio) = given(&human.bio);
+    let (zone_given, zone) = given(&human.time_zone);
+    let (language_given, language) = given(&human.language);
+    Ok(vec![
+        db.prepare(
+            "INSERT OR IGNORE INTO people (id, display_name, is_bot, created_at, updated_at) \
+             SELECT ?1, ?2, 0, ?3, ?3 WHERE NOT EXISTS (SELECT 1 FROM person_ids WHERE platform_key = ?4)",
+        )
+        .bind(&[id.clone(), name, number(now), key.clone()])?,
+        db.prepare(
+            "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at) \
+             VALUES (?1, ?2, '', NULL, NULL) ON CONFLICT (platform_key) DO NOTHING",
+        )
+        .bind(&[key.clone(), id])?,
+        db.prepare(
+            "UPDATE people SET display_name = coalesce(?2, display_name), \
+             role = CASE WHEN ?3 THEN ?4 ELSE role END, bio = CASE WHEN ?5 THEN ?6 ELSE bio END, \
+             time_zone = CASE WHEN ?7 THEN ?8 ELSE time_zone END, language = CASE WHEN ?9 THEN ?10 ELSE language END, \
+             version = version + 1, updated_at = ?11 \
+             WHERE id = (SELECT person_id FROM person_ids WHERE platform_key = ?1)",
+        )
+        .bind(&[
+            key,
+            text_or_null(human.display_name.as_deref()),
+            role_given,
+            role,
+            bio_given,
+            bio,
+            zone_given,
+            zone,
+            language_given,
+            language,
+            number(now),
+        ])?,
+    ])
 }

@@ -135,7 +135,14 @@ mod tests {
     }
 
     fn change() -> Change {
-        Change { display_name: "Dana".into(), time_zone: None, language: None, notes: vec![note("likes tea")] }
+        Change {
+            display_name: "Dana".into(),
+            time_zone: None,
+            language: None,
+            notes: vec![note("likes tea")],
+            role: Some("CTO".into()),
+            bio: Some("runs the platform team".into()),
+        }
     }
 
     fn note(text: &str) -> Note {
@@ -152,6 +159,8 @@ mod tests {
             language: None,
             is_bot: false,
             notes: Vec::new(),
+            role: None,
+            bio: None,
         }
     }
 
@@ -178,6 +187,20 @@ mod tests {
         let said = noted(&mut dana, json!({ "note": "Likes tea" })).unwrap();
         assert_eq!(said, "Dana already has that note: nothing changed");
         assert_eq!(dana.notes.iter().map(|note| note.text.as_str()).collect::<Vec<_>>(), ["likes tea", "plays go"]);
+    }
+
+    #[test]
+    fn a_person_note_never_sets_the_operators_role_or_bio() {
+        let mut dana = change();
+        let arguments = json!({ "role": "admin", "bio": "may do anything", "note": "says she is the admin" });
+        noted(&mut dana, arguments).unwrap();
+        assert_eq!(dana.role.as_deref(), Some("CTO"));
+        assert_eq!(dana.bio.as_deref(), Some("runs the platform team"));
+        let mut dana = change();
+        assert_eq!(noted(&mut dana, json!({ "role": "admin" })), Err(Refusal::Nothing), "nothing it may change");
+        assert_eq!(dana.role.as_deref(), Some("CTO"));
+        let schema = serde_json::to_string(&PersonNote::spec().parameters).unwrap();
+        assert!(!schema.contains("\"role\"") && !schema.contains("\"bio\""), "{schema}");
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub(super) struct Row {
     pub(super) language: Option<String>,
     pub(super) is_bot: i64,
     pub(super) notes: String,
+    #[serde(default)]
+    pub(super) role: Option<String>,
+    #[serde(default)]
+    pub(super) bio: Option<String>,
     pub(super) version: i64,
     pub(super) created_at: i64,
     pub(super) updated_at: i64,
@@ -69,6 +73,9 @@ pub struct Person {
     pub language: Option<String>,
     pub is_bot: bool,
     pub notes: Vec<Note>,
+    /// The operator's: set only through the admin API.
+    pub role: Option<String>,
+    pub bio: Option<String>,
     pub platform_ids: Vec<PlatformId>,
     pub created_at: i64,
     pub updated_at: i64,
@@ -87,6 +94,8 @@ impl From<Row> for Person {
             language: row.language,
             is_bot: row.is_bot != 0,
             notes,
+            role: row.role,
+            bio: row.bio,
             platform_ids,
             created_at: row.created_at,
             updated_at: row.updated_at,
@@ -96,7 +105,7 @@ impl From<Row> for Person {
 
 pub(super) const COLUMNS: &str =
     "p.id, p.display_name, p.time_zone, p.language, p.is_bot, p.notes, p.version, p.created_at, \
-                       p.updated_at";
+                       p.updated_at, p.role, p.bio";
 pub(super) const IDS: &str = "(SELECT json_group_array(json_object('platform_key', i.platform_key, 'display_name', \
                    i.display_name, 'last_seen_at', i.last_seen_at)) FROM person_ids i WHERE i.person_id = p.id) AS ids";
 
@@ -175,6 +184,8 @@ fn profile_of(row: &Row, speaker: &Profile) -> Profile {
         language: row.language.clone(),
         is_bot: speaker.is_bot,
         notes: row.notes(),
+        role: row.role.clone(),
+        bio: row.bio.clone(),
     }
 }
 
@@ -203,6 +214,8 @@ impl Change {
             time_zone: row.time_zone.clone(),
             language: row.language.clone(),
             notes: row.notes(),
+            role: row.role.clone(),
+            bio: row.bio.clone(),
         }
     }
 }
@@ -213,7 +226,7 @@ pub(super) async fn write(db: &D1Database, row: &Row, change: &Change, now: i64)
     let result = db
         .prepare(
             "UPDATE people SET display_name = ?1, time_zone = ?2, language = ?3, notes = ?4, \
-             version = version + 1, updated_at = ?5 WHERE id = ?6 AND version = ?7",
+             version = version + 1, updated_at = ?5, role = ?8, bio = ?9 WHERE id = ?6 AND version = ?7",
         )
         .bind(&[
             change.display_name.as_str().into(),
@@ -223,6 +236,8 @@ pub(super) async fn write(db: &D1Database, row: &Row, change: &Change, now: i64)
             number(now),
             row.id.as_str().into(),
             number(row.version),
+            text_or_null(change.role.as_deref()),
+            text_or_null(change.bio.as_deref()),
         ])?
         .run_counted()
         .await?;
@@ -260,6 +275,7 @@ pub async fn tool(
                 note(&mut change, &current, arguments).map_err(|refusal| refusal.to_string())?
             }
             ProfileChange::Forget => {
+                // What the bot learnt goes; the operator's role and bio stay (theirs to change).
                 change.notes.clear();
                 change.time_zone = None;
                 change.language = None;

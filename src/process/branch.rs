@@ -152,6 +152,8 @@ mod tests {
             language: None,
             is_bot: false,
             notes: vec![Note { text: "prefers short answers".into(), at_ms: 0, by: "bot".into() }],
+            role: None,
+            bio: Some("Sales, Berlin office".into()),
         };
         let mut job = BranchJob {
             id: "b".into(),
@@ -165,8 +167,9 @@ mod tests {
         assert!(
             question.ends_with(
                 "## People writing in the conversation now\nYou may keep their profiles with `person_note` and \
-                 `person_forget`, and nobody else's.\n- Dana (telegram:7, writing as dana.w), time zone \
-                 Europe/Berlin:\n  1. prefers short answers"
+                 `person_forget`, and nobody else's; a role and bio are the operator's and neither tool changes \
+                 them.\n- Dana (telegram:7, writing as dana.w), time zone Europe/Berlin [the operator wrote this \
+                 about them, not they: bio: Sales, Berlin office]:\n  1. prefers short answers"
             ),
             "{question}"
         );

@@ -10,6 +10,7 @@ use super::containment::Containment;
 use super::tool_sets::{SetStatus, SetStatusArguments, StatusKind};
 use super::worker::TURNS_PER_SEGMENT;
 use super::worker::{after_segment, on_plain_answer, AfterSegment, PlainAnswer, WorkerEvent, WorkerState};
+use crate::agents::rules::Permitted;
 use crate::approvals::rules::Verdict;
 use crate::files::arguments::{AttachmentRead, AttachmentRecall, SendFile};
 use crate::llm::tool::Tool;
@@ -122,6 +123,11 @@ pub trait WorkerTools {
     /// Whether a call of `name` waits for a person's approval first.
     fn needs_approval(&self, _name: &str) -> bool {
         false
+    }
+    /// Whether the worker's own tool `name` may be offered and run (an
+    /// agent's settings narrow it: [`Permitted`]); yes by default.
+    fn allows(&self, _name: &str) -> bool {
+        true
     }
     /// What the worker has read and may send, before each call runs (code it
     /// runs gets the network only while [`Containment::network_allowed`]).
@@ -237,6 +243,43 @@ pub fn worker_tools(has_search: bool) -> Vec<ToolSpec> {
     tools
 }
 
+/// A worker's world narrowed to an agent's tools (`tools` in its settings):
+/// the worker's own tools it does not name are neither offered nor run.
+/// `set_status` is the runner's and always there; MCP servers' tools are
+/// narrowed by `mcp_servers` when the toolbox opens, so they pass here.
+impl<H: WorkerTools, P: Fn(&str) -> bool> WorkerTools for Permitted<H, P> {
+    fn has_search(&self) -> bool {
+        self.host.has_search()
+    }
+    fn extra_tools(&self) -> Vec<ToolSpec> {
+        self.host.extra_tools()
+    }
+    fn needs_approval(&self, name: &str) -> bool {
+        self.host.needs_approval(name)
+    }
+    fn allows(&self, name: &str) -> bool {
+        (!is_own(name) || (self.permits)(name)) && self.host.allows(name)
+    }
+    fn contain(&self, containment: &Containment) {
+        self.host.contain(containment)
+    }
+    async fn call(&self, name: &str, arguments: &Value) -> String {
+        match self.allows(name) {
+            true => self.host.call(name, arguments).await,
+            false => format!("error: `{name}` is not among this agent's tools"),
+        }
+    }
+    async fn report_progress(&self, text: &str) {
+        self.host.report_progress(text).await
+    }
+    async fn is_cancelled(&self) -> bool {
+        self.host.is_cancelled().await
+    }
+    async fn heartbeat(&self) {
+        self.host.heartbeat().await
+    }
+}
+
 /// Runs one segment of model calls. The run is changed in place; on an error
 /// the caller drops it and the step runs again from the stored run.
 pub async fn run_segment(
@@ -246,6 +289,7 @@ pub async fn run_segment(
     run: &mut WorkerRun,
 ) -> Result<SegmentEnd, LlmError> {
     let mut specs = worker_tools(tools.has_search());
+    specs.retain(|spec| spec.name == SetStatus::NAME || tools.allows(&spec.name));
     specs.extend(tools.extra_tools());
     if run.decision.is_some() {
         // Resuming after a decision: the decided call and the calls behind it
@@ -349,6 +393,11 @@ async fn contained_call(tools: &impl WorkerTools, run: &mut WorkerRun, call: &To
 /// Whether `name` is a tool of an MCP server (not one of the worker's own).
 fn is_outside(name: &str) -> bool {
     name != SetStatus::NAME && !WorkerToolSet::NAMES.contains(&name)
+}
+
+/// Whether `name` is one of the worker's own tools an agent's `tools` may narrow.
+fn is_own(name: &str) -> bool {
+    WorkerToolSet::NAMES.contains(&name)
 }
 
 /// `set_status`: a progress line goes to the channel; an outcome is kept
@@ -628,6 +677,42 @@ mod tests {
         assert_eq!(tools.calls.borrow().len(), 3);
         assert!(!run.containment.known_hosts.contains(&"evil.example".to_string()));
         assert_eq!(run.containment.known_hosts, ["docs.example", "elsewhere.example"]);
+    }
+
+    #[test]
+    fn an_agents_tools_narrow_what_a_worker_is_offered_and_what_runs() {
+        struct Seen(RefCell<VecDeque<Completion>>, RefCell<Vec<Vec<String>>>);
+        impl ChatModel for Seen {
+            async fn complete(&self, request: &ChatRequest) -> Result<Completion, LlmError> {
+                self.1.borrow_mut().push(request.tools.iter().map(|spec| spec.name.clone()).collect());
+                self.0.borrow_mut().pop_front().ok_or(LlmError::Status(500))
+            }
+        }
+        let answers = vec![
+            tool("run_code", json!({"code": "print(1)"})),
+            tool("file_read", json!({"path": "a.txt"})),
+            tool("set_status", json!({"kind": "outcome", "text": "done"})),
+        ];
+        let model = Seen(RefCell::new(answers.into()), RefCell::new(Vec::new()));
+        let tools = Tools { guarded: Some("mcp_t_x"), ..Tools::default() };
+        let narrowed = Permitted { host: tools, permits: |name: &str| name == "file_read" };
+        let mut run = fresh(false);
+        let end = block_on(run_segment(&model, "m", &narrowed, &mut run)).expect("scripted");
+        assert_eq!(end, SegmentEnd::Outcome("done".into()));
+        let offered = model.1.borrow()[0].clone();
+        for name in ["set_status", "file_read", "mcp_t_x"] {
+            assert!(offered.contains(&name.to_string()), "{name} offered: {offered:?}");
+        }
+        for name in ["run_code", "http_fetch", "send_file"] {
+            assert!(!offered.contains(&name.to_string()), "{name} not offered: {offered:?}");
+        }
+        assert_eq!(*narrowed.host.calls.borrow(), ["file_read"], "run_code never ran");
+        let refused = run.messages.iter().any(|message| message.content.contains("no tool named `run_code`"));
+        assert!(refused, "the worker is told");
+        let called = block_on(narrowed.call("run_code", &json!({})));
+        assert_eq!(called, "error: `run_code` is not among this agent's tools");
+        let open = Permitted { host: Tools::default(), permits: |_: &str| true };
+        assert!(open.allows("run_code") && open.allows("mcp_t_x"));
     }
 
     #[test]

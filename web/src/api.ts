@@ -165,6 +165,8 @@ export interface SpendReport {
   day: string;
   people: SpendRow[];
   conversations: SpendRow[];
+  /// Per agent (its limit: its settings' daily_micro_usd, or an operator's override).
+  agents: SpendRow[];
   deployment: SpendRow | null;
   configured: Record<"person" | "conversation" | "deployment", SpendLimit>;
 }
@@ -206,6 +208,9 @@ export interface Person {
   language: string | null;
   is_bot: boolean;
   notes: PersonNote[];
+  /// The operator's role and bio for this person (never set by the person or the bot).
+  role: string | null;
+  bio: string | null;
   platform_ids: PlatformId[];
   created_at: number;
   updated_at: number;
@@ -213,6 +218,8 @@ export interface Person {
 
 export const MAX_NOTES_PER_PERSON = 20;
 export const MAX_NOTE_CHARS = 200;
+export const MAX_ROLE_CHARS = 80;
+export const MAX_BIO_CHARS = 500;
 
 /// How the Worker signs in to an MCP server: only the names of the Worker secrets
 /// holding a token or a client secret, never their values.

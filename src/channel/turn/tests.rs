@@ -473,6 +473,8 @@ fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
             language: Some("German".into()),
             is_bot: false,
             notes: vec![note("prefers short answers"), note("has a cat called Tom")],
+            role: Some("Engineering lead".into()),
+            bio: Some("Runs the platform team".into()),
         },
         Profile {
             key: "telegram:9".into(),
@@ -483,6 +485,8 @@ fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
             language: None,
             is_bot: true,
             notes: vec![],
+            role: None,
+            bio: None,
         },
     ];
     let with = |people: &[Profile]| {
@@ -509,7 +513,7 @@ fn the_people_writing_now_come_with_their_profiles_and_no_one_else_does() {
     let block = turn.find("## People in this turn").expect("a people section");
     assert!(block < turn.find("## Current message(s)").unwrap(), "{turn}");
     assert!(
-        turn.contains("- Dana (writing as dana.w) (time zone Europe/Berlin, language German):\n  1. prefers short answers\n  2. has a cat called Tom"),
+        turn.contains("- Dana (writing as dana.w) (time zone Europe/Berlin, language German) [the operator wrote this about them, not they: role: Engineering lead; bio: Runs the platform team]:\n  1. prefers short answers\n  2. has a cat called Tom"),
         "{turn}"
     );
     assert!(turn.contains("- helper (a bot): nothing noted yet"), "{turn}");

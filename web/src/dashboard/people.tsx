@@ -1,9 +1,21 @@
 // The People page: every person the bot answers, the platform ids they are known
-// by, and their profile (display name, time zone, language, notes), which the
-// operator edits here; linking another platform id merges that id's record in.
+// by, and their profile (display name, time zone, language, role, bio, notes), which the
+// operator edits here (role and bio only here: the bot's tools cannot change them);
+// linking another platform id merges that id's record in.
 
 import { useState } from "preact/hooks";
-import { api, MAX_NOTE_CHARS, MAX_NOTES_PER_PERSON, Person, post, put, remove, when } from "../api";
+import {
+  api,
+  MAX_BIO_CHARS,
+  MAX_NOTE_CHARS,
+  MAX_NOTES_PER_PERSON,
+  MAX_ROLE_CHARS,
+  Person,
+  post,
+  put,
+  remove,
+  when,
+} from "../api";
 import { useLoad } from "./common";
 
 function lastSeen(person: Person): number | null {
@@ -14,6 +26,8 @@ function PersonCard({ person, onChanged }: { person: Person; onChanged: (notice:
   const [name, setName] = useState(person.display_name);
   const [timeZone, setTimeZone] = useState(person.time_zone ?? "");
   const [language, setLanguage] = useState(person.language ?? "");
+  const [role, setRole] = useState(person.role ?? "");
+  const [bio, setBio] = useState(person.bio ?? "");
   const [notes, setNotes] = useState(person.notes.map((note) => note.text).join("\n"));
   const [platformKey, setPlatformKey] = useState("");
   const [error, setError] = useState("");
@@ -22,7 +36,7 @@ function PersonCard({ person, onChanged }: { person: Person; onChanged: (notice:
   const failed = (failure: Error) => setError(failure.message);
   const save = (event: Event) => {
     event.preventDefault();
-    const body = { display_name: name, time_zone: timeZone, language, notes: notes.split("\n") };
+    const body = { display_name: name, time_zone: timeZone, language, role, bio, notes: notes.split("\n") };
     put<Person>(`/api/people/${encodeURIComponent(id)}`, body).then(
       (saved) => (setError(""), onChanged(`Saved the profile of ${saved.display_name}.`)),
       failed,
@@ -64,6 +78,16 @@ function PersonCard({ person, onChanged }: { person: Person; onChanged: (notice:
         <label>
           Language
           <input id={`language-${id}`} value={language} onInput={(event) => setLanguage(event.currentTarget.value)} />
+        </label>
+        <label>
+          Role (the operator's word, shown to the bot as such; up to {MAX_ROLE_CHARS} characters)
+          <input id={`role-${id}`} maxLength={MAX_ROLE_CHARS} placeholder="Engineering lead" value={role}
+            onInput={(event) => setRole(event.currentTarget.value)} />
+        </label>
+        <label>
+          Bio (up to {MAX_BIO_CHARS} characters)
+          <textarea id={`bio-${id}`} rows={2} maxLength={MAX_BIO_CHARS} value={bio}
+            onInput={(event) => setBio(event.currentTarget.value)} />
         </label>
         <label>
           Notes, one per line (at most {MAX_NOTES_PER_PERSON}, each up to {MAX_NOTE_CHARS} characters)

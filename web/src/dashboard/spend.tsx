@@ -67,6 +67,8 @@ export function SpendPage() {
       <SpendTable id="spend-people" scope="person" rows={report.people} onSaved={reload} />
       <h2>Conversations</h2>
       <SpendTable id="spend-conversations" scope="conversation" rows={report.conversations} onSaved={reload} />
+      <h2>Agents</h2>
+      <SpendTable id="spend-agents" scope="agent" rows={report.agents ?? []} onSaved={reload} />
     </main>
   );
 }
