@@ -51,3 +51,4 @@ mod web_files;
 mod whatsapp;
 mod workers;
 mod workspace;
+mod agent_rooms;
