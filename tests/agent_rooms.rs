@@ -119,7 +119,8 @@ async fn an_agents_workspace_channel_and_invitation_are_its_own_and_the_rest_sta
     let invitation = made["invitation"].as_str().unwrap().to_string();
     let listed = env.admin("/api/agents").await.to_string();
     assert!(!listed.contains(&invitation) && listed.contains("\"web_invitation\":true"), "{listed}");
-    for (count, invite, soul, other) in [(5, invitation.as_str(), OPS_SOUL, DEFAULT_SOUL), (6, INVITE, DEFAULT_SOUL, OPS_SOUL)]
+    for (count, invite, soul, other) in
+        [(5, invitation.as_str(), OPS_SOUL, DEFAULT_SOUL), (6, INVITE, DEFAULT_SOUL, OPS_SOUL)]
     {
         env.llm.reply("Hello, guest.");
         let cookie = guest_cookie(&env, invite).await;

@@ -4,6 +4,7 @@
 //!
 //! Run through `make test`, which builds the Worker and puts Node 22 on PATH.
 
+mod agent_rooms;
 mod agents;
 mod attacks_access;
 mod attacks_bill;
@@ -51,4 +52,3 @@ mod web_files;
 mod whatsapp;
 mod workers;
 mod workspace;
-mod agent_rooms;

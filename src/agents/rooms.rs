@@ -214,7 +214,8 @@ impl Directory {
             secrets.push(("AGENT_TELEGRAM_BOT_TOKEN", bot.token.as_str()));
             secrets.push(("AGENT_TELEGRAM_WEBHOOK_SECRET", bot.secret.as_str()));
         }
-        secrets.extend(self.invitations.iter().map(|(_, invitation)| ("AGENT_WEB_CHAT_INVITATION", invitation.as_str())));
+        secrets
+            .extend(self.invitations.iter().map(|(_, invitation)| ("AGENT_WEB_CHAT_INVITATION", invitation.as_str())));
         secrets
     }
 }
@@ -229,7 +230,12 @@ mod tests {
     }
 
     fn bot(agent: &str) -> Bot {
-        Bot { agent: agent.into(), username: format!("{agent}_bot"), token: format!("1:{agent}-token"), secret: format!("{agent}-secret") }
+        Bot {
+            agent: agent.into(),
+            username: format!("{agent}_bot"),
+            token: format!("1:{agent}-token"),
+            secret: format!("{agent}-secret"),
+        }
     }
 
     fn directory(loaded_ms: i64) -> Directory {
@@ -237,13 +243,17 @@ mod tests {
             loaded_ms,
             vec![claim(SLACK, "T9", "ops"), claim(DISCORD, "1100", "ops"), claim(SLACK, "T7", "default")],
             vec![bot("ops")],
-            vec![("ops".into(), "ops-invitation-0123456789".into()), ("sales".into(), "sales-invitation-987654".into())],
+            vec![
+                ("ops".into(), "ops-invitation-0123456789".into()),
+                ("sales".into(), "sales-invitation-987654".into()),
+            ],
         )
     }
 
     #[test]
     fn rooms_are_checked_trimmed_and_kept_once() {
-        let rooms = check_rooms(&json!({ "slack_teams": [" T9 ", "T9", "E12AB"], "discord_channels": ["1100"] })).unwrap();
+        let rooms =
+            check_rooms(&json!({ "slack_teams": [" T9 ", "T9", "E12AB"], "discord_channels": ["1100"] })).unwrap();
         assert_eq!(rooms.slack_teams, ["T9", "E12AB"]);
         assert_eq!(rooms.discord_channels, ["1100"]);
         assert_eq!(check_rooms(&json!({})).unwrap(), Rooms::default());

@@ -174,7 +174,10 @@ pub async fn with_rooms(db: &D1Database, mut agents: Vec<Agent>) -> Result<Vec<A
     let claims: Vec<Claim> = results.first().map(|result| result.results()).transpose()?.unwrap_or_default();
     let invited: Vec<Invited> = results.get(1).map(|result| result.results()).transpose()?.unwrap_or_default();
     for agent in &mut agents {
-        claims.iter().filter(|claim| claim.agent == agent.id).for_each(|claim| agent.rooms.add(&claim.platform, &claim.room));
+        claims
+            .iter()
+            .filter(|claim| claim.agent == agent.id)
+            .for_each(|claim| agent.rooms.add(&claim.platform, &claim.room));
         agent.web_invitation = invited.iter().any(|invited| invited.agent == agent.id);
     }
     Ok(agents)
@@ -185,17 +188,24 @@ pub async fn with_rooms(db: &D1Database, mut agents: Vec<Agent>) -> Result<Vec<A
 pub async fn save_rooms(db: &D1Database, agent: &str, rooms: &Rooms) -> Result<()> {
     let mut statements = vec![db.prepare("DELETE FROM agent_rooms WHERE agent = ?1").bind(&[agent.into()])?];
     for (platform, room) in rooms.claims() {
-        statements.push(
-            db.prepare("INSERT INTO agent_rooms (platform, room, agent) VALUES (?1, ?2, ?3)")
-                .bind(&[platform.into(), room.into(), agent.into()])?,
-        );
+        statements.push(db.prepare("INSERT INTO agent_rooms (platform, room, agent) VALUES (?1, ?2, ?3)").bind(&[
+            platform.into(),
+            room.into(),
+            agent.into(),
+        ])?);
     }
     crate::runtime::d1::batch(db, statements).await?;
     Ok(())
 }
 
 /// Saves an agent's web invitation, sealed (replacing its old one).
-pub async fn save_invitation(db: &D1Database, key: &TokenKey, agent: &str, invitation: &str, now_ms: i64) -> Result<()> {
+pub async fn save_invitation(
+    db: &D1Database,
+    key: &TokenKey,
+    agent: &str,
+    invitation: &str,
+    now_ms: i64,
+) -> Result<()> {
     let sealed = key
         .seal(&nonce()?, &format!("{agent}:invitation"), invitation)
         .ok_or_else(|| worker::Error::RustError("the invitation could not be sealed".into()))?;
@@ -211,7 +221,8 @@ pub async fn save_invitation(db: &D1Database, key: &TokenKey, agent: &str, invit
 
 /// Removes an agent's web invitation (its guests' sessions end with it); false when it had none.
 pub async fn remove_invitation(db: &D1Database, agent: &str) -> Result<bool> {
-    let result = db.prepare("DELETE FROM agent_invitations WHERE agent = ?1").bind(&[agent.into()])?.run_counted().await?;
+    let result =
+        db.prepare("DELETE FROM agent_invitations WHERE agent = ?1").bind(&[agent.into()])?.run_counted().await?;
     Ok(changes(&result) == 1)
 }
 
