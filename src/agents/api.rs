@@ -52,7 +52,12 @@ pub async fn route(route: AgentRoute, request: Request, env: &Env, id: &str, ope
         AgentRoute::RemoveInvitation => remove_invitation(env, id, operator).await,
         _ => Err(ApiError::NotFound),
     }
-    .inspect(|_| crate::agents::directory::forget())
+    // A write drops this isolate's directory: its next inbound sees the change.
+    .inspect(|_| {
+        if route != AgentRoute::List {
+            crate::agents::directory::forget()
+        }
+    })
 }
 
 async fn one(env: &Env, id: &str) -> Answer {
