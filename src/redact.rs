@@ -72,6 +72,16 @@ impl Redactor {
         Redactor { secrets: kept }
     }
 
+    /// This redactor and `more` secrets learnt after the configuration (an
+    /// agent's bot token, read from D1), each sent nowhere by the guard; a
+    /// value it knows already is not added twice.
+    pub fn with_more<'a>(&self, more: impl IntoIterator<Item = (&'static str, &'a str)>) -> Self {
+        let new: Vec<(&'static str, &'a str)> =
+            more.into_iter().filter(|(_, value)| !self.secrets.iter().any(|secret| secret.value == *value)).collect();
+        let known = self.secrets.iter().map(|secret| (secret.name, secret.value.as_str(), secret.home.as_deref()));
+        Redactor::new(known.chain(new.iter().map(|(name, value)| (*name, *value, None))))
+    }
+
     /// Where each configured secret stands in `text` (byte ranges, with the
     /// secret's variable), however it is spelt.
     pub fn secret_ranges(&self, text: &str) -> Vec<(Range<usize>, &'static str)> {
@@ -218,6 +228,19 @@ mod tests {
             matches!(redactor.scrub("nothing here, abc"), Cow::Borrowed(_)),
             "short and empty values are not secrets"
         );
+    }
+
+    #[test]
+    fn secrets_learnt_later_are_scrubbed_beside_the_configured_ones_and_go_nowhere() {
+        let redactor = redactor().with_more([("AGENT_TELEGRAM_BOT_TOKEN", "7:agent-bot-token"), ("X", "short")]);
+        let text = format!("bot7:AGENT-BOT-TOKEN and 7:agent-bot-token and {TELEGRAM}");
+        assert_eq!(redactor.scrub(&text), "bot[redacted] and [redacted] and [redacted]");
+        assert_eq!(redactor.found("7:agent-bot-token"), ["AGENT_TELEGRAM_BOT_TOKEN"]);
+        assert_eq!(redactor.scrub("short"), "short", "short values stay out");
+        let telegram = Url::parse("https://api.telegram.org/bot").unwrap();
+        let named = |name: &str| redactor.secrets.iter().find(|secret| secret.name == name).cloned().unwrap();
+        assert!(named("TELEGRAM_BOT_TOKEN").may_go_to(&telegram), "the configured ones keep their home");
+        assert!(!named("AGENT_TELEGRAM_BOT_TOKEN").may_go_to(&telegram));
     }
 
     #[test]

@@ -115,6 +115,9 @@ pub enum AgentRoute {
     McpClients,
     CreateMcpClient,
     RevokeMcpClient,
+    SetRooms,
+    CreateInvitation,
+    RemoveInvitation,
 }
 
 /// The skills' routes, by what they do (`src/skills/api.rs`).
@@ -259,6 +262,9 @@ pub const TABLE: &[(Verb, &str, Route)] = &[
     (Get, "/api/mcp-clients", Agents(AgentRoute::McpClients)),
     (Post, "/api/mcp-clients", Agents(AgentRoute::CreateMcpClient)),
     (Delete, "/api/mcp-clients/{id}", Agents(AgentRoute::RevokeMcpClient)),
+    (Put, "/api/agents/{id}/rooms", Agents(AgentRoute::SetRooms)),
+    (Post, "/api/agents/{id}/invitation", Agents(AgentRoute::CreateInvitation)),
+    (Delete, "/api/agents/{id}/invitation", Agents(AgentRoute::RemoveInvitation)),
 ];
 
 /// The routes at one path, by method.

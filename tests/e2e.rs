@@ -5,6 +5,7 @@
 //! Run through `make test`, which builds the Worker and puts Node 22 on PATH.
 
 mod agent_limits;
+mod agent_rooms;
 mod agents;
 mod attacks_access;
 mod attacks_bill;

@@ -234,6 +234,12 @@ async fn remember(
     let identity = identity.render().map_err(|error| worker::Error::RustError(error.to_string()))?;
     let skills = crate::skills::store::enabled(database, crate::skills::rules::agent_of(conversation_key)).await?;
     let settings = crate::agents::store::settings_of(database, conversation_key).await?;
+    // A non-default agent's secrets (its bot's token, its invitation) are
+    // taught to this isolate's redactor before its turn can echo one (the
+    // directory: at most one D1 batch per isolate per 30 s).
+    if crate::agents::agent_of(conversation_key) != crate::agents::DEFAULT {
+        crate::agents::directory::get(&object.env).await?;
+    }
     Ok(Remembered { loaded, bulletin, identity, skills, settings })
 }
 

@@ -1,11 +1,14 @@
 //! `/api/agents`: the operator's agents. Who may use it: operators only (the
-//! router checks). What it may cost: one or two D1 statements per call, bodies
-//! capped at 64 KB. What it may read: the agents table and bot usernames,
-//! never a bot's token or secret. What it may send out: nothing.
+//! router checks). What it may cost: a few D1 statements per call, bodies
+//! capped at 64 KB. What it may read: the agents table, bot usernames and
+//! rooms, never a bot's token or secret, nor an invitation but once, when it
+//! is made. What it may send out: nothing. Every write drops the isolate's
+//! agents' directory (`crate::agents::directory`).
 
 use serde_json::{json, Value};
 use worker::{Env, Request, Response};
 
+use crate::agents::rooms::{check_rooms, conflicts};
 use crate::agents::rules::{check_bot, check_name, check_settings, AgentError, AgentId, AgentSettings, DEFAULT};
 use crate::agents::store::{self, Bot};
 use crate::api_error::ApiError;
@@ -44,19 +47,30 @@ pub async fn route(route: AgentRoute, request: Request, env: &Env, id: &str, ope
         AgentRoute::Update => update(request, env, id, operator).await,
         AgentRoute::Delete => delete(env, id, operator).await,
         AgentRoute::SetTelegram => set_telegram(request, env, id, operator).await,
+        AgentRoute::SetRooms => set_rooms(request, env, id, operator).await,
+        AgentRoute::CreateInvitation => create_invitation(env, id, operator).await,
+        AgentRoute::RemoveInvitation => remove_invitation(env, id, operator).await,
         _ => Err(ApiError::NotFound),
     }
+    // A write drops this isolate's directory: its next inbound sees the change.
+    .inspect(|_| {
+        if route != AgentRoute::List {
+            crate::agents::directory::forget()
+        }
+    })
 }
 
 async fn one(env: &Env, id: &str) -> Answer {
     let db = env.d1(DATABASE_BINDING)?;
     let agent = store::get(&db, id).await?.ok_or(ApiError::NotFound)?;
+    let agent = store::with_rooms(&db, vec![agent]).await?.pop().ok_or(ApiError::NotFound)?;
     Response::from_json(&agent).map_err(internal)
 }
 
 /// `GET /api/agents`.
 pub async fn list(env: &Env, _operator: &Operator) -> Answer {
-    let agents = store::list(&env.d1(DATABASE_BINDING)?).await?;
+    let db = env.d1(DATABASE_BINDING)?;
+    let agents = store::with_rooms(&db, store::list(&db).await?).await?;
     Response::from_json(&json!({ "agents": agents })).map_err(internal)
 }
 
@@ -133,5 +147,54 @@ pub async fn set_telegram(mut request: Request, env: &Env, id: &str, _operator: 
     let db = env.d1(DATABASE_BINDING)?;
     store::get(&db, id.as_str()).await?.ok_or(ApiError::NotFound)?;
     store::save_bot(&db, &key, &bot, now_ms()).await?;
+    one(env, id.as_str()).await
+}
+
+/// `PUT /api/agents/{id}/rooms` with `{"slack_teams": [...], "discord_channels": [...]}`:
+/// the rooms it answers, replacing its old ones. A bad id is a 400, a room
+/// another agent holds a 409 naming it; the default agent answers every
+/// room no other claims (400 here).
+pub async fn set_rooms(mut request: Request, env: &Env, id: &str, _operator: &Operator) -> Answer {
+    let id = agent_id(id)?;
+    if id.is_default() {
+        return Err(ApiError::BadRequest("the default agent answers every room no other agent claims".into()));
+    }
+    let body = json_object(&mut request).await?;
+    let rooms = check_rooms(&body).map_err(|error| ApiError::BadRequest(error.to_string()))?;
+    let db = env.d1(DATABASE_BINDING)?;
+    store::get(&db, id.as_str()).await?.ok_or(ApiError::NotFound)?;
+    let taken = conflicts(&store::claims(&db).await?, id.as_str(), &rooms);
+    if !taken.is_empty() {
+        return Err(ApiError::Refused(format!("another agent answers {}", taken.join(", "))));
+    }
+    store::save_rooms(&db, id.as_str(), &rooms).await?;
+    one(env, id.as_str()).await
+}
+
+/// `POST /api/agents/{id}/invitation`: a new web-chat invitation for the
+/// agent (its old one, and every session signed in with it, ends), shown
+/// this once. The default agent's is `WEB_CHAT_TOKEN` (400 here). Needs `SLACK_TOKEN_KEY`.
+pub async fn create_invitation(env: &Env, id: &str, _operator: &Operator) -> Answer {
+    let id = agent_id(id)?;
+    if id.is_default() {
+        return Err(ApiError::BadRequest("the default agent's invitation is WEB_CHAT_TOKEN".into()));
+    }
+    let key = store::token_key(&config::load(env))
+        .map_err(|_| ApiError::Misconfigured("SLACK_TOKEN_KEY (32 bytes, base64) seals agents' invitations".into()))?;
+    let db = env.d1(DATABASE_BINDING)?;
+    store::get(&db, id.as_str()).await?.ok_or(ApiError::NotFound)?;
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(internal)?;
+    let invitation = format!("inv-{}", hex::encode(bytes));
+    store::save_invitation(&db, &key, id.as_str(), &invitation, now_ms()).await?;
+    Response::from_json(&json!({ "agent": id.as_str(), "invitation": invitation })).map_err(internal)
+}
+
+/// `DELETE /api/agents/{id}/invitation`: the agent's invitation ends (404 when it had none).
+pub async fn remove_invitation(env: &Env, id: &str, _operator: &Operator) -> Answer {
+    let id = agent_id(id)?;
+    if !store::remove_invitation(&env.d1(DATABASE_BINDING)?, id.as_str()).await? {
+        return Err(ApiError::NotFound);
+    }
     one(env, id.as_str()).await
 }

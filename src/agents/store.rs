@@ -5,12 +5,13 @@
 //! webhook or to call Telegram; the operator's list never selects them.
 
 use serde::{Deserialize, Serialize};
-use worker::{D1Database, Env, Result};
+use worker::{D1Database, Result};
 
+pub use crate::agents::rooms::Bot;
+use crate::agents::rooms::{Claim, Directory, Rooms};
 use crate::agents::rules::{AgentSettings, DEFAULT};
 use crate::config::Config;
 use crate::platforms::slack::install::rules::{TokenKey, NONCE_BYTES};
-use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::d1::{changes, number, Metered};
 
 /// An agent as the admin API shows it (never a token).
@@ -21,6 +22,12 @@ pub struct Agent {
     pub settings: AgentSettings,
     /// Its Telegram bot's username, when it has a bot of its own.
     pub telegram_bot: Option<String>,
+    /// The rooms it answers (filled by [`with_rooms`]).
+    #[serde(default)]
+    pub rooms: Rooms,
+    /// Whether it has a web-chat invitation of its own (never the invitation).
+    #[serde(default)]
+    pub web_invitation: bool,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -42,6 +49,8 @@ impl Row {
             name: self.name,
             settings: serde_json::from_str(&self.settings).unwrap_or_default(),
             telegram_bot: self.telegram_bot,
+            rooms: Rooms::default(),
+            web_invitation: false,
             created_at: self.created_at,
             updated_at: self.updated_at,
         }
@@ -103,11 +112,13 @@ pub async fn delete(db: &D1Database, id: &str) -> Result<bool> {
         db,
         vec![
             db.prepare("DELETE FROM agent_telegram_bots WHERE agent = ?1").bind(&[id.into()])?,
+            db.prepare("DELETE FROM agent_rooms WHERE agent = ?1").bind(&[id.into()])?,
+            db.prepare("DELETE FROM agent_invitations WHERE agent = ?1").bind(&[id.into()])?,
             db.prepare("DELETE FROM agents WHERE id = ?1 AND id != ?2").bind(&[id.into(), DEFAULT.into()])?,
         ],
     )
     .await?;
-    Ok(results.get(1).is_some_and(|result| changes(result) == 1))
+    Ok(results.last().is_some_and(|result| changes(result) == 1))
 }
 
 /// Random bytes from the runtime's `crypto.getRandomValues`.
@@ -141,33 +152,121 @@ pub async fn save_bot(db: &D1Database, key: &TokenKey, bot: &Bot, now_ms: i64) -
     Ok(())
 }
 
-/// An agent's own Telegram bot, opened.
-pub struct Bot {
-    pub agent: String,
-    pub username: String,
-    pub token: String,
-    pub secret: String,
+/// Every room claim (the admin API checks a new claim against them).
+pub async fn claims(db: &D1Database) -> Result<Vec<Claim>> {
+    db.prepare("SELECT platform, room, agent FROM agent_rooms").all_counted().await?.results()
 }
 
-/// The agent's bot, opened; None when it has none (or it was sealed with another key).
-pub async fn bot(env: &Env, config: &Config, agent: &str) -> Result<Option<Bot>> {
+/// `agents` with their rooms and whether each has an invitation (two statements in one batch).
+pub async fn with_rooms(db: &D1Database, mut agents: Vec<Agent>) -> Result<Vec<Agent>> {
     #[derive(Deserialize)]
-    struct Sealed {
+    struct Invited {
+        agent: String,
+    }
+    let results = crate::runtime::d1::batch(
+        db,
+        vec![
+            db.prepare("SELECT platform, room, agent FROM agent_rooms ORDER BY platform, room"),
+            db.prepare("SELECT agent FROM agent_invitations"),
+        ],
+    )
+    .await?;
+    let claims: Vec<Claim> = results.first().map(|result| result.results()).transpose()?.unwrap_or_default();
+    let invited: Vec<Invited> = results.get(1).map(|result| result.results()).transpose()?.unwrap_or_default();
+    for agent in &mut agents {
+        claims
+            .iter()
+            .filter(|claim| claim.agent == agent.id)
+            .for_each(|claim| agent.rooms.add(&claim.platform, &claim.room));
+        agent.web_invitation = invited.iter().any(|invited| invited.agent == agent.id);
+    }
+    Ok(agents)
+}
+
+/// Replaces an agent's rooms. A room another agent holds fails the batch
+/// (the primary key) and changes nothing; the caller checks first, for a 409.
+pub async fn save_rooms(db: &D1Database, agent: &str, rooms: &Rooms) -> Result<()> {
+    let mut statements = vec![db.prepare("DELETE FROM agent_rooms WHERE agent = ?1").bind(&[agent.into()])?];
+    for (platform, room) in rooms.claims() {
+        statements.push(db.prepare("INSERT INTO agent_rooms (platform, room, agent) VALUES (?1, ?2, ?3)").bind(&[
+            platform.into(),
+            room.into(),
+            agent.into(),
+        ])?);
+    }
+    crate::runtime::d1::batch(db, statements).await?;
+    Ok(())
+}
+
+/// Saves an agent's web invitation, sealed (replacing its old one).
+pub async fn save_invitation(
+    db: &D1Database,
+    key: &TokenKey,
+    agent: &str,
+    invitation: &str,
+    now_ms: i64,
+) -> Result<()> {
+    let sealed = key
+        .seal(&nonce()?, &format!("{agent}:invitation"), invitation)
+        .ok_or_else(|| worker::Error::RustError("the invitation could not be sealed".into()))?;
+    db.prepare(
+        "INSERT INTO agent_invitations (agent, sealed_invitation, updated_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (agent) DO UPDATE SET sealed_invitation = excluded.sealed_invitation, updated_at = excluded.updated_at",
+    )
+    .bind(&[agent.into(), sealed.into(), number(now_ms)])?
+    .run_counted()
+    .await?;
+    Ok(())
+}
+
+/// Removes an agent's web invitation (its guests' sessions end with it); false when it had none.
+pub async fn remove_invitation(db: &D1Database, agent: &str) -> Result<bool> {
+    let result =
+        db.prepare("DELETE FROM agent_invitations WHERE agent = ?1").bind(&[agent.into()])?.run_counted().await?;
+    Ok(changes(&result) == 1)
+}
+
+/// The whole directory in one D1 batch: every agent's rooms, and its bot and
+/// invitation opened with `key` (without a key, or sealed with another, none
+/// of them: they cannot be used).
+pub async fn directory(db: &D1Database, key: Option<&TokenKey>, now_ms: i64) -> Result<Directory> {
+    #[derive(Deserialize)]
+    struct SealedBot {
+        agent: String,
         username: String,
         sealed_token: String,
         sealed_secret: String,
     }
-    let db = env.d1(DATABASE_BINDING)?;
-    let row: Option<Sealed> = db
-        .prepare("SELECT username, sealed_token, sealed_secret FROM agent_telegram_bots WHERE agent = ?1")
-        .bind(&[agent.into()])?
-        .first_counted()
-        .await?;
-    let Some(row) = row else { return Ok(None) };
-    let key = token_key(config)?;
-    let open = |what: &str, sealed: &str| key.open(&format!("{agent}:{what}"), sealed);
-    Ok(match (open("token", &row.sealed_token), open("secret", &row.sealed_secret)) {
-        (Some(token), Some(secret)) => Some(Bot { agent: agent.to_string(), username: row.username, token, secret }),
-        _ => None,
-    })
+    #[derive(Deserialize)]
+    struct SealedInvitation {
+        agent: String,
+        sealed_invitation: String,
+    }
+    let results = crate::runtime::d1::batch(
+        db,
+        vec![
+            db.prepare("SELECT platform, room, agent FROM agent_rooms"),
+            db.prepare("SELECT agent, username, sealed_token, sealed_secret FROM agent_telegram_bots"),
+            db.prepare("SELECT agent, sealed_invitation FROM agent_invitations"),
+        ],
+    )
+    .await?;
+    let claims: Vec<Claim> = results.first().map(|result| result.results()).transpose()?.unwrap_or_default();
+    let bots: Vec<SealedBot> = results.get(1).map(|result| result.results()).transpose()?.unwrap_or_default();
+    let invitations: Vec<SealedInvitation> =
+        results.get(2).map(|result| result.results()).transpose()?.unwrap_or_default();
+    let open = |agent: &str, what: &str, sealed: &str| key.and_then(|key| key.open(&format!("{agent}:{what}"), sealed));
+    let bots = bots
+        .into_iter()
+        .filter_map(|row| {
+            let token = open(&row.agent, "token", &row.sealed_token)?;
+            let secret = open(&row.agent, "secret", &row.sealed_secret)?;
+            Some(Bot { agent: row.agent, username: row.username, token, secret })
+        })
+        .collect();
+    let invitations = invitations
+        .into_iter()
+        .filter_map(|row| Some((row.agent.clone(), open(&row.agent, "invitation", &row.sealed_invitation)?)))
+        .collect();
+    Ok(Directory::new(now_ms, claims, bots, invitations))
 }

@@ -19,6 +19,9 @@ pub async fn press(env: &Env, click: &Click) -> Result<Option<Result<String, Str
         return Ok(None);
     };
     let config = config::load(env);
-    let decided = approvals::decide(&config, env, id, choice, click).await?;
+    // In a Slack workspace or Discord channel an agent claims, the approval is that agent's conversation's.
+    let owned = crate::agents::directory::owned_key(env, &click.conversation).await?;
+    let owned = owned.map(|conversation| Click { conversation, ..click.clone() });
+    let decided = approvals::decide(&config, env, id, choice, owned.as_ref().unwrap_or(click)).await?;
     Ok(Some(decided))
 }

@@ -31,7 +31,7 @@ fn too_large() -> ApiError {
 /// `POST /api/chat/files`: the body is the file, `x-file-name` its name.
 /// Answers the upload token the next message names it by, and what it is.
 pub async fn upload(mut request: Request, env: &Env) -> Answer {
-    let conversation = sessions::chat_conversation(&request, env)?;
+    let conversation = sessions::chat_conversation(&request, env).await?;
     let name = request.headers().get(NAME_HEADER)?.map(|name| percent_decode(&name));
     let name = name.filter(|name| !name.trim().is_empty()).ok_or_else(|| {
         ApiError::BadRequest(format!("send the file's name in the {NAME_HEADER} header (percent-encoded)"))

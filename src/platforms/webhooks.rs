@@ -49,7 +49,14 @@ pub fn acknowledge(body: serde_json::Value) -> Answer {
 
 /// Hands the event to the conversation's channel object and returns its answer.
 /// Any failure is a 500, so the platform retries and nothing is lost.
+///
+/// A Slack workspace or Discord channel an agent claims makes the event that
+/// agent's (its key gains the agent's prefix, see `crate::agents::rooms`):
+/// the one place webhooks and the Gateway alike pass through.
 pub async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Value, ApiError> {
+    let owned = crate::agents::directory::owned_key(env, &event.conversation_key).await?;
+    let owned = owned.map(|conversation_key| InboundEvent { conversation_key, ..event.clone() });
+    let event = owned.as_ref().unwrap_or(event);
     let body = serde_json::to_string(event).map_err(internal)?;
     let response = channel_stub::post(env, &event.conversation_key, ChannelRoute::Inbound, body).await?;
     let body = crate::runtime::http::whole_body(response).await?;
@@ -58,7 +65,11 @@ pub async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Valu
 
 /// Hands an edit, deletion or reaction to the conversation's channel object
 /// (the same inbox dedupe as a message) and returns its answer.
+/// A claimed room's event becomes its agent's, as in [`deliver`].
 pub async fn deliver_heard(env: &Env, event: &HeardEvent) -> Result<serde_json::Value, ApiError> {
+    let owned = crate::agents::directory::owned_key(env, &event.conversation_key).await?;
+    let owned = owned.map(|conversation_key| HeardEvent { conversation_key, ..event.clone() });
+    let event = owned.as_ref().unwrap_or(event);
     let body = serde_json::to_string(event).map_err(internal)?;
     let response = channel_stub::post(env, &event.conversation_key, ChannelRoute::Heard, body).await?;
     let body = crate::runtime::http::whole_body(response).await?;

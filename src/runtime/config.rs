@@ -27,6 +27,9 @@ thread_local! {
     static CONFIG: std::cell::OnceCell<Rc<Config>> = const { std::cell::OnceCell::new() };
     /// The configured secrets, made with the configuration.
     static REDACTOR: std::cell::OnceCell<Rc<Redactor>> = const { std::cell::OnceCell::new() };
+    /// The configured secrets and those learnt since (agents' bot tokens and
+    /// invitations, see `crate::agents::directory`); None until one is learnt.
+    static LEARNT: std::cell::RefCell<Option<Rc<Redactor>>> = const { std::cell::RefCell::new(None) };
 }
 
 #[wasm_bindgen::prelude::wasm_bindgen(module = "cloudflare:workers")]
@@ -64,5 +67,17 @@ pub fn bindings() -> Env {
 /// The redactor of the configured secrets. Every entry point loads the
 /// configuration first; before that, only key shapes are known.
 pub fn redactor() -> Rc<Redactor> {
+    if let Some(learnt) = LEARNT.with(|learnt| learnt.borrow().clone()) {
+        return learnt;
+    }
     REDACTOR.with(|redactor| redactor.get().cloned()).unwrap_or_default()
+}
+
+/// Makes the redactor keep `secrets` out too, beside the configured ones and
+/// those learnt before (a replaced bot token stays a secret in this isolate).
+pub fn learn_secrets<'a>(env: &Env, secrets: impl IntoIterator<Item = (&'static str, &'a str)>) {
+    load(env);
+    let known = redactor();
+    let learnt = Rc::new(known.with_more(secrets));
+    LEARNT.with(|cell| *cell.borrow_mut() = Some(learnt));
 }

@@ -218,15 +218,29 @@ struct Chat {
 }
 
 /// The web chat this browser's cookie proves: a guest's (signed with the
-/// invitation's key) or an operator's (signed with the admin token's).
-fn chat_of(request: &Request, config: &Config) -> Result<Option<Chat>, ApiError> {
+/// invitation's key), an operator's (signed with the admin token's), or a
+/// guest's of a non-default agent (signed with that agent's invitation's key,
+/// read from the agents' directory; its conversation is the agent's).
+async fn chat_of(request: &Request, env: &Env, config: &Config) -> Result<Option<Chat>, ApiError> {
     for (kind, role) in [(SessionKind::GuestChat, GUEST), (SessionKind::OperatorChat, OPERATOR)] {
         if let Some(session) = cookie_session(request, config, CHAT_COOKIE, kind)? {
             let conversation_key = format!("web:{}", session.subject);
             return Ok(Some(Chat { conversation_key, role: role.to_string() }));
         }
     }
-    Ok(None)
+    let cookies = header(request, "cookie")?;
+    let Some(value) = session::cookie(cookies.as_deref(), CHAT_COOKIE) else { return Ok(None) };
+    let Some(agent) = session::agent_guest_of(value) else { return Ok(None) };
+    let directory = crate::agents::directory::get(env).await?;
+    let Some(key) = directory.invitation(agent).and_then(|invitation| session::agent_guest_key(agent, invitation))
+    else {
+        return Ok(None);
+    };
+    let session = session::verify(&key, &session::agent_guest_kind(agent), value, now_ms());
+    Ok(session.map(|session| Chat {
+        conversation_key: crate::agents::within(agent, &format!("web:{}", session.subject)),
+        role: GUEST.to_string(),
+    }))
 }
 
 fn chat_answer(chat: &Chat) -> serde_json::Value {
@@ -235,11 +249,12 @@ fn chat_answer(chat: &Chat) -> serde_json::Value {
 
 /// `POST /api/chat/session {"token"?}`: starts a web chat (or continues the
 /// one this browser has). A signed-in operator needs no token; anyone else
-/// brings the invitation (`WEB_CHAT_TOKEN`) or the admin token.
+/// brings an invitation (`WEB_CHAT_TOKEN`: the default agent's; an agent's
+/// own: that agent's) or the admin token.
 pub async fn start_chat(mut request: Request, env: &Env) -> Answer {
     check_origin_if_sent(&request)?;
     let config = config::load(env);
-    if let Some(chat) = chat_of(&request, &config)? {
+    if let Some(chat) = chat_of(&request, env, &config).await? {
         return Response::from_json(&chat_answer(&chat)).map_err(internal);
     }
     let operator = cookie_session(&request, &config, ADMIN_COOKIE, SessionKind::Operator)?.is_some()
@@ -247,14 +262,20 @@ pub async fn start_chat(mut request: Request, env: &Env) -> Answer {
     let token = sign_in_body(&mut request).await?.token;
     let token_is =
         |expected: &str| !expected.is_empty() && constant_time_eq(token.trim().as_bytes(), expected.as_bytes());
+    let mut invited = None;
     let (kind, role) = if operator {
         (SessionKind::OperatorChat, OPERATOR)
     } else {
-        let outcome = match (token_is(config.admin_token.expose()), token_is(config.web_chat_token.expose())) {
+        let mut outcome = match (token_is(config.admin_token.expose()), token_is(config.web_chat_token.expose())) {
             (true, _) => Outcome::Operator,
             (false, true) => Outcome::Guest,
             (false, false) => Outcome::Failed,
         };
+        if outcome == Outcome::Failed && !token.trim().is_empty() {
+            let directory = crate::agents::directory::get(env).await?;
+            invited = directory.invited(token.trim()).map(|agent| (agent.to_string(), token.trim().to_string()));
+            outcome = if invited.is_some() { Outcome::Guest } else { Outcome::Failed };
+        }
         match judged(&request, env, outcome).await? {
             Outcome::Operator => (SessionKind::OperatorChat, OPERATOR),
             _ => (SessionKind::GuestChat, GUEST),
@@ -265,9 +286,19 @@ pub async fn start_chat(mut request: Request, env: &Env) -> Answer {
     }
     let id = random_id()?;
     let expires = now_ms() + CHAT_SESSION_MS;
-    let key = kind.signing_key(&config).ok_or(ApiError::Internal)?;
-    let value = session::issue(&key, kind.name(), &id, expires).ok_or(ApiError::Internal)?;
-    let chat = Chat { conversation_key: format!("web:{id}"), role: role.to_string() };
+    let (value, conversation_key) = match &invited {
+        Some((agent, invitation)) => {
+            let key = session::agent_guest_key(agent, invitation).ok_or(ApiError::Internal)?;
+            let value = session::issue(&key, &session::agent_guest_kind(agent), &id, expires);
+            (value, crate::agents::within(agent, &format!("web:{id}")))
+        }
+        None => {
+            let key = kind.signing_key(&config).ok_or(ApiError::Internal)?;
+            (session::issue(&key, kind.name(), &id, expires), format!("web:{id}"))
+        }
+    };
+    let value = value.ok_or(ApiError::Internal)?;
+    let chat = Chat { conversation_key, role: role.to_string() };
     with_cookie(chat_answer(&chat), &session::set_cookie(CHAT_COOKIE, &value, CHAT_SESSION_MS / 1000))
 }
 
@@ -289,7 +320,7 @@ async fn count_guest_session(request: &Request, env: &Env, config: &Config) -> R
 
 /// `GET /api/chat/session`: this browser's web chat, if it has one.
 pub async fn current_chat(request: &Request, env: &Env) -> Answer {
-    match chat_of(request, &config::load(env))? {
+    match chat_of(request, env, &config::load(env)).await? {
         Some(chat) => Response::from_json(&chat_answer(&chat)).map_err(internal),
         None => Err(ApiError::Unauthorized("no web chat yet")),
     }
@@ -298,7 +329,7 @@ pub async fn current_chat(request: &Request, env: &Env) -> Answer {
 /// `GET /api/chat/socket`: the web chat's WebSocket, held by its
 /// conversation's channel object.
 pub async fn chat_socket(request: &Request, env: &Env) -> Answer {
-    let chat = chat_of(request, &config::load(env))?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
+    let chat = chat_of(request, env, &config::load(env)).await?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
     check_origin(request)?;
     let headers = [("x-edgebot-role", chat.role.as_str())];
     open_socket(request, env, &chat.conversation_key, ChannelRoute::ChatSocket, &headers).await
@@ -306,8 +337,8 @@ pub async fn chat_socket(request: &Request, env: &Env) -> Answer {
 
 /// The conversation of this browser's web chat, for a request that changes
 /// it (an upload): 401 without a chat session, 403 from another site.
-pub fn chat_conversation(request: &Request, env: &Env) -> Result<String, ApiError> {
-    let chat = chat_of(request, &config::load(env))?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
+pub async fn chat_conversation(request: &Request, env: &Env) -> Result<String, ApiError> {
+    let chat = chat_of(request, env, &config::load(env)).await?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
     check_origin(request)?;
     Ok(chat.conversation_key)
 }
@@ -315,8 +346,8 @@ pub fn chat_conversation(request: &Request, env: &Env) -> Result<String, ApiErro
 /// The conversation of this browser's web chat and its role (`guest` or
 /// `operator`), for a button pressed in it: 401 without a chat session, 403
 /// from another site.
-pub fn chat_identity(request: &Request, env: &Env) -> Result<(String, String), ApiError> {
-    let chat = chat_of(request, &config::load(env))?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
+pub async fn chat_identity(request: &Request, env: &Env) -> Result<(String, String), ApiError> {
+    let chat = chat_of(request, env, &config::load(env)).await?.ok_or(ApiError::Unauthorized("no web chat yet"))?;
     check_origin(request)?;
     Ok((chat.conversation_key, chat.role))
 }

@@ -68,6 +68,36 @@ impl SessionKind {
         Some(mac(secret.as_bytes(), self.label()).finalize().into_bytes().into())
     }
 }
+/// What starts the kind of a guest's web chat with a non-default agent
+/// (`chat-agent-{agent}`): such a session is signed with a key derived from
+/// that agent's own invitation (`crate::agents`), so holding `WEB_CHAT_TOKEN`
+/// or one agent's invitation signs nothing for another agent, and a new
+/// invitation signs the old one's guests out.
+pub const AGENT_GUEST_PREFIX: &str = "chat-agent-";
+
+/// The session kind of `agent`'s invited guests.
+pub fn agent_guest_kind(agent: &str) -> String {
+    format!("{AGENT_GUEST_PREFIX}{agent}")
+}
+
+/// The agent a chat cookie's value says it belongs to, unverified (the
+/// caller verifies it with that agent's key): None for any other kind.
+pub fn agent_guest_of(value: &str) -> Option<&str> {
+    let agent = value.split('.').next()?.strip_prefix(AGENT_GUEST_PREFIX)?;
+    crate::agents::rules::is_agent_id(agent).then_some(agent)
+}
+
+/// The signing key of `agent`'s guests' sessions: HMAC-SHA256 keyed by its
+/// invitation over a label naming the agent. None when the invitation is too
+/// short to be a key.
+pub fn agent_guest_key(agent: &str, invitation: &str) -> Option<[u8; 32]> {
+    if invitation.chars().count() < MIN_SECRET_CHARS {
+        return None;
+    }
+    let label = format!("edgebot session signing key v2: agent guest web chat: {agent}");
+    Some(mac(invitation.as_bytes(), label.as_bytes()).finalize().into_bytes().into())
+}
+
 /// How an operator got past the admin API's gate. A dashboard session names no
 /// person (it is the admin token exchanged for a cookie), so a change records
 /// the way in as its author.
@@ -226,6 +256,26 @@ mod tests {
             assert!(set.contains("; Path=/;") && set.contains("; Secure;"), "{set}");
             assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
             assert!(!set.to_ascii_lowercase().contains("domain"), "{set}");
+        }
+    }
+
+    #[test]
+    fn an_agent_guests_session_opens_only_with_its_own_agents_invitation() {
+        let invitation = "inv-0123456789abcdef0123456789abcdef";
+        let key = agent_guest_key("ops", invitation).unwrap();
+        let value = issue(&key, &agent_guest_kind("ops"), "s1", 5_000).unwrap();
+        assert_eq!(agent_guest_of(&value), Some("ops"));
+        assert_eq!(verify(&key, "chat-agent-ops", &value, 1_000).map(|session| session.subject), Some("s1".into()));
+        let sales = agent_guest_key("sales", invitation).unwrap();
+        assert_eq!(verify(&sales, "chat-agent-ops", &value, 1_000), None, "another agent's key (same invitation)");
+        let renewed = agent_guest_key("ops", "inv-another-invitation-value").unwrap();
+        assert_eq!(verify(&renewed, "chat-agent-ops", &value, 1_000), None, "a new invitation signs the old out");
+        let guest = SessionKind::GuestChat.signing_key(&config("", "the-web-chat-token")).unwrap();
+        let forged = issue(&guest, "chat-agent-ops", "s1", 5_000).unwrap();
+        assert_eq!(verify(&key, "chat-agent-ops", &forged, 1_000), None, "WEB_CHAT_TOKEN signs no agent's chat");
+        assert_eq!(agent_guest_key("ops", "short"), None);
+        for other in ["chat-guest.s1.5000.ab", "chat-agent-Bad.s1.5000.ab", "chat-agent-.s1.1.ab", ""] {
+            assert_eq!(agent_guest_of(other), None, "{other}");
         }
     }
 

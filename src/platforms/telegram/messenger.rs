@@ -76,11 +76,11 @@ impl Telegram<'_> {
             }
         }
         let env = crate::runtime::config::bindings();
-        let bot = crate::agents::store::bot(&env, self.config, agent)
+        let directory = crate::agents::directory::get(&env)
             .await
             .map_err(|_| SendFailure::from_status("Telegram", 503, "the agent's bot could not be read", None))?;
-        let token: Rc<str> = match bot {
-            Some(bot) => bot.token.into(),
+        let token: Rc<str> = match directory.bot(agent) {
+            Some(bot) => bot.token.as_str().into(),
             None => return Err(SendFailure::permanent("the agent has no Telegram bot".into())),
         };
         *self.tokens.borrow_mut() = Some((agent.to_string(), token.clone()));

@@ -20,7 +20,7 @@ const MAX_BODY_BYTES: usize = 1_024;
 
 /// `POST /api/chat/approvals/{id}` `{"choice": "approve"|"deny"}`.
 pub async fn pressed(mut request: Request, env: &Env, id: &str) -> Answer {
-    let (conversation, role) = sessions::chat_identity(&request, env)?;
+    let (conversation, role) = sessions::chat_identity(&request, env).await?;
     let body = read_body(&mut request, MAX_BODY_BYTES).await?;
     let choice =
         serde_json::from_slice::<Value>(&body).ok().and_then(|body| body["choice"].as_str().map(str::to_string));

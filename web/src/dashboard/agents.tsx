@@ -1,5 +1,7 @@
 // The agents page: every agent (the default first), a new one, an agent's own Telegram bot,
-// deleting one. Bot tokens are written here and never shown again.
+// the rooms it answers (Slack workspaces, Discord channels), its web-chat invitation,
+// deleting one. Bot tokens are written here and never shown again; an invitation is shown
+// once, when it is made.
 
 import { useState } from "preact/hooks";
 import { api, post, put, remove } from "../api";
@@ -10,6 +12,53 @@ interface Agent {
   name: string;
   settings: Record<string, unknown>;
   telegram_bot: string | null;
+  rooms?: { slack_teams: string[]; discord_channels: string[] };
+  web_invitation?: boolean;
+}
+
+const ids = (text: string) => text.split(/[\s,]+/).filter((id) => id !== "");
+
+function RoomsForm({ agent, onSaved }: { agent: Agent; onSaved: () => void }) {
+  const [teams, setTeams] = useState((agent.rooms?.slack_teams ?? []).join(", "));
+  const [channels, setChannels] = useState((agent.rooms?.discord_channels ?? []).join(", "));
+  const [error, setError] = useState("");
+  const save = (event: Event) => {
+    event.preventDefault();
+    put(`/api/agents/${agent.id}/rooms`, { slack_teams: ids(teams), discord_channels: ids(channels) }).then(
+      () => (setError(""), onSaved()),
+      (failure: Error) => setError(failure.message),
+    );
+  };
+  return (
+    <form onSubmit={save} class="inline">
+      <input aria-label="Slack workspaces" placeholder="Slack team ids (T…)" value={teams}
+        onInput={(event) => setTeams(event.currentTarget.value)} />
+      <input aria-label="Discord channels" placeholder="Discord channel ids" value={channels}
+        onInput={(event) => setChannels(event.currentTarget.value)} />
+      <button type="submit">Save rooms</button>
+      {error && <span role="alert" class="error">{error}</span>}
+    </form>
+  );
+}
+
+function InvitationForm({ agent, onSaved }: { agent: Agent; onSaved: () => void }) {
+  const [shown, setShown] = useState("");
+  const [error, setError] = useState("");
+  const make = () =>
+    post<{ invitation: string }>(`/api/agents/${agent.id}/invitation`, {}).then(
+      (made) => (setShown(made.invitation), setError(""), onSaved()),
+      (failure: Error) => setError(failure.message),
+    );
+  const end = () => remove(`/api/agents/${agent.id}/invitation`).then(() => (setShown(""), onSaved()), onSaved);
+  return (
+    <span class="inline">
+      <span class="muted">{agent.web_invitation ? "web chat: invitation set" : "web chat: no invitation"}</span>{" "}
+      <button type="button" onClick={make}>{agent.web_invitation ? "New invitation" : "Make invitation"}</button>
+      {agent.web_invitation && <button type="button" onClick={end}>End invitation</button>}
+      {shown && <span> Shown once: <code class="invitation">{shown}</code></span>}
+      {error && <span role="alert" class="error">{error}</span>}
+    </span>
+  );
 }
 
 function BotForm({ agent, onSaved }: { agent: Agent; onSaved: () => void }) {
@@ -63,7 +112,12 @@ export function AgentsPage() {
               {agent.id === "default" ? "Telegram: TELEGRAM_BOT_TOKEN" : agent.telegram_bot
                 ? `Telegram: @${agent.telegram_bot} at /webhooks/telegram/${agent.id}` : "no Telegram bot"}
             </span>
+            {agent.id === "default" && (
+              <span class="muted"> Rooms: every room no other agent claims; web chat: WEB_CHAT_TOKEN</span>
+            )}
             {agent.id !== "default" && <BotForm agent={agent} onSaved={reload} />}
+            {agent.id !== "default" && <RoomsForm agent={agent} onSaved={reload} />}
+            {agent.id !== "default" && <InvitationForm agent={agent} onSaved={reload} />}
             {agent.id !== "default" && (
               <button type="button" onClick={() => remove(`/api/agents/${agent.id}`).then(reload, reload)}>Delete</button>
             )}
