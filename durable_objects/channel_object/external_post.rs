@@ -11,12 +11,12 @@ use worker::{Request, Response, Result};
 
 use super::{history as history_store, json_body, outbox, ChannelObject};
 use crate::conversations::archive::StoredMessage;
-use crate::llm::HistoryRole;
-use crate::reply::markup::shown;
 use crate::inbound::ReplyAddress;
+use crate::llm::HistoryRole;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Messenger, Piece};
 use crate::platforms::outbound;
+use crate::reply::markup::shown;
 use crate::reply::outbox::OutboxStatus;
 use crate::reply::pieces::prepare;
 use crate::runtime::config::redactor;
