@@ -123,7 +123,7 @@ async fn alpha_asks_and_its_bot_decides(env: &TestEnv, fake: &FakeMcp) {
     let filed: Vec<_> = fake.tool_calls().into_iter().filter(|(tool, _)| tool == "create_issue").collect();
     assert_eq!(filed, vec![("create_issue".to_string(), create)]);
     let calls = env.telegram.requests();
-    let answer = calls.iter().filter(|call| call.path.ends_with("/answerCallbackQuery")).last().unwrap();
+    let answer = calls.iter().rfind(|call| call.path.ends_with("/answerCallbackQuery")).unwrap();
     assert!(alpha_path(answer) && answer.body["text"] == "Done.", "{} {:?}", answer.path, answer.body);
     let edited = calls.iter().find(|call| {
         call.path.ends_with("/editMessageText")

@@ -15,7 +15,9 @@ use crate::skills::rules::SkillSummary;
 
 /// The turn's agent, as D1 holds it now.
 pub(super) struct AgentData {
-    pub identity: IdentityTexts,
+    /// The identity documents, rendered into the system prompt (so the
+    /// prompt's size estimate, which decides compaction, counts them).
+    pub identity: String,
     pub skills: Vec<SkillSummary>,
     /// Every link (the link tools pick the agent's own).
     pub links: Vec<Link>,
@@ -43,9 +45,13 @@ pub(super) async fn read(database: &D1Database, conversation_key: &str) -> Resul
         Vec::new()
     });
     Ok(AgentData {
-        identity: crate::identity::store::texts_of(identity)?,
+        identity: rendered(crate::identity::store::texts_of(identity)?)?,
         skills: skills.results()?,
         links,
         settings: crate::agents::store::settings_in(settings)?,
     })
+}
+
+fn rendered(texts: IdentityTexts) -> Result<String> {
+    texts.render().map_err(|error| worker::Error::RustError(error.to_string()))
 }

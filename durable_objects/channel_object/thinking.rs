@@ -110,9 +110,7 @@ pub(super) async fn think(
     // The agent's identity, skills, links and settings: one D1 round trip.
     let agent = super::agent_data::read(database, conversation_key).await?;
     let Remembered { loaded, bulletin } = remember(object, database, &sql, conversation_key, &stored).await?;
-    // Rendered into the system prompt, so the prompt's size estimate, which decides compaction, counts it.
-    let identity = agent.identity.render().map_err(|error| worker::Error::RustError(error.to_string()))?;
-    let (skills, settings) = (agent.skills, agent.settings);
+    let (identity, skills, settings) = (agent.identity, agent.skills, agent.settings);
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
     let earlier: Vec<HistoryEntry> = loaded.earlier.iter().map(history_entry).collect();
     let people = turn_people(database, turn, conversation_key).await;
