@@ -25,7 +25,7 @@ use pricing::{Usage, QUEUE_OPS_PER_MESSAGE, WORKERS_PAID};
 use serde_json::{json, Value};
 
 /// What `/api/ops` lists, in its order, as printed.
-const COUNTED: [(&str, &str); 20] = [
+const COUNTED: [(&str, &str); 21] = [
     ("worker_invocations", "Worker invocations"),
     ("do_requests", "DO requests (fetch, alarm)"),
     ("do_request_ms", "DO request wall ms"),
@@ -45,6 +45,7 @@ const COUNTED: [(&str, &str); 20] = [
     ("vectorize_calls", "Vectorize calls"),
     ("sandbox_runs", "Dynamic Workers (run_code)"),
     ("browser_ms", "browser ms (browse)"),
+    ("d1_calls", "D1 round trips (a batch is one)"),
     ("", "workerd CPU ms during the sends (upper bound)"),
 ];
 

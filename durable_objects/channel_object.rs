@@ -5,6 +5,7 @@
 //! so no webhook ever waits for a model. The channel's state lives in memory as
 //! versioned slots and is checkpointed to the object's SQLite after every step.
 
+mod agent_data;
 mod approvals;
 mod delegation;
 mod delivery;

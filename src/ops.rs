@@ -59,11 +59,14 @@ pub enum Op {
     BrowserRender,
     /// Wall milliseconds those renders held a browser (billed by browser time).
     BrowserMs,
+    /// A round trip to D1: one statement alone, or a whole batch (its
+    /// statements each count as a [`Op::D1Query`]).
+    D1Call,
 }
 
 impl Op {
     /// Every kind, in the order `/api/ops` lists them.
-    pub const ALL: [Op; 22] = [
+    pub const ALL: [Op; 23] = [
         Op::WorkerInvocation,
         Op::DoRequest,
         Op::DoRequestMs,
@@ -86,6 +89,7 @@ impl Op {
         Op::SandboxRun,
         Op::BrowserRender,
         Op::BrowserMs,
+        Op::D1Call,
     ];
 
     pub fn name(self) -> &'static str {
@@ -112,6 +116,7 @@ impl Op {
             Op::SandboxRun => "sandbox_runs",
             Op::BrowserRender => "browser_renders",
             Op::BrowserMs => "browser_ms",
+            Op::D1Call => "d1_calls",
         }
     }
 }

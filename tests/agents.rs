@@ -2,13 +2,19 @@
 //! documents answer their own chats, each with its own token; one agent's
 //! memories, people notes and workspace files never reach the other; the
 //! admin API refuses bad definitions and the default agent's deletion, and
-//! never shows a bot token; a database from before agents keeps everything
+//! never shows a bot token; an approval asked in an agent's chat is decided
+//! with a press on that agent's bot (answered with its token), never by
+//! someone else's press; a database from before agents keeps everything
 //! under the default agent.
 
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::harness::{all_message_text, dm_update, Scripted, TestEnv};
+use std::time::Duration;
+
+use crate::harness::fake_mcp::FakeMcp;
+use crate::harness::{all_message_text, dm_update, wait_for, Scripted, TestEnv};
+use crate::mcp::press;
 use crate::workers::{spawn, status, tool_results, worker_requests, WORKER};
 
 /// 32 bytes, base64: the key bot tokens are sealed with (SLACK_TOKEN_KEY).
@@ -69,6 +75,67 @@ fn last_branch_results(env: &TestEnv) -> Vec<String> {
     tool_results(branch_requests(env).last().expect("a branch request"))
 }
 
+/// Alpha's worker calls an MCP tool that needs approval: the buttons come
+/// from Alpha's bot, someone else's press on it is refused (answered by
+/// Alpha's bot), and Dana's press approves it (answered and edited by Alpha's bot).
+async fn alpha_asks_and_its_bot_decides(env: &TestEnv, fake: &FakeMcp) {
+    let server = json!({ "url": fake.url() });
+    let (status_code, added) = env.admin_send(Method::PUT, "/api/mcp/servers/tracker", Some(server)).await;
+    assert_eq!(status_code, 200, "{added}");
+    let before = env.telegram.requests().len();
+    env.llm.push(spawn("file an issue about the lockers", false, "I'll file it once you approve."));
+    let create = json!({ "title": "Lockers jam" });
+    env.llm.push_for(WORKER, Scripted::ToolCalls(vec![("mcp_tracker_create_issue".into(), create.clone())]));
+    env.llm.push_for(WORKER, status("outcome", "Filed issue #101."));
+    env.llm.reply("LOCKERS-FILED as issue #101.");
+    let mut update = dm_update(20, 81, "please file an issue: the lockers jam");
+    update["message"]["from"]["first_name"] = json!("Dana");
+    assert_eq!(update_for(env, "alpha", &secret("alpha"), &update).await.status(), 200);
+    let alpha_path = |call: &crate::harness::fake_api::Call| call.path.starts_with(&format!("/bot{}/", token("alpha")));
+    let (asked_by_alpha, id) = wait_for("the approval's buttons", Duration::from_secs(40), || async {
+        let calls = env.telegram.requests();
+        let asked = calls[before..].iter().find(|call| call.body.get("reply_markup").is_some())?.clone();
+        let data = asked.body["reply_markup"]["inline_keyboard"][0][0]["callback_data"].as_str()?.to_string();
+        Some((alpha_path(&asked), data.trim_start_matches("approve:").to_string()))
+    })
+    .await;
+    assert!(asked_by_alpha, "the question comes from Alpha's bot");
+
+    // Someone else presses Approve on Alpha's bot: refused, by Alpha's bot, and nothing runs.
+    let refused = update_for(env, "alpha", &secret("alpha"), &press(21, 99, 81, &format!("approve:{id}"))).await;
+    assert_eq!(refused.status(), 200);
+    let answers: Vec<_> =
+        env.telegram.requests().into_iter().filter(|call| call.path.ends_with("/answerCallbackQuery")).collect();
+    let answer = answers.last().expect("the press answered");
+    assert!(alpha_path(answer), "answered by Alpha's bot: {}", answer.path);
+    assert_eq!(answer.body["show_alert"], true, "{:?}", answer.body);
+    assert!(answer.body["text"].as_str().unwrap().contains("Only Dana"), "{:?}", answer.body);
+    assert!(fake.tool_calls().iter().all(|(tool, _)| tool != "create_issue"), "nothing runs before the yes");
+
+    // Dana presses Approve on Alpha's bot: the call runs once, the answer and the edit are Alpha's.
+    let approved = update_for(env, "alpha", &secret("alpha"), &press(22, 81, 81, &format!("approve:{id}"))).await;
+    assert_eq!(approved.status(), 200);
+    wait_for("the outcome after the yes", Duration::from_secs(40), || async {
+        let sent = env.telegram.requests();
+        sent.iter().any(|call| call.body["text"] == "LOCKERS-FILED as issue #101." && alpha_path(call)).then_some(())
+    })
+    .await;
+    let filed: Vec<_> = fake.tool_calls().into_iter().filter(|(tool, _)| tool == "create_issue").collect();
+    assert_eq!(filed, vec![("create_issue".to_string(), create)]);
+    let calls = env.telegram.requests();
+    let answer = calls.iter().rfind(|call| call.path.ends_with("/answerCallbackQuery")).unwrap();
+    assert!(alpha_path(answer) && answer.body["text"] == "Done.", "{} {:?}", answer.path, answer.body);
+    let edited = calls.iter().find(|call| {
+        call.path.ends_with("/editMessageText")
+            && call.body["text"].as_str().is_some_and(|text| text.contains("Approved"))
+    });
+    assert!(edited.is_some_and(alpha_path), "the approval's message edited by Alpha's bot");
+    let approvals = env.admin("/api/approvals").await;
+    let decided = approvals.as_array().unwrap().iter().find(|approval| approval["id"] == id.as_str()).unwrap().clone();
+    assert_eq!(decided["status"], "approved", "{decided}");
+    assert_eq!(decided["conversation_key"], "agent:alpha:telegram:81", "{decided}");
+}
+
 async fn set_up_agents(env: &TestEnv) {
     for (agent, soul) in [("alpha", ALPHA_SOUL), ("beta", BETA_SOUL)] {
         let (status, made) = env.admin_send(Method::POST, "/api/agents", Some(json!({ "id": agent }))).await;
@@ -85,7 +152,13 @@ async fn set_up_agents(env: &TestEnv) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_agents_answer_their_own_chats_with_their_own_bots_and_keep_their_data_apart() {
-    let env = TestEnv::start_with(&[("SLACK_TOKEN_KEY", TOKEN_KEY), ("LLM_TIMEOUT_MS", "10000")]).await;
+    let fake = FakeMcp::start().await;
+    let env = TestEnv::start_with(&[
+        ("SLACK_TOKEN_KEY", TOKEN_KEY),
+        ("LLM_TIMEOUT_MS", "10000"),
+        ("FETCH_ALLOW_HOSTS", "127.0.0.1"),
+    ])
+    .await;
     set_up_agents(&env).await;
 
     // The admin API: the default first, no token shown, bad input refused, the default kept.
@@ -216,6 +289,8 @@ async fn two_agents_answer_their_own_chats_with_their_own_bots_and_keep_their_da
     assert!(workspace.to_string().contains("plan.txt"), "{workspace}");
     let beta_space = env.admin("/api/conversations/agent:beta:telegram:81/workspace").await;
     assert!(!beta_space.to_string().contains("plan.txt"), "{beta_space}");
+
+    alpha_asks_and_its_bot_decides(&env, &fake).await;
 
     // Deleting Beta stops its webhook.
     let (status, _) = env.admin_send(Method::DELETE, "/api/agents/beta", None).await;

@@ -1,8 +1,9 @@
 //! edgebot as a remote MCP server (docs/mcp-server.md): the MCP conformance
 //! suite's server scenarios that apply to a tools-only server pass against
 //! `/mcp`; a client sees only the memories and tasks its scope allows, posts
-//! once per idempotency key, and is refused when revoked, over its rate or
-//! over its budget.
+//! once per idempotency key (the post is then the agent's message in the
+//! conversation's history, once), and is refused when revoked, over its rate
+//! or over its budget.
 
 use std::process::Stdio;
 
@@ -13,10 +14,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
 
-use crate::harness::{Scripted, TestEnv};
+use crate::harness::{all_message_text, dm_update, Scripted, TestEnv};
 
-/// The conversation the main client may reach, and one it may not.
-const OURS: &str = "telegram:4242";
+/// The conversation the main client may reach (a person's DM: 4242 is the
+/// bot's own id), and one it may not.
+const OURS: &str = "telegram:4343";
 const THEIRS: &str = "telegram:9999";
 const SHARED: &str = "SHARED-OFFICE the team's office is in Lisbon";
 const PRIVATE: &str = "OPERATORS-ONLY the office door code is 7781";
@@ -153,6 +155,18 @@ async fn the_conformance_suite_passes_and_a_client_reaches_only_its_scope_within
     let elsewhere = json!({ "conversation": THEIRS, "text": "MCP-ELSEWHERE", "idempotency_key": "k2" });
     assert_eq!(call(&env, &token, "post", elsewhere).await["result"]["isError"], true);
     assert!(!env.telegram.calls("sendMessage").iter().any(|call| call.to_string().contains("MCP-ELSEWHERE")));
+
+    // The post is the agent's own message in the history: the next turn's model reads it, once, as the agent's.
+    env.llm.reply("NEXT-TURN noted");
+    env.telegram_update(&dm_update(1, 4343, "what did you post?")).await;
+    crate::harness::wait_for("the next turn's reply", std::time::Duration::from_secs(30), || async {
+        env.telegram.calls("sendMessage").iter().any(|call| call["text"] == "NEXT-TURN noted").then_some(())
+    })
+    .await;
+    let turn = env.llm.requests().last().unwrap().clone();
+    assert_eq!(all_message_text(&turn).matches("MCP-POSTED hello").count(), 1, "{turn}");
+    let said = turn["messages"].as_array().unwrap().iter().find(|m| m.to_string().contains("MCP-POSTED")).unwrap();
+    assert_eq!(said["role"], "assistant", "{said}");
 
     // What it may cost: `ask` runs one model call over the memories it may read, priced.
     env.llm.push(Scripted::Text("ASKED-ANSWER the office is in Lisbon".into()));

@@ -2,17 +2,21 @@
 //! as the agent through the outbox, exactly once per id. The entry is written
 //! before it is sent; a repeat finds it and answers what became of it, and
 //! one found mid-send (another request sending it, or a crash) is never sent
-//! again.
+//! again. A sent post is the agent's message in the conversation's history
+//! (as a turn's reply is), under the entry's id: a repeat never writes it twice.
 
 use serde::Deserialize;
 use serde_json::json;
 use worker::{Request, Response, Result};
 
-use super::{json_body, outbox, ChannelObject};
+use super::{history as history_store, json_body, outbox, ChannelObject};
+use crate::conversations::archive::StoredMessage;
 use crate::inbound::ReplyAddress;
+use crate::llm::HistoryRole;
 use crate::log_line::LogLine;
 use crate::platforms::messenger::{Buttons, Messenger, Piece};
 use crate::platforms::outbound;
+use crate::reply::markup::shown;
 use crate::reply::outbox::OutboxStatus;
 use crate::reply::pieces::prepare;
 use crate::runtime::config::redactor;
@@ -48,7 +52,13 @@ pub(super) async fn post(object: &ChannelObject, mut request: Request) -> Result
     };
     match entry.status {
         OutboxStatus::Pending => {}
-        status => return answer(status.as_str(), entry.platform_message_id.as_deref(), true),
+        status => {
+            // A crash between the send and the history's row: the repeat writes it (once, by id).
+            if let (OutboxStatus::Sent, Some(message_id)) = (status, entry.platform_message_id.as_deref()) {
+                history_store::record(&sql, &[posted(object, &post, &entry, platform.flavor(), message_id)])?;
+            }
+            return answer(status.as_str(), entry.platform_message_id.as_deref(), true);
+        }
     }
     let repeat = entry.attempts > 0;
     let piece_id = format!("{}/{}", post.conversation_key, entry.id);
@@ -64,7 +74,32 @@ pub(super) async fn post(object: &ChannelObject, mut request: Request) -> Result
     };
     let log = LogLine::warn("external_post_not_sent").conversation(&post.conversation_key);
     match super::approvals::send_entry(object, &sql, &platform, &address, &piece, &entry.id, log).await? {
-        Some(message_id) => answer(OutboxStatus::Sent.as_str(), Some(&message_id), repeat),
+        Some(message_id) => {
+            history_store::record(&sql, &[posted(object, &post, &entry, platform.flavor(), &message_id)])?;
+            answer(OutboxStatus::Sent.as_str(), Some(&message_id), repeat)
+        }
         None => answer(OutboxStatus::Failed.as_str(), None, repeat),
+    }
+}
+
+/// The sent post as the history keeps a reply: the agent's message, as the
+/// reader saw it, under the outbox entry's id (so it is stored once).
+fn posted(
+    object: &ChannelObject,
+    post: &ExternalPost,
+    entry: &outbox::Entry,
+    flavor: crate::reply::markup::Flavor,
+    message_id: &str,
+) -> StoredMessage {
+    StoredMessage {
+        id: format!("{}:out:{}", post.conversation_key, entry.id),
+        conversation_key: post.conversation_key.clone(),
+        role: HistoryRole::Assistant,
+        author_id: "bot".into(),
+        author_name: object.config.bot_name.clone(),
+        content: shown(flavor, &entry.text),
+        platform_message_id: Some(message_id.to_string()),
+        created_at: entry.created_at,
+        compacted: 0,
     }
 }

@@ -107,8 +107,10 @@ pub(super) async fn think(
     let files = files::receive(config, &object.env, database, platform, &mut current, now_ms()).await;
     let stored = stored_messages(turn, &current, conversation_key);
     let sql = object.state.storage().counted_sql();
-    let Remembered { loaded, bulletin, identity, skills, settings } =
-        remember(object, database, &sql, conversation_key, &stored).await?;
+    // The agent's identity, skills, links and settings: one D1 round trip.
+    let agent = super::agent_data::read(database, conversation_key).await?;
+    let Remembered { loaded, bulletin } = remember(object, database, &sql, conversation_key, &stored).await?;
+    let (identity, skills, settings) = (agent.identity, agent.skills, agent.settings);
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
     let earlier: Vec<HistoryEntry> = loaded.earlier.iter().map(history_entry).collect();
     let people = turn_people(database, turn, conversation_key).await;
@@ -134,7 +136,7 @@ pub(super) async fn think(
     let model = HttpModel::new(config, &object.env, &model_chain);
     // A model that cannot be called (no key, no binding) is known before any call: none is made.
     let not_set_up = crate::status::setup::model_problem(config, object.env.ai(AI_BINDING).is_ok());
-    let host = channel_tools(object, database, turn, answering, &people, &schedules_changed).await;
+    let host = channel_tools(object, database, turn, answering, &people, &schedules_changed, agent.links);
     let tools = crate::channel::turn::Permitted { host, permits: |name: &str| settings.permits_tool(name) };
     let (outcome, estimated_tokens) = match &not_set_up {
         Some(problem) => (Err(LlmError::Config(problem.explain())), 0),
@@ -198,12 +200,6 @@ fn stored_messages(turn: &TurnSnapshot, current: &[InboundEvent], conversation_k
 struct Remembered {
     loaded: history_store::Loaded,
     bulletin: String,
-    /// The bot's identity documents, rendered.
-    identity: String,
-    /// The agent's enabled skills (the prompt lists them).
-    skills: Vec<crate::skills::rules::SkillSummary>,
-    /// The agent's settings: they narrow the turn (its model, the tools it may call).
-    settings: crate::agents::rules::AgentSettings,
 }
 
 /// Records the turn's messages in the history and reads what the prompt
@@ -227,31 +223,25 @@ async fn remember(
         true => history_store::bulletin(sql, database, now_ms(), config.bulletin_cache_ms).await?,
         false => String::new(),
     };
-    // Read each turn (one query), never cached: an operator's edit reaches the
-    // next turn. Rendered into the system prompt, so the prompt's size
-    // estimate, which decides compaction, counts it.
-    let identity = crate::identity::store::load(database, conversation_key).await?;
-    let identity = identity.render().map_err(|error| worker::Error::RustError(error.to_string()))?;
-    let skills = crate::skills::store::enabled(database, crate::skills::rules::agent_of(conversation_key)).await?;
-    let settings = crate::agents::store::settings_of(database, conversation_key).await?;
     // A non-default agent's secrets (its bot's token, its invitation) are
     // taught to this isolate's redactor before its turn can echo one (the
     // directory: at most one D1 batch per isolate per 30 s).
     if crate::agents::agent_of(conversation_key) != crate::agents::DEFAULT {
         crate::agents::directory::get(&object.env).await?;
     }
-    Ok(Remembered { loaded, bulletin, identity, skills, settings })
+    Ok(Remembered { loaded, bulletin })
 }
 
 /// The tools the channel's edge answers in this turn: the schedule tool, and
-/// the link tools ([`link_tools`]).
-async fn channel_tools<'a>(
+/// the link tools over `links` (read with the turn's agent data).
+fn channel_tools<'a>(
     object: &'a ChannelObject,
     database: &'a D1Database,
     turn: &'a TurnSnapshot,
     answering: &'a InboundEvent,
     people: &[Profile],
     schedules_changed: &'a std::cell::Cell<bool>,
+    links: Vec<crate::links::rules::Link>,
 ) -> (ChannelTools<'a>, crate::links::tools::LinkTools<'a>) {
     let conversation_key = &answering.conversation_key;
     let channel = ChannelTools {
@@ -272,28 +262,15 @@ async fn channel_tools<'a>(
             crate::budget::rules::person_key(conversation_key, &answering.author.id).as_deref(),
         ),
     };
-    (channel, link_tools(object, database, answering).await)
-}
-
-/// The link tools for this turn: the links configured (one D1 read; a
-/// failed read offers none, the turn goes on without them).
-async fn link_tools<'a>(
-    object: &'a ChannelObject,
-    database: &'a D1Database,
-    answering: &'a InboundEvent,
-) -> crate::links::tools::LinkTools<'a> {
-    let links = crate::links::store::list(database).await.unwrap_or_else(|error| {
-        LogLine::warn("links_unreadable").conversation(&answering.conversation_key).reason(&error).emit();
-        Vec::new()
-    });
-    crate::links::tools::LinkTools {
+    let links = crate::links::tools::LinkTools {
         env: &object.env,
         db: database,
         conversation_key: &answering.conversation_key,
         reply_address: &answering.reply_address,
         links,
         now_ms: now_ms(),
-    }
+    };
+    (channel, links)
 }
 
 /// The model's turn: the prompt composed and run with the tools; its outcome

@@ -5,7 +5,7 @@
 //! webhook or to call Telegram; the operator's list never selects them.
 
 use serde::{Deserialize, Serialize};
-use worker::{D1Database, Result};
+use worker::{D1Database, D1PreparedStatement, D1Result, Result};
 
 pub use crate::agents::rooms::Bot;
 use crate::agents::rooms::{Claim, Directory, Rooms};
@@ -76,8 +76,18 @@ pub async fn get(db: &D1Database, id: &str) -> Result<Option<Agent>> {
 /// The settings of the agent a conversation belongs to (the defaults when
 /// its row is gone: a deleted agent's leftovers run as plainly as possible).
 pub async fn settings_of(db: &D1Database, conversation_key: &str) -> Result<AgentSettings> {
-    let agent = get(db, crate::agents::agent_of(conversation_key)).await?;
-    Ok(agent.map(|agent| agent.settings).unwrap_or_default())
+    settings_in(&settings_statement(db, conversation_key)?.all_counted().await?)
+}
+
+/// [`settings_of`]'s query, for a caller that batches it with others (a channel turn).
+pub fn settings_statement(db: &D1Database, conversation_key: &str) -> Result<D1PreparedStatement> {
+    db.prepare(format!("{SELECT} WHERE a.id = ?1")).bind(&[crate::agents::agent_of(conversation_key).into()])
+}
+
+/// The settings [`settings_statement`]'s row holds (the defaults when none).
+pub fn settings_in(result: &D1Result) -> Result<AgentSettings> {
+    let row: Option<Row> = result.results::<Row>()?.into_iter().next();
+    Ok(row.map(|row| row.agent().settings).unwrap_or_default())
 }
 
 /// Creates an agent; false when the id is taken.

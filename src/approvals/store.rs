@@ -316,13 +316,20 @@ async fn record_verdict(
 /// the approval is withdrawn. Returns its message's new text, or None if it
 /// was decided already.
 pub async fn withdraw(env: &Env, id: &str) -> worker::Result<Option<String>> {
+    let withdrawn = withdraw_as(env, id, "nobody (the work was stopped)").await?;
+    Ok(withdrawn.map(|(_, text)| text))
+}
+
+/// Withdraws approval `id`, `by` saying why nobody decided it; returns the
+/// approval and its message's new text, or None if it was decided already.
+pub async fn withdraw_as(env: &Env, id: &str, by: &str) -> worker::Result<Option<(Approval, String)>> {
     let db = env.d1(DATABASE_BINDING)?;
     let Some(approval) = one(&db, id).await? else {
         return Ok(None);
     };
-    let by = "nobody (the work was stopped)";
     let recorded = record_verdict(&db, &approval, Verdict::Withdrawn, by).await?;
-    Ok(recorded.map(|_| approval.settled_text(Verdict::Withdrawn, by)))
+    let text = approval.settled_text(Verdict::Withdrawn, by);
+    Ok(recorded.map(|_| (approval, text)))
 }
 
 /// An operator moved a proposed task on the board: its approval is decided

@@ -1,7 +1,7 @@
 //! The identity documents in D1, as a turn or a branch reads them.
 
 use serde::Deserialize;
-use worker::D1Database;
+use worker::{D1Database, D1PreparedStatement, D1Result};
 
 use crate::identity::rules::{IdentityTexts, OVERRIDE_ROW};
 use crate::runtime::d1::Metered;
@@ -12,20 +12,26 @@ use crate::runtime::d1::Metered;
 /// so a change reaches the next turn of every conversation. The documents
 /// are the conversation's agent's own (see `crate::agents`).
 pub async fn load(db: &D1Database, conversation_key: &str) -> worker::Result<IdentityTexts> {
+    texts_of(&statement(db, conversation_key)?.all_counted().await?)
+}
+
+/// [`load`]'s query, for a caller that batches it with others (a channel turn).
+pub fn statement(db: &D1Database, conversation_key: &str) -> worker::Result<D1PreparedStatement> {
+    db.prepare(
+        "SELECT name, text FROM identity_versions AS saved WHERE agent = ?3 AND version = \
+         (SELECT MAX(version) FROM identity_versions AS newer WHERE newer.agent = ?3 AND newer.name = saved.name) \
+         UNION ALL SELECT ?2 AS name, text FROM conversation_identity WHERE conversation_key = ?1",
+    )
+    .bind(&[conversation_key.into(), OVERRIDE_ROW.into(), crate::agents::agent_of(conversation_key).into()])
+}
+
+/// The texts [`statement`]'s rows hold.
+pub fn texts_of(result: &D1Result) -> worker::Result<IdentityTexts> {
     #[derive(Deserialize)]
     struct Row {
         name: String,
         text: String,
     }
-    let rows: Vec<Row> = db
-        .prepare(
-            "SELECT name, text FROM identity_versions AS saved WHERE agent = ?3 AND version = \
-             (SELECT MAX(version) FROM identity_versions AS newer WHERE newer.agent = ?3 AND newer.name = saved.name) \
-             UNION ALL SELECT ?2 AS name, text FROM conversation_identity WHERE conversation_key = ?1",
-        )
-        .bind(&[conversation_key.into(), OVERRIDE_ROW.into(), crate::agents::agent_of(conversation_key).into()])?
-        .all_counted()
-        .await?
-        .results()?;
+    let rows: Vec<Row> = result.results()?;
     Ok(IdentityTexts::from_rows(rows.iter().map(|row| (row.name.as_str(), row.text.as_str()))))
 }

@@ -102,6 +102,10 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
     let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
     let settings = crate::agents::store::settings_of(&db, &job.conversation_key).await.map_err(text)?;
     let mut mcp = Toolbox::open(config, env, &db, false, |server| settings.permits_server(server)).await;
+    // A question an earlier attempt of this step left waiting has no call behind it any more.
+    if job.person.is_some() && !mcp.specs().is_empty() {
+        crate::mcp::elicit::withdraw_interrupted(env, &db, &job.id).await;
+    }
     mcp.ask(crate::mcp::elicit::Asker {
         conversation_key: job.conversation_key.clone(),
         process_id: job.id.clone(),
@@ -179,6 +183,8 @@ pub async fn give_up(env: &Env, job: &WorkerJob) -> Result<(), String> {
         .run_counted()
         .await
         .map_err(text)?;
+    // A question its last attempt left waiting will never be read: its buttons go.
+    crate::mcp::elicit::withdraw_interrupted(env, &db, &job.id).await;
     carry_out(env, job, &pending).await?;
     clear_pending(&db, &job.id).await.map_err(text)
 }

@@ -4,7 +4,7 @@
 //! whether it is closed.
 
 use serde::Deserialize;
-use worker::{D1Database, Result};
+use worker::{D1Database, D1PreparedStatement, D1Result, Result};
 
 use crate::inbound::ReplyAddress;
 use crate::links::rules::{self, Link, TURN_CAP};
@@ -20,11 +20,17 @@ struct LinkRow {
 
 /// Every link, oldest first (at most [`rules::MAX_LINKS`]).
 pub async fn list(db: &D1Database) -> Result<Vec<Link>> {
-    let rows: Vec<LinkRow> = db
-        .prepare("SELECT from_agent, to_agent, kind, direction FROM links ORDER BY created_at, from_agent, to_agent")
-        .all_counted()
-        .await?
-        .results()?;
+    links_in(&list_statement(db).all_counted().await?)
+}
+
+/// [`list`]'s query, for a caller that batches it with others (a channel turn).
+pub fn list_statement(db: &D1Database) -> D1PreparedStatement {
+    db.prepare("SELECT from_agent, to_agent, kind, direction FROM links ORDER BY created_at, from_agent, to_agent")
+}
+
+/// The links [`list_statement`]'s rows hold.
+pub fn links_in(result: &D1Result) -> Result<Vec<Link>> {
+    let rows: Vec<LinkRow> = result.results()?;
     // A row the rules no longer read is left out rather than failing every turn.
     Ok(rows
         .into_iter()

@@ -8,6 +8,14 @@
 //! the row (`mcp_questions`) and decides it as accepted. The call that asked
 //! holds the server's stream meanwhile and reads the row until it is decided
 //! or the wait is over (then: `cancel`), and answers the server.
+//!
+//! The wait lives in the call: when the Worker stops mid-wait (a restart),
+//! the server's stream and the call are gone while the row still waits. The
+//! step's next attempt (the queue's redelivery) withdraws such questions
+//! before it runs ([`withdraw_interrupted`]): their buttons go, the message
+//! says the call was interrupted, and the call made again asks anew (once per
+//! attempt). With no next attempt, the conversation's alarm times the
+//! question out at its deadline (docs/mcp-and-approvals.md).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -101,6 +109,44 @@ pub async fn answer(
     };
     LogLine::info("mcp_question_answered").id(&approval.id).field("action", action.as_str()).emit();
     form::result(request_id, action, content)
+}
+
+/// Who withdrew a question whose call broke off, as its message says.
+pub const INTERRUPTED: &str = "nobody (the call that asked was interrupted)";
+
+/// Withdraws the questions `process_id`'s calls left waiting: at the start of
+/// a step no call of this worker waits (a worker runs one step at a time),
+/// so a question still waiting was asked by a call that broke off (the Worker
+/// stopped mid-wait). Each is withdrawn and its message edited (buttons
+/// gone); best effort, one D1 read when nothing waits.
+pub async fn withdraw_interrupted(env: &Env, db: &D1Database, process_id: &str) {
+    #[derive(Deserialize)]
+    struct Waiting {
+        id: String,
+    }
+    let waiting = db
+        .prepare("SELECT id FROM approvals WHERE subject = ?1 AND kind = 'question' AND status = 'waiting'")
+        .bind(&[process_id.into()]);
+    let waiting: Vec<Waiting> = match waiting {
+        Ok(statement) => match statement.all_counted().await.and_then(|result| result.results()) {
+            Ok(rows) => rows,
+            Err(error) => {
+                LogLine::warn("mcp_questions_unread").id(&process_id).reason(&error).emit();
+                return;
+            }
+        },
+        Err(_) => return,
+    };
+    for question in waiting {
+        match approvals::withdraw_as(env, &question.id, INTERRUPTED).await {
+            Ok(Some((approval, text))) => {
+                LogLine::info("mcp_question_withdrawn").id(&approval.id).field("why", "interrupted").emit();
+                approvals::show(env, &approval, &text).await;
+            }
+            Ok(None) => {}
+            Err(error) => LogLine::warn("mcp_question_not_withdrawn").id(&question.id).reason(&error).emit(),
+        }
+    }
 }
 
 /// Reads the question's row until it is decided (or times it out): the

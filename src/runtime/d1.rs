@@ -49,12 +49,14 @@ pub trait Metered {
 impl Metered for D1PreparedStatement {
     async fn all_counted(&self) -> Result<D1Result> {
         let result = self.all().await?;
+        ops::count(Op::D1Call);
         tally(&result);
         Ok(result)
     }
 
     async fn run_counted(&self) -> Result<D1Result> {
         let result = self.run().await?;
+        ops::count(Op::D1Call);
         tally(&result);
         Ok(result)
     }
@@ -65,10 +67,11 @@ impl Metered for D1PreparedStatement {
     }
 }
 
-/// `batch()`, counted: one query per statement.
+/// `batch()`, counted: one query per statement, one call in all.
 #[allow(clippy::disallowed_methods)]
 pub async fn batch(db: &D1Database, statements: Vec<D1PreparedStatement>) -> Result<Vec<D1Result>> {
     let results = db.batch(statements).await?;
+    ops::count(Op::D1Call);
     results.iter().for_each(tally);
     Ok(results)
 }

@@ -4,7 +4,7 @@
 //! files (mounted read-only in `run_code`'s workspace). Each read is one query.
 
 use serde::Deserialize;
-use worker::D1Database;
+use worker::{D1Database, D1PreparedStatement};
 
 use crate::runtime::d1::Metered;
 use crate::skills::rules::{Files, SkillSummary};
@@ -15,14 +15,17 @@ pub const NEWEST: &str =
 
 /// The agent's enabled skills, by name: what its prompts list.
 pub async fn enabled(db: &D1Database, agent: &str) -> worker::Result<Vec<SkillSummary>> {
+    enabled_statement(db, agent)?.all_counted().await?.results()
+}
+
+/// [`enabled`]'s query, for a caller that batches it with others (a channel
+/// turn); its rows are read with `D1Result::results::<SkillSummary>`.
+pub fn enabled_statement(db: &D1Database, agent: &str) -> worker::Result<D1PreparedStatement> {
     db.prepare(format!(
         "SELECT s.name, v.description FROM skills AS s JOIN skill_versions AS v ON v.agent = s.agent AND v.name = s.name \
          WHERE s.agent = ?1 AND s.enabled = 1 AND {NEWEST} ORDER BY s.name"
     ))
-    .bind(&[agent.into()])?
-    .all_counted()
-    .await?
-    .results()
+    .bind(&[agent.into()])
 }
 
 #[derive(Deserialize)]

@@ -60,7 +60,7 @@ impl<'a> Telegram<'a> {
         Telegram::for_buttons(config)
     }
 
-    /// The messenger for answering a button press (the default agent's bot).
+    /// The messenger for answering a button press (each answer names its agent's bot).
     pub fn for_buttons(config: &'a Config) -> Self {
         Telegram { config, tokens: RefCell::new(None) }
     }
@@ -100,9 +100,10 @@ impl Telegram<'_> {
 
     /// Answers a pressed button (`answerCallbackQuery`), so its spinner
     /// stops: a short note, an alert when the press was refused; best effort.
-    pub async fn answer_button(&self, query_id: &str, text: &str, alert: bool) {
+    /// It goes out as `agent`'s bot (None: the default's), the one pressed.
+    pub async fn answer_button(&self, agent: Option<&str>, query_id: &str, text: &str, alert: bool) {
         let body = json!({ "callback_query_id": query_id, "text": text, "show_alert": alert });
-        let _ = self.call(None, "answerCallbackQuery", &body).await;
+        let _ = self.call(agent, "answerCallbackQuery", &body).await;
     }
 
     /// Sends a file piece: a photo as a photo, anything else as a document,

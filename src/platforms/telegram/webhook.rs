@@ -62,8 +62,11 @@ pub async fn receive_for_agent(mut request: Request, env: &Env, agent: &str) -> 
             }
             acknowledge(deliver(env, &event).await?)
         }
-        // An agent bot's approval buttons are not offered yet: a press is acknowledged, nothing more.
-        Ok(ParsedUpdate::Click(_)) => acknowledge(serde_json::json!({ "ok": true, "ignored": "agent_button" })),
+        // A press on the agent's bot decides an approval in the agent's conversation, answered by its bot.
+        Ok(ParsedUpdate::Click(mut click)) => {
+            click.conversation = own(&click.conversation);
+            acknowledge(super::buttons::pressed_on(env, &click, Some(agent.as_str())).await?)
+        }
         Ok(ParsedUpdate::Heard(mut heard)) => {
             heard.conversation_key = own(&heard.conversation_key);
             acknowledge(deliver_heard(env, &heard).await?)
