@@ -6,6 +6,10 @@
 //! carries its moves out: a socket, a heartbeat timer, reconnects with backoff,
 //! the session in storage (so a restarted object RESUMEs), and an alarm that
 //! reconnects when the socket is gone.
+//!
+//! Each object is one shard `[i, K]` (named by `shards::object_name`); the
+//! same class under `shards::GATE_NAME` is the gate that plans the shards and
+//! grants their IDENTIFYs (see `gateway_gate`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,10 +24,12 @@ use worker::{
 use crate::config::Config;
 use crate::inbound::{HeardEvent, InboundEvent};
 use crate::log_line::LogLine;
-use crate::platforms::discord::gateway::{parse_frame, Gateway, Move, Session};
+use crate::platforms::discord::gateway::{parse_frame, Frame, Gateway, Move, Session};
 use crate::platforms::discord::gateway_route::{GatewayRoute, ObjectRoute};
+use crate::platforms::discord::gateway_stub::object;
 use crate::platforms::discord::message::{parse_heard, parse_message_create, HEARD_EVENTS};
 use crate::platforms::discord::messenger::bot_get;
+use crate::platforms::discord::shards::GATE_NAME;
 use crate::platforms::webhooks::{deliver, deliver_heard};
 use crate::runtime::config;
 use crate::runtime::durable::{self, MeteredStorage, Sql};
@@ -36,6 +42,8 @@ const WATCHDOG_MS: u64 = 30_000;
 const DELIVERY_ATTEMPTS: u32 = 3;
 /// A close code that keeps the session resumable (1000 and 1001 end it).
 const RESUMABLE_CLOSE: u16 = 4000;
+/// The wait before asking an unreachable gate again for an IDENTIFY.
+const IDENTIFY_RETRY_MS: u64 = 1_000;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS gateway (
@@ -100,6 +108,16 @@ impl GatewayObject {
     async fn serve(&self, request: Request) -> Result<Response> {
         let shared = &self.shared;
         let route = GatewayRoute::at(&request.path()).filter(|route| request.method() == method(route.verb()));
+        if let Some(route) = route {
+            if let Some(answer) =
+                super::gateway_gate::serve(&shared.env, &shared.storage, &shared.config, route, &request).await?
+            {
+                return Ok(answer);
+            }
+        }
+        if matches!(route, Some(GatewayRoute::Start | GatewayRoute::Ensure)) {
+            shared.assign_shard(&request)?;
+        }
         match route {
             Some(GatewayRoute::Start) => {
                 {
@@ -113,13 +131,35 @@ impl GatewayObject {
             Some(GatewayRoute::Ensure) => shared.ensure_running().await?,
             Some(GatewayRoute::Stop) => shared.stop()?,
             Some(GatewayRoute::Status) => {}
-            None => return Response::error("not found", 404),
+            _ => return Response::error("not found", 404),
         }
         Response::from_json(&shared.status())
     }
 }
 
 impl Shared {
+    /// Takes the shard `[i, K]` (and max_concurrency) the gate's call names;
+    /// saved when it changed.
+    fn assign_shard(&self, request: &Request) -> Result<()> {
+        let Ok((shard, count)) = super::gateway_gate::shard_query(request) else {
+            return Ok(()); // an unsharded call: keep what is held
+        };
+        let url = request.url()?;
+        let max_concurrency = url.query_pairs().find(|(key, _)| key == "mc").and_then(|(_, value)| value.parse().ok());
+        let changed = {
+            let mut live = self.live.borrow_mut();
+            let session = &mut live.gateway.session;
+            let changed = session.shard != Some([shard, count]) || session.max_concurrency != max_concurrency;
+            session.shard = Some([shard, count]);
+            session.max_concurrency = max_concurrency;
+            changed
+        };
+        if changed {
+            self.save()?;
+        }
+        Ok(())
+    }
+
     fn is_enabled(&self) -> bool {
         let live = self.live.borrow();
         live.enabled.unwrap_or(self.config.discord_gateway) && !live.gateway.is_stopped()
@@ -163,11 +203,13 @@ impl Shared {
             "last_event_at": live.last_event_ms,
             "reconnects": session.reconnects,
             "failure": session.failure,
+            "shard": session.shard,
         })
     }
 
     fn save(&self) -> Result<()> {
-        let live = self.live.borrow();
+        let mut live = self.live.borrow_mut();
+        live.gateway.saved(now_ms());
         let session = serde_json::to_string(&live.gateway.session)?;
         let enabled = live.enabled.map(i64::from);
         self.storage.counted_sql().exec(
@@ -245,10 +287,69 @@ impl Shared {
             Ok(frame) => frame,
             Err(error) => return LogLine::warn("gateway_frame_unreadable").platform("Discord").reason(&error).emit(),
         };
+        if let Frame::Dispatch { kind, .. } = &frame {
+            if kind == "READY" || kind == "RESUMED" {
+                self.tell_gate_ready();
+            }
+        }
         let token = self.config.discord_bot_token.expose().to_string();
         let moves = self.live.borrow_mut().gateway.on_frame(frame, &token, js_sys::Math::random());
         for next in moves {
             self.carry_out(next, generation);
+        }
+        self.save_seq_if_due();
+    }
+
+    /// Saves the session when its `seq` moved and the last save is a few
+    /// seconds old (not every frame: a replay after a restart is deduped by the inbox).
+    fn save_seq_if_due(&self) {
+        if self.live.borrow().gateway.seq_save_due(now_ms()) {
+            if let Err(error) = self.save() {
+                LogLine::error("gateway_session_not_saved").platform("Discord").reason(&error).emit();
+            }
+        }
+    }
+
+    /// `?shard=i&of=K`, for the gate (None: unsharded).
+    fn shard_query(&self) -> Option<String> {
+        let shard = self.live.borrow().gateway.session.shard?;
+        Some(format!("?shard={}&of={}", shard[0], shard[1]))
+    }
+
+    /// Tells the gate this shard is READY or RESUMED (it hands a resharding over).
+    fn tell_gate_ready(self: &Rc<Self>) {
+        let Some(query) = self.shard_query() else { return };
+        let env = self.env.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            if let Err(error) = object(&env, GATE_NAME, GatewayRoute::Ready, &query).await {
+                LogLine::warn("gateway_gate_unreachable").platform("Discord").reason(&error).emit();
+            }
+        });
+    }
+
+    /// Asks the gate for an IDENTIFY until it grants one, then sends it (on
+    /// this connection only). An unsharded session identifies at once.
+    async fn identify_when_granted(self: Rc<Self>, generation: u64) {
+        if let Some(query) = self.shard_query() {
+            loop {
+                if self.live.borrow().generation != generation {
+                    return;
+                }
+                let wait_ms = match object(&self.env, GATE_NAME, GatewayRoute::Grant, &query).await {
+                    Ok(mut answer) => answer.json::<Value>().await.ok().and_then(|answer| answer["wait_ms"].as_u64()),
+                    Err(_) => None,
+                };
+                match wait_ms {
+                    Some(0) => break,
+                    Some(wait_ms) => sleep_ms(wait_ms).await,
+                    None => sleep_ms(IDENTIFY_RETRY_MS).await,
+                }
+            }
+        }
+        let token = self.config.discord_bot_token.expose().to_string();
+        let payload = self.live.borrow().gateway.identify(&token);
+        if self.live.borrow().generation == generation {
+            self.carry_out(Move::Send(payload), generation);
         }
     }
 
@@ -260,6 +361,9 @@ impl Shared {
                         LogLine::warn("gateway_send_failed").platform("Discord").reason(&error).emit();
                     }
                 }
+            }
+            Move::Identify => {
+                wasm_bindgen_futures::spawn_local(self.clone().identify_when_granted(generation));
             }
             Move::StartHeartbeats { interval_ms, first_after_ms } => {
                 wasm_bindgen_futures::spawn_local(self.clone().heartbeat(generation, interval_ms, first_after_ms));
@@ -329,6 +433,7 @@ impl Shared {
             }
             let next = self.live.borrow_mut().gateway.on_heartbeat_due();
             self.carry_out(next, generation);
+            self.save_seq_if_due();
             sleep_ms(interval_ms).await;
         }
     }

@@ -7,5 +7,6 @@
 //! module below it is an ordinary one.
 
 pub mod channel_object;
+pub mod gateway_gate;
 pub mod gateway_object;
 pub mod sign_in_object;

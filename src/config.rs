@@ -159,6 +159,8 @@ pub struct Config {
     pub discord_gateway: bool,
     /// The Gateway URL; empty means ask Discord (`GET /gateway/bot`).
     pub discord_gateway_url: String,
+    /// Gateway shards to run (DISCORD_SHARDS); 0 follows Discord's recommendation.
+    pub discord_shards: u32,
     pub openai_base_url: String,
     pub openai_api_key: Secret,
     pub anthropic_base_url: String,
@@ -357,6 +359,7 @@ impl Config {
             ),
             discord_gateway: text("DISCORD_GATEWAY", "off").eq_ignore_ascii_case("on"),
             discord_gateway_url: text("DISCORD_GATEWAY_URL", ""),
+            discord_shards: number("DISCORD_SHARDS", 0).min(u64::from(u32::MAX)) as u32,
             openai_base_url: text("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
             openai_api_key: secret("OPENAI_API_KEY"),
             anthropic_base_url: text("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL),

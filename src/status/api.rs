@@ -124,6 +124,7 @@ pub async fn report(env: &Env) -> Result<Value> {
             None => json!({ "ready": true }),
         },
     };
+    let discord_gateway = discord_gateway(env, config.discord_gateway).await;
     let mut report = json!({
         "version": env!("CARGO_PKG_VERSION"),
         "setup": { "model": model, "unconnected_platforms": crate::status::setup::unconnected_platforms(&config) },
@@ -135,9 +136,22 @@ pub async fn report(env: &Env) -> Result<Value> {
         "last_dead_letter": event(DEAD_LETTER),
         "pending_sends": pending,
         "running_workers": running,
+        "discord_gateway": discord_gateway,
     });
     config::redactor().redact_json(&mut report);
     Ok(report)
+}
+
+/// Every Gateway shard's state (null when the Gateway is off; an error as text).
+async fn discord_gateway(env: &Env, on: bool) -> Value {
+    use crate::platforms::discord::{gateway_route::GatewayRoute, gateway_stub};
+    if !on {
+        return Value::Null;
+    }
+    match gateway_stub::call(env, GatewayRoute::Status).await {
+        Ok(mut answer) => answer.json::<Value>().await.unwrap_or(Value::Null),
+        Err(error) => json!({ "error": error.to_string() }),
+    }
 }
 
 /// Rows as JSON values (one deserializer serves every read here, and the inbox's).

@@ -53,6 +53,12 @@ pub struct Session {
     pub reconnects: u64,
     #[serde(default)]
     pub threads: Vec<String>,
+    /// This connection's shard `[i, K]` (None: the one unsharded connection, `[0, 1]`).
+    #[serde(default)]
+    pub shard: Option<[u32; 2]>,
+    /// Discord's `max_concurrency` (IDENTIFY rate-limit keys), from the gate's plan.
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
 }
 
 /// One frame from the Gateway.
@@ -113,6 +119,8 @@ pub enum Move {
     Send(Value),
     /// Heartbeat every `interval_ms`, the first after `first_after_ms`.
     StartHeartbeats { interval_ms: u64, first_after_ms: u64 },
+    /// Ask the gate for an IDENTIFY, then send [`Gateway::identify`].
+    Identify,
     /// Hand this dispatch to the channels.
     Deliver { kind: String, data: Value },
     /// The session changed: persist it.
@@ -152,6 +160,9 @@ pub struct Gateway {
     awaiting_ack: bool,
     /// Consecutive failed connections, for the backoff.
     failed_attempts: u32,
+    /// `seq` moved since the session was last saved, and when that was.
+    seq_dirty: bool,
+    seq_saved_at: i64,
 }
 
 impl Gateway {
@@ -187,8 +198,9 @@ impl Gateway {
             Frame::Dispatch { seq, kind, data } => {
                 let mut moves = Vec::new();
                 if seq.is_some() && seq > self.session.seq {
+                    // Saved every few seconds, not every frame (see `seq_save_due`).
                     self.session.seq = seq;
-                    moves.push(Move::Persist);
+                    self.seq_dirty = true;
                 }
                 match kind.as_str() {
                     "READY" => {
@@ -269,21 +281,40 @@ impl Gateway {
         self.failed_attempts
     }
 
+    /// RESUME before IDENTIFY always: a held session resumes; only without
+    /// one does the shard ask the gate for an IDENTIFY.
     fn hello_answer(&self, token: &str) -> Move {
         match (&self.session.session_id, self.resuming) {
             (Some(session_id), true) => Move::Send(json!({
                 "op": RESUME,
                 "d": { "token": token, "session_id": session_id, "seq": self.session.seq }
             })),
-            _ => Move::Send(json!({
-                "op": IDENTIFY,
-                "d": {
-                    "token": token,
-                    "intents": INTENTS,
-                    "properties": { "os": "cloudflare-workers", "browser": "edgebot", "device": "edgebot" }
-                }
-            })),
+            _ => Move::Identify,
         }
+    }
+
+    /// The IDENTIFY payload, with this connection's shard.
+    pub fn identify(&self, token: &str) -> Value {
+        json!({
+            "op": IDENTIFY,
+            "d": {
+                "token": token,
+                "intents": INTENTS,
+                "shard": self.session.shard.unwrap_or([0, 1]),
+                "properties": { "os": "cloudflare-workers", "browser": "edgebot", "device": "edgebot" }
+            }
+        })
+    }
+
+    /// Whether to save the session now for its `seq` (see `seq_save_due`).
+    pub fn seq_save_due(&self, now_ms: i64) -> bool {
+        crate::platforms::discord::shards::seq_save_due(self.seq_dirty, self.seq_saved_at, now_ms)
+    }
+
+    /// The session was saved at `now_ms`.
+    pub fn saved(&mut self, now_ms: i64) {
+        self.seq_dirty = false;
+        self.seq_saved_at = now_ms;
     }
 
     fn heartbeat(&self) -> Value {
@@ -382,8 +413,11 @@ mod tests {
     fn hello_identifies_with_the_intents_and_starts_jittered_heartbeats() {
         let mut gateway = Gateway::default();
         assert_eq!(gateway.connect_url("wss://gateway.example/"), "wss://gateway.example/?v=10&encoding=json");
+        gateway.session.shard = Some([2, 4]);
         let moves = gateway.on_frame(hello(), TOKEN, 0.25);
-        let identify = &sent(&moves)[0];
+        assert_eq!(moves[0], Move::Identify, "the gate grants it first");
+        let identify = &gateway.identify(TOKEN);
+        assert_eq!(identify["d"]["shard"], json!([2, 4]));
         assert_eq!(identify["op"], 2);
         assert_eq!(identify["d"]["token"], TOKEN);
         assert_eq!(
@@ -400,14 +434,18 @@ mod tests {
         assert_eq!(gateway.session.session_id.as_deref(), Some("s1"));
         assert_eq!(gateway.session.bot_user_id.as_deref(), Some("B"));
         let moves = gateway.on_frame(dispatch(2, "MESSAGE_CREATE", json!({"id": "m"})), TOKEN, 0.0);
-        assert_eq!(
-            moves,
-            vec![Move::Persist, Move::Deliver { kind: "MESSAGE_CREATE".into(), data: json!({"id": "m"}) }]
-        );
+        assert_eq!(moves, vec![Move::Deliver { kind: "MESSAGE_CREATE".into(), data: json!({"id": "m"}) }]);
         assert_eq!(gateway.session.seq, Some(2));
+        // The seq is saved every few seconds, not with every frame.
+        gateway.saved(1_000);
+        gateway.on_frame(dispatch(3, "MESSAGE_CREATE", json!({"id": "n"})), TOKEN, 0.0);
+        assert!(!gateway.seq_save_due(2_000));
+        assert!(gateway.seq_save_due(6_000));
+        gateway.saved(6_000);
+        assert!(!gateway.seq_save_due(60_000), "nothing new since");
         // A replayed older event is still delivered (the channel dedupes) but never moves seq back.
         gateway.on_frame(dispatch(1, "MESSAGE_CREATE", json!({"id": "old"})), TOKEN, 0.0);
-        assert_eq!(gateway.session.seq, Some(2));
+        assert_eq!(gateway.session.seq, Some(3));
     }
 
     #[test]
@@ -469,7 +507,7 @@ mod tests {
             .contains(&Move::Reconnect { resume: false, after_ms: 0 }));
         assert_eq!(gateway.session.session_id, None);
         gateway.connect_url("wss://gateway.example");
-        assert_eq!(sent(&gateway.on_frame(hello(), TOKEN, 0.0))[0]["op"], 2, "a fresh IDENTIFY");
+        assert_eq!(gateway.on_frame(hello(), TOKEN, 0.0)[0], Move::Identify, "a fresh IDENTIFY");
     }
 
     #[test]

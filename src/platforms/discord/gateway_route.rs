@@ -9,8 +9,26 @@ crate::named! {
     /// status. `Start`: the admin started the Gateway (connect, a fresh
     /// session). `Ensure`: the cron's check (connect if the Gateway is meant
     /// to run and is not). `Stop`: the admin stopped it (close the socket,
-    /// stay closed). `Status`: the session as it is.
-    pub enum GatewayRoute { Start = "/start", Ensure = "/ensure", Stop = "/stop", Status = "/status" }
+    /// stay closed). `Status`: the session as it is. A shard's `Start` and
+    /// `Ensure` carry `?shard=i&of=K&mc=M`.
+    ///
+    /// The gate object's: `Plan` (the admin's start: plan K shards, reshard
+    /// if K changed, start each), `Check` (the cron's: the same, ensuring
+    /// rather than restarting), `Halt` (stop every shard), `Shards` (every
+    /// shard's status), `Grant` (a shard asks to IDENTIFY: `{wait_ms}`),
+    /// `Ready` (a shard is READY or RESUMED: hands over a resharding).
+    pub enum GatewayRoute {
+        Start = "/start",
+        Ensure = "/ensure",
+        Stop = "/stop",
+        Status = "/status",
+        Plan = "/plan",
+        Check = "/check",
+        Halt = "/halt",
+        Shards = "/shards",
+        Grant = "/grant",
+        Ready = "/ready",
+    }
 }
 
 impl ObjectRoute for GatewayRoute {
@@ -18,9 +36,14 @@ impl ObjectRoute for GatewayRoute {
 
     fn verb(self) -> Verb {
         match self {
-            GatewayRoute::Start | GatewayRoute::Ensure => Verb::Post,
-            GatewayRoute::Stop => Verb::Delete,
-            GatewayRoute::Status => Verb::Get,
+            GatewayRoute::Start
+            | GatewayRoute::Ensure
+            | GatewayRoute::Plan
+            | GatewayRoute::Check
+            | GatewayRoute::Grant
+            | GatewayRoute::Ready => Verb::Post,
+            GatewayRoute::Stop | GatewayRoute::Halt => Verb::Delete,
+            GatewayRoute::Status | GatewayRoute::Shards => Verb::Get,
         }
     }
 }
@@ -53,6 +76,12 @@ mod tests {
                 (GatewayRoute::Ensure, Verb::Post),
                 (GatewayRoute::Stop, Verb::Delete),
                 (GatewayRoute::Status, Verb::Get),
+                (GatewayRoute::Plan, Verb::Post),
+                (GatewayRoute::Check, Verb::Post),
+                (GatewayRoute::Halt, Verb::Delete),
+                (GatewayRoute::Shards, Verb::Get),
+                (GatewayRoute::Grant, Verb::Post),
+                (GatewayRoute::Ready, Verb::Post),
             ]
         );
     }
