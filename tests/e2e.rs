@@ -53,3 +53,4 @@ mod web_files;
 mod whatsapp;
 mod workers;
 mod workspace;
+mod gateway_shards;

@@ -220,7 +220,10 @@ async fn the_gateway_survives_a_dev_server_restart_and_resumes_without_identifyi
         .wait_until("a RESUME after the restart", Duration::from_secs(30), |gateway| gateway.resumes().len() == 1)
         .await;
     let resume = &gateway.resumes()[0];
-    assert_eq!((resume["session_id"].as_str(), resume["seq"].as_u64()), (Some("session-1"), Some(seq)));
+    assert_eq!(resume["session_id"], "session-1");
+    // The seq is saved every few seconds, not every frame: the RESUME may name
+    // an older one, and the fake replays what came after it.
+    assert!(resume["seq"].as_u64().is_some_and(|saved| (1..=seq).contains(&saved)), "{resume}");
     assert_eq!(gateway.identifies().len(), 1, "no new IDENTIFY");
 
     env.llm.reply("after");
@@ -228,7 +231,9 @@ async fn the_gateway_survives_a_dev_server_restart_and_resumes_without_identifyi
         "MESSAGE_CREATE",
         message("1300000000000000032", "C4", Some("G1"), "U1", "<@900000000000000001> still there?", &[BOT_USER_ID]),
     );
-    assert_eq!(posts(&env, "C4", 2).await[1]["content"], "after");
+    assert_eq!(posts(&env, "C4", 2).await[1]["content"], "after", "a replayed message is not answered again");
+    env.settle().await;
+    assert_eq!(env.llm.requests().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -97,6 +97,8 @@ struct ApiState {
     latencies: Vec<(String, std::time::Duration)>,
     /// Slack OAuth codes already exchanged (each works once, as Slack's do).
     used_codes: std::collections::HashSet<String>,
+    /// Discord's `GET /gateway/bot`: recommended shards and max_concurrency.
+    gateway_bot: (u64, u64),
 }
 
 pub struct FakeApi {
@@ -122,6 +124,7 @@ impl FakeApi {
             files: std::collections::HashMap::new(),
             latencies: Vec::new(),
             used_codes: std::collections::HashSet::new(),
+            gateway_bot: (1, 1),
         }));
         let shared = state.clone();
         let router = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
@@ -155,6 +158,11 @@ impl FakeApi {
 
     pub fn total_calls(&self) -> usize {
         self.state.lock().unwrap().calls.len()
+    }
+
+    /// What Discord's `GET /gateway/bot` recommends: shards and max_concurrency.
+    pub fn set_gateway_bot(&self, shards: u64, max_concurrency: u64) {
+        self.state.lock().unwrap().gateway_bot = (shards, max_concurrency);
     }
 
     pub fn set_member_count(&self, count: u64) {
@@ -365,6 +373,11 @@ fn respond(state: &mut ApiState, method: Method, uri: Uri, headers: HeaderMap, b
                 state.posted.push(json!({"ts": ts, "text": body["text"], "metadata": body["metadata"]}));
             }
             json!({"ok": true, "channel": body["channel"], "ts": ts})
+        }
+        Flavor::Discord if path.ends_with("/gateway/bot") => {
+            let (shards, max_concurrency) = state.gateway_bot;
+            json!({"url": "wss://gateway.discord.invalid", "shards": shards,
+                "session_start_limit": {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": max_concurrency}})
         }
         Flavor::Discord if path.starts_with("/api/v10/guilds/") => {
             json!({"id": "G", "approximate_member_count": members})

@@ -36,21 +36,71 @@ enum Command {
 struct Open {
     number: usize,
     outbox: mpsc::UnboundedSender<Command>,
+    /// The session this connection IDENTIFYed or RESUMEd.
+    session: Option<String>,
+}
+
+/// A session: its shard, last seq, and every dispatch sent on it (replayed
+/// after a RESUME from the seq the client names, as Discord does).
+struct SessionLog {
+    shard: [u64; 2],
+    seq: u64,
+    sent: Vec<Value>,
 }
 
 struct Log {
     received: Vec<(usize, Value)>,
     identifies: Vec<Value>,
+    /// When each IDENTIFY came, with its shard.
+    identify_times: Vec<(Instant, [u64; 2])>,
     resumes: Vec<Value>,
     heartbeats: Vec<(Instant, usize, Value)>,
     connections: usize,
-    open: Option<Open>,
-    /// The current session's id, if an IDENTIFY started one.
-    session: Option<String>,
-    sessions: usize,
-    /// The current session's last seq.
-    seq: u64,
+    /// Open connections, oldest first.
+    open: Vec<Open>,
+    sessions: std::collections::HashMap<String, SessionLog>,
+    session_count: usize,
     ack_heartbeats: bool,
+}
+
+impl Log {
+    /// The newest open connection (the unsharded tests' one connection).
+    fn latest(&self, action: &str) -> &Open {
+        match self.open.last() {
+            Some(open) => open,
+            None => panic!(
+                "FakeGateway::{action}: no gateway connection is open ({} accepted so far); wait until is_connected() first",
+                self.connections
+            ),
+        }
+    }
+
+    /// Sends a dispatch on `open`'s session with its next seq (or `seq`).
+    fn send_on(&mut self, number: usize, seq: Option<u64>, event_type: &str, data: Value) -> u64 {
+        let Some(open) = self.open.iter().find(|open| open.number == number) else { return 0 };
+        let outbox = open.outbox.clone();
+        let session = open.session.clone().and_then(|id| self.sessions.get_mut(&id));
+        let seq = match (session, seq) {
+            (Some(session), None) => {
+                session.seq += 1;
+                let payload = dispatch_payload(session.seq, event_type, data);
+                session.sent.push(payload.clone());
+                let _ = outbox.send(Command::Send(payload));
+                return session.seq;
+            }
+            (_, Some(seq)) => seq,
+            (None, None) => 0,
+        };
+        let _ = outbox.send(Command::Send(dispatch_payload(seq, event_type, data)));
+        seq
+    }
+
+    /// The open connection whose session is shard `shard`.
+    fn of_shard(&self, shard: [u64; 2]) -> Option<&Open> {
+        self.open.iter().find(|open| {
+            open.session.as_ref().and_then(|id| self.sessions.get(id)).is_some_and(|session| session.shard == shard)
+        })
+    }
 }
 
 struct Shared {
@@ -91,13 +141,13 @@ impl FakeGateway {
             log: Mutex::new(Log {
                 received: Vec::new(),
                 identifies: Vec::new(),
+                identify_times: Vec::new(),
                 resumes: Vec::new(),
                 heartbeats: Vec::new(),
                 connections: 0,
-                open: None,
-                session: None,
-                sessions: 0,
-                seq: 0,
+                open: Vec::new(),
+                sessions: std::collections::HashMap::new(),
+                session_count: 0,
                 ack_heartbeats: true,
             }),
             shutdown,
@@ -117,6 +167,11 @@ impl FakeGateway {
         self.shared.log().identifies.clone()
     }
 
+    /// When each IDENTIFY came, and its shard, in order.
+    pub fn identify_times(&self) -> Vec<(Instant, [u64; 2])> {
+        self.shared.log().identify_times.clone()
+    }
+
     /// The `d` of each RESUME (op 6) received, in order.
     pub fn resumes(&self) -> Vec<Value> {
         self.shared.log().resumes.clone()
@@ -134,7 +189,24 @@ impl FakeGateway {
 
     /// Whether a connection is open now.
     pub fn is_connected(&self) -> bool {
-        self.shared.log().open.is_some()
+        !self.shared.log().open.is_empty()
+    }
+
+    /// Whether shard `[i, K]` has an open, identified (or resumed) connection.
+    pub fn shard_connected(&self, shard: [u64; 2]) -> bool {
+        self.shared.log().of_shard(shard).is_some()
+    }
+
+    /// The shards with an open, identified connection, sorted.
+    pub fn connected_shards(&self) -> Vec<[u64; 2]> {
+        let log = self.shared.log();
+        let mut shards: Vec<[u64; 2]> = log
+            .open
+            .iter()
+            .filter_map(|open| log.sessions.get(open.session.as_ref()?).map(|session| session.shard))
+            .collect();
+        shards.sort();
+        shards
     }
 
     /// Polls until `check(self)` holds; panics with `what` after `timeout`.
@@ -149,7 +221,7 @@ impl FakeGateway {
                 panic!(
                     "timed out after {timeout:?} waiting for {what} (gateway: {} connection(s), open: {:?}, received: {:?})",
                     log.connections,
-                    log.open.as_ref().map(|open| open.number),
+                    log.open.iter().map(|open| open.number).collect::<Vec<_>>(),
                     log.received
                 );
             }
@@ -157,44 +229,75 @@ impl FakeGateway {
         }
     }
 
-    /// Sends a dispatch (op 0) on the open connection with the session's
+    /// Sends a dispatch (op 0) on the newest connection with its session's
     /// next seq; returns that seq.
     pub fn dispatch(&self, event_type: &str, data: Value) -> u64 {
         let mut log = self.shared.log();
-        let outbox = open_outbox(&log, "dispatch");
-        log.seq += 1;
-        let seq = log.seq;
-        let _ = outbox.send(Command::Send(dispatch_payload(seq, event_type, data)));
-        seq
+        let number = log.latest("dispatch").number;
+        log.send_on(number, None, event_type, data)
+    }
+
+    /// Sends a dispatch as Discord routes it: to every open shard whose
+    /// `(guild_id >> 22) % K` is its index (DMs: shard 0), each with its
+    /// session's next seq. Returns the shards it went to (two while a
+    /// resharding overlaps).
+    pub fn dispatch_to_guild(&self, guild: Option<&str>, event_type: &str, data: Value) -> Vec<[u64; 2]> {
+        let mut log = self.shared.log();
+        let targets: Vec<(usize, [u64; 2])> = log
+            .open
+            .iter()
+            .filter_map(|open| {
+                let shard = log.sessions.get(open.session.as_ref()?)?.shard;
+                let index = guild.map_or(0, |id| (id.parse::<u64>().expect("a guild id") >> 22) % shard[1]);
+                (index == shard[0]).then_some((open.number, shard))
+            })
+            .collect();
+        for (number, _) in &targets {
+            log.send_on(*number, None, event_type, data.clone());
+        }
+        targets.into_iter().map(|(_, shard)| shard).collect()
     }
 
     /// Sends a dispatch with an explicit seq (a replay after RESUME) without
     /// moving the counter.
     pub fn dispatch_with_seq(&self, seq: u64, event_type: &str, data: Value) {
-        let log = self.shared.log();
-        let _ = open_outbox(&log, "dispatch_with_seq").send(Command::Send(dispatch_payload(seq, event_type, data)));
+        let mut log = self.shared.log();
+        let number = log.latest("dispatch_with_seq").number;
+        log.send_on(number, Some(seq), event_type, data);
     }
 
     /// Sends any payload as it is.
     pub fn send_raw(&self, payload: Value) {
         let log = self.shared.log();
-        let _ = open_outbox(&log, "send_raw").send(Command::Send(payload));
+        let _ = log.latest("send_raw").outbox.send(Command::Send(payload));
     }
 
-    /// Drops the open connection without a close frame (a network failure).
+    /// Drops the newest connection without a close frame (a network failure).
     pub fn drop_connection(&self) {
         let mut log = self.shared.log();
-        let outbox = open_outbox(&log, "drop_connection");
-        log.open = None;
-        let _ = outbox.send(Command::Drop);
+        let number = log.latest("drop_connection").number;
+        end(&mut log, number, Command::Drop);
     }
 
-    /// Closes the open connection with this close code and reason.
+    /// Closes the newest connection with this close code and reason.
     pub fn close(&self, code: u16, reason: &str) {
         let mut log = self.shared.log();
-        let outbox = open_outbox(&log, "close");
-        log.open = None;
-        let _ = outbox.send(Command::Close(code, reason.to_string()));
+        let number = log.latest("close").number;
+        end(&mut log, number, Command::Close(code, reason.to_string()));
+    }
+
+    /// Drops shard `[i, K]`'s connection without a close frame.
+    pub fn drop_shard(&self, shard: [u64; 2]) {
+        let mut log = self.shared.log();
+        let number = log.of_shard(shard).expect("the shard is connected").number;
+        end(&mut log, number, Command::Drop);
+    }
+
+    /// Closes shard `[i, K]`'s connection with this close code.
+    pub fn close_shard(&self, shard: [u64; 2], code: u16, reason: &str) {
+        let mut log = self.shared.log();
+        let number = log.of_shard(shard).expect("the shard is connected").number;
+        end(&mut log, number, Command::Close(code, reason.to_string()));
     }
 
     /// Whether heartbeats are ACKed (op 11); off simulates a zombie connection.
@@ -203,14 +306,11 @@ impl FakeGateway {
     }
 }
 
-/// The open connection's outbox; panics (a test bug) when none is open.
-fn open_outbox(log: &Log, action: &str) -> mpsc::UnboundedSender<Command> {
-    match &log.open {
-        Some(open) => open.outbox.clone(),
-        None => panic!(
-            "FakeGateway::{action}: no gateway connection is open ({} accepted so far); wait until is_connected() first",
-            log.connections
-        ),
+/// Ends connection `number` (it is no longer open from now on).
+fn end(log: &mut Log, number: usize, command: Command) {
+    if let Some(at) = log.open.iter().position(|open| open.number == number) {
+        let open = log.open.remove(at);
+        let _ = open.outbox.send(command);
     }
 }
 
@@ -231,9 +331,7 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
         let mut log = shared.log();
         log.connections += 1;
         let number = log.connections;
-        if let Some(old) = log.open.replace(Open { number, outbox: outbox.clone() }) {
-            let _ = old.outbox.send(Command::Drop);
-        }
+        log.open.push(Open { number, outbox: outbox.clone(), session: None });
         let hello = json!({"op": 10, "d": {"heartbeat_interval": shared.heartbeat_interval_ms}, "s": null, "t": null});
         let _ = outbox.send(Command::Send(hello));
         number
@@ -270,9 +368,7 @@ async fn connection(shared: Arc<Shared>, mut socket: WebSocket) {
         }
     }
     let mut log = shared.log();
-    if log.open.as_ref().is_some_and(|open| open.number == number) {
-        log.open = None;
-    }
+    log.open.retain(|open| open.number != number);
     // Dropping the socket here ends the TCP connection (without a close
     // frame unless one was sent above).
 }
@@ -283,40 +379,62 @@ fn receive(shared: &Shared, number: usize, outbox: &mpsc::UnboundedSender<Comman
     let data = payload.get("d").cloned().unwrap_or(Value::Null);
     let mut log = shared.log();
     log.received.push((number, payload.clone()));
-    let reply = match payload.get("op").and_then(Value::as_u64) {
+    let replies = match payload.get("op").and_then(Value::as_u64) {
         Some(1) => {
             log.heartbeats.push((Instant::now(), number, data));
-            log.ack_heartbeats.then(|| json!({"op": 11}))
+            log.ack_heartbeats.then(|| vec![json!({"op": 11})]).unwrap_or_default()
         }
-        Some(2) => {
-            log.identifies.push(data);
-            log.sessions += 1;
-            let session_id = format!("session-{}", log.sessions);
-            log.session = Some(session_id.clone());
-            log.seq = 1;
-            let ready = json!({
-                "v": 10,
-                "user": {"id": BOT_USER_ID, "username": "edgebot", "bot": true},
-                "session_id": session_id,
-                "resume_gateway_url": shared.url,
-                "guilds": [],
-            });
-            Some(dispatch_payload(1, "READY", ready))
-        }
-        Some(6) => {
-            let resumable =
-                log.session.is_some() && data.get("session_id").and_then(Value::as_str) == log.session.as_deref();
-            log.resumes.push(data);
-            if resumable {
-                log.seq += 1;
-                Some(dispatch_payload(log.seq, "RESUMED", json!({})))
-            } else {
-                Some(json!({"op": 9, "d": false}))
-            }
-        }
-        _ => None,
+        Some(2) => vec![identify(shared, &mut log, number, data)],
+        Some(6) => resume(&mut log, number, data),
+        _ => Vec::new(),
     };
-    if let Some(reply) = reply {
+    for reply in replies {
         let _ = outbox.send(Command::Send(reply));
     }
+}
+
+/// A new session for the shard the IDENTIFY names (`[0, 1]` without one);
+/// the shard's older sessions end (a shard holds one).
+fn identify(shared: &Shared, log: &mut Log, number: usize, data: Value) -> Value {
+    let shard = match data["shard"].as_array().map(|pair| pair.iter().filter_map(Value::as_u64).collect::<Vec<_>>()) {
+        Some(pair) if pair.len() == 2 => [pair[0], pair[1]],
+        _ => [0, 1],
+    };
+    log.identifies.push(data);
+    log.identify_times.push((Instant::now(), shard));
+    log.session_count += 1;
+    let session_id = format!("session-{}", log.session_count);
+    log.sessions.retain(|_, session| session.shard != shard);
+    log.sessions.insert(session_id.clone(), SessionLog { shard, seq: 1, sent: Vec::new() });
+    if let Some(open) = log.open.iter_mut().find(|open| open.number == number) {
+        open.session = Some(session_id.clone());
+    }
+    let ready = json!({
+        "v": 10,
+        "user": {"id": BOT_USER_ID, "username": "edgebot", "bot": true},
+        "session_id": session_id,
+        "resume_gateway_url": shared.url,
+        "guilds": [],
+        "shard": shard,
+    });
+    dispatch_payload(1, "READY", ready)
+}
+
+/// RESUMEs a known session: replays what it sent after the client's seq,
+/// then RESUMED; an unknown session gets op 9 (not resumable).
+fn resume(log: &mut Log, number: usize, data: Value) -> Vec<Value> {
+    let id = data.get("session_id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let from = data.get("seq").and_then(Value::as_u64).unwrap_or(0);
+    log.resumes.push(data);
+    let Some(session) = log.sessions.get_mut(&id) else {
+        return vec![json!({"op": 9, "d": false})];
+    };
+    let mut replies: Vec<Value> =
+        session.sent.iter().filter(|payload| payload["s"].as_u64().is_some_and(|seq| seq > from)).cloned().collect();
+    session.seq += 1;
+    replies.push(dispatch_payload(session.seq, "RESUMED", json!({})));
+    if let Some(open) = log.open.iter_mut().find(|open| open.number == number) {
+        open.session = Some(id);
+    }
+    replies
 }

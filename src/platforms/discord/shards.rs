@@ -1,7 +1,7 @@
 //! The Discord Gateway sharded, as pure rules: how many shards (K) to run,
 //! which shard hears a guild, each shard's object name, the IDENTIFY gate's
 //! grants (one IDENTIFY per rate-limit key `shard % max_concurrency` every
-//! 5 s, lower shards of a key first), when a resharding K→K′ hands over, and
+//! 5 s and a margin, lower shards of a key first), when a resharding K→K′ hands over, and
 //! when a shard saves its `seq`.
 //!
 //! The Gateway objects carry these out: one object per shard `[i, K]`, plus
@@ -13,8 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Discord's spacing between two IDENTIFYs of one rate-limit key.
-pub const IDENTIFY_SPACING_MS: i64 = 5_000;
+/// The spacing between two IDENTIFYs of one rate-limit key: Discord's 5 s,
+/// plus a margin for a grant's IDENTIFY reaching Discord later than the next
+/// one's (Discord counts when they arrive).
+pub const IDENTIFY_SPACING_MS: i64 = 5_500;
 /// A shard saves its `seq` at most this often (and when its socket closes):
 /// a replay after a restart is at most this much, and the inbox dedupes it.
 pub const SEQ_SAVE_EVERY_MS: i64 = 5_000;
@@ -67,7 +69,7 @@ pub fn object_name(shard: u32, count: u32) -> String {
     }
 }
 
-/// A shard's rate-limit key: shards of one key IDENTIFY 5 s apart.
+/// A shard's rate-limit key: shards of one key IDENTIFY [`IDENTIFY_SPACING_MS`] apart.
 pub fn bucket(shard: u32, max_concurrency: u32) -> u32 {
     shard % max_concurrency.max(1)
 }
@@ -91,7 +93,7 @@ pub struct Gate {
 
 impl Gate {
     /// Shard `shard` asks to IDENTIFY at `now`: granted when its key's last
-    /// grant is 5 s old and no lower shard of its key waits (`held_back`: a
+    /// grant is [`IDENTIFY_SPACING_MS`] old and no lower shard of its key waits (`held_back`: a
     /// lower shard of the plan has not started yet).
     pub fn ask(&mut self, shard: u32, max_concurrency: u32, now: i64, held_back: bool) -> Grant {
         self.wanting.retain(|_, asked| now - *asked < WANT_EXPIRES_MS);
@@ -237,10 +239,10 @@ mod tests {
         assert!(matches!(shards.ask(2, 4, 0), Grant::Wait(_)), "shard 0 goes before shard 2");
         assert_eq!(shards.ask(0, 4, 10), Grant::Now);
         assert_eq!(shards.ask(1, 4, 10), Grant::Now, "another key at once");
-        assert_eq!(shards.ask(2, 4, 20), Grant::Wait(4_990));
-        assert_eq!(shards.ask(3, 4, 20), Grant::Wait(4_990));
-        assert_eq!(shards.ask(2, 4, 5_010), Grant::Now);
-        assert_eq!(shards.ask(3, 4, 5_010), Grant::Now);
+        assert_eq!(shards.ask(2, 4, 20), Grant::Wait(5_490));
+        assert_eq!(shards.ask(3, 4, 20), Grant::Wait(5_490));
+        assert_eq!(shards.ask(2, 4, 5_510), Grant::Now);
+        assert_eq!(shards.ask(3, 4, 5_510), Grant::Now);
         // max_concurrency 1: every shard one after another, whoever asks first.
         for order in [[3, 2, 1, 0], [0, 1, 2, 3]] {
             let mut shards = Shards::default();
@@ -253,7 +255,7 @@ mod tests {
                     }
                 }
             }
-            assert_eq!(granted, [(0, 0), (1, 5_000), (2, 10_000), (3, 15_000)]);
+            assert_eq!(granted, [(0, 0), (1, 6_000), (2, 12_000), (3, 18_000)]);
         }
     }
 
@@ -264,7 +266,7 @@ mod tests {
         assert_eq!(shards.ask(0, 3, 0), Grant::Now);
         assert!(matches!(shards.ask(1, 3, 100), Grant::Wait(_)));
         // Shard 1 is never heard from again; shard 2 goes once 1's wish expires.
-        assert!(matches!(shards.ask(2, 3, 5_000), Grant::Wait(_)));
+        assert!(matches!(shards.ask(2, 3, 6_000), Grant::Wait(_)));
         assert_eq!(shards.ask(2, 3, 100 + WANT_EXPIRES_MS), Grant::Now);
         // A shard that RESUMEd (READY or RESUMED) holds nobody back.
         let mut shards = Shards::default();
