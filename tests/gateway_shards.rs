@@ -79,7 +79,8 @@ async fn four_shards_identify_in_bucket_order_hear_their_guilds_once_resume_and_
     // Every shard's state is shown, to the admin and on /api/status.
     let status = status_when(&env, "four connected shards", |status| {
         status["shards"].as_array().is_some_and(|shards| {
-            shards.len() == 4 && shards.iter().all(|shard| shard["connected"] == true && shard["session_id"].is_string())
+            shards.len() == 4
+                && shards.iter().all(|shard| shard["connected"] == true && shard["session_id"].is_string())
         })
     })
     .await;

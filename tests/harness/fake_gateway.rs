@@ -382,7 +382,11 @@ fn receive(shared: &Shared, number: usize, outbox: &mpsc::UnboundedSender<Comman
     let replies = match payload.get("op").and_then(Value::as_u64) {
         Some(1) => {
             log.heartbeats.push((Instant::now(), number, data));
-            log.ack_heartbeats.then(|| vec![json!({"op": 11})]).unwrap_or_default()
+            if log.ack_heartbeats {
+                vec![json!({"op": 11})]
+            } else {
+                Vec::new()
+            }
         }
         Some(2) => vec![identify(shared, &mut log, number, data)],
         Some(6) => resume(&mut log, number, data),
