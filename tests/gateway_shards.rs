@@ -2,7 +2,8 @@
 //! which routes each guild's events to shard `(guild_id >> 22) % K` as
 //! Discord does. Each shard IDENTIFYs once, in bucket order, 5 s apart per
 //! rate-limit key; a guild's message reaches one shard and is answered once;
-//! a dropped shard RESUMEs; 4011 stops one shard only; a resharding K→K′
+//! a dropped shard RESUMEs (what waited for it drains; the others go on
+//! meanwhile); 4011 stops one shard only; a resharding K→K′
 //! answers each message once.
 
 use std::time::Duration;
@@ -97,14 +98,22 @@ async fn four_shards_identify_in_bucket_order_hear_their_guilds_once_resume_and_
         assert_eq!(posts(&env, &channel, 1).await[0]["content"], format!("answer {n}"));
     }
 
-    // A dropped shard RESUMEs its own session; nobody IDENTIFYs again.
+    // A shard that is down delays only its own guilds: shard 1 drops and cannot
+    // reconnect; its guild's message waits at Discord while guild 0 is answered.
+    gateway.set_refuse_connections(true);
     gateway.drop_shard([1, 4]);
-    gateway.wait_until("shard 1's RESUME", Duration::from_secs(20), |gateway| gateway.resumes().len() == 1).await;
+    gateway.dispatch_to_shard([1, 4], "MESSAGE_CREATE", mention("1300000000000000201", "C1", &guild(1)));
+    env.llm.reply("meanwhile");
+    env.llm.reply("after the resume");
+    gateway.dispatch_to_guild(Some(&guild(0)), "MESSAGE_CREATE", mention("1300000000000000202", "C0", &guild(0)));
+    assert_eq!(posts(&env, "C0", 2).await[1]["content"], "meanwhile");
+    assert_eq!(env.discord.calls("/channels/C1/messages").len(), 1, "shard 1's message waits");
+    // Back: shard 1 RESUMEs its own session (nobody IDENTIFYs again), and what waited drains.
+    gateway.set_refuse_connections(false);
+    gateway.wait_until("shard 1's RESUME", Duration::from_secs(30), |gateway| gateway.resumes().len() == 1).await;
     gateway.wait_until("shard 1 back", Duration::from_secs(20), |gateway| gateway.shard_connected([1, 4])).await;
     let shard_one = status["shards"][1]["session_id"].clone();
     assert_eq!(gateway.resumes()[0]["session_id"], shard_one);
-    env.llm.reply("after the resume");
-    gateway.dispatch_to_guild(Some(&guild(1)), "MESSAGE_CREATE", mention("1300000000000000201", "C1", &guild(1)));
     assert_eq!(posts(&env, "C1", 2).await[1]["content"], "after the resume");
 
     // 4011 stops shard 2 only: its status says why, the others keep answering.
@@ -119,7 +128,7 @@ async fn four_shards_identify_in_bucket_order_hear_their_guilds_once_resume_and_
     assert!(!gateway.shard_connected([2, 4]), "a stopped shard is not brought back by the cron");
     assert_eq!(gateway.identifies().len(), 4);
     for n in 0..4 {
-        let expected = if n == 1 || n == 3 { 2 } else { 1 };
+        let expected = if n == 2 { 1 } else { 2 };
         assert_eq!(env.discord.calls(&format!("/channels/C{n}/messages")).len(), expected, "C{n} answered once each");
     }
 }

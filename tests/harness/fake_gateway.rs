@@ -61,6 +61,8 @@ struct Log {
     sessions: std::collections::HashMap<String, SessionLog>,
     session_count: usize,
     ack_heartbeats: bool,
+    /// New connections are refused (Discord unreachable for a while).
+    refuse: bool,
 }
 
 impl Log {
@@ -149,6 +151,7 @@ impl FakeGateway {
                 sessions: std::collections::HashMap::new(),
                 session_count: 0,
                 ack_heartbeats: true,
+                refuse: false,
             }),
             shutdown,
         });
@@ -300,6 +303,28 @@ impl FakeGateway {
         end(&mut log, number, Command::Close(code, reason.to_string()));
     }
 
+    /// Refuses new connections (503) while `refuse` holds: a shard that drops stays down.
+    pub fn set_refuse_connections(&self, refuse: bool) {
+        self.shared.log().refuse = refuse;
+    }
+
+    /// Sends a dispatch on shard `[i, K]`'s session with its next seq, as
+    /// Discord does: at once when the shard is connected, else kept for the
+    /// RESUME to replay. Returns the seq.
+    pub fn dispatch_to_shard(&self, shard: [u64; 2], event_type: &str, data: Value) -> u64 {
+        let mut log = self.shared.log();
+        let id = log.sessions.iter().find(|(_, session)| session.shard == shard).map(|(id, _)| id.clone());
+        let id = id.expect("the shard has a session");
+        let number = log.open.iter().find(|open| open.session.as_deref() == Some(id.as_str())).map(|open| open.number);
+        if let Some(number) = number {
+            return log.send_on(number, None, event_type, data);
+        }
+        let session = log.sessions.get_mut(&id).expect("found above");
+        session.seq += 1;
+        session.sent.push(dispatch_payload(session.seq, event_type, data));
+        session.seq
+    }
+
     /// Whether heartbeats are ACKed (op 11); off simulates a zombie connection.
     pub fn set_ack_heartbeats(&self, ack: bool) {
         self.shared.log().ack_heartbeats = ack;
@@ -320,6 +345,9 @@ fn dispatch_payload(seq: u64, event_type: &str, data: Value) -> Value {
 
 async fn upgrade(State(state): State<Arc<OnceLock<Arc<Shared>>>>, ws: WebSocketUpgrade) -> Response {
     let shared = state.get().expect("the gateway state is set before any connection").clone();
+    if shared.log().refuse {
+        return axum::response::IntoResponse::into_response(axum::http::StatusCode::SERVICE_UNAVAILABLE);
+    }
     ws.on_upgrade(move |socket| connection(shared, socket))
 }
 
