@@ -200,7 +200,12 @@ impl<'a> Counter<'a> {
 
     /// Runs `send` (which sends `messages` inbound messages and waits for what
     /// they should cause), then waits for the follow-ups, and divides.
-    async fn measure<F, Fut>(&mut self, (label, key): (&'static str, &'static str), messages: usize, send: F) -> Measured
+    async fn measure<F, Fut>(
+        &mut self,
+        (label, key): (&'static str, &'static str),
+        messages: usize,
+        send: F,
+    ) -> Measured
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = ()>,
@@ -432,7 +437,10 @@ fn write_cost_file(measured: &[Measured]) {
         .map(|kind| {
             let per_message: serde_json::Map<String, Value> =
                 kind.case().0.into_iter().map(|(name, value)| (name, json!(value))).collect();
-            (kind.key.to_string(), json!({ "label": kind.label, "messages": kind.messages, "per_message": per_message }))
+            (
+                kind.key.to_string(),
+                json!({ "label": kind.label, "messages": kind.messages, "per_message": per_message }),
+            )
         })
         .collect();
     let file = json!({

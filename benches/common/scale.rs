@@ -37,11 +37,8 @@ pub struct Limit {
 /// time ... If your average query takes 1 ms, you can run approximately 1,000
 /// queries per second." The docs' own 1 ms example; writes take longer, so a
 /// write-heavy database reaches its ceiling sooner than this says.
-pub const D1_QUERIES: Limit = Limit {
-    value: 1_000.0,
-    unit: "statements/s",
-    source: "d1/platform/limits (FAQ: 1 ms a query = ~1,000 queries/s)",
-};
+pub const D1_QUERIES: Limit =
+    Limit { value: 1_000.0, unit: "statements/s", source: "d1/platform/limits (FAQ: 1 ms a query = ~1,000 queries/s)" };
 /// durable-objects/reference/faq, "How much work can a single Durable Object
 /// do?": "An individual Object has a soft limit of 1,000 requests per second."
 pub const DO_REQUESTS: Limit =
@@ -133,10 +130,6 @@ pub struct Workload {
     pub daily: f64,
     /// The busiest minute's rate over the day's mean rate.
     pub peak: f64,
-    /// Shares of messages observed, engaged, branching (sum 1).
-    pub observed: f64,
-    pub engaged: f64,
-    pub branch: f64,
     /// The busiest conversation's messages a day (one ChannelObject holds it).
     pub hottest_conversation: f64,
     /// Discord guilds the deployment is in, and the share of messages that
@@ -192,7 +185,11 @@ pub fn uses(mix: &Case, workload: &Workload, layout: &Layout) -> Vec<Use> {
     let hottest = workload.hottest_conversation / 86_400.0 * workload.peak;
     let vectors_stored = workload.daily * mix.get("vectorize_calls") * workload.vector_lifetime_days;
     vec![
-        Use { component: "D1, each database (statements/s)", load: rate * mix.get("d1_queries") / layout.d1, limit: D1_QUERIES },
+        Use {
+            component: "D1, each database (statements/s)",
+            load: rate * mix.get("d1_queries") / layout.d1,
+            limit: D1_QUERIES,
+        },
         Use {
             component: "hottest ChannelObject (requests/s)",
             load: hottest * mix.get("do_requests"),
@@ -203,8 +200,16 @@ pub fn uses(mix: &Case, workload: &Workload, layout: &Layout) -> Vec<Use> {
             load: rate * workload.discord_share / layout.gateway_shards,
             limit: DO_REQUESTS,
         },
-        Use { component: "Gateway, each shard (guilds)", load: workload.guilds / layout.gateway_shards, limit: GUILDS_PER_SHARD },
-        Use { component: "Queue, each (messages/s)", load: rate * mix.get("queue_sends") / layout.queues, limit: QUEUE_MESSAGES },
+        Use {
+            component: "Gateway, each shard (guilds)",
+            load: workload.guilds / layout.gateway_shards,
+            limit: GUILDS_PER_SHARD,
+        },
+        Use {
+            component: "Queue, each (messages/s)",
+            load: rate * mix.get("queue_sends") / layout.queues,
+            limit: QUEUE_MESSAGES,
+        },
         Use {
             component: "Vectorize, each index (vectors, upper bound)",
             load: vectors_stored / layout.vector_indexes,
@@ -241,9 +246,6 @@ mod tests {
         Workload {
             daily,
             peak: 3.0,
-            observed: 0.8,
-            engaged: 0.17,
-            branch: 0.03,
             hottest_conversation: 86_400.0,
             guilds: 5_000.0,
             discord_share: 0.3,
