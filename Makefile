@@ -101,10 +101,11 @@ bench: build
 # A day at 1M, 10M and 100M messages against each Cloudflare component's documented
 # limits, today's layout and a sharded one, with prices (docs/scale.md). Native
 # arithmetic on the per-message costs `cargo bench --bench cost` measured
-# (target/bench/cost.json; it says how to make it when missing). Arguments:
+# (target/bench/cost.json; it says how to make it when missing) against those of the
+# build before issue 37 (benches/baseline/). Arguments:
 # make simulate ARGS="--d1 8 --shards 4 --queues 2" (benches/simulate.rs lists them).
 simulate:
-	cargo bench --bench simulate -- $(ARGS)
+	cargo bench --bench simulate -- --before benches/baseline/cost-before-37.json $(ARGS)
 
 # Registers /ask and the "Ask edgebot" message command with Discord.
 discord-commands:
