@@ -225,7 +225,8 @@ fn print_costs(label: &str, measured: &Measured, mix: [f64; 3]) {
     println!();
 }
 
-fn print_day(mix: &Case, workload: &Workload, layout: &Layout) -> Vec<Use> {
+/// `guilds_grow`: the guild count follows the volume (not given as an argument).
+fn print_day(mix: &Case, workload: &Workload, layout: &Layout, guilds_grow: bool) -> Vec<Use> {
     let mean = workload.daily / 86_400.0;
     println!(
         "  -- {:.0}M messages a day: mean {mean:.0}/s, peak minute {:.0}/s; {} guilds --",
@@ -242,8 +243,14 @@ fn print_day(mix: &Case, workload: &Workload, layout: &Layout) -> Vec<Use> {
         } else {
             ""
         };
+        // Every load but the hottest conversation's grows with the day's volume.
+        let fixed = each.component.starts_with("hottest") || (each.component.ends_with("(guilds)") && !guilds_grow);
+        let full_at = match fixed || each.load <= 0.0 {
+            true => "-".to_string(),
+            false => format!("{}/day", human(workload.daily / each.fraction())),
+        };
         println!(
-            "    {:<46} {:>9} of {:>7} {:<13} {:>7.1}%  {flag}",
+            "    {:<46} {:>9} of {:>7} {:<13} {:>7.1}%  full at {full_at:<10} {flag}",
             each.component,
             human(each.load),
             human(each.limit.value),
@@ -286,10 +293,7 @@ fn main() {
     let args = parse_args();
     let after = Measured::load(&args.costs);
     let before = args.before.as_deref().map_or_else(|| Measured::load(&args.costs), Measured::load);
-    println!(
-        "edgebot at scale: {} (benches/simulate.rs), per-message costs measured by benches/cost.rs\n",
-        "make simulate"
-    );
+    println!("edgebot at scale: make simulate (benches/simulate.rs), per-message costs measured by benches/cost.rs\n");
     print_limits();
     println!(
         "Workload (arguments): mix observed/engaged/branching {:.0}/{:.0}/{:.0}%; peak minute {}x the mean; the busiest \
@@ -317,7 +321,7 @@ fn main() {
     };
     println!("== BEFORE: today's layout (1 D1, 1 queue, 1 Gateway shard, 1 Vectorize index), BEFORE costs ==");
     for daily in DAYS {
-        print_day(&mix_before, &workload(&args, daily), &TODAY);
+        print_day(&mix_before, &workload(&args, daily), &TODAY, args.guilds.is_none());
     }
     println!(
         "\n== AFTER: {:.0} D1 / {:.0} Gateway shards / {:.0} queues / {:.0} Vectorize indexes{}, AFTER costs ==",
@@ -332,7 +336,7 @@ fn main() {
     }
     let mut at_100m = Vec::new();
     for daily in DAYS {
-        at_100m = print_day(&mix_after, &workload(&args, daily), &layout);
+        at_100m = print_day(&mix_after, &workload(&args, daily), &layout, args.guilds.is_none());
     }
     let over: Vec<&str> = at_100m.iter().filter(|each| each.over_half()).map(|each| each.component).collect();
     let (price_before, price_after) = (scale::price_per_thousand(&mix_before), scale::price_per_thousand(&mix_after));

@@ -211,7 +211,7 @@ pub fn uses(mix: &Case, workload: &Workload, layout: &Layout) -> Vec<Use> {
             limit: QUEUE_MESSAGES,
         },
         Use {
-            component: "Vectorize, each index (vectors, upper bound)",
+            component: "Vectorize, each index (vectors, 1 per call)",
             load: vectors_stored / layout.vector_indexes,
             limit: VECTORS,
         },
