@@ -457,8 +457,9 @@ const GROUP_MODEL_DELAY: Duration = Duration::from_millis(500);
 /// over [`GROUP_CONVERSATIONS`] new groups, from [`CONNECTIONS`] connections,
 /// so that their turns run (coalesced per group, the fake model answering in
 /// 500 ms) while the rest arrive; each connection sends a GET /health right
-/// before each webhook, so both meet the same load. p50 and p95 of each, the
-/// ratio, and the webhooks acknowledged a second.
+/// before each webhook, so both meet the same load, and a 17th connection
+/// sends GETs alone meanwhile. p50 and p95 of each, the ratios, and the
+/// webhooks acknowledged a second.
 async fn group_turns(collector: bool) {
     let env =
         TestEnv::start_with(&[(harness::worker::LOCAL_OBSERVABILITY, if collector { "true" } else { "false" })]).await;
@@ -471,6 +472,20 @@ async fn group_turns(collector: bool) {
     let base = env.worker.base_url.clone();
     let (replies_before, cpu_before) = (env.telegram.calls("sendMessage").len(), env.worker.runtime_thread_cpu());
     let started = Instant::now();
+    // A 17th connection sends GETs alone, one after another, until the webhooks are done.
+    let apart = {
+        let (next, base, client) = (next.clone(), base.clone(), reqwest::Client::new());
+        tokio::spawn(async move {
+            let mut gets = Vec::new();
+            while next.load(Ordering::Relaxed) < GROUP_WEBHOOKS {
+                let sent = Instant::now();
+                let response = client.get(format!("{base}/health")).send().await.expect("GET /health");
+                gets.push(sent.elapsed());
+                assert!(response.status().is_success(), "GET /health: {}", response.status());
+            }
+            gets
+        })
+    };
     let senders: Vec<_> = (0..CONNECTIONS)
         .map(|_| {
             let (next, base, client) = (next.clone(), base.clone(), reqwest::Client::new());
@@ -513,10 +528,13 @@ async fn group_turns(collector: bool) {
         acks.extend(sender_acks);
     }
     let wall = started.elapsed();
+    let apart = apart.await.expect("the GETs apart");
     let busy = env.worker.runtime_thread_cpu().saturating_sub(cpu_before).as_secs_f64() / wall.as_secs_f64();
     let replies = env.telegram.calls("sendMessage").len() - replies_before;
     let get = Figures { label: "GET /health, beside each webhook", latencies: gets, workerd_cpu: Duration::ZERO };
     let ack = Figures { label: "group webhook ack, turns running", latencies: acks, workerd_cpu: Duration::ZERO };
+    let apart =
+        Figures { label: "GET /health, a connection of its own", latencies: apart, workerd_cpu: Duration::ZERO };
     let setting = match collector {
         true => "wrangler's trace collector on (wrangler dev as it is)",
         false => "wrangler's trace collector off",
@@ -527,7 +545,7 @@ async fn group_turns(collector: bool) {
         GROUP_MODEL_DELAY.as_millis()
     );
     let ms = |duration: Duration| duration.as_secs_f64() * 1e3;
-    for figures in [&get, &ack] {
+    for figures in [&get, &apart, &ack] {
         println!(
             "{:<44} p50 {:>8.1} ms  p95 {:>8.1} ms  mean {:>8.1} ms",
             figures.label,
@@ -544,6 +562,12 @@ async fn group_turns(collector: bool) {
         ack.percentile(0.95).as_secs_f64() / get.percentile(0.95).as_secs_f64(),
         GROUP_WEBHOOKS as f64 / wall.as_secs_f64(),
         busy * 100.0
+    );
+    println!(
+        "{:<44} p50 {:.2}x, p95 {:.2}x the GET's",
+        "ack against the GET on its own connection",
+        ack.percentile(0.5).as_secs_f64() / apart.percentile(0.5).as_secs_f64(),
+        ack.percentile(0.95).as_secs_f64() / apart.percentile(0.95).as_secs_f64(),
     );
     assert!(replies > 0, "no turn ran during the measurement");
 }
