@@ -98,11 +98,14 @@ bench: build
 	cargo bench --bench browse
 	@node scripts/bundle-report.mjs $(NAMED) $(WORKER)
 
-# A synthetic day at 1M, 10M and 100M messages against each Cloudflare component's
-# documented limits, before and after the history change, with prices (docs/scale.md).
-# Pure arithmetic, native only: needs no build.
+# A day at 1M, 10M and 100M messages against each Cloudflare component's documented
+# limits, today's layout and a sharded one, with prices (docs/scale.md). Native
+# arithmetic on the per-message costs `cargo bench --bench cost` measured
+# (target/bench/cost.json; it says how to make it when missing) against those of the
+# build before issue 37 (benches/baseline/). Arguments:
+# make simulate ARGS="--d1 8 --shards 4 --queues 2" (benches/simulate.rs lists them).
 simulate:
-	cargo bench --bench simulate
+	cargo bench --bench simulate -- --before benches/baseline/cost-before-37.json $(ARGS)
 
 # Registers /ask and the "Ask edgebot" message command with Discord.
 discord-commands:

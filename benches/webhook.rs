@@ -3,6 +3,13 @@
 //! the pure per-inbound work of the channel measured natively.
 //!
 //! Figures, not assertions: timing goals are read here, never asserted in tests.
+//!
+//! Last, the case issue 37 measured from outside: 2,000 group webhooks over
+//! 200 conversations from 16 connections while their turns run, each right
+//! after a GET from the same connection, with wrangler's local trace collector
+//! on (wrangler dev as it is: `X_LOCAL_OBSERVABILITY` unset, see
+//! tests/harness/worker.rs) and then off. `cargo bench --bench webhook --
+//! group-turns` runs that case alone.
 
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/harness.rs"]
@@ -279,6 +286,11 @@ async fn under_turns(collector: bool) {
 
 #[tokio::main]
 async fn main() {
+    if std::env::args().any(|arg| arg == "group-turns") {
+        group_turns(true).await;
+        group_turns(false).await;
+        return;
+    }
     pure_channel_cost();
     acks_alone().await;
     acks_concurrent(true).await;
@@ -286,6 +298,8 @@ async fn main() {
     println!("while model turns run ({} ms model), {REQUESTS} acks each right after a GET:", MODEL_DELAY.as_millis());
     under_turns(true).await;
     under_turns(false).await;
+    group_turns(true).await;
+    group_turns(false).await;
 }
 
 /// Acks with nothing else running, against a GET in the same run.
@@ -430,4 +444,130 @@ async fn acks_concurrent(collector: bool) {
         CONCURRENT_REQUESTS as f64 / ack_wall.as_secs_f64(),
         ack.percentile(0.5).as_secs_f64() / get.percentile(0.5).as_secs_f64()
     );
+}
+
+/// Group webhooks in the issue's case.
+const GROUP_WEBHOOKS: usize = 2_000;
+/// The conversations they spread over.
+const GROUP_CONVERSATIONS: usize = 200;
+/// How long the fake model takes over each of their turns.
+const GROUP_MODEL_DELAY: Duration = Duration::from_millis(500);
+
+/// Issue 37's case: [`GROUP_WEBHOOKS`] group messages that mention the bot,
+/// over [`GROUP_CONVERSATIONS`] new groups, from [`CONNECTIONS`] connections,
+/// so that their turns run (coalesced per group, the fake model answering in
+/// 500 ms) while the rest arrive; each connection sends a GET /health right
+/// before each webhook, so both meet the same load, and a 17th connection
+/// sends GETs alone meanwhile. p50 and p95 of each, the ratios, and the
+/// webhooks acknowledged a second.
+async fn group_turns(collector: bool) {
+    let env =
+        TestEnv::start_with(&[(harness::worker::LOCAL_OBSERVABILITY, if collector { "true" } else { "false" })]).await;
+    let env = &env;
+    env.telegram.set_member_count(50);
+    env.llm.answer_always(Scripted::SlowReply(GROUP_MODEL_DELAY, "Noted.".into()));
+    let (warm, _) = concurrently(env, "warm-up", vec![None; 200]).await;
+    drop(warm);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let base = env.worker.base_url.clone();
+    let (replies_before, cpu_before) = (env.telegram.calls("sendMessage").len(), env.worker.runtime_thread_cpu());
+    let started = Instant::now();
+    // A 17th connection sends GETs alone, one after another, until the webhooks are done.
+    let apart = {
+        let (next, base, client) = (next.clone(), base.clone(), reqwest::Client::new());
+        tokio::spawn(async move {
+            let mut gets = Vec::new();
+            while next.load(Ordering::Relaxed) < GROUP_WEBHOOKS {
+                let sent = Instant::now();
+                let response = client.get(format!("{base}/health")).send().await.expect("GET /health");
+                gets.push(sent.elapsed());
+                assert!(response.status().is_success(), "GET /health: {}", response.status());
+            }
+            gets
+        })
+    };
+    let senders: Vec<_> = (0..CONNECTIONS)
+        .map(|_| {
+            let (next, base, client) = (next.clone(), base.clone(), reqwest::Client::new());
+            tokio::spawn(async move {
+                let (mut gets, mut acks) = (Vec::new(), Vec::new());
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= GROUP_WEBHOOKS {
+                        return (gets, acks);
+                    }
+                    let sent = Instant::now();
+                    let response = client.get(format!("{base}/health")).send().await.expect("GET /health");
+                    gets.push(sent.elapsed());
+                    assert!(response.status().is_success(), "GET /health: {}", response.status());
+                    // A fourth person mentions the bot: every message engages.
+                    let mut update = group_update(
+                        60_000_000 + index as i64,
+                        (10 + (index % 3) as i64, "Dee", false),
+                        "what now",
+                        true,
+                    );
+                    update["message"]["chat"]["id"] = (-40_000 - (index % GROUP_CONVERSATIONS) as i64).into();
+                    let request = client
+                        .post(format!("{base}/webhooks/telegram"))
+                        .header("content-type", "application/json")
+                        .header("X-Telegram-Bot-Api-Secret-Token", TELEGRAM_SECRET)
+                        .body(update.to_string());
+                    let sent = Instant::now();
+                    let response = request.send().await.expect("webhook");
+                    acks.push(sent.elapsed());
+                    assert!(response.status().is_success(), "group webhook: {}", response.status());
+                }
+            })
+        })
+        .collect();
+    let (mut gets, mut acks) = (Vec::new(), Vec::new());
+    for sender in senders {
+        let (sender_gets, sender_acks) = sender.await.expect("sender");
+        gets.extend(sender_gets);
+        acks.extend(sender_acks);
+    }
+    let wall = started.elapsed();
+    let apart = apart.await.expect("the GETs apart");
+    let busy = env.worker.runtime_thread_cpu().saturating_sub(cpu_before).as_secs_f64() / wall.as_secs_f64();
+    let replies = env.telegram.calls("sendMessage").len() - replies_before;
+    let get = Figures { label: "GET /health, beside each webhook", latencies: gets, workerd_cpu: Duration::ZERO };
+    let ack = Figures { label: "group webhook ack, turns running", latencies: acks, workerd_cpu: Duration::ZERO };
+    let apart =
+        Figures { label: "GET /health, a connection of its own", latencies: apart, workerd_cpu: Duration::ZERO };
+    let setting = match collector {
+        true => "wrangler's trace collector on (wrangler dev as it is)",
+        false => "wrangler's trace collector off",
+    };
+    println!(
+        "{GROUP_WEBHOOKS} group webhooks over {GROUP_CONVERSATIONS} groups, each mentioning the bot, from {CONNECTIONS} \
+         connections, each right after a GET; {} ms model turns; {setting}:",
+        GROUP_MODEL_DELAY.as_millis()
+    );
+    let ms = |duration: Duration| duration.as_secs_f64() * 1e3;
+    for figures in [&get, &apart, &ack] {
+        println!(
+            "{:<44} p50 {:>8.1} ms  p95 {:>8.1} ms  mean {:>8.1} ms",
+            figures.label,
+            ms(figures.percentile(0.5)),
+            ms(figures.percentile(0.95)),
+            ms(figures.mean())
+        );
+    }
+    println!(
+        "{:<44} p50 {:.2}x, p95 {:.2}x the GET's (goal: at or under 2x); {:.0} webhooks/s; {replies} replies sent \
+         meanwhile; runtime thread busy {:.0}%",
+        "ack against the GET beside it",
+        ack.percentile(0.5).as_secs_f64() / get.percentile(0.5).as_secs_f64(),
+        ack.percentile(0.95).as_secs_f64() / get.percentile(0.95).as_secs_f64(),
+        GROUP_WEBHOOKS as f64 / wall.as_secs_f64(),
+        busy * 100.0
+    );
+    println!(
+        "{:<44} p50 {:.2}x, p95 {:.2}x the GET's",
+        "ack against the GET on its own connection",
+        ack.percentile(0.5).as_secs_f64() / apart.percentile(0.5).as_secs_f64(),
+        ack.percentile(0.95).as_secs_f64() / apart.percentile(0.95).as_secs_f64(),
+    );
+    assert!(replies > 0, "no turn ran during the measurement");
 }

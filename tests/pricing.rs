@@ -4,6 +4,10 @@
 #[allow(dead_code)]
 #[path = "../benches/pricing.rs"]
 mod pricing;
+// `make simulate`'s projection arithmetic: its unit tests run with these.
+#[allow(dead_code)]
+#[path = "../benches/common/scale.rs"]
+mod scale;
 
 use pricing::{Usage, QUEUE_OPS_PER_MESSAGE, WORKERS_PAID};
 
