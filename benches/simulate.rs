@@ -278,7 +278,12 @@ fn built(layout: &Layout) -> Vec<String> {
     let production = "wrangler.toml's production environment binds";
     vec![
         status("D1 databases", layout.d1, (bound("[[env.production.d1_databases]]"), production), "d1"),
-        status("Gateway shards", layout.gateway_shards, (1.0, "GatewayObjects today"), "gateway"),
+        status(
+            "Gateway shards",
+            layout.gateway_shards,
+            (1.0, "shards by default (DISCORD_SHARDS or Discord's recommendation: more)"),
+            "gateway",
+        ),
         status("queues", layout.queues, (bound("[[env.production.queues.producers]]"), production), "queue"),
         status(
             "Vectorize indexes",
