@@ -152,8 +152,13 @@ async fn a_memory_found_on_the_memory_page_and_deleted_there_is_gone_from_the_ap
     assert!(overflow.as_u64().unwrap() <= 360, "the page fits 360 px: {overflow}");
     browser.screenshot("dashboard-memory-360px").await;
 
-    let id =
-        browser.eval("return document.querySelector('#memories tr[data-memory]').dataset.memory;", json!([])).await;
+    // The row found, by its text: a search may list the other memory too, in either order.
+    let id = browser
+        .eval(
+            "return [...document.querySelectorAll('#memories tr[data-memory]')].find(row => row.textContent.includes('office plants')).dataset.memory;",
+            json!([]),
+        )
+        .await;
     let id = id.as_str().expect("a memory row").to_string();
     browser.click(&format!("button[aria-label='Delete memory {id}']")).await;
     browser.wait_for_text("#memory-notice", "Deleted memory", Duration::from_secs(10)).await;
