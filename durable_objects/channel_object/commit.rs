@@ -1,8 +1,8 @@
 //! The alarm's one D1 commit: after its turns' replies went out, everything
 //! the turns wrote for D1 goes in one batch (one round trip, one
 //! transaction): the history rows, the spend the turns held, the sightings of
-//! their people (only when new, renamed or an hour old) and the conversation
-//! index row. Until the batch lands, all of it waits in the object's SQLite
+//! their people (only when new, renamed or an hour old), the outbox's unsent
+//! count when it moved (pending.rs) and the conversation index row. Until the batch lands, all of it waits in the object's SQLite
 //! (history rows `mirrored = 0`, `unsent_spend`, `sightings` with
 //! `pending = 1`); a failed commit is sent again by the next alarm (30 s out
 //! if none is set). The rules are `crate::channel::history_mirror::plan_commit`.
@@ -194,7 +194,14 @@ async fn send(object: &ChannelObject, sql: &Sql, database: &D1Database) -> Resul
     let sightings: Vec<Sighting> = sql.exec("SELECT * FROM sightings WHERE pending = 1", None)?.to_array()?;
     let row = stats::read(sql)?;
     let moved = row.is_some() && *object.index_written.borrow() != row;
-    let Some(plan) = plan_commit(history.len(), spend.len(), sightings.len(), moved) else {
+    let key = row.as_ref().map(|row| row.conversation_key.clone());
+    let key = key.or_else(|| spend.first().map(|held| held.conversation_key.clone()));
+    // The outbox's count needs the conversation's key (none before its first inbound or spend).
+    let outbox = match &key {
+        Some(_) => super::pending::moved(sql, object.reported_unsent.get())?,
+        None => None,
+    };
+    let Some(plan) = plan_commit(history.len(), spend.len(), sightings.len(), outbox.is_some(), moved) else {
         return Ok(());
     };
     let now = now_ms();
@@ -224,6 +231,9 @@ async fn send(object: &ChannelObject, sql: &Sql, database: &D1Database) -> Resul
         true => row.clone().or_else(|| spend.first().map(|held| bare_row(&held.conversation_key, now))),
         false => None,
     };
+    if let (Some(unsent), Some(key)) = (outbox, &key) {
+        statements.push(crate::status::api::pending_statement(database, key, unsent)?);
+    }
     if let Some(index_row) = &index_row {
         statements.push(index::upsert_statement(database, index_row, now, flush_seq)?);
     }
@@ -242,6 +252,9 @@ async fn send(object: &ChannelObject, sql: &Sql, database: &D1Database) -> Resul
                 sighting.name.as_str().into(),
             ],
         )?;
+    }
+    if outbox.is_some() {
+        object.reported_unsent.set(outbox);
     }
     if plan.index && row.is_some() {
         *object.index_written.borrow_mut() = row;

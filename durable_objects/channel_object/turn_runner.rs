@@ -18,7 +18,7 @@ use super::history_upkeep::compact;
 use super::outlet::Outlet;
 use super::scheduled_runs::{scheduled_runs, take_scheduled_runs};
 use super::thinking::{over_budget_thought, think, while_working, Draft, Thought};
-use super::{commit, history as history_store, inbox, outbox, pending, ChannelObject};
+use super::{commit, history as history_store, inbox, outbox, ChannelObject};
 use crate::budget::usage::Spender;
 use crate::channel::state::{QueuedMessage, TurnResult, TurnSnapshot};
 use crate::channel::turn::APOLOGISE_AFTER_FAILURES;
@@ -115,7 +115,6 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         Some(_) => (Vec::new(), false),
     };
     let delivery = deliver(&outlet, last, turn.id as i64).await?;
-    pending::report(object, sql, database, &last.conversation_key).await;
     let sent = match delivery {
         Delivery::Done(sent) => sent,
         // The turn is not over: the working signal stays until it is.
