@@ -2,7 +2,10 @@
 //! cortex): summed per conversation and process type, and rolled up per UTC
 //! day per person, per conversation, per workspace, per agent and for the
 //! deployment (the budgets read
-//! those, src/budget/store.rs). One batched write per model-calling step.
+//! those, src/budget/store.rs), the wide scopes' rows in buckets by
+//! conversation (`rules::bucket_of`). A process writes one batch per
+//! model-calling step; a channel turn's spend waits in its object and goes
+//! with the alarm's one commit ([`unsent_statement`]).
 
 use std::collections::BTreeMap;
 
