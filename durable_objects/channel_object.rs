@@ -7,6 +7,7 @@
 
 mod agent_data;
 mod approvals;
+mod commit;
 mod delegation;
 mod delivery;
 mod drafts;
@@ -47,7 +48,7 @@ use crate::platforms::outbound;
 use crate::platforms::web_chat::messenger::{self as web_chat, CHAT, WATCH};
 use crate::process::envelope::{Envelope, MessageType};
 use crate::reply::outbox::OutboxStatus;
-use crate::runtime::config::{self, DATABASE_BINDING};
+use crate::runtime::config;
 use crate::runtime::durable::{self, MeteredStorage};
 use crate::runtime::http::{now_ms, sleep_ms, within};
 use crate::runtime::log::Emit;
@@ -76,6 +77,8 @@ pub struct ChannelObject {
     saved_versions: RefCell<BTreeMap<String, u64>>,
     /// A write of the conversation index is already on its way.
     index_flush_pending: Rc<Cell<bool>>,
+    /// The index row as this object last wrote it to D1 (an unchanged row is not written again).
+    index_written: Rc<RefCell<Option<crate::conversations::store::Conversation>>>,
     /// The unsent-piece count last written to D1 (None: not yet by this object).
     reported_unsent: Cell<Option<i64>>,
     /// When the chat may next be called (a platform's rate limit, the edit
@@ -98,6 +101,7 @@ impl DurableObject for ChannelObject {
             stats::SCHEMA,
             history::SCHEMA,
             notices::SCHEMA,
+            commit::SCHEMA,
         ] {
             if let Err(error) = sql.exec(schema, None) {
                 LogLine::error("channel_schema_failed").reason(&error).emit();
@@ -122,6 +126,7 @@ impl DurableObject for ChannelObject {
             machine: RefCell::new(machine),
             saved_versions: RefCell::new(saved_versions),
             index_flush_pending: Rc::default(),
+            index_written: Rc::default(),
             reported_unsent: Cell::new(None),
             pace: Cell::default(),
             alarm_failures: Cell::new(0),
@@ -472,10 +477,11 @@ impl ChannelObject {
         }
         let (pending, sql, env) =
             (self.index_flush_pending.clone(), self.state.storage().counted_sql(), self.env.clone());
+        let written = self.index_written.clone();
         wasm_bindgen_futures::spawn_local(async move {
             sleep_ms(INDEX_FLUSH_DELAY_MS).await;
             pending.set(false);
-            write_index(&sql, &env).await;
+            commit::write_index(&sql, &env, &written).await;
         });
     }
 
@@ -484,7 +490,7 @@ impl ChannelObject {
     /// before anything else, since the write the inbound scheduled may have
     /// died with the run.
     async fn flush_index_now(&self) {
-        write_index(&self.state.storage().counted_sql(), &self.env).await;
+        commit::write_index(&self.state.storage().counted_sql(), &self.env, &self.index_written).await;
     }
 }
 
@@ -537,17 +543,6 @@ impl ChannelObject {
             None => CountOutcome::TimedOut,
         };
         (answer.flatten(), Some(CountRead { outcome, at_ms: now_ms() }))
-    }
-}
-
-/// Writes the conversation's counts and whether an inbound waits to D1's index (best effort: logged).
-async fn write_index(sql: &crate::runtime::durable::Sql, env: &Env) {
-    let flushed = async {
-        let Some(row) = stats::read(sql)? else { return Ok(()) };
-        crate::conversations::store::upsert(&env.d1(DATABASE_BINDING)?, &row, now_ms()).await
-    };
-    if let Err(error) = flushed.await {
-        LogLine::error("conversation_index_not_written").reason(&error).emit();
     }
 }
 

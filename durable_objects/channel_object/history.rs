@@ -1,7 +1,8 @@
 //! The conversation's history as its turns read it, in the object's SQLite:
 //! the newest rows and the compaction summaries, and the memory bulletin for a
-//! while. New rows land here first (`mirrored = 0`) and go to D1 in one batch
-//! after the alarm's turns ([`mirror`]); they are marked mirrored only once D1
+//! while. New rows land here first (`mirrored = 0`) and go to D1 with the
+//! alarm's one commit after its turns (commit.rs; [`mirror`] alone before a
+//! compaction and for the admin API); they are marked mirrored only once D1
 //! took them, so a failed mirror is sent again later and nothing is lost. A
 //! turn never waits on D1 for its history; the rules are in
 //! `crate::channel::history_mirror`.
@@ -272,22 +273,28 @@ pub fn has_pending(sql: &Sql) -> Result<bool> {
     Ok(!rows.is_empty())
 }
 
-/// Sends the rows D1 does not have yet in one batch and, once it took them,
-/// marks them mirrored and forgets what the prompt no longer needs (beyond
-/// `keep` rows, or compacted). Returns how many rows went.
-pub async fn mirror(sql: &Sql, db: &D1Database, keep: usize) -> Result<usize> {
-    let pending: Vec<StoredMessage> = sql
-        .exec(
-            "SELECT * FROM history WHERE mirrored = 0 ORDER BY seq LIMIT ?",
-            vec![SqlStorageValue::from(MIRROR_ROWS_PER_FLUSH as i64)],
-        )?
-        .to_array()?;
-    if pending.is_empty() {
-        return Ok(0);
-    }
+/// The rows D1 does not have yet (at most a flush's worth), oldest first.
+pub fn unmirrored(sql: &Sql) -> Result<Vec<StoredMessage>> {
+    sql.exec(
+        "SELECT * FROM history WHERE mirrored = 0 ORDER BY seq LIMIT ?",
+        vec![SqlStorageValue::from(MIRROR_ROWS_PER_FLUSH as i64)],
+    )?
+    .to_array()
+}
+
+/// The statements that send `pending` rows to D1 (for one batch).
+pub fn mirror_statements(db: &D1Database, pending: &[StoredMessage]) -> Result<Vec<worker::D1PreparedStatement>> {
     let rows = pending.iter().map(StoredMessage::mirror_row).collect::<serde_json::Result<Vec<_>>>()?;
-    history::mirror(db, chunk_rows(&rows, MIRROR_BYTES_PER_STATEMENT)).await?;
-    for row in &pending {
+    history::mirror_statements(db, chunk_rows(&rows, MIRROR_BYTES_PER_STATEMENT))
+}
+
+/// Once D1 took `pending`, marks them mirrored and forgets what the prompt
+/// no longer needs (beyond `keep` rows, or compacted).
+pub fn mark_mirrored(sql: &Sql, pending: &[StoredMessage], keep: usize) -> Result<()> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    for row in pending {
         // A row flagged again while D1 was written goes again with its new flag.
         sql.exec(
             "UPDATE history SET mirrored = 1 WHERE id = ? AND compacted = ? AND content = ?",
@@ -299,5 +306,19 @@ pub async fn mirror(sql: &Sql, db: &D1Database, keep: usize) -> Result<usize> {
          OR seq <= (SELECT seq FROM history ORDER BY seq DESC LIMIT 1 OFFSET ?))",
         vec![SqlStorageValue::from(keep as i64)],
     )?;
+    Ok(())
+}
+
+/// Sends the rows D1 does not have yet in one batch of their own (before a
+/// compaction, for the admin API's listing) and, once D1 took them, marks
+/// them mirrored. The alarm's turns send them with the rest of their commit
+/// (commit.rs). Returns how many rows went.
+pub async fn mirror(sql: &Sql, db: &D1Database, keep: usize) -> Result<usize> {
+    let pending = unmirrored(sql)?;
+    if pending.is_empty() {
+        return Ok(0);
+    }
+    crate::runtime::d1::batch(db, mirror_statements(db, &pending)?).await?;
+    mark_mirrored(sql, &pending, keep)?;
     Ok(pending.len())
 }

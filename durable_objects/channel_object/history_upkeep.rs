@@ -1,5 +1,5 @@
-//! Keeps the conversation's history in bounds and in D1: mirrors its rows after
-//! each alarm's turns and compacts the context when it outgrows the window.
+//! Keeps the conversation's history in bounds: compacts the context when it
+//! outgrows the window (its rows reach D1 with the alarm's commit, commit.rs).
 
 use worker::{D1Database, Result};
 
@@ -9,28 +9,8 @@ use crate::channel::history_mirror::kept_rows;
 use crate::log_line::LogLine;
 use crate::process::compaction::{plan, CompactionJob, CompactionPlan};
 use crate::process::Job;
-use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::durable::MeteredStorage;
 use crate::runtime::log::Emit;
-
-/// When history rows could not be mirrored to D1 (or more wait), the object
-/// comes back for them this much later if nothing else wakes it sooner.
-const MIRROR_RETRY_MS: i64 = 30_000;
-
-/// Mirrors the history rows D1 lacks. A failure keeps them for later (the
-/// alarm comes back for them); replies never wait on it.
-pub(super) async fn mirror_history(object: &ChannelObject) -> Result<()> {
-    let sql = object.state.storage().counted_sql();
-    let database = object.env.d1(DATABASE_BINDING)?;
-    if let Err(error) = history_store::mirror(&sql, &database, kept_rows(object.config.history_limit)).await {
-        LogLine::warn("history_not_mirrored").field("recovery", "kept for the next alarm").reason(&error).emit();
-    }
-    let storage = object.state.storage();
-    if history_store::has_pending(&sql)? && storage.get_alarm().await?.is_none() {
-        storage.set_alarm_counted(MIRROR_RETRY_MS).await?;
-    }
-    Ok(())
-}
 
 /// Keeps the context inside the window: summarising is queued (the channel
 /// never waits for it); only an emergency cut happens here, without an LLM.

@@ -94,6 +94,7 @@ pub(super) async fn think(
     database: &D1Database,
     turn: &TurnSnapshot,
     platform: &Outbound<'_>,
+    reads: super::agent_data::TurnReads,
     live: Option<&dyn Fn(&str)>,
 ) -> Result<Thought> {
     let config = &object.config;
@@ -107,13 +108,12 @@ pub(super) async fn think(
     let files = files::receive(config, &object.env, database, platform, &mut current, now_ms()).await;
     let stored = stored_messages(turn, &current, conversation_key);
     let sql = object.state.storage().counted_sql();
-    // The agent's identity, skills, links and settings: one D1 round trip.
-    let agent = super::agent_data::read(database, conversation_key).await?;
+    // The agent's identity, skills, links and settings, and the people: read with the budget (agent_data.rs).
+    let super::agent_data::TurnReads { agent, people, .. } = reads;
     let Remembered { loaded, bulletin } = remember(object, database, &sql, conversation_key, &stored).await?;
     let (identity, skills, settings) = (agent.identity, agent.skills, agent.settings);
     let history_ids: Vec<String> = loaded.earlier.iter().map(|row| row.id.clone()).collect();
     let earlier: Vec<HistoryEntry> = loaded.earlier.iter().map(history_entry).collect();
-    let people = turn_people(database, turn, conversation_key).await;
     let context = TurnContext {
         bot_name: &config.bot_name,
         platform: platform.name(),
@@ -361,21 +361,15 @@ async fn carry_out(
 }
 
 /// The people writing in the turn (the authors of its messages; for a turn
-/// run for finished work, of the messages that work was started for), each
-/// recorded and with their profile, read in one D1 batch. Nobody else's
-/// profile is read: a person's notes reach only the conversations they write
-/// in. When D1 fails, the turn goes on with what the messages say.
-async fn turn_people(database: &D1Database, turn: &TurnSnapshot, conversation_key: &str) -> Vec<Profile> {
-    let speakers = match turn.messages.is_empty() {
+/// run for finished work, of the messages that work was started for), as the
+/// messages say. The turn reads their profiles, and nobody else's, with its
+/// other reads (agent_data.rs): a person's notes reach only the
+/// conversations they write in. Their sightings wait for the alarm's commit
+/// (commit.rs).
+pub(super) fn speakers_of(turn: &TurnSnapshot) -> Vec<Profile> {
+    match turn.messages.is_empty() {
         false => people::speakers(turn.messages.iter().map(|message| &message.event)),
         true => people::speakers(turn.process_events.iter().map(|event| &event.origin)),
-    };
-    match crate::people::store::for_turn(database, speakers.clone(), now_ms()).await {
-        Ok(profiles) => profiles,
-        Err(error) => {
-            LogLine::warn("people_unread").conversation(conversation_key).id(&turn.id).reason(&error).emit();
-            speakers
-        }
     }
 }
 

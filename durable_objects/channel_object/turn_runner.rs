@@ -10,16 +10,16 @@
 
 use worker::{D1Database, Result};
 
+use super::agent_data::{read, TurnReads};
 use super::delegation::{delegate, give_up_on_silent_processes};
 use super::delivery::{deliver, Delivery};
 use super::drafts::quoted;
-use super::history_upkeep::{compact, mirror_history};
+use super::history_upkeep::compact;
 use super::outlet::Outlet;
 use super::scheduled_runs::{scheduled_runs, take_scheduled_runs};
 use super::thinking::{over_budget_thought, think, while_working, Draft, Thought};
-use super::{history as history_store, inbox, outbox, pending, ChannelObject};
-use crate::budget::store as spend;
-use crate::budget::usage::{self, Spender};
+use super::{commit, history as history_store, inbox, outbox, ChannelObject};
+use crate::budget::usage::Spender;
 use crate::channel::state::{QueuedMessage, TurnResult, TurnSnapshot};
 use crate::channel::turn::APOLOGISE_AFTER_FAILURES;
 use crate::inbound::InboundEvent;
@@ -41,11 +41,12 @@ const MAX_RETHINKS: usize = 2;
 /// An alarm this early (or less) is close enough to run.
 const WAKE_TOLERANCE_MS: i64 = 25;
 
-/// Runs the due turns, then mirrors their history rows to D1 in one batch:
-/// one D1 write per alarm, after the replies went out.
+/// Runs the due turns, then commits what they wrote for D1 (history rows,
+/// spend, sightings, the index row) in one batch: one D1 write per alarm,
+/// after the replies went out (commit.rs).
 pub async fn run(object: &ChannelObject) -> Result<()> {
     let ran = run_turns(object).await;
-    mirror_history(object).await?;
+    super::commit::commit(object).await?;
     ran
 }
 
@@ -114,7 +115,6 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         Some(_) => (Vec::new(), false),
     };
     let delivery = deliver(&outlet, last, turn.id as i64).await?;
-    pending::report(object, sql, database, &last.conversation_key).await;
     let sent = match delivery {
         Delivery::Done(sent) => sent,
         // The turn is not over: the working signal stays until it is.
@@ -234,41 +234,60 @@ async fn thought_for(
     last: &InboundEvent,
     outlet: &Outlet<'_>,
 ) -> Result<Thought> {
-    let config = &object.config;
     let platform = outlet.platform;
     let log = |line: LogLine| line.conversation(&last.conversation_key).id(&turn.id).platform(platform.name());
     // Over a budget: no model call; the person hears why once a day.
     let spender = Spender::of(last);
     let failures = object.alarm_failures.get();
-    let over_budget = match failures >= APOLOGISE_AFTER_FAILURES {
+    let reads = match failures >= APOLOGISE_AFTER_FAILURES {
         true => None,
-        false => spend::over_budget(database, &config.budgets, &spender).await,
+        false => Some(read_turn(object, database, turn, &spender, outlet.sql).await?),
     };
-    Ok(match over_budget {
+    Ok(match reads {
         // The turn's runs kept failing before it could answer: it ends
         // now, in the apology, rather than wait on what keeps failing.
-        None if failures >= APOLOGISE_AFTER_FAILURES => {
+        None => {
             log(LogLine::error("turn_failed")).field("alarm_failures", failures).emit();
             let mut thought = Thought::default();
             thought.apologise();
             thought
         }
-        Some(scope) => over_budget_thought(database, scope, &spender).await,
-        None => {
+        Some(TurnReads { over_budget: Some(scope), .. }) => over_budget_thought(database, scope, &spender).await,
+        Some(reads) => {
             platform.show_working(last).await;
             refresh_membership(object, platform, last).await?;
             let draft = Draft::default();
             let write = |text: &str| draft.write(text);
             let streams = platform.streaming() != Streaming::Off;
             let live = streams.then_some(&write as &dyn Fn(&str));
-            let thinking = think(object, database, turn, platform, live);
+            let thinking = think(object, database, turn, platform, reads, live);
             let thought = while_working(outlet, last, turn.id as i64, &draft, thinking).await?;
-            if let Err(error) = usage::record(database, &spender, usage::CHANNEL, thought.spend, now_ms()).await {
+            // Held for the alarm's commit, which adds it to the day's rollups once.
+            if let Err(error) = commit::hold_spend(outlet.sql, &spender, thought.spend, now_ms()) {
                 log(LogLine::warn("usage_not_recorded")).field("process", "channel").reason(&error).emit();
             }
             thought
         }
     })
+}
+
+/// The turn's reads in D1, in one round trip (agent_data.rs): its budget's
+/// standing, counting what this object holds for its commit (an earlier turn
+/// of this alarm), its agent and its people, whose sightings are noted for
+/// the commit.
+async fn read_turn(
+    object: &ChannelObject,
+    database: &D1Database,
+    turn: &TurnSnapshot,
+    spender: &Spender,
+    sql: &Sql,
+) -> Result<TurnReads> {
+    let speakers = super::thinking::speakers_of(turn);
+    if let Err(error) = commit::note_sightings(sql, &speakers, now_ms()) {
+        LogLine::warn("people_not_noted").conversation(&spender.conversation_key).reason(&error).emit();
+    }
+    let unsent = commit::unsent(sql, spender, now_ms())?;
+    read(database, &object.config.budgets, spender, unsent, speakers).await
 }
 
 /// A scheduled run the model failed counts against its job; the third failure

@@ -265,6 +265,115 @@ pub fn person_key(conversation_key: &str, author_id: &str) -> Option<String> {
     }
 }
 
+/// How many rows a wide scope's daily spend is split in (see [`bucket_of`]).
+pub const SPEND_BUCKETS: u32 = 16;
+
+impl Scope {
+    /// Whether many conversations spend into one subject of this scope (the
+    /// deployment, an agent, a Slack workspace): its rows are bucketed.
+    pub fn is_wide(self) -> bool {
+        matches!(self, Scope::Deployment | Scope::Agent | Scope::Workspace)
+    }
+}
+
+/// The bucket of a wide scope's daily row that `conversation_key`'s spend
+/// goes to: a stable hash of the key (the first four bytes of its SHA-256),
+/// modulo [`SPEND_BUCKETS`], so each conversation always writes the same
+/// row and many conversations spread over all of them. A person's and a
+/// conversation's rows are written by few writers: bucket 0. Readers sum
+/// the buckets (src/budget/store.rs).
+pub fn bucket_of(scope: Scope, conversation_key: &str) -> u32 {
+    use sha2::{Digest, Sha256};
+    if !scope.is_wide() {
+        return 0;
+    }
+    let digest = Sha256::digest(conversation_key.as_bytes());
+    u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) % SPEND_BUCKETS
+}
+
+/// One daily rollup row a step's spend is added to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rollup {
+    pub scope: Scope,
+    pub subject: String,
+    /// A person's display name; empty for other scopes.
+    pub name: String,
+    pub bucket: u32,
+}
+
+/// The rollup rows a step of `conversation_key` (answering `person`, if
+/// anyone) adds to: its conversation, the deployment, the person, the Slack
+/// workspace if any, and its agent, each wide one in the conversation's bucket.
+pub fn rollups(conversation_key: &str, person: Option<&Person>) -> Vec<Rollup> {
+    let row = |scope: Scope, subject: &str, name: &str| Rollup {
+        scope,
+        subject: subject.to_string(),
+        name: name.to_string(),
+        bucket: bucket_of(scope, conversation_key),
+    };
+    let mut rows = vec![row(Scope::Conversation, conversation_key, ""), row(Scope::Deployment, DEPLOYMENT, "")];
+    if let Some(person) = person {
+        rows.push(row(Scope::Person, &person.key, &person.name));
+    }
+    if let Some(workspace) = workspace_of(conversation_key) {
+        rows.push(row(Scope::Workspace, &workspace, ""));
+    }
+    rows.push(row(Scope::Agent, agent_of(conversation_key), ""));
+    rows
+}
+
+/// One step's spend that a channel object held, as the rows of its commit
+/// (src/budget/usage.rs `unsent_statement`): for each of its [`rollups`],
+/// `[day, scope, subject, bucket, name, input_tokens, output_tokens,
+/// micro_usd, seq]`. `seq` is the step's number in its object (only ever
+/// growing), which the commit compares with the conversation's `flush_seq`.
+pub fn unsent_rows(
+    seq: i64,
+    day: &str,
+    conversation_key: &str,
+    person: Option<&Person>,
+    spend: Spend,
+) -> Vec<serde_json::Value> {
+    rollups(conversation_key, person)
+        .into_iter()
+        .map(|rollup| {
+            serde_json::json!([
+                day,
+                rollup.scope.name(),
+                rollup.subject,
+                rollup.bucket,
+                rollup.name,
+                spend.input_tokens,
+                spend.output_tokens,
+                spend.micro_usd,
+                seq
+            ])
+        })
+        .collect()
+}
+
+/// Spend a channel object holds that D1 does not have yet (its commit is
+/// after the replies): the turn's check adds it to what D1 says, so a second
+/// turn in the same alarm, or one after a failed commit, still sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Unsent {
+    /// Everything the conversation holds unsent (today's).
+    pub all: Spend,
+    /// What of it the turn's person spent.
+    pub person: Spend,
+}
+
+/// Adds `unsent` to each scope's standing: the person's own to the person's,
+/// the whole to every other scope (they all contain this conversation).
+pub fn with_unsent(standings: &mut [Standing], unsent: Unsent) {
+    for standing in standings {
+        standing.spent.add(match standing.scope {
+            Scope::Person => unsent.person,
+            _ => unsent.all,
+        });
+    }
+}
+
 /// The limit in force: an operator's override's fields replace the configured
 /// limit's; a field the override leaves empty keeps the configured one.
 pub fn limit_in_force(configured: Limit, overridden: Option<Limit>) -> Limit {
@@ -451,5 +560,67 @@ mod tests {
         assert_eq!(decide(&[over(Scope::Workspace), over(Scope::Conversation)]), Verdict::Over(Scope::Conversation));
         let within = Standing { limit: Limit { tokens: Some(11), micro_usd: None }, ..over(Scope::Workspace) };
         assert_eq!(decide(&[within]), Verdict::Run);
+    }
+
+    #[test]
+    fn wide_scopes_spread_over_buckets_and_each_conversation_keeps_its_own() {
+        let keys: Vec<String> = (0..400).map(|chat| format!("telegram:{chat}")).collect();
+        let mut used = std::collections::BTreeSet::new();
+        for key in &keys {
+            let bucket = bucket_of(Scope::Deployment, key);
+            assert!(bucket < SPEND_BUCKETS, "{key}: {bucket}");
+            assert_eq!(bucket, bucket_of(Scope::Deployment, key), "stable for {key}");
+            assert_eq!(bucket, bucket_of(Scope::Agent, key), "one bucket per conversation, whatever the wide scope");
+            assert_eq!(bucket_of(Scope::Person, key), 0, "a person's row is not split");
+            assert_eq!(bucket_of(Scope::Conversation, key), 0, "a conversation's row is not split");
+            used.insert(bucket);
+        }
+        assert_eq!(used.len(), SPEND_BUCKETS as usize, "400 conversations reach every bucket: {used:?}");
+    }
+
+    #[test]
+    fn a_step_adds_to_its_conversation_person_workspace_agent_and_the_deployment() {
+        let ada = Person { key: "slack:U1".into(), name: "Ada".into() };
+        let rows = rollups("slack:T1:C1", Some(&ada));
+        let scopes: Vec<Scope> = rows.iter().map(|row| row.scope).collect();
+        assert_eq!(scopes, [Scope::Conversation, Scope::Deployment, Scope::Person, Scope::Workspace, Scope::Agent]);
+        let bucket = bucket_of(Scope::Deployment, "slack:T1:C1");
+        for row in &rows {
+            let expected = if row.scope.is_wide() { bucket } else { 0 };
+            assert_eq!(row.bucket, expected, "{row:?}");
+        }
+        assert_eq!(rows[2].name, "Ada");
+        assert_eq!((rows[3].subject.as_str(), rows[4].subject.as_str()), ("slack:T1", "default"));
+        let nobody = rollups("telegram:5", None);
+        assert_eq!(
+            nobody.iter().map(|row| row.scope).collect::<Vec<_>>(),
+            [Scope::Conversation, Scope::Deployment, Scope::Agent]
+        );
+    }
+
+    #[test]
+    fn unsent_spend_counts_against_every_scope_and_the_persons_own_against_theirs() {
+        let limit = Limit { tokens: Some(20), micro_usd: None };
+        let mut standings = [
+            Standing { scope: Scope::Person, spent: spend(10, 0), limit },
+            Standing { scope: Scope::Deployment, spent: spend(5, 0), limit },
+        ];
+        assert_eq!(decide(&standings), Verdict::Run);
+        with_unsent(&mut standings, Unsent { all: spend(15, 3), person: spend(4, 1) });
+        assert_eq!(standings[0].spent, spend(14, 1), "the person's own only");
+        assert_eq!(standings[1].spent, spend(20, 3), "everything held");
+        assert_eq!(decide(&standings), Verdict::Over(Scope::Deployment), "unsent spend stops the next turn");
+    }
+
+    #[test]
+    fn held_spend_becomes_one_row_per_rollup_carrying_its_sequence_number() {
+        let ada = Person { key: "telegram:7".into(), name: "Ada".into() };
+        let spent = Spend { input_tokens: 10, output_tokens: 5, micro_usd: 42 };
+        let rows = unsent_rows(9, "2026-11-28", "telegram:7", Some(&ada), spent);
+        assert_eq!(rows.len(), 4, "conversation, deployment, person, agent: {rows:?}");
+        let bucket = bucket_of(Scope::Deployment, "telegram:7");
+        assert_eq!(rows[1], serde_json::json!(["2026-11-28", "deployment", "*", bucket, "", 10, 5, 42, 9]));
+        assert_eq!(rows[2], serde_json::json!(["2026-11-28", "person", "telegram:7", 0, "Ada", 10, 5, 42, 9]));
+        assert!(rows.iter().all(|row| row[8] == 9));
     }
 }

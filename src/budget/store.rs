@@ -6,11 +6,11 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
-use worker::{D1Database, Result};
+use worker::{D1Database, D1PreparedStatement, D1Result, Result};
 
 use crate::budget::rules::{
-    agent_limit, agent_of, day_of, decide, limit_in_force, workspace_of, Budgets, Limit, Scope, Spend, Standing,
-    Verdict, DEPLOYMENT,
+    agent_limit, agent_of, day_of, decide, limit_in_force, with_unsent, workspace_of, Budgets, Limit, Scope, Spend,
+    Standing, Unsent, Verdict, DEPLOYMENT,
 };
 use crate::budget::usage::Spender;
 use crate::runtime::d1::{changes, number, Metered};
@@ -27,31 +27,47 @@ struct Row {
 /// Whether the spender's turn may call the model today, from the day's
 /// rollups and the operator's overrides (else the configured limits; an
 /// agent's from its settings' `daily_micro_usd`), in one query.
-pub async fn verdict(db: &D1Database, budgets: &Budgets, spender: &Spender, now_ms: i64) -> Result<Verdict> {
+/// The wide scopes' rows are summed over their buckets; `unsent` is what the
+/// calling channel object holds that D1 does not have yet.
+pub async fn verdict(
+    db: &D1Database,
+    budgets: &Budgets,
+    spender: &Spender,
+    unsent: Unsent,
+    now_ms: i64,
+) -> Result<Verdict> {
+    let result = verdict_statement(db, spender, now_ms)?.all_counted().await?;
+    verdict_of(&result, budgets, spender, unsent)
+}
+
+/// The one query of [`verdict`] (a channel turn sends it in the batch of its reads).
+pub fn verdict_statement(db: &D1Database, spender: &Spender, now_ms: i64) -> Result<D1PreparedStatement> {
     let person = spender.person.as_ref().map_or(JsValue::NULL, |person| person.key.as_str().into());
     let workspace = workspace_of(&spender.conversation_key);
     let subjects = "((scope = 'person' AND subject = ?2) OR (scope = 'conversation' AND subject = ?3) \
                     OR (scope = 'deployment' AND subject = ?4) OR (scope = 'workspace' AND subject = ?5) \
                     OR (scope = 'agent' AND subject = ?6))";
-    let rows: Vec<Row> = db
-        .prepare(format!(
-            "SELECT 'spent' AS kind, scope, input_tokens + output_tokens AS tokens, micro_usd FROM spend_daily \
-             WHERE day = ?1 AND {subjects} UNION ALL \
-             SELECT 'limit' AS kind, scope, tokens, micro_usd FROM spend_limits WHERE ?1 IS NOT NULL AND {subjects} \
-             UNION ALL SELECT 'setting' AS kind, 'agent' AS scope, NULL AS tokens, \
-             json_extract(settings, '$.daily_micro_usd') AS micro_usd FROM agents WHERE id = ?6"
-        ))
-        .bind(&[
-            day_of(now_ms).into(),
-            person,
-            spender.conversation_key.as_str().into(),
-            DEPLOYMENT.into(),
-            workspace.as_deref().map_or(JsValue::NULL, JsValue::from),
-            agent_of(&spender.conversation_key).into(),
-        ])?
-        .all_counted()
-        .await?
-        .results()?;
+    db.prepare(format!(
+        "SELECT 'spent' AS kind, scope, sum(input_tokens + output_tokens) AS tokens, sum(micro_usd) AS micro_usd \
+         FROM spend_daily WHERE day = ?1 AND {subjects} GROUP BY scope UNION ALL \
+         SELECT 'limit' AS kind, scope, tokens, micro_usd FROM spend_limits WHERE ?1 IS NOT NULL AND {subjects} \
+         UNION ALL SELECT 'setting' AS kind, 'agent' AS scope, NULL AS tokens, \
+         json_extract(settings, '$.daily_micro_usd') AS micro_usd FROM agents WHERE id = ?6"
+    ))
+    .bind(&[
+        day_of(now_ms).into(),
+        person,
+        spender.conversation_key.as_str().into(),
+        DEPLOYMENT.into(),
+        workspace.as_deref().map_or(JsValue::NULL, JsValue::from),
+        agent_of(&spender.conversation_key).into(),
+    ])
+}
+
+/// The verdict from [`verdict_statement`]'s rows.
+pub fn verdict_of(result: &D1Result, budgets: &Budgets, spender: &Spender, unsent: Unsent) -> Result<Verdict> {
+    let rows: Vec<Row> = result.results()?;
+    let workspace = workspace_of(&spender.conversation_key);
     let mut scopes = vec![Scope::Conversation, Scope::Agent, Scope::Deployment];
     if spender.person.is_some() {
         scopes.push(Scope::Person);
@@ -59,7 +75,7 @@ pub async fn verdict(db: &D1Database, budgets: &Budgets, spender: &Spender, now_
     if workspace.is_some() {
         scopes.push(Scope::Workspace);
     }
-    let standings: Vec<Standing> = scopes
+    let mut standings: Vec<Standing> = scopes
         .into_iter()
         .map(|scope| {
             let of = |kind: &str| rows.iter().find(|row| row.kind == kind && row.scope == scope.name());
@@ -77,13 +93,21 @@ pub async fn verdict(db: &D1Database, budgets: &Budgets, spender: &Spender, now_
             Standing { scope, spent, limit: limit_in_force(configured, of("limit").map(override_of)) }
         })
         .collect();
+    with_unsent(&mut standings, unsent);
     Ok(decide(&standings))
 }
 
 /// The budget `spender` has used up today, if any. A failed read lets the
 /// step run (logged): a D1 hiccup must not silence the bot.
 pub async fn over_budget(db: &D1Database, budgets: &Budgets, spender: &Spender) -> Option<Scope> {
-    match verdict(db, budgets, spender, crate::runtime::http::now_ms()).await {
+    let now = crate::runtime::http::now_ms();
+    used_up(verdict(db, budgets, spender, Unsent::default(), now).await, spender)
+}
+
+/// The scope a verdict found used up; a verdict that could not be read lets
+/// the step run (logged), as in [`over_budget`].
+pub fn used_up(verdict: Result<Verdict>, spender: &Spender) -> Option<Scope> {
+    match verdict {
         Ok(Verdict::Run) => None,
         Ok(Verdict::Over(scope)) => Some(scope),
         Err(error) => {
@@ -132,7 +156,8 @@ pub async fn tell_once(db: &D1Database, scope: Scope, recipient: &str, now_ms: i
 }
 
 /// The day's spend per conversation and per person, and the deployment's,
-/// with the limit in force for each (for the dashboard).
+/// with the limit in force for each (for the dashboard); a wide scope's
+/// buckets summed into one line.
 pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Value> {
     #[derive(Deserialize)]
     struct Spent {
@@ -157,8 +182,11 @@ pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Val
              l.tokens AS limit_tokens, l.micro_usd AS limit_micro_usd, l.scope IS NOT NULL AS has_override, \
              CASE WHEN d.scope = 'agent' THEN (SELECT json_extract(a.settings, '$.daily_micro_usd') FROM agents a \
              WHERE a.id = d.subject) END AS agent_micro_usd \
-             FROM spend_daily d LEFT JOIN spend_limits l ON l.scope = d.scope AND l.subject = d.subject \
-             WHERE d.day = ?1 ORDER BY d.micro_usd DESC, d.input_tokens + d.output_tokens DESC LIMIT 1000",
+             FROM (SELECT scope, subject, max(name) AS name, sum(input_tokens) AS input_tokens, \
+             sum(output_tokens) AS output_tokens, sum(micro_usd) AS micro_usd, sum(calls) AS calls \
+             FROM spend_daily WHERE day = ?1 GROUP BY scope, subject) d \
+             LEFT JOIN spend_limits l ON l.scope = d.scope AND l.subject = d.subject \
+             ORDER BY d.micro_usd DESC, d.input_tokens + d.output_tokens DESC LIMIT 1000",
         )
         .bind(&[day.into()])?
         .all_counted()

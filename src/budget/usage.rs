@@ -2,7 +2,10 @@
 //! cortex): summed per conversation and process type, and rolled up per UTC
 //! day per person, per conversation, per workspace, per agent and for the
 //! deployment (the budgets read
-//! those, src/budget/store.rs). One batched write per model-calling step.
+//! those, src/budget/store.rs), the wide scopes' rows in buckets by
+//! conversation (`rules::bucket_of`). A process writes one batch per
+//! model-calling step; a channel turn's spend waits in its object and goes
+//! with the alarm's one commit ([`unsent_statement`]).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +13,7 @@ use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Result};
 
-use crate::budget::rules::{day_of, Person, Scope, Spend, DEPLOYMENT};
+use crate::budget::rules::{day_of, rollups, Person, Spend};
 use crate::llm::Usage;
 use crate::runtime::d1::Metered;
 
@@ -59,30 +62,21 @@ pub fn add(
         return Ok(statements);
     }
     let day = day_of(now_ms);
-    let mut subjects =
-        vec![(Scope::Conversation, spender.conversation_key.as_str(), ""), (Scope::Deployment, DEPLOYMENT, "")];
-    if let Some(person) = &spender.person {
-        subjects.push((Scope::Person, &person.key, &person.name));
-    }
-    let workspace = crate::budget::rules::workspace_of(&spender.conversation_key);
-    if let Some(workspace) = &workspace {
-        subjects.push((Scope::Workspace, workspace, ""));
-    }
-    subjects.push((Scope::Agent, crate::budget::rules::agent_of(&spender.conversation_key), ""));
-    for (scope, subject, name) in subjects {
+    for rollup in rollups(&spender.conversation_key, spender.person.as_ref()) {
         statements.push(
             db.prepare(
-                "INSERT INTO spend_daily (day, scope, subject, name, input_tokens, output_tokens, micro_usd, calls) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1) ON CONFLICT (day, scope, subject) DO UPDATE SET \
+                "INSERT INTO spend_daily (day, scope, subject, bucket, name, input_tokens, output_tokens, micro_usd, calls) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1) ON CONFLICT (day, scope, subject, bucket) DO UPDATE SET \
                  name = excluded.name, input_tokens = input_tokens + excluded.input_tokens, \
                  output_tokens = output_tokens + excluded.output_tokens, \
                  micro_usd = micro_usd + excluded.micro_usd, calls = calls + 1",
             )
             .bind(&[
                 day.as_str().into(),
-                scope.name().into(),
-                subject.into(),
-                name.into(),
+                rollup.scope.name().into(),
+                rollup.subject.as_str().into(),
+                JsValue::from_f64(rollup.bucket.into()),
+                rollup.name.as_str().into(),
                 JsValue::from_f64(spend.input_tokens as f64),
                 JsValue::from_f64(spend.output_tokens as f64),
                 JsValue::from_f64(spend.micro_usd as f64),
@@ -99,6 +93,28 @@ pub async fn record(db: &D1Database, spender: &Spender, process: &str, spend: Sp
         crate::runtime::d1::batch(db, statements).await?;
     }
     Ok(())
+}
+
+/// The statement that adds the spend a channel object held (its
+/// [`crate::budget::rules::unsent_rows`], a JSON array) to the day's
+/// rollups, once: only the rows whose sequence number is above the
+/// conversation index row's `flush_seq`. The commit's batch sets that mark
+/// after this statement (one transaction), so a commit sent again after a
+/// crash adds nothing twice (migration 0033).
+pub fn unsent_statement(db: &D1Database, conversation_key: &str, rows: &str) -> Result<D1PreparedStatement> {
+    db.prepare(
+        "INSERT INTO spend_daily (day, scope, subject, bucket, name, input_tokens, output_tokens, micro_usd, calls) \
+         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), \
+         json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), \
+         json_extract(value, '$[6]'), json_extract(value, '$[7]'), 1 FROM json_each(?1) \
+         WHERE json_extract(value, '$[8]') > \
+         coalesce((SELECT flush_seq FROM conversations WHERE conversation_key = ?2), 0) \
+         ON CONFLICT (day, scope, subject, bucket) DO UPDATE SET \
+         name = excluded.name, input_tokens = input_tokens + excluded.input_tokens, \
+         output_tokens = output_tokens + excluded.output_tokens, \
+         micro_usd = micro_usd + excluded.micro_usd, calls = calls + 1",
+    )
+    .bind(&[rows.into(), conversation_key.into()])
 }
 
 /// The statement that adds usage to the conversation's per-process sum.

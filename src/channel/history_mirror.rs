@@ -60,6 +60,33 @@ pub fn chunk_rows(rows: &[String], max_bytes: usize) -> Vec<String> {
     chunks
 }
 
+/// What an alarm's one D1 commit carries, besides the rows themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitPlan {
+    /// The conversation index row goes too (it carries the commit mark).
+    pub index: bool,
+}
+
+/// Whether the alarm commits, given what its object holds unsent: history
+/// rows, spend rows, people's sightings, whether the outbox's unsent count
+/// moved since it was last reported, and whether the index row moved since
+/// it was last written. Nothing but a moved index: no commit (the
+/// index has its own debounced write, which a burst still arriving shares).
+/// Spend always takes the index row with it, since the row's `flush_seq`
+/// is what makes the spend count once; else the row goes when it moved.
+pub fn plan_commit(
+    history_rows: usize,
+    spend_rows: usize,
+    sightings: usize,
+    outbox_moved: bool,
+    index_moved: bool,
+) -> Option<CommitPlan> {
+    if history_rows + spend_rows + sightings == 0 && !outbox_moved {
+        return None;
+    }
+    Some(CommitPlan { index: index_moved || spend_rows > 0 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +133,22 @@ mod tests {
         }
         assert_eq!(chunk_rows(&rows, usize::MAX).len(), 1);
         assert!(chunk_rows(&[], 16).is_empty());
+    }
+
+    #[test]
+    fn a_commit_goes_when_rows_wait_and_spend_always_takes_the_index_row() {
+        let cases = [
+            ("nothing waits", (0, 0, 0, false, false), None),
+            ("only the index moved: its own write", (0, 0, 0, false, true), None),
+            ("history, index unchanged", (3, 0, 0, false, false), Some(CommitPlan { index: false })),
+            ("history and a moved index", (3, 0, 0, false, true), Some(CommitPlan { index: true })),
+            ("spend: the mark must go", (0, 1, 0, false, false), Some(CommitPlan { index: true })),
+            ("a sighting alone", (0, 0, 1, false, false), Some(CommitPlan { index: false })),
+            ("the outbox count alone", (0, 0, 0, true, true), Some(CommitPlan { index: true })),
+            ("a whole turn", (2, 1, 1, true, true), Some(CommitPlan { index: true })),
+        ];
+        for (case, (history, spend, sightings, outbox, moved), expected) in cases {
+            assert_eq!(plan_commit(history, spend, sightings, outbox, moved), expected, "{case}");
+        }
     }
 }

@@ -80,16 +80,11 @@ const MIRROR: &str = "INSERT INTO messages \
     ON CONFLICT (id) DO UPDATE SET compacted = max(messages.compacted, excluded.compacted), \
     content = CASE WHEN messages.compacted = 3 THEN '' ELSE excluded.content END";
 
-/// Mirrors the channel object's new history rows to D1: every chunk in one
-/// batch (one round trip, one transaction).
-pub async fn mirror(db: &D1Database, chunks: Vec<String>) -> Result<()> {
-    if chunks.is_empty() {
-        return Ok(());
-    }
-    let statements =
-        chunks.into_iter().map(|chunk| db.prepare(MIRROR).bind(&[JsValue::from(chunk)])).collect::<Result<Vec<_>>>()?;
-    crate::runtime::d1::batch(db, statements).await?;
-    Ok(())
+/// The statements that mirror the channel object's new history rows to D1,
+/// one per chunk (the object sends them in one batch: one round trip, one
+/// transaction, with the rest of its commit).
+pub fn mirror_statements(db: &D1Database, chunks: Vec<String>) -> Result<Vec<D1PreparedStatement>> {
+    chunks.into_iter().map(|chunk| db.prepare(MIRROR).bind(&[JsValue::from(chunk)])).collect()
 }
 
 /// An edit (`text`) or a deletion (None) heard for the platform message

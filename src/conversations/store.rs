@@ -3,12 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
-use worker::{D1Database, Result};
+use worker::{D1Database, D1PreparedStatement, Result};
 
 use crate::runtime::d1::Metered;
 use crate::runtime::d1::{number, text_or_null};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Conversation {
     pub conversation_key: String,
     pub platform: String,
@@ -25,15 +25,32 @@ pub struct Conversation {
 /// Writes the conversation's current counts. Counts only grow, so a late
 /// write never takes the index backwards.
 pub async fn upsert(db: &D1Database, row: &Conversation, now_ms: i64) -> Result<()> {
+    upsert_statement(db, row, now_ms, None)?.run_counted().await?;
+    Ok(())
+}
+
+/// The statement that writes the conversation's index row, for a batch (the
+/// channel object's commit, the observed path's writes). `flush_seq`, given
+/// by a channel object's commit only, raises the row's commit mark
+/// (migration 0033; src/budget/usage.rs `unsent_statement`): it never goes
+/// down, and None leaves it as it is.
+pub fn upsert_statement(
+    db: &D1Database,
+    row: &Conversation,
+    now_ms: i64,
+    flush_seq: Option<i64>,
+) -> Result<D1PreparedStatement> {
     db.prepare(
         "INSERT INTO conversations (conversation_key, platform, title, last_activity_at, message_count, \
-         engaged_count, observed_count, updated_at, awaiting_since) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+         engaged_count, observed_count, updated_at, awaiting_since, flush_seq) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, coalesce(?10, 0)) \
          ON CONFLICT (conversation_key) DO UPDATE SET title = coalesce(excluded.title, title), \
          awaiting_since = excluded.awaiting_since, \
          last_activity_at = max(last_activity_at, excluded.last_activity_at), \
          message_count = max(message_count, excluded.message_count), \
          engaged_count = max(engaged_count, excluded.engaged_count), \
-         observed_count = max(observed_count, excluded.observed_count), updated_at = excluded.updated_at",
+         observed_count = max(observed_count, excluded.observed_count), updated_at = excluded.updated_at, \
+         flush_seq = max(flush_seq, excluded.flush_seq)",
     )
     .bind(&[
         row.conversation_key.as_str().into(),
@@ -45,10 +62,8 @@ pub async fn upsert(db: &D1Database, row: &Conversation, now_ms: i64) -> Result<
         number(row.observed_count),
         number(now_ms),
         row.awaiting_since.map_or(JsValue::NULL, number),
-    ])?
-    .run_counted()
-    .await?;
-    Ok(())
+        flush_seq.map_or(JsValue::NULL, number),
+    ])
 }
 
 /// The most recently active conversations; `search` matches the key or the

@@ -122,6 +122,28 @@ pub fn speakers<'a>(events: impl IntoIterator<Item = &'a InboundEvent>) -> Vec<P
     people
 }
 
+/// How long a sighting a channel object sent to D1 stays good: a turn sends
+/// a person's sighting (their record on first sight, the name they write
+/// under, `last_seen_at`) only when the object has none, the name changed,
+/// or the last one is this old. `last_seen_at` is so many minutes coarse.
+pub const SIGHTING_FRESH_MS: i64 = 3_600_000;
+
+/// What a channel object last sent of a platform id: the name and when.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Sighted {
+    pub name: String,
+    pub seen_at: i64,
+}
+
+/// Whether a turn at `now` must send a sighting of a person writing as
+/// `name`, given what its object last sent (or holds to send) of them.
+pub fn needs_sighting(last: Option<&Sighted>, name: &str, now: i64) -> bool {
+    match last {
+        None => true,
+        Some(last) => last.name != name || !(0..SIGHTING_FRESH_MS).contains(&(now - last.seen_at)),
+    }
+}
+
 /// Why a change to a profile was refused: the model (or the operator) reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Refusal {
@@ -623,5 +645,21 @@ mod tests {
         assert_eq!(default_zone(&speakers, Some("telegram:8")), None, "a profile without a zone");
         assert_eq!(default_zone(&speakers, Some("telegram:9")), None, "not among the speakers");
         assert_eq!(default_zone(&speakers, None), None, "a synthetic author");
+    }
+
+    #[test]
+    fn a_sighting_is_sent_on_first_sight_on_a_new_name_and_once_an_hour() {
+        let last = Sighted { name: "Ada".into(), seen_at: 1_000_000 };
+        let cases = [
+            ("never sent", None, "Ada", 1_000_000, true),
+            ("same name, a minute later", Some(&last), "Ada", 1_060_000, false),
+            ("same name, just under the hour", Some(&last), "Ada", 1_000_000 + SIGHTING_FRESH_MS - 1, false),
+            ("the hour is up", Some(&last), "Ada", 1_000_000 + SIGHTING_FRESH_MS, true),
+            ("renamed", Some(&last), "Ada L.", 1_000_001, true),
+            ("a clock that went back", Some(&last), "Ada", 999_999, true),
+        ];
+        for (case, last, name, now, expected) in cases {
+            assert_eq!(needs_sighting(last, name, now), expected, "{case}");
+        }
     }
 }

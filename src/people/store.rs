@@ -1,11 +1,12 @@
-//! People in D1 (migration 0014): a turn's people recorded and their profiles
-//! read in one batch, the branch tools `person_note` and `person_forget`, and
+//! People in D1 (migration 0014): a turn's people's profiles read, their
+//! sightings recorded with the turn's commit (only when new, renamed or an
+//! hour old), the branch tools `person_note` and `person_forget`, and
 //! the admin API's People views (`/api/people`). The rules are [`crate::people::rules`]'s.
 //!
 //! Who may use what: a branch writes only the profiles of the people writing
 //! in the turn that started it (the channel passes them in the job); the admin
-//! routes are operators' only. What it may cost: one D1 batch per turn (the
-//! sightings' upserts write at most once an hour per platform id), a few
+//! routes are operators' only. What it may cost: one read per turn (the
+//! sightings' upserts join the turn's commit at most once an hour per platform id), a few
 //! statements per tool call, and notes capped per person. What it may read: a
 //! turn, only the profiles of its own people.
 
@@ -109,23 +110,33 @@ pub(super) const COLUMNS: &str =
 pub(super) const IDS: &str = "(SELECT json_group_array(json_object('platform_key', i.platform_key, 'display_name', \
                    i.display_name, 'last_seen_at', i.last_seen_at)) FROM person_ids i WHERE i.person_id = p.id) AS ids";
 
-/// The statements that record a sighting of `person`: their record made on
-/// first sight (unless the platform id is already someone's: an operator
-/// linked it), the platform id's name and last sighting kept current.
-pub(super) fn sighting(db: &D1Database, person: &Profile, now: i64) -> Result<Vec<worker::D1PreparedStatement>> {
-    let key: JsValue = person.key.as_str().into();
-    let name: JsValue = person.seen_as.as_deref().unwrap_or(&person.name).into();
+/// The statements that record a sighting of the platform id `key` (seen as
+/// `name`): their record made on first sight (unless the platform id is
+/// already someone's: an operator linked it), the platform id's name and
+/// last sighting kept current. A channel turn sends them with its commit,
+/// only when the name changed or the last one is older than
+/// [`crate::people::rules::SIGHTING_FRESH_MS`] (the object remembers what it
+/// wrote: durable_objects/channel_object/commit.rs).
+pub fn sighting(
+    db: &D1Database,
+    key: &str,
+    name: &str,
+    is_bot: bool,
+    now: i64,
+) -> Result<Vec<worker::D1PreparedStatement>> {
+    let platform_key: JsValue = key.into();
+    let name: JsValue = name.into();
     Ok(vec![
         db.prepare(
             "INSERT OR IGNORE INTO people (id, display_name, is_bot, created_at, updated_at) \
              SELECT ?1, ?2, ?3, ?4, ?4 WHERE NOT EXISTS (SELECT 1 FROM person_ids WHERE platform_key = ?5)",
         )
         .bind(&[
-            people::person_id(&person.key).into(),
+            people::person_id(key).into(),
             name.clone(),
-            number(person.is_bot as i64),
+            number(is_bot as i64),
             number(now),
-            key.clone(),
+            platform_key.clone(),
         ])?,
         db.prepare(
             "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at) \
@@ -134,35 +145,37 @@ pub(super) fn sighting(db: &D1Database, person: &Profile, now: i64) -> Result<Ve
              WHERE person_ids.display_name != excluded.display_name OR person_ids.last_seen_at IS NULL \
              OR person_ids.last_seen_at < excluded.last_seen_at - ?5",
         )
-        .bind(&[key, people::person_id(&person.key).into(), name, number(now), number(SEEN_REWRITE_MS)])?,
+        .bind(&[platform_key, people::person_id(key).into(), name, number(now), number(SEEN_REWRITE_MS)])?,
     ])
 }
 
-/// Records a turn's people and reads their profiles, in one D1 batch. A
-/// person whose record cannot be read stays as the turn saw them (no notes).
-pub async fn for_turn(db: &D1Database, speakers: Vec<Profile>, now: i64) -> Result<Vec<Profile>> {
+/// The name a speaker is seen under now.
+pub fn seen_name(person: &Profile) -> &str {
+    person.seen_as.as_deref().unwrap_or(&person.name)
+}
+
+/// The statement that reads the records of a turn's people (None: nobody speaks).
+pub fn read_statement(db: &D1Database, speakers: &[Profile]) -> Result<Option<worker::D1PreparedStatement>> {
     if speakers.is_empty() {
-        return Ok(speakers);
-    }
-    let mut statements = Vec::new();
-    for person in &speakers {
-        statements.extend(sighting(db, person, now)?);
+        return Ok(None);
     }
     let placeholders: Vec<String> = (1..=speakers.len()).map(|index| format!("?{index}")).collect();
     let keys: Vec<JsValue> = speakers.iter().map(|person| person.key.as_str().into()).collect();
-    statements.push(
-        db.prepare(format!(
+    let statement = db
+        .prepare(format!(
             "SELECT {COLUMNS}, i.platform_key FROM person_ids i JOIN people p ON p.id = i.person_id \
              WHERE i.platform_key IN ({})",
             placeholders.join(", ")
         ))
-        .bind(&keys)?,
-    );
-    let results = batch(db, statements).await?;
-    let rows: Vec<Row> = match results.last() {
-        Some(result) => result.results()?,
-        None => Vec::new(),
-    };
+        .bind(&keys)?;
+    Ok(Some(statement))
+}
+
+/// The turn's people with their profiles, from [`read_statement`]'s result.
+/// A person whose record is not there (first seen: the turn's commit makes
+/// it) stays as the turn saw them (no notes).
+pub fn profiles_in(result: &worker::D1Result, speakers: Vec<Profile>) -> Result<Vec<Profile>> {
+    let rows: Vec<Row> = result.results()?;
     Ok(speakers
         .into_iter()
         .map(|person| match rows.iter().find(|row| row.platform_key.as_deref() == Some(person.key.as_str())) {
@@ -170,6 +183,15 @@ pub async fn for_turn(db: &D1Database, speakers: Vec<Profile>, now: i64) -> Resu
             None => person,
         })
         .collect())
+}
+
+/// Reads a turn's people's profiles (one query; the sightings are the
+/// commit's, see [`sighting`]).
+pub async fn for_turn(db: &D1Database, speakers: Vec<Profile>) -> Result<Vec<Profile>> {
+    match read_statement(db, &speakers)? {
+        Some(statement) => profiles_in(&statement.all_counted().await?, speakers),
+        None => Ok(speakers),
+    }
 }
 
 /// A speaker's profile from their record.
@@ -264,7 +286,8 @@ pub async fn tool(
     let person = people::pick(speakers, person).map_err(|refusal| refusal.to_string())?;
     let failed = |error: worker::Error| format!("the profile could not be read or written: {error}");
     // The turn recorded them; a record lost to a D1 hiccup then is made now.
-    batch(db, sighting(db, person, now_ms()).map_err(failed)?).await.map_err(failed)?;
+    let sighted = sighting(db, &person.key, seen_name(person), person.is_bot, now_ms()).map_err(failed)?;
+    batch(db, sighted).await.map_err(failed)?;
     // Two branches may write one profile at once: the loser reads again.
     for _ in 0..3 {
         let row = record_of(db, &person.key).await.map_err(failed)?.ok_or("the person's record is missing")?;

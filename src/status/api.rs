@@ -69,17 +69,21 @@ pub async fn record(env: &Env, key: &str, mut value: Value) -> Result<()> {
 
 /// Records how many pieces wait in a conversation's outbox (none: no row).
 pub async fn report_pending(db: &D1Database, conversation_key: &str, unsent: i64) -> Result<()> {
-    let statement = match unsent {
-        0 => db.prepare("DELETE FROM pending_sends WHERE conversation_key = ?1").bind(&[conversation_key.into()])?,
+    pending_statement(db, conversation_key, unsent)?.run_counted().await?;
+    Ok(())
+}
+
+/// The statement of [`report_pending`], for a batch (a channel object's commit).
+pub fn pending_statement(db: &D1Database, conversation_key: &str, unsent: i64) -> Result<worker::D1PreparedStatement> {
+    match unsent {
+        0 => db.prepare("DELETE FROM pending_sends WHERE conversation_key = ?1").bind(&[conversation_key.into()]),
         _ => db
             .prepare(
                 "INSERT INTO pending_sends (conversation_key, pending, updated_at) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (conversation_key) DO UPDATE SET pending = excluded.pending, updated_at = excluded.updated_at",
             )
-            .bind(&[conversation_key.into(), number(unsent), number(now_ms())])?,
-    };
-    statement.run_counted().await?;
-    Ok(())
+            .bind(&[conversation_key.into(), number(unsent), number(now_ms())]),
+    }
 }
 
 /// The whole status document. Each D1 read stands alone: a missing table

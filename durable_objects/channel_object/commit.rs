@@ -1,0 +1,295 @@
+//! The alarm's one D1 commit: after its turns' replies went out, everything
+//! the turns wrote for D1 goes in one batch (one round trip, one
+//! transaction): the history rows, the spend the turns held, the sightings of
+//! their people (only when new, renamed or an hour old), the outbox's unsent
+//! count when it moved (pending.rs) and the conversation index row. Until the batch lands, all of it waits in the object's SQLite
+//! (history rows `mirrored = 0`, `unsent_spend`, `sightings` with
+//! `pending = 1`); a failed commit is sent again by the next alarm (30 s out
+//! if none is set). The rules are `crate::channel::history_mirror::plan_commit`.
+//!
+//! Spend counts once: each held step has a sequence number (`unsent_spend`'s
+//! AUTOINCREMENT, never reused), the spend statement adds only rows above the
+//! index row's `flush_seq`, and the index row's statement, last in the batch,
+//! raises `flush_seq` to the highest number sent. A crash after D1 committed
+//! and before the object forgot the rows sends them again, and D1 skips them.
+
+use std::cell::RefCell;
+
+use serde::Deserialize;
+use worker::{D1Database, Result, SqlStorageValue};
+
+use super::{history as history_store, stats, ChannelObject};
+use crate::budget::rules::{day_of, unsent_rows, Person, Spend, Unsent};
+use crate::budget::usage::Spender;
+use crate::channel::history_mirror::{kept_rows, plan_commit};
+use crate::conversations::store::{self as index, Conversation};
+use crate::inbound::ConversationKey;
+use crate::log_line::LogLine;
+use crate::people::rules::{needs_sighting, Profile, Sighted};
+use crate::runtime::config::DATABASE_BINDING;
+use crate::runtime::durable::{MeteredStorage, Sql};
+use crate::runtime::http::now_ms;
+use crate::runtime::log::Emit;
+
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS unsent_spend (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_key TEXT NOT NULL,
+    day TEXT NOT NULL,
+    person_key TEXT,
+    person_name TEXT,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    micro_usd INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sightings (
+    platform_key TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    is_bot INTEGER NOT NULL,
+    seen_at INTEGER NOT NULL,
+    pending INTEGER NOT NULL
+);
+";
+
+/// When a commit failed (or more waits), the object comes back for it this
+/// much later if nothing else wakes it sooner.
+const COMMIT_RETRY_MS: i64 = 30_000;
+/// Held spend steps one commit sends at most (a longer backlog goes over several).
+const SPEND_ROWS_PER_COMMIT: i64 = 100;
+
+/// One held step's spend.
+#[derive(Deserialize)]
+struct UnsentSpend {
+    seq: i64,
+    conversation_key: String,
+    day: String,
+    person_key: Option<String>,
+    person_name: Option<String>,
+    input_tokens: i64,
+    output_tokens: i64,
+    micro_usd: i64,
+}
+
+impl UnsentSpend {
+    fn spend(&self) -> Spend {
+        let amount = |value: i64| value.max(0) as u64;
+        Spend {
+            input_tokens: amount(self.input_tokens),
+            output_tokens: amount(self.output_tokens),
+            micro_usd: amount(self.micro_usd),
+        }
+    }
+
+    fn person(&self) -> Option<Person> {
+        let key = self.person_key.clone()?;
+        Some(Person { key, name: self.person_name.clone().unwrap_or_default() })
+    }
+}
+
+/// A sighting to send.
+#[derive(Deserialize)]
+struct Sighting {
+    platform_key: String,
+    name: String,
+    is_bot: i64,
+    seen_at: i64,
+}
+
+/// Holds a channel step's spend for the commit (nothing for a step that spent nothing).
+pub(super) fn hold_spend(sql: &Sql, spender: &Spender, spend: Spend, now: i64) -> Result<()> {
+    if spend == Spend::default() {
+        return Ok(());
+    }
+    let person = spender.person.as_ref();
+    let amount = |value: u64| SqlStorageValue::from(value.min(i64::MAX as u64) as i64);
+    sql.exec(
+        "INSERT INTO unsent_spend (conversation_key, day, person_key, person_name, input_tokens, output_tokens, \
+         micro_usd) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        vec![
+            spender.conversation_key.as_str().into(),
+            day_of(now).into(),
+            person.map(|person| person.key.clone()).into(),
+            person.map(|person| person.name.clone()).into(),
+            amount(spend.input_tokens),
+            amount(spend.output_tokens),
+            amount(spend.micro_usd),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Today's spend the object holds unsent, and what of it `spender`'s person spent.
+pub(super) fn unsent(sql: &Sql, spender: &Spender, now: i64) -> Result<Unsent> {
+    let rows: Vec<UnsentSpend> =
+        sql.exec("SELECT * FROM unsent_spend WHERE day = ?", vec![day_of(now).into()])?.to_array()?;
+    let person = spender.person.as_ref().map(|person| person.key.as_str());
+    let mut unsent = Unsent::default();
+    for row in &rows {
+        unsent.all.add(row.spend());
+        if person.is_some() && row.person_key.as_deref() == person {
+            unsent.person.add(row.spend());
+        }
+    }
+    Ok(unsent)
+}
+
+/// Notes the turn's people for the commit: a sighting waits for those the
+/// object never sent, or sent under another name, or over an hour ago.
+pub(super) fn note_sightings(sql: &Sql, speakers: &[Profile], now: i64) -> Result<()> {
+    for person in speakers {
+        let name = crate::people::store::seen_name(person);
+        let last: Vec<Sighted> = sql
+            .exec("SELECT name, seen_at FROM sightings WHERE platform_key = ?", vec![person.key.as_str().into()])?
+            .to_array()?;
+        if !needs_sighting(last.first(), name, now) {
+            continue;
+        }
+        sql.exec(
+            "INSERT INTO sightings (platform_key, name, is_bot, seen_at, pending) VALUES (?, ?, ?, ?, 1) \
+             ON CONFLICT (platform_key) DO UPDATE SET name = excluded.name, is_bot = excluded.is_bot, \
+             seen_at = excluded.seen_at, pending = 1",
+            vec![
+                person.key.as_str().into(),
+                name.into(),
+                SqlStorageValue::from(i64::from(person.is_bot)),
+                SqlStorageValue::from(now),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Sends what the alarm's turns left for D1. A failure keeps it all for
+/// later (the alarm comes back for it); replies never wait on it.
+pub(super) async fn commit(object: &ChannelObject) -> Result<()> {
+    let sql = object.state.storage().counted_sql();
+    let database = object.env.d1(DATABASE_BINDING)?;
+    if let Err(error) = send(object, &sql, &database).await {
+        LogLine::warn("commit_not_sent").field("recovery", "kept for the next alarm").reason(&error).emit();
+    }
+    let storage = object.state.storage();
+    if has_unsent(&sql)? && storage.get_alarm().await?.is_none() {
+        storage.set_alarm_counted(COMMIT_RETRY_MS).await?;
+    }
+    Ok(())
+}
+
+/// Whether anything waits for a commit.
+fn has_unsent(sql: &Sql) -> Result<bool> {
+    let rows: Vec<serde_json::Value> = sql
+        .exec(
+            "SELECT 1 AS found WHERE EXISTS (SELECT 1 FROM unsent_spend) \
+             OR EXISTS (SELECT 1 FROM sightings WHERE pending = 1)",
+            None,
+        )?
+        .to_array()?;
+    Ok(!rows.is_empty() || history_store::has_pending(sql)?)
+}
+
+async fn send(object: &ChannelObject, sql: &Sql, database: &D1Database) -> Result<()> {
+    let history = history_store::unmirrored(sql)?;
+    let spend: Vec<UnsentSpend> = sql
+        .exec("SELECT * FROM unsent_spend ORDER BY seq LIMIT ?", vec![SqlStorageValue::from(SPEND_ROWS_PER_COMMIT)])?
+        .to_array()?;
+    let sightings: Vec<Sighting> = sql.exec("SELECT * FROM sightings WHERE pending = 1", None)?.to_array()?;
+    let row = stats::read(sql)?;
+    let moved = row.is_some() && *object.index_written.borrow() != row;
+    let key = row.as_ref().map(|row| row.conversation_key.clone());
+    let key = key.or_else(|| spend.first().map(|held| held.conversation_key.clone()));
+    // The outbox's count needs the conversation's key (none before its first inbound or spend).
+    let outbox = match &key {
+        Some(_) => super::pending::moved(sql, object.reported_unsent.get())?,
+        None => None,
+    };
+    let Some(plan) = plan_commit(history.len(), spend.len(), sightings.len(), outbox.is_some(), moved) else {
+        return Ok(());
+    };
+    let now = now_ms();
+    let mut statements = history_store::mirror_statements(database, &history)?;
+    for sighting in &sightings {
+        let is_bot = sighting.is_bot != 0;
+        statements.extend(crate::people::store::sighting(
+            database,
+            &sighting.platform_key,
+            &sighting.name,
+            is_bot,
+            sighting.seen_at,
+        )?);
+    }
+    let flush_seq = spend.last().map(|held| held.seq);
+    if let Some(first) = spend.first() {
+        let rows: Vec<serde_json::Value> = spend
+            .iter()
+            .flat_map(|held| {
+                unsent_rows(held.seq, &held.day, &held.conversation_key, held.person().as_ref(), held.spend())
+            })
+            .collect();
+        let rows = serde_json::to_string(&rows)?;
+        statements.push(crate::budget::usage::unsent_statement(database, &first.conversation_key, &rows)?);
+    }
+    let index_row = match plan.index {
+        true => row.clone().or_else(|| spend.first().map(|held| bare_row(&held.conversation_key, now))),
+        false => None,
+    };
+    if let (Some(unsent), Some(key)) = (outbox, &key) {
+        statements.push(crate::status::api::pending_statement(database, key, unsent)?);
+    }
+    if let Some(index_row) = &index_row {
+        statements.push(index::upsert_statement(database, index_row, now, flush_seq)?);
+    }
+    crate::runtime::d1::batch(database, statements).await?;
+    // D1 has it all: the object forgets what it held.
+    history_store::mark_mirrored(sql, &history, kept_rows(object.config.history_limit))?;
+    if let Some(seq) = flush_seq {
+        sql.exec("DELETE FROM unsent_spend WHERE seq <= ?", vec![SqlStorageValue::from(seq)])?;
+    }
+    for sighting in &sightings {
+        sql.exec(
+            "UPDATE sightings SET pending = 0 WHERE platform_key = ? AND seen_at = ? AND name = ?",
+            vec![
+                sighting.platform_key.as_str().into(),
+                SqlStorageValue::from(sighting.seen_at),
+                sighting.name.as_str().into(),
+            ],
+        )?;
+    }
+    if outbox.is_some() {
+        object.reported_unsent.set(outbox);
+    }
+    if plan.index && row.is_some() {
+        *object.index_written.borrow_mut() = row;
+    }
+    Ok(())
+}
+
+/// The index row of a conversation that spent before any inbound counted in
+/// it (a scheduled run's first turn): its key, no counts.
+fn bare_row(conversation_key: &str, now: i64) -> Conversation {
+    let platform = ConversationKey::parse(conversation_key).map(|key| key.platform()).unwrap_or_default();
+    Conversation {
+        conversation_key: conversation_key.to_string(),
+        platform: platform.into(),
+        title: None,
+        last_activity_at: now,
+        message_count: 0,
+        engaged_count: 0,
+        observed_count: 0,
+        awaiting_since: None,
+    }
+}
+
+/// Writes the conversation's index row on its own (the debounced write after
+/// inbounds; best effort: logged), unless it is what was last written (the
+/// alarm's commit usually took it already).
+pub(super) async fn write_index(sql: &Sql, env: &worker::Env, written: &RefCell<Option<Conversation>>) {
+    let flushed = async {
+        let row = stats::read(sql)?;
+        let Some(row) = row.filter(|row| written.borrow().as_ref() != Some(row)) else { return Ok(()) };
+        index::upsert(&env.d1(DATABASE_BINDING)?, &row, now_ms()).await?;
+        *written.borrow_mut() = Some(row);
+        Ok::<(), worker::Error>(())
+    };
+    if let Err(error) = flushed.await {
+        LogLine::error("conversation_index_not_written").reason(&error).emit();
+    }
+}
