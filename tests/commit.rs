@@ -36,6 +36,9 @@ fn spend_of<'a>(report: &'a Value, list: &str, subject: &str) -> &'a Value {
 /// A turn's writes reach D1 with its commit (history, the person, the
 /// index row with its mark), and a commit sent again after a crash (the
 /// object still holding spend D1 already took) adds nothing twice.
+/// KNOWN GAP: with the spend guard disabled this test still passed (row
+/// put back with sqlite3 did not reach the next commit); the replay half
+/// does not yet prove the guard.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_turns_commit_lands_whole_and_a_commit_sent_again_counts_its_spend_once() {
     let mut env = TestEnv::start().await;
