@@ -152,16 +152,6 @@ impl TestEnv {
         results
     }
 
-    /// Stops the Worker, runs SQL in each channel object's storage that has
-    /// `table` (as a crash would leave it, say), and starts it again on the
-    /// same state; returns how many objects it ran in.
-    pub async fn channel_sql_while_stopped(&mut self, table: &str, sql: &str) -> usize {
-        self.worker.kill();
-        let changed = worker::channel_execute(self.state.path(), table, sql);
-        self.worker = Worker::start(&self.vars, self.state.path()).await;
-        changed
-    }
-
     /// POSTs a Telegram update with the right secret.
     pub async fn telegram_update(&self, update: &Value) -> reqwest::Response {
         self.telegram_raw(Some(TELEGRAM_SECRET), update.to_string()).await

@@ -110,29 +110,6 @@ pub fn drop_alarms(state_dir: &Path) {
     }
 }
 
-/// Runs `sql` in the storage of every channel object in `state_dir` that
-/// has the table `table` (the Worker must be stopped), with `sqlite3`.
-pub fn channel_execute(state_dir: &Path, table: &str, sql: &str) -> usize {
-    let channels = state_dir.join("v3/do/edgebot-ChannelObject");
-    let mut changed = 0;
-    for file in std::fs::read_dir(&channels).expect("the channel objects' state").flatten() {
-        let path = file.path();
-        let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
-        if !name.ends_with(".sqlite") || name == "metadata.sqlite" {
-            continue;
-        }
-        let probe = format!("SELECT count(*) FROM sqlite_master WHERE name = '{table}';");
-        let found = Command::new("sqlite3").arg(&path).arg(&probe).output().expect("sqlite3 (make test installs it)");
-        if String::from_utf8_lossy(&found.stdout).trim() != "1" {
-            continue;
-        }
-        let status = Command::new("sqlite3").arg(&path).arg(sql).status().expect("sqlite3");
-        assert!(status.success(), "{sql} in {}", path.display());
-        changed += 1;
-    }
-    changed
-}
-
 pub fn d1_execute(state_dir: &Path, sql: &str) -> serde_json::Value {
     let stdout = wrangler_d1(&["execute", "DB", "--json", "--yes", "--command", sql], state_dir);
     serde_json::from_slice(&stdout).expect("d1 execute --json output")
