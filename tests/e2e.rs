@@ -14,6 +14,7 @@ mod attacks_reply;
 mod browse;
 mod conformance;
 mod containment;
+mod conversation_index;
 mod discord;
 mod email;
 mod exactly_once;

@@ -1,12 +1,15 @@
 //! The conversation's running counts, kept with each inbound (one row), and
-//! mirrored to the dashboard's D1 index a few seconds after it moved, with
+//! mirrored to the dashboard's D1 index a few seconds after it moved (through
+//! the index queue, batched with other conversations' rows), with
 //! whether an inbound still waits for its outcome (the sweeper reads that).
 
 use worker::{Result, SqlStorageValue};
 
 use crate::conversations::store::Conversation;
 use crate::inbound::{ConversationKey, InboundEvent};
+use crate::log_line::LogLine;
 use crate::runtime::durable::Sql;
+use crate::runtime::log::Emit;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS stats (
@@ -71,4 +74,16 @@ pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
         observed_count: row.observed,
         awaiting_since: row.awaiting_since,
     }))
+}
+
+/// Sends the conversation's counts and whether an inbound waits to the index
+/// queue (best effort: logged; the next inbound's row carries the same counts).
+pub async fn send_index(sql: &Sql, env: &worker::Env) {
+    let sent = async {
+        let Some(row) = read(sql)? else { return Ok(()) };
+        crate::runtime::queue::send_index(env, &row).await
+    };
+    if let Err(error) = sent.await {
+        LogLine::error("conversation_index_not_sent").reason(&error).emit();
+    }
 }
