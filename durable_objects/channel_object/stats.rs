@@ -81,7 +81,7 @@ pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
 pub async fn send_index(sql: &Sql, env: &worker::Env) {
     let sent = async {
         let Some(row) = read(sql)? else { return Ok(()) };
-        crate::runtime::queue::send_index(env, &row).await
+        crate::conversations::store::send(env, &row).await
     };
     if let Err(error) = sent.await {
         LogLine::error("conversation_index_not_sent").reason(&error).emit();

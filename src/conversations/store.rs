@@ -133,43 +133,16 @@ pub async fn write_batch(db: &D1Database, rows: &[Conversation], now_ms: i64) ->
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(key: &str, last: i64, messages: i64, awaiting: Option<i64>) -> Conversation {
-        Conversation {
-            conversation_key: key.into(),
-            platform: "telegram".into(),
-            title: None,
-            last_activity_at: last,
-            message_count: messages,
-            engaged_count: 0,
-            observed_count: messages,
-            awaiting_since: awaiting,
-        }
-    }
-
-    #[test]
-    fn a_batch_keeps_each_conversations_newest_row_whatever_the_order() {
-        let rows = [row("a", 20, 2, None), row("b", 5, 1, Some(5)), row("a", 10, 1, Some(10)), row("a", 20, 3, None)];
-        let sent: Vec<Conversation> = serde_json::from_str(&batch_json(&rows).unwrap()).unwrap();
-        let summary: Vec<(String, i64, i64, Option<i64>)> = sent
-            .into_iter()
-            .map(|row| (row.conversation_key, row.last_activity_at, row.message_count, row.awaiting_since))
-            .collect();
-        assert_eq!(summary, [("a".into(), 20, 3, None), ("b".into(), 5, 1, Some(5))]);
-    }
-
-    #[test]
-    fn the_json_has_the_fields_the_statement_reads() {
-        let json: serde_json::Value = serde_json::from_str(&batch_json(&[row("k", 1, 1, None)]).unwrap()).unwrap();
-        for field in ["conversation_key", "platform", "title", "last_activity_at", "message_count", "engaged_count"] {
-            assert!(json[0].get(field).is_some(), "{field}");
-            assert!(UPSERT_BATCH.contains(&format!("'$.{field}'")), "{field}");
-        }
-        for field in ["observed_count", "awaiting_since"] {
-            assert!(UPSERT_BATCH.contains(&format!("'$.{field}'")), "{field}");
-        }
-    }
+/// Sends the conversation's index row to the index queue (counted: one queue
+/// write); its consumer writes a batch of them in one D1 statement
+/// ([`write_batch`], from `crate::jobs`). Without the binding (an older
+/// wrangler.toml), the row is written to D1 directly, as before.
+#[allow(clippy::disallowed_methods)]
+pub async fn send(env: &worker::Env, row: &Conversation) -> Result<()> {
+    use crate::runtime::config;
+    let Ok(queue) = env.queue(config::INDEX_QUEUE_BINDING) else {
+        return upsert(&env.d1(config::DATABASE_BINDING)?, row, crate::runtime::http::now_ms()).await;
+    };
+    crate::ops::count(crate::ops::Op::QueueSend);
+    queue.send(row).await
 }
