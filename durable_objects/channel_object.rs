@@ -110,6 +110,7 @@ impl DurableObject for ChannelObject {
         if sql.exec(inbox::PROBE, None).is_err() {
             let _ = sql.exec(inbox::UPGRADE, None);
         }
+        let _ = sql.exec(inbox::DROP_BY_RECEIVED, None);
         for (probe, upgrade) in outbox::UPGRADES {
             if sql.exec(probe, None).is_err() {
                 let _ = sql.exec(upgrade, None);
@@ -468,9 +469,11 @@ impl ChannelObject {
         Ok(serde_json::json!({ "type": "history", "messages": messages, "working": working }))
     }
 
-    /// Writes the conversation's counts to the dashboard's index a moment
+    /// Sends the conversation's counts to the dashboard's index a moment
     /// from now, once for however many inbounds arrive meanwhile; never on
-    /// the webhook's path.
+    /// the webhook's path. The row goes to the index queue, whose consumer
+    /// writes many conversations' rows in one D1 statement: no inbound makes
+    /// a D1 statement of its own.
     fn flush_index_soon(&self) {
         if self.index_flush_pending.replace(true) {
             return;
@@ -481,7 +484,7 @@ impl ChannelObject {
         wasm_bindgen_futures::spawn_local(async move {
             sleep_ms(INDEX_FLUSH_DELAY_MS).await;
             pending.set(false);
-            commit::write_index(&sql, &env, &written).await;
+            stats::send_index(&sql, &env, &written).await;
         });
     }
 

@@ -74,6 +74,14 @@ pub const SIGN_IN: Binding =
 /// The queue of process jobs (branches, workers, scheduled runs).
 pub const JOBS: Binding =
     Binding::required("JOBS", BindingKind::Queue, "the queue of process jobs (branches, workers, scheduled runs)");
+/// The conversation index's queue: channel objects send their dashboard row
+/// here and its consumer writes a whole batch in one D1 statement, so no inbound
+/// causes a D1 write (docs/scale.md). Without it, each object writes its row itself.
+pub const INDEX_QUEUE: Binding = Binding::optional(
+    "INDEX_QUEUE",
+    BindingKind::Queue,
+    "the conversation index's queue (rows batched into one D1 write)",
+);
 /// The R2 bucket files live in.
 pub const FILES: Binding =
     Binding::optional("FILES", BindingKind::R2, "the R2 bucket files sent and received are kept in");
@@ -109,8 +117,8 @@ pub const EMAIL: Binding =
     Binding::optional("EMAIL", BindingKind::SendEmail, "sends email replies (Email Routing's send_email)");
 
 /// Every binding the Worker uses, in the order `/api/status` lists them.
-pub const ALL: [Binding; 12] =
-    [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, FILES, AI, VECTORS, LOADER, SELF_SERVICE, BROWSER, EMAIL];
+pub const ALL: [Binding; 13] =
+    [DATABASE, CHANNEL, GATEWAY, SIGN_IN, JOBS, INDEX_QUEUE, FILES, AI, VECTORS, LOADER, SELF_SERVICE, BROWSER, EMAIL];
 
 #[cfg(test)]
 mod tests {

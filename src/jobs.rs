@@ -17,6 +17,7 @@ use worker::{D1Database, Env, Message, MessageBatch, MessageExt};
 
 use crate::channel::routes::ChannelRoute;
 use crate::config::Config;
+use crate::conversations::store::{self, Conversation};
 use crate::files::tools as files;
 use crate::llm::client::HttpModel;
 use crate::llm::ChatModel;
@@ -40,6 +41,10 @@ const JOBS_AT_ONCE: usize = 6;
 
 /// Runs a batch of jobs (or of dead letters), each acked or retried on its own.
 pub async fn run_batch(batch: MessageBatch<serde_json::Value>, env: &Env) -> worker::Result<()> {
+    if batch.queue() == config::INDEX_QUEUE_NAME {
+        index_batch(&batch, env).await;
+        return Ok(());
+    }
     let config = config::load(env);
     let dead_letters = batch.queue().ends_with(DEAD_LETTER_SUFFIX);
     // An error here would abort the whole Worker: every failure is per message.
@@ -56,6 +61,33 @@ pub async fn run_batch(batch: MessageBatch<serde_json::Value>, env: &Env) -> wor
         .for_each_concurrent(JOBS_AT_ONCE, |message| handle(&config, env, message, dead_letters))
         .await;
     Ok(())
+}
+
+/// Writes a batch of the conversation index's rows in ONE D1 statement and
+/// acks them all, or retries them all (the write is all or nothing, and a
+/// replayed row never moves the index back). An unreadable row is dropped:
+/// the object's next one carries the same counts.
+async fn index_batch(batch: &MessageBatch<serde_json::Value>, env: &Env) {
+    let Ok(messages) = batch.messages() else {
+        LogLine::error("index_batch_unreadable").emit();
+        batch.retry_all();
+        return;
+    };
+    let rows: Vec<Conversation> = messages
+        .iter()
+        .filter_map(|message| serde_json::to_string(message.body()).and_then(|text| serde_json::from_str(&text)).ok())
+        .collect();
+    let written = async { store::write_batch(&env.d1(config::DATABASE_BINDING)?, &rows, now_ms()).await };
+    match written.await {
+        Ok(()) => batch.ack_all(),
+        Err(error) => {
+            LogLine::error("conversation_index_not_written").field("rows", rows.len()).reason(&error).emit();
+            batch.retry_all();
+        }
+    }
+    // Counted once the batch's write is done (or failed), so a delivery seen
+    // in `/api/ops` has reached D1.
+    crate::ops::add(crate::ops::Op::QueueDelivery, messages.len() as u64);
 }
 
 async fn handle(config: &Config, env: &Env, message: &Message<serde_json::Value>, dead_letters: bool) {

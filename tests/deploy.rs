@@ -243,6 +243,7 @@ async fn the_first_run_creates_and_records_everything_and_the_second_changes_not
         [
             "d1 create edgebot",
             "queues create edgebot-jobs",
+            "queues create edgebot-index",
             "queues create edgebot-jobs-dlq",
             "r2 bucket create edgebot-files",
             "vectorize create edgebot-memories --dimensions=384 --metric=cosine",
@@ -328,6 +329,7 @@ async fn the_first_run_creates_and_records_everything_and_the_second_changes_not
     for step in [
         "queue edgebot-jobs",
         "queue edgebot-jobs-dlq",
+        "queue edgebot-index",
         "vectorize metadata index edgebot-memories.memory_type",
         "vectorize metadata index edgebot-memories.scope",
     ] {

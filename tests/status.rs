@@ -21,7 +21,7 @@ async fn status_reports_bindings_migrations_platforms_and_the_last_cron_tick() {
     assert_eq!(
         status["bindings"],
         json!({
-            "DB": true, "CHANNEL": true, "GATEWAY": true, "SIGN_IN": true, "JOBS": true, "FILES": true,
+            "DB": true, "CHANNEL": true, "GATEWAY": true, "SIGN_IN": true, "JOBS": true, "INDEX_QUEUE": true, "FILES": true,
             "AI": false, "VECTORS": false, "LOADER": true, "SELF": true, "BROWSER": true,
             "EMAIL": true
         })

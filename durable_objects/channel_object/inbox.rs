@@ -20,7 +20,6 @@ CREATE TABLE IF NOT EXISTS inbox (
     status TEXT NOT NULL,
     membership TEXT
 );
-CREATE INDEX IF NOT EXISTS inbox_by_received ON inbox (received_at);
 CREATE INDEX IF NOT EXISTS inbox_open ON inbox (received_at) WHERE status IN ('queued', 'held');
 ";
 
@@ -28,6 +27,10 @@ CREATE INDEX IF NOT EXISTS inbox_open ON inbox (received_at) WHERE status IN ('q
 /// (the probe fails only on such a table).
 pub const PROBE: &str = "SELECT membership FROM inbox LIMIT 0";
 pub const UPGRADE: &str = "ALTER TABLE inbox ADD COLUMN membership TEXT";
+/// Objects created before the retention sweep went by `seq` drop the index on
+/// `received_at`: every inbound wrote an entry in it (a row written), and
+/// nothing reads it now (a no-op once gone).
+pub const DROP_BY_RECEIVED: &str = "DROP INDEX IF EXISTS inbox_by_received";
 
 /// Settled rows are kept this long (well past the 24 h delivery dedupe window).
 const RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
@@ -142,10 +145,12 @@ pub fn decide_held(sql: &Sql, delivery_id: &str, decision: &Decision, membership
     Ok(())
 }
 
-/// Marks the turn's messages answered (or skipped) and forgets old settled rows
-/// (through `inbox_by_received`, so the DELETE reads only what it deletes, not
-/// the whole seven days: a status test cannot use an index, the range can). Rows
-/// still `queued` or `held` are kept whatever their age.
+/// Marks the turn's messages answered (or skipped) and forgets old settled rows.
+/// Rows are filed in arrival order (`seq`, the rowid), so the old ones are a
+/// prefix of the table: the DELETE takes the `seq` range before the first row
+/// inside the retention window, reading about what it deletes (plus the few
+/// rows still open), with no index on `received_at` for every inbound to
+/// write. Rows still `queued` or `held` are kept whatever their age.
 pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> Result<()> {
     for delivery_id in delivery_ids {
         sql.exec(
@@ -154,7 +159,9 @@ pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> 
         )?;
     }
     sql.exec(
-        "DELETE FROM inbox WHERE status NOT IN ('queued', 'held') AND received_at < ?",
+        "DELETE FROM inbox WHERE status NOT IN ('queued', 'held') AND seq < coalesce(\
+         (SELECT seq FROM inbox WHERE received_at >= ? ORDER BY seq LIMIT 1), \
+         (SELECT max(seq) + 1 FROM inbox))",
         vec![SqlStorageValue::from(now_ms - RETENTION_MS)],
     )?;
     Ok(())

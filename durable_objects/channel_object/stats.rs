@@ -1,12 +1,15 @@
 //! The conversation's running counts, kept with each inbound (one row), and
-//! mirrored to the dashboard's D1 index a few seconds after it moved, with
+//! mirrored to the dashboard's D1 index a few seconds after it moved (through
+//! the index queue, batched with other conversations' rows), with
 //! whether an inbound still waits for its outcome (the sweeper reads that).
 
 use worker::{Result, SqlStorageValue};
 
 use crate::conversations::store::Conversation;
 use crate::inbound::{ConversationKey, InboundEvent};
+use crate::log_line::LogLine;
 use crate::runtime::durable::Sql;
+use crate::runtime::log::Emit;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS stats (
@@ -71,4 +74,19 @@ pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
         observed_count: row.observed,
         awaiting_since: row.awaiting_since,
     }))
+}
+
+/// Sends the conversation's counts and whether an inbound waits to the index
+/// queue (best effort: logged; the next inbound's row carries the same counts).
+pub async fn send_index(sql: &Sql, env: &worker::Env, written: &std::cell::RefCell<Option<Conversation>>) {
+    let sent = async {
+        // A row the alarm's commit already wrote (or this sent) is not sent again.
+        let Some(row) = read(sql)?.filter(|row| written.borrow().as_ref() != Some(row)) else { return Ok(()) };
+        crate::conversations::store::send(env, &row).await?;
+        *written.borrow_mut() = Some(row);
+        Ok::<(), worker::Error>(())
+    };
+    if let Err(error) = sent.await {
+        LogLine::error("conversation_index_not_sent").reason(&error).emit();
+    }
 }

@@ -100,3 +100,64 @@ pub async fn awaiting(db: &D1Database, before_ms: i64, limit: usize) -> Result<V
         .results()?;
     Ok(rows.into_iter().map(|row| row.conversation_key).collect())
 }
+
+/// Writes a batch of index rows (the index queue's, see [`write_batch`]) in
+/// ONE statement: the rows go in as one JSON array, unpacked by `json_each`.
+/// A row older than the one stored (a replayed or late message) changes
+/// nothing, so the index never moves back; columns not named here (such as
+/// `flush_seq`) are left as they are.
+const UPSERT_BATCH: &str = "INSERT INTO conversations (conversation_key, platform, title, last_activity_at, \
+     message_count, engaged_count, observed_count, updated_at, awaiting_since) \
+     SELECT value ->> '$.conversation_key', value ->> '$.platform', value ->> '$.title', \
+     value ->> '$.last_activity_at', value ->> '$.message_count', value ->> '$.engaged_count', \
+     value ->> '$.observed_count', ?2, value ->> '$.awaiting_since' FROM json_each(?1) WHERE true \
+     ON CONFLICT (conversation_key) DO UPDATE SET title = coalesce(excluded.title, title), \
+     awaiting_since = excluded.awaiting_since, last_activity_at = excluded.last_activity_at, \
+     message_count = max(message_count, excluded.message_count), \
+     engaged_count = max(engaged_count, excluded.engaged_count), \
+     observed_count = max(observed_count, excluded.observed_count), updated_at = excluded.updated_at \
+     WHERE excluded.last_activity_at > last_activity_at \
+     OR (excluded.last_activity_at = last_activity_at AND excluded.message_count >= message_count)";
+
+/// Index rows as the batch statement binds them: one JSON array. Each
+/// conversation appears once, as its newest row (an older one would change
+/// nothing anyway, and the statement reads less).
+pub fn batch_json(rows: &[Conversation]) -> serde_json::Result<String> {
+    let mut newest: std::collections::BTreeMap<&str, &Conversation> = std::collections::BTreeMap::new();
+    for row in rows {
+        let keep = newest.get(row.conversation_key.as_str()).is_none_or(|kept| is_newer(row, kept));
+        if keep {
+            newest.insert(&row.conversation_key, row);
+        }
+    }
+    serde_json::to_string(&newest.into_values().collect::<Vec<_>>())
+}
+
+/// Whether `row` is a later state of the conversation than `than` (the
+/// statement's own guard: later activity, or as late with as many messages).
+fn is_newer(row: &Conversation, than: &Conversation) -> bool {
+    (row.last_activity_at, row.message_count) >= (than.last_activity_at, than.message_count)
+}
+
+/// Writes a batch of index rows in one D1 statement (nothing for none).
+pub async fn write_batch(db: &D1Database, rows: &[Conversation], now_ms: i64) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    db.prepare(UPSERT_BATCH).bind(&[batch_json(rows)?.into(), number(now_ms)])?.run_counted().await?;
+    Ok(())
+}
+
+/// Sends the conversation's index row to the index queue (counted: one queue
+/// write); its consumer writes a batch of them in one D1 statement
+/// ([`write_batch`], from `crate::jobs`). Without the binding (an older
+/// wrangler.toml), the row is written to D1 directly, as before.
+#[allow(clippy::disallowed_methods)]
+pub async fn send(env: &worker::Env, row: &Conversation) -> Result<()> {
+    use crate::runtime::config;
+    let Ok(queue) = env.queue(config::INDEX_QUEUE_BINDING) else {
+        return upsert(&env.d1(config::DATABASE_BINDING)?, row, crate::runtime::http::now_ms()).await;
+    };
+    crate::ops::count(crate::ops::Op::QueueSend);
+    queue.send(row).await
+}

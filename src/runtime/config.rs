@@ -16,6 +16,10 @@ pub const GATEWAY_BINDING: &str = bindings::GATEWAY.name;
 pub const SIGN_IN_BINDING: &str = bindings::SIGN_IN.name;
 /// Name of the Queue binding for process jobs.
 pub const JOBS_BINDING: &str = bindings::JOBS.name;
+/// Name of the Queue binding for the conversation index.
+pub const INDEX_QUEUE_BINDING: &str = bindings::INDEX_QUEUE.name;
+/// The conversation index's queue (wrangler.toml): its batches are index rows, not jobs.
+pub const INDEX_QUEUE_NAME: &str = "edgebot-index";
 /// Queue names ending in this are dead-letter queues.
 pub const DEAD_LETTER_SUFFIX: &str = "-dlq";
 /// Name of the D1 binding.

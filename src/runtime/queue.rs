@@ -1,5 +1,6 @@
 //! The `jobs` queue's producer: every job a room hands on goes through
-//! [`enqueue`], counted. The consumer is `crate::jobs`.
+//! [`enqueue`], counted. The consumer is `crate::jobs`. (The conversation
+//! index's queue has its own producer, `crate::conversations::store::send`.)
 
 use worker::Env;
 
