@@ -63,7 +63,7 @@ pub async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Valu
 /// it came: a webhook whose acknowledgement is that answer neither reads nor
 /// re-encodes it (the object's JSON streams through).
 pub async fn deliver_and_acknowledge(env: &Env, event: &InboundEvent) -> Answer {
-    Ok(hand_over(env, event).await?)
+    hand_over(env, event).await
 }
 
 /// Posts the event (its key made its agent's when claimed) to its channel

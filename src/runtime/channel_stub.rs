@@ -26,7 +26,11 @@ extern "C" {
     type ObjectStub;
 
     #[wasm_bindgen(method, catch, js_name = fetch)]
-    fn fetch_with_init(this: &ObjectStub, url: &str, init: &worker::web_sys::RequestInit) -> std::result::Result<Promise, JsValue>;
+    fn fetch_with_init(
+        this: &ObjectStub,
+        url: &str,
+        init: &worker::web_sys::RequestInit,
+    ) -> std::result::Result<Promise, JsValue>;
 }
 
 /// The namespace, looked up once per isolate.

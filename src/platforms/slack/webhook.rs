@@ -10,7 +10,9 @@ use crate::platforms::slack::heard;
 use crate::platforms::slack::install::rules::{ended_install, is_live as is_live_in};
 use crate::platforms::slack::install::store;
 use crate::platforms::slack::wire::{self as slack, ParsedSlack, SlackError};
-use crate::platforms::webhooks::{acknowledge, deliver, deliver_and_acknowledge, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::platforms::webhooks::{
+    acknowledge, deliver, deliver_and_acknowledge, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES,
+};
 use crate::prompt;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
