@@ -17,6 +17,7 @@ mod heard;
 mod history;
 mod history_upkeep;
 mod inbox;
+mod member_count;
 mod notices;
 mod outbox;
 mod outlet;
@@ -37,22 +38,18 @@ use worker::{
 };
 
 use crate::channel::engagement::Decision;
-use crate::channel::participants::MembershipCount;
 use crate::channel::routes::{ChannelRoute, ObjectRoute};
 use crate::channel::state::ChannelState;
 use crate::config::Config;
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::log_line::LogLine;
-use crate::platforms::messenger::Messenger;
-use crate::platforms::outbound;
 use crate::platforms::web_chat::messenger::{self as web_chat, CHAT, WATCH};
 use crate::process::envelope::{Envelope, MessageType};
 use crate::reply::outbox::OutboxStatus;
 use crate::runtime::config;
 use crate::runtime::durable::{self, MeteredStorage};
-use crate::runtime::http::{now_ms, sleep_ms, within};
+use crate::runtime::http::{now_ms, sleep_ms};
 use crate::runtime::log::Emit;
-use crate::time::format_utc;
 
 /// How long the alarm waits for the member count before deciding the held
 /// messages without it (no webhook ever waits for it).
@@ -298,33 +295,55 @@ impl ChannelObject {
     /// Decides on one inbound and stores it, once per delivery id; wakes the
     /// channel when a turn is due.
     async fn receive(&self, mut request: Request) -> Result<Response> {
-        let Ok(event) = json_body::<InboundEvent>(&mut request).await else {
+        let body = request.bytes().await?;
+        let Some((event, text)) = std::str::from_utf8(&body)
+            .ok()
+            .and_then(|text| Some((serde_json::from_str::<InboundEvent>(text).ok()?, text)))
+        else {
             return Response::error("malformed inbound event", 400);
         };
         let sql = self.state.storage().counted_sql();
-        if !inbox::contains(&sql, &event.delivery_id)?
-            && outbox::has_waiting_approval(&sql)?
-            && approvals::typed_answer(self, &event).await?
-        {
-            inbox::store_answer(&sql, &event, now_ms())?;
-            return Response::from_json(&serde_json::json!({ "ok": true, "decision": "answer" }));
-        }
-        let (decision, reason) = match self.admit(&event).await? {
-            None => return Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true })),
+        // One statement for both questions every inbound asks.
+        let (seen, approval_waiting) = inbox::seen_and_approval_waiting(&sql, &event.delivery_id)?;
+        let admission = if seen {
+            None
+        } else if approval_waiting {
+            if approvals::typed_answer(self, &event).await? {
+                inbox::store_answer(&sql, &event, now_ms())?;
+                return Response::from_json(&serde_json::json!({ "ok": true, "decision": "answer" }));
+            }
+            // The wait let other requests in: `admit` checks the delivery id again.
+            self.admit(&event).await?
+        } else {
+            // Nothing awaited since the check: the event is new, and stored as it came.
+            self.admit_new(&event, Some(text)).await?
+        };
+        let (decision, reason) = match admission {
+            None => {
+                let duplicate = Acknowledged { decision: None, duplicate: Some(true), ok: true, reason: None };
+                return Response::from_json(&duplicate);
+            }
             Some(Admission::Decided(decision)) => (decision.label(), decision.reason.as_str()),
             Some(Admission::Held) => (HELD_DECISION, HELD_REASON),
         };
-        Response::from_json(&serde_json::json!({ "ok": true, "decision": decision, "reason": reason }))
+        Response::from_json(&Acknowledged { decision: Some(decision), duplicate: None, ok: true, reason: Some(reason) })
     }
 
     /// The one way an inbound comes in, from any platform: decided on (or
     /// held for the alarm to decide), stored and counted once per delivery id
     /// (None for a repeat). Nothing here waits on a platform.
     async fn admit(&self, event: &InboundEvent) -> Result<Option<Admission>> {
-        let sql = self.state.storage().counted_sql();
-        if inbox::contains(&sql, &event.delivery_id)? {
+        if inbox::contains(&self.state.storage().counted_sql(), &event.delivery_id)? {
             return Ok(None);
         }
+        self.admit_new(event, None).await
+    }
+
+    /// [`Self::admit`] for an inbound whose delivery id was just found new
+    /// (no await since); `text`: the event as JSON when the caller has it, so
+    /// the inbox stores it without encoding it again.
+    async fn admit_new(&self, event: &InboundEvent, text: Option<&str>) -> Result<Option<Admission>> {
+        let sql = self.state.storage().counted_sql();
         let now = now_ms();
         if self.machine.borrow().must_hold(event, &self.config.channel, now) {
             // Stored and acknowledged now; the alarm reads the member count
@@ -339,7 +358,7 @@ impl ChannelObject {
             machine.update_membership(None, event);
             machine.receive(event, &self.config.channel, now)
         })?;
-        inbox::store(&sql, event, &receipt.decision, None, now)?;
+        inbox::store(&sql, event, text, &receipt.decision, None, now)?;
         stats::count(&sql, event, receipt.decision.engages, now)?;
         if let Some(wake_at) = receipt.wake_at_ms {
             self.state.storage().set_alarm_counted((wake_at - now).max(0)).await?;
@@ -532,21 +551,19 @@ impl ChannelObject {
             false => Response::error("no room for another worker", 409),
         }
     }
+}
 
-    /// Reads the member count before a decision that depends on it, within
-    /// [`MEMBER_COUNT_TIMEOUT_MS`]; returns it (if read) and what happened,
-    /// for the decision log.
-    async fn read_member_count(&self, event: &InboundEvent) -> (Option<MembershipCount>, Option<CountRead>) {
-        let platform = outbound::for_address(&self.config, &self.state, &event.reply_address);
-        let asked_at_ms = now_ms();
-        let answer = within(MEMBER_COUNT_TIMEOUT_MS, platform.member_count(event, asked_at_ms)).await;
-        let outcome = match answer {
-            Some(Some(_)) => CountOutcome::Read,
-            Some(None) => CountOutcome::Unavailable,
-            None => CountOutcome::TimedOut,
-        };
-        (answer.flatten(), Some(CountRead { outcome, at_ms: now_ms() }))
-    }
+/// The object's answer to an inbound, encoded without building a JSON value
+/// first (fields in the order `json!` gave them: the same bytes).
+#[derive(serde::Serialize)]
+struct Acknowledged<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duplicate: Option<bool>,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
 }
 
 /// How an inbound was taken in.
@@ -554,32 +571,6 @@ enum Admission {
     Decided(Decision),
     /// Stored and acknowledged; the alarm decides it once the member count is read.
     Held,
-}
-
-/// What the alarm's member-count read came to, and when (for the decision log).
-struct CountRead {
-    outcome: CountOutcome,
-    at_ms: i64,
-}
-
-enum CountOutcome {
-    Read,
-    Unavailable,
-    TimedOut,
-}
-
-impl CountRead {
-    /// The inbox's membership note for a message that arrived at `received_at_ms`.
-    fn describe(&self, received_at_ms: i64, humans: Option<usize>) -> String {
-        let when = format!("at {} ({} ms after the message)", format_utc(self.at_ms), self.at_ms - received_at_ms);
-        match (&self.outcome, humans) {
-            (CountOutcome::Read, Some(humans)) => {
-                format!("member count read before deciding, {when}: {humans} human(s)")
-            }
-            (CountOutcome::TimedOut, _) => format!("member count timed out {when}; decided on the speakers seen"),
-            _ => format!("member count unavailable {when}; decided on the speakers seen"),
-        }
-    }
 }
 
 /// Parses a JSON body with serde_json from text: these types are read from

@@ -51,17 +51,38 @@ pub async fn handle(request: Request, env: &Env) -> Result<Response> {
 }
 
 /// The same response with [`crate::security::BROWSER_HEADERS`] added. The
-/// headers are copied into a new set: a response from a Durable Object has
-/// immutable ones.
+/// headers are copied into a new set (one runtime call): a response from a
+/// Durable Object has immutable ones. The browser headers' names and values
+/// are made JS strings once per isolate, not copied out of wasm per response.
 fn with_browser_headers(response: Response) -> Result<Response> {
-    let headers = Headers::new();
-    for (name, value) in response.headers().entries() {
-        headers.append(&name, &value)?;
-    }
-    for (name, value) in crate::security::BROWSER_HEADERS {
-        headers.set(name, value)?;
-    }
-    Ok(response.with_headers(headers))
+    let headers = worker::web_sys::Headers::new_with_headers(&response.headers().0)?;
+    BROWSER_HEADERS.with(|browser| {
+        let settable: &SettableHeaders = wasm_bindgen::JsCast::unchecked_ref(&headers);
+        browser.iter().try_for_each(|(name, value)| settable.set(name, value).map_err(worker::Error::from))
+    })?;
+    Ok(response.with_headers(Headers(headers)))
+}
+
+thread_local! {
+    /// [`crate::security::BROWSER_HEADERS`] as JS strings.
+    static BROWSER_HEADERS: Vec<(js_sys::JsString, js_sys::JsString)> = crate::security::BROWSER_HEADERS
+        .iter()
+        .map(|(name, value)| (js_sys::JsString::from(*name), js_sys::JsString::from(*value)))
+        .collect();
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// A `Headers`, for `set` with JS strings made beforehand.
+    #[wasm_bindgen(js_name = Headers)]
+    type SettableHeaders;
+
+    #[wasm_bindgen(catch, method)]
+    fn set(
+        this: &SettableHeaders,
+        name: &js_sys::JsString,
+        value: &js_sys::JsString,
+    ) -> std::result::Result<(), wasm_bindgen::JsValue>;
 }
 
 async fn route(request: Request, env: &Env) -> Answer {

@@ -41,6 +41,25 @@ pub fn contains(sql: &Sql, delivery_id: &str) -> Result<bool> {
     Ok(!rows.is_empty())
 }
 
+/// Whether `delivery_id` was taken before, and whether an approval waits for
+/// a typed answer (an outbox row of the approvals' turn with an approval id):
+/// one statement for the two questions every inbound asks.
+pub fn seen_and_approval_waiting(sql: &Sql, delivery_id: &str) -> Result<(bool, bool)> {
+    #[derive(Deserialize)]
+    struct Found {
+        seen: i64,
+        waiting: i64,
+    }
+    let found: Vec<Found> = sql
+        .exec(
+            "SELECT EXISTS (SELECT 1 FROM inbox WHERE delivery_id = ?) AS seen, \
+             EXISTS (SELECT 1 FROM outbox WHERE turn = ? AND approval_id IS NOT NULL) AS waiting",
+            vec![delivery_id.into(), SqlStorageValue::from(super::outbox::APPROVALS_TURN)],
+        )?
+        .to_array()?;
+    Ok(found.first().map_or((false, false), |found| (found.seen != 0, found.waiting != 0)))
+}
+
 /// Whether an inbound waits for (or is in) a turn.
 pub fn has_queued(sql: &Sql) -> Result<bool> {
     let rows: Vec<serde_json::Value> =
@@ -57,10 +76,12 @@ pub fn has_open(sql: &Sql) -> Result<bool> {
 }
 
 /// Files an inbound with its decision and, when the member count was read
-/// for it, what that read found.
+/// for it, what that read found. `text`: the event as JSON when the caller
+/// has it already (as it came to the object), so it is not encoded again.
 pub fn store(
     sql: &Sql,
     event: &InboundEvent,
+    text: Option<&str>,
     decision: &Decision,
     membership: Option<&str>,
     now_ms: i64,
@@ -71,7 +92,10 @@ pub fn store(
          VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING",
         vec![
             event.delivery_id.as_str().into(),
-            serde_json::to_string(event)?.into(),
+            match text {
+                Some(text) => text.into(),
+                None => serde_json::to_string(event)?.into(),
+            },
             decision.label().into(),
             decision.reason.as_str().into(),
             SqlStorageValue::from(now_ms),

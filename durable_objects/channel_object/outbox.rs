@@ -172,19 +172,6 @@ pub fn approval_address(sql: &Sql, approval_id: &str) -> Result<Option<ReplyAddr
     Ok(entries.into_iter().next().and_then(|entry| serde_json::from_str(entry.reply_to.as_deref()?).ok()))
 }
 
-/// Whether an approval (or an MCP server's question) still waits here: what
-/// a message might answer. Read from the object's own rows (the index on
-/// `turn`), so an ordinary message costs no D1 read.
-pub fn has_waiting_approval(sql: &Sql) -> Result<bool> {
-    let rows: Vec<serde_json::Value> = sql
-        .exec(
-            "SELECT 1 AS waiting FROM outbox WHERE turn = ? AND approval_id IS NOT NULL LIMIT 1",
-            vec![SqlStorageValue::from(APPROVALS_TURN)],
-        )?
-        .to_array()?;
-    Ok(!rows.is_empty())
-}
-
 /// The approval was decided: its message shows the decision, without buttons.
 pub fn settle_approval(sql: &Sql, approval_id: &str, text: &str) -> Result<Option<Entry>> {
     let id = approval_entry_id(approval_id);

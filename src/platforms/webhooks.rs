@@ -54,13 +54,26 @@ pub fn acknowledge(body: serde_json::Value) -> Answer {
 /// agent's (its key gains the agent's prefix, see `crate::agents::rooms`):
 /// the one place webhooks and the Gateway alike pass through.
 pub async fn deliver(env: &Env, event: &InboundEvent) -> Result<serde_json::Value, ApiError> {
+    let response = hand_over(env, event).await?;
+    let body = crate::runtime::http::whole_body(response).await?;
+    serde_json::from_slice(&body).map_err(internal)
+}
+
+/// [`deliver`], answering the platform with the channel object's answer as
+/// it came: a webhook whose acknowledgement is that answer neither reads nor
+/// re-encodes it (the object's JSON streams through).
+pub async fn deliver_and_acknowledge(env: &Env, event: &InboundEvent) -> Answer {
+    hand_over(env, event).await
+}
+
+/// Posts the event (its key made its agent's when claimed) to its channel
+/// object; the object's 200 answer.
+async fn hand_over(env: &Env, event: &InboundEvent) -> Result<Response, ApiError> {
     let owned = crate::agents::directory::owned_key(env, &event.conversation_key).await?;
     let owned = owned.map(|conversation_key| InboundEvent { conversation_key, ..event.clone() });
     let event = owned.as_ref().unwrap_or(event);
     let body = serde_json::to_string(event).map_err(internal)?;
-    let response = channel_stub::post(env, &event.conversation_key, ChannelRoute::Inbound, body).await?;
-    let body = crate::runtime::http::whole_body(response).await?;
-    serde_json::from_slice(&body).map_err(internal)
+    Ok(channel_stub::post(env, &event.conversation_key, ChannelRoute::Inbound, body).await?)
 }
 
 /// Hands an edit, deletion or reaction to the conversation's channel object

@@ -6,7 +6,7 @@ use worker::{Env, Request};
 
 use crate::api_error::ApiError;
 use crate::platforms::plain_webhook::wire::{self as plain, Plain, PlainError};
-use crate::platforms::webhooks::{acknowledge, deliver, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::platforms::webhooks::{acknowledge, deliver_and_acknowledge, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
 use crate::runtime::http::{now_ms, read_body};
@@ -25,7 +25,7 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
         },
     )?;
     match plain::parse(&body, now).map_err(|error| ApiError::BadRequest(error.to_string()))? {
-        Plain::Message(event) => acknowledge(deliver(env, &event).await?),
+        Plain::Message(event) => deliver_and_acknowledge(env, &event).await,
         Plain::Press(click) => acknowledge(super::buttons::pressed(env, &click).await?),
         Plain::Heard(heard) => acknowledge(deliver_heard(env, &heard).await?),
     }

@@ -10,7 +10,9 @@ use crate::platforms::slack::heard;
 use crate::platforms::slack::install::rules::{ended_install, is_live as is_live_in};
 use crate::platforms::slack::install::store;
 use crate::platforms::slack::wire::{self as slack, ParsedSlack, SlackError};
-use crate::platforms::webhooks::{acknowledge, deliver, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::platforms::webhooks::{
+    acknowledge, deliver, deliver_and_acknowledge, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES,
+};
 use crate::prompt;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
@@ -78,7 +80,7 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
         Ok(ParsedSlack::Message(event)) if !is_live(env, &config, &event.conversation_key).await? => {
             acknowledge(serde_json::json!({ "ok": true, "ignored": "the workspace has not installed the app" }))
         }
-        Ok(ParsedSlack::Message(event)) => acknowledge(deliver(env, &event).await?),
+        Ok(ParsedSlack::Message(event)) => deliver_and_acknowledge(env, &event).await,
     }
 }
 

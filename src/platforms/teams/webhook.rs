@@ -8,7 +8,7 @@ use crate::api_error::ApiError;
 use crate::platforms::teams::client::signing_keys;
 use crate::platforms::teams::rules::{self, TokenError};
 use crate::platforms::teams::wire::{self, ParsedTeams, TEAMS_CHANNEL};
-use crate::platforms::webhooks::{acknowledge, deliver, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::platforms::webhooks::{acknowledge, deliver_and_acknowledge, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
 use crate::runtime::http::{now_ms, read_body};
@@ -40,7 +40,7 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
         Err(error) => Err(ApiError::BadRequest(error.to_string())),
         Ok(ParsedTeams::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
         Ok(ParsedTeams::Click(pressed)) => super::buttons::pressed(env, &pressed.0, &pressed.1).await,
-        Ok(ParsedTeams::Message(event)) => acknowledge(deliver(env, &event).await?),
+        Ok(ParsedTeams::Message(event)) => deliver_and_acknowledge(env, &event).await,
         Ok(ParsedTeams::Heard(heard)) => acknowledge(deliver_heard(env, &heard).await?),
     }
 }

@@ -5,7 +5,7 @@ use worker::{Env, Request};
 
 use crate::api_error::ApiError;
 use crate::platforms::telegram::wire::{self as telegram, BotIdentity, ParsedUpdate, TelegramError};
-use crate::platforms::webhooks::{acknowledge, deliver, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
+use crate::platforms::webhooks::{acknowledge, deliver_and_acknowledge, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
 use crate::runtime::http::read_body;
@@ -25,7 +25,7 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
     match telegram::parse_update(&body, &bot) {
         Err(error) => Err(ApiError::BadRequest(error.to_string())),
         Ok(ParsedUpdate::Ignored(reason)) => acknowledge(serde_json::json!({ "ok": true, "ignored": reason })),
-        Ok(ParsedUpdate::Message(event)) => acknowledge(deliver(env, &event).await?),
+        Ok(ParsedUpdate::Message(event)) => deliver_and_acknowledge(env, &event).await,
         Ok(ParsedUpdate::Click(click)) => acknowledge(super::buttons::pressed(env, &click).await?),
         Ok(ParsedUpdate::Heard(heard)) => acknowledge(deliver_heard(env, &heard).await?),
     }
@@ -60,7 +60,7 @@ pub async fn receive_for_agent(mut request: Request, env: &Env, agent: &str) -> 
             if let crate::inbound::ReplyAddress::Telegram { agent: answering, .. } = &mut event.reply_address {
                 *answering = Some(agent.to_string());
             }
-            acknowledge(deliver(env, &event).await?)
+            deliver_and_acknowledge(env, &event).await
         }
         // A press on the agent's bot decides an approval in the agent's conversation, answered by its bot.
         Ok(ParsedUpdate::Click(mut click)) => {

@@ -42,9 +42,18 @@ pub fn push(state: &State, tag: &str, message: &serde_json::Value) {
     }
 }
 
-/// Tells dashboards watching the conversation that `what` changed.
+/// Tells dashboards watching the conversation that `what` changed. Every
+/// inbound calls this, mostly with no dashboard watching: the message is
+/// made only for a socket that is there.
 pub fn changed(state: &State, what: &str) {
-    push(state, WATCH, &serde_json::json!({ "type": "changed", "what": what }));
+    let sockets = state.get_websockets_with_tag(WATCH);
+    if sockets.is_empty() {
+        return;
+    }
+    let text = serde_json::json!({ "type": "changed", "what": what }).to_string();
+    for socket in sockets {
+        let _ = socket.send_with_str(&text);
+    }
 }
 
 /// Sends one message to one socket (a reply to its hello).
