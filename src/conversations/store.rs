@@ -105,14 +105,19 @@ pub async fn awaiting(db: &D1Database, before_ms: i64, limit: usize) -> Result<V
 /// ONE statement: the rows go in as one JSON array, unpacked by `json_each`.
 /// A row older than the one stored (a replayed or late message) changes
 /// nothing, so the index never moves back; columns not named here (such as
-/// `flush_seq`) are left as they are.
+/// `flush_seq`) are left as they are. With the same activity and count, a
+/// row only clears `awaiting_since`, never sets it again: only an inbound
+/// (which moves both) makes a conversation wait, so a queued row sent before
+/// the turn's commit cleared it is the older one, whatever order they land in.
 const UPSERT_BATCH: &str = "INSERT INTO conversations (conversation_key, platform, title, last_activity_at, \
      message_count, engaged_count, observed_count, updated_at, awaiting_since) \
      SELECT value ->> '$.conversation_key', value ->> '$.platform', value ->> '$.title', \
      value ->> '$.last_activity_at', value ->> '$.message_count', value ->> '$.engaged_count', \
      value ->> '$.observed_count', ?2, value ->> '$.awaiting_since' FROM json_each(?1) WHERE true \
      ON CONFLICT (conversation_key) DO UPDATE SET title = coalesce(excluded.title, title), \
-     awaiting_since = excluded.awaiting_since, last_activity_at = excluded.last_activity_at, \
+     awaiting_since = CASE WHEN awaiting_since IS NULL AND excluded.last_activity_at = last_activity_at \
+     AND excluded.message_count = message_count THEN NULL ELSE excluded.awaiting_since END, \
+     last_activity_at = excluded.last_activity_at, \
      message_count = max(message_count, excluded.message_count), \
      engaged_count = max(engaged_count, excluded.engaged_count), \
      observed_count = max(observed_count, excluded.observed_count), updated_at = excluded.updated_at \
