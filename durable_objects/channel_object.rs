@@ -503,7 +503,7 @@ impl ChannelObject {
         wasm_bindgen_futures::spawn_local(async move {
             sleep_ms(INDEX_FLUSH_DELAY_MS).await;
             pending.set(false);
-            stats::send_index(&sql, &env, &written).await;
+            stats::write_index(&sql, &env, &written, stats::IndexWrite::Queued).await;
         });
     }
 
@@ -512,7 +512,8 @@ impl ChannelObject {
     /// before anything else, since the write the inbound scheduled may have
     /// died with the run.
     async fn flush_index_now(&self) {
-        commit::write_index(&self.state.storage().counted_sql(), &self.env, &self.index_written).await;
+        let sql = self.state.storage().counted_sql();
+        stats::write_index(&sql, &self.env, &self.index_written, stats::IndexWrite::Now).await;
     }
 }
 

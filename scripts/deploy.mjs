@@ -150,9 +150,35 @@ say("login", `logged in (${user.authType ?? "token"}${user.email ? `, ${user.ema
 // The production environment as wrangler resolves it.
 if (!existsSync(CONFIG)) die(`no wrangler config at ${CONFIG}`);
 const { unstable_readConfig } = createRequire(import.meta.url)("wrangler");
-const config = unstable_readConfig({ config: CONFIG, env: ENV });
+let config = unstable_readConfig({ config: CONFIG, env: ENV });
 const vars = config.vars ?? {};
 const configName = relative(CONFIG);
+
+// 1b. D1 shards: with D1_SHARDS over 1 (the secrets file, else the production vars),
+// conversations' rows live in that many databases (docs/scale.md), bound as DB_SHARD_0…
+// Each missing binding is added to the config; step 2 creates its database.
+const shardSetting = (existsSync(SECRETS) ? readDotEnv(SECRETS).D1_SHARDS : undefined) ?? vars.D1_SHARDS ?? "1";
+const shardCount = Number(shardSetting);
+if (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > 64 || (shardCount & (shardCount - 1)) !== 0) {
+  die(`D1_SHARDS is ${shardSetting}: use a power of two from 1 to 64`);
+}
+if (shardCount === 1) {
+  say("d1 shards", "1 (the shared DB), skipped");
+} else {
+  const bound = new Set((config.d1_databases ?? []).map((binding) => binding.binding));
+  const missing = [...Array(shardCount).keys()].filter((shard) => !bound.has(`DB_SHARD_${shard}`));
+  if (missing.length && !CONFIG.endsWith(".toml")) die(`bind DB_SHARD_${missing[0]} (and the rest) in ${configName}`);
+  const blocks = missing.map(
+    (shard) =>
+      `\n[[env.${ENV}.d1_databases]]\nbinding = "DB_SHARD_${shard}"\ndatabase_name = "edgebot-shard-${shard}"\n` +
+      `database_id = "00000000-0000-0000-0000-000000000000"\nmigrations_dir = "migrations"\n`,
+  );
+  if (blocks.length) {
+    writeFileSync(CONFIG, `${readFileSync(CONFIG, "utf8").trimEnd()}\n${blocks.join("")}`);
+    config = unstable_readConfig({ config: CONFIG, env: ENV });
+  }
+  say("d1 shards", `${shardCount}: ${blocks.length ? `bound ${missing.map((shard) => `DB_SHARD_${shard}`).join(", ")}` : "all bound, skipped"}`);
+}
 
 // 2. D1: create the database if missing, record its id in the config.
 for (const binding of config.d1_databases ?? []) {

@@ -203,6 +203,9 @@ pub struct Config {
     /// The channel model's context window, for compaction.
     pub context_window_tokens: u64,
     pub history_limit: u32,
+    /// How many D1 shards hold conversations' rows (`crate::shards`): 1 (the
+    /// shared database) unless set; a power of two up to 64, else refused.
+    pub d1_shards: u32,
     /// How long a channel object reuses the memory bulletin before reading it again.
     pub bulletin_cache_ms: i64,
     pub llm_timeout_ms: u64,
@@ -415,6 +418,7 @@ impl Config {
                 crate::process::compaction::DEFAULT_CONTEXT_WINDOW_TOKENS,
             ),
             history_limit: number("HISTORY_LIMIT", DEFAULT_HISTORY_LIMIT.into()).clamp(1, 500) as u32,
+            d1_shards: number("D1_SHARDS", 1).min(u32::MAX.into()) as u32,
             bulletin_cache_ms: number(
                 "BULLETIN_CACHE_MS",
                 crate::channel::history_mirror::DEFAULT_BULLETIN_CACHE_MS as u64,
@@ -464,6 +468,13 @@ impl Config {
                      longer (or unset)"
                 ));
             }
+        }
+        if !crate::shards::is_valid_count(self.d1_shards) {
+            return Some(format!(
+                "D1_SHARDS is {}: the Worker refuses to start until it is a power of two from 1 to {}",
+                self.d1_shards,
+                crate::shards::MAX_SHARDS
+            ));
         }
         if self.admin_token.is_set() && self.admin_token == self.web_chat_token {
             return Some("WEB_CHAT_TOKEN equals ADMIN_TOKEN: the Worker refuses to start until they differ".into());
@@ -539,6 +550,7 @@ impl Config {
             "vector_backend": self.vector_backend,
             "timezone": self.timezone,
             "history_limit": self.history_limit,
+            "d1_shards": self.d1_shards,
             "context_window_tokens": self.context_window_tokens,
             "engagement": {
                 "stickiness": self.channel.stickiness,
@@ -692,6 +704,10 @@ mod tests {
         assert!(with(&[("ADMIN_TOKEN", &"é".repeat(15))]).refusal().is_some());
         let same = with(&[("ADMIN_TOKEN", "the-same-token-16"), ("WEB_CHAT_TOKEN", "the-same-token-16")]);
         assert!(same.refusal().unwrap().contains("equals ADMIN_TOKEN"));
+        assert_eq!(with(&[("D1_SHARDS", "4")]).refusal(), None);
+        for bad in ["3", "0", "128"] {
+            assert!(with(&[("D1_SHARDS", bad)]).refusal().unwrap().contains("D1_SHARDS"), "{bad}");
+        }
     }
 
     #[test]

@@ -47,8 +47,7 @@ async fn sweep(env: &Env) {
     }
     let started = now_ms();
     let swept = async {
-        let database = env.d1(config::DATABASE_BINDING)?;
-        let waiting = conversations::awaiting(&database, started - config.sweep_after_ms, SWEEP_BATCH).await?;
+        let waiting = conversations::awaiting(env, started - config.sweep_after_ms, SWEEP_BATCH).await?;
         let mut woken = 0;
         for conversation_key in &waiting {
             match channel_stub::post(env, conversation_key, ChannelRoute::SweepWake, String::new()).await {

@@ -63,29 +63,49 @@ pub async fn run_batch(batch: MessageBatch<serde_json::Value>, env: &Env) -> wor
     Ok(())
 }
 
-/// Writes a batch of the conversation index's rows in ONE D1 statement and
-/// acks them all, or retries them all (the write is all or nothing, and a
-/// replayed row never moves the index back). An unreadable row is dropped:
-/// the object's next one carries the same counts.
+/// Writes a batch of the conversation index's rows in ONE D1 statement per
+/// shard and acks a shard's rows, or retries them (each write is all or
+/// nothing, and a replayed row never moves the index back): a shard that is
+/// down holds back only its own rows. An unreadable row is dropped: the
+/// object's next one carries the same counts.
 async fn index_batch(batch: &MessageBatch<serde_json::Value>, env: &Env) {
     let Ok(messages) = batch.messages() else {
         LogLine::error("index_batch_unreadable").emit();
         batch.retry_all();
         return;
     };
-    let rows: Vec<Conversation> = messages
-        .iter()
-        .filter_map(|message| serde_json::to_string(message.body()).and_then(|text| serde_json::from_str(&text)).ok())
-        .collect();
-    let written = async { store::write_batch(&env.d1(config::DATABASE_BINDING)?, &rows, now_ms()).await };
-    match written.await {
-        Ok(()) => batch.ack_all(),
-        Err(error) => {
-            LogLine::error("conversation_index_not_written").field("rows", rows.len()).reason(&error).emit();
-            batch.retry_all();
+    let shards = config::load(env).d1_shards;
+    let mut by_shard: std::collections::BTreeMap<u32, (Vec<Conversation>, Vec<&Message<serde_json::Value>>)> =
+        Default::default();
+    for message in &messages {
+        let row = serde_json::to_string(message.body()).and_then(|text| serde_json::from_str::<Conversation>(&text));
+        match row {
+            Ok(row) => {
+                let group = by_shard.entry(crate::shards::shard_of(&row.conversation_key, shards)).or_default();
+                group.0.push(row);
+                group.1.push(message);
+            }
+            Err(_) => message.ack(),
         }
     }
-    // Counted once the batch's write is done (or failed), so a delivery seen
+    let now = now_ms();
+    let writes = by_shard.into_iter().map(|(shard, (rows, messages))| async move {
+        let binding = crate::shards::binding_of(shard, shards);
+        let written = async { store::write_batch(&env.d1(&binding)?, &rows, now).await };
+        match written.await {
+            Ok(()) => messages.iter().for_each(|message| message.ack()),
+            Err(error) => {
+                LogLine::error("conversation_index_not_written")
+                    .field("rows", rows.len())
+                    .field("shard", binding)
+                    .reason(&error)
+                    .emit();
+                messages.iter().for_each(|message| message.retry());
+            }
+        }
+    });
+    futures_util::future::join_all(writes).await;
+    // Counted once the batch's writes are done (or failed), so a delivery seen
     // in `/api/ops` has reached D1.
     crate::ops::add(crate::ops::Op::QueueDelivery, messages.len() as u64);
 }
@@ -187,7 +207,7 @@ async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<()
 }
 
 async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Result<(), String> {
-    let database = env.d1(crate::runtime::config::DATABASE_BINDING).map_err(|error| error.to_string())?;
+    let database = crate::runtime::d1::shard_of(env, &job.conversation_key).map_err(|error| error.to_string())?;
     let rows = crate::conversations::archive::live_messages(&database, &job.message_ids)
         .await
         .map_err(|error| error.to_string())?;
@@ -212,7 +232,7 @@ async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Re
         .tokens(completion.usage)
         .emit();
     let spender = crate::budget::usage::Spender::conversation(&job.conversation_key);
-    if let Err(error) = crate::budget::usage::record(&database, &spender, "compactor", model.spent(), now_ms()).await {
+    if let Err(error) = crate::budget::usage::record(env, &spender, "compactor", model.spent(), now_ms()).await {
         LogLine::warn("usage_not_recorded")
             .conversation(&job.conversation_key)
             .field("process", "compactor")

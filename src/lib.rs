@@ -40,6 +40,7 @@ pub mod schedules;
 pub mod secret;
 pub mod security;
 pub mod sessions;
+pub mod shards;
 pub mod skills;
 pub mod sorting;
 pub mod status;

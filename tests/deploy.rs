@@ -342,6 +342,56 @@ async fn the_first_run_creates_and_records_everything_and_the_second_changes_not
 }
 
 #[tokio::test]
+async fn d1_shards_are_created_bound_and_migrated_once() {
+    let world = World::new().await;
+    world.write_secrets(&format!("{}D1_SHARDS=4\n", full_secrets()));
+
+    let first = world.deploy(&[]).await;
+    assert!(first.ok, "first run failed:\n{}", first.all());
+    assert_eq!(
+        first.line("d1 shards"),
+        "deploy: d1 shards: 4: bound DB_SHARD_0, DB_SHARD_1, DB_SHARD_2, DB_SHARD_3"
+    );
+    let calls = world.wrangler_calls();
+    let made: Vec<String> = creations(&calls).into_iter().filter(|call| call.starts_with("d1 create")).collect();
+    assert_eq!(made.len(), 5, "the shared database and four shards: {made:?}");
+    for shard in 0..4 {
+        assert!(made.iter().any(|call| call.starts_with(&format!("d1 create edgebot-shard-{shard} "))), "{made:?}");
+        let binding = format!("DB_SHARD_{shard}");
+        assert_eq!(calls_to(&calls, &["d1", "migrations", "apply", &binding, "--remote"]).len(), 1, "{binding}");
+        // Bound in production, with the id of the database made for it.
+        let uuid = world.state()["d1"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|database| database["name"] == format!("edgebot-shard-{shard}"))
+            .map(|database| database["uuid"].as_str().unwrap().to_string())
+            .expect("the shard's database");
+        let config = world.config();
+        let mut blocks = config.split("[[env.production.d1_databases]]").skip(1);
+        let block = blocks.find(|block| block.contains(&binding)).unwrap();
+        assert!(block.contains(&format!("database_id = \"{uuid}\"")), "{block}");
+    }
+
+    let second = world.deploy(&[]).await;
+    assert!(second.ok, "second run failed:\n{}", second.all());
+    assert_eq!(second.line("d1 shards"), "deploy: d1 shards: 4: all bound, skipped");
+    assert_eq!(world.state()["d1"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn a_shard_count_that_is_not_a_power_of_two_stops_the_deploy() {
+    let world = World::new().await;
+    world.write_secrets(&format!("{}D1_SHARDS=3\n", full_secrets()));
+    let original = world.config();
+    let run = world.deploy(&[]).await;
+    assert!(!run.ok, "D1_SHARDS=3 must stop the deploy:\n{}", run.all());
+    assert!(run.stderr.contains("D1_SHARDS is 3"), "{}", run.all());
+    assert_eq!(world.config(), original);
+    assert!(creations(&world.wrangler_calls()).is_empty());
+}
+
+#[tokio::test]
 async fn a_missing_login_stops_with_a_clear_message_before_anything_changes() {
     let world = World::new().await;
     world.write_secrets(&full_secrets());
@@ -428,9 +478,18 @@ fn the_production_environment_repeats_every_top_level_binding() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let configs: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     let (top, production) = (&configs["top"], &configs["production"]);
-    for key in ["name", "main", "crons", "migrations", "durable_objects", "queues", "d1", "r2"] {
+    for key in ["name", "main", "crons", "migrations", "durable_objects", "queues", "r2"] {
         assert_eq!(top[key], production[key], "production's {key} differs from the local profile's");
     }
+    // The local profile binds four D1 shards (for D1_SHARDS up to 4 under `wrangler dev`);
+    // production binds the shards `make deploy` adds for its own D1_SHARDS.
+    let unsharded: Vec<&Value> = top["d1"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|binding| !binding["binding"].as_str().unwrap().starts_with("DB_SHARD_"))
+        .collect();
+    assert_eq!(json!(unsharded), production["d1"], "production's d1 differs from the local profile's");
     for (name, value) in top["vars"].as_object().unwrap() {
         assert_eq!(&production["vars"][name], value, "production lacks the var {name}");
     }

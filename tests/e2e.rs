@@ -15,6 +15,7 @@ mod browse;
 mod commit;
 mod conformance;
 mod containment;
+mod d1_shards;
 mod conversation_index;
 mod discord;
 mod email;

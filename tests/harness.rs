@@ -152,6 +152,20 @@ impl TestEnv {
         results
     }
 
+    /// Runs `sql` on the D1 database of each binding in `bindings` (the shared
+    /// `DB` or a shard) with the Worker stopped, then starts it again.
+    pub async fn sql_on_while_stopped(&mut self, bindings: &[&str], sql: &str) -> Vec<Value> {
+        self.worker.kill();
+        let results = bindings.iter().map(|binding| worker::d1_execute_on(self.state.path(), binding, sql)).collect();
+        self.worker = Worker::start(&self.vars, self.state.path()).await;
+        results
+    }
+
+    /// The Worker's persisted state (local D1 files, Durable Objects).
+    pub fn state_dir(&self) -> &std::path::Path {
+        self.state.path()
+    }
+
     /// POSTs a Telegram update with the right secret.
     pub async fn telegram_update(&self, update: &Value) -> reqwest::Response {
         self.telegram_raw(Some(TELEGRAM_SECRET), update.to_string()).await

@@ -30,6 +30,7 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
             "redact",
             "secret",
             "security",
+            "shards",
             "sorting",
             "time",
             "verb",

@@ -4,7 +4,7 @@
 //! its rows stay in their own capability's store; only the batching is here.
 //! Read each turn, never cached, so an operator's edit reaches the next turn.
 
-use worker::{D1Database, Result};
+use worker::{D1Database, D1Result, Result};
 
 use crate::agents::rules::AgentSettings;
 use crate::budget::rules::{Budgets, Scope, Unsent};
@@ -45,6 +45,7 @@ pub(super) struct TurnReads {
 /// a standing that does not read lets the turn run, and profiles that do not
 /// read leave the people as the messages say.
 pub(super) async fn read(
+    env: &worker::Env,
     database: &D1Database,
     budgets: &Budgets,
     spender: &Spender,
@@ -58,10 +59,13 @@ pub(super) async fn read(
         crate::skills::store::enabled_statement(database, agent)?,
         crate::links::store::list_statement(database),
         crate::agents::store::settings_statement(database, conversation_key)?,
-        spend::verdict_statement(database, spender, now_ms())?,
+        spend::verdict_statement(database, spender, now_ms(), crate::runtime::d1::unsharded(env))?,
     ];
     statements.extend(crate::people::store::read_statement(database, &speakers)?);
-    let results = crate::runtime::d1::batch(database, statements).await?;
+    // With D1 sharded, the standing's spend is read from each shard meanwhile.
+    let (results, elsewhere) =
+        futures_util::join!(crate::runtime::d1::batch(database, statements), spend::spent_on_shards(env, spender, now_ms()));
+    let results = results?;
     let [identity, skills, links, settings, standing, people @ ..] = results.as_slice() else {
         return Err(worker::Error::RustError(format!("D1 answered {} results for 5 or 6 statements", results.len())));
     };
@@ -69,7 +73,11 @@ pub(super) async fn read(
         LogLine::warn("links_unreadable").conversation(conversation_key).reason(&error).emit();
         Vec::new()
     });
-    let over_budget = spend::used_up(spend::verdict_of(standing, budgets, spender, unsent), spender);
+    let standing = elsewhere.and_then(|elsewhere| {
+        let all: Vec<&D1Result> = elsewhere.iter().chain([standing]).collect();
+        spend::verdict_of(&all, budgets, spender, unsent)
+    });
+    let over_budget = spend::used_up(standing, spender);
     let people = match people.first() {
         Some(rows) => crate::people::store::profiles_in(rows, speakers.clone()).unwrap_or_else(|error| {
             LogLine::warn("people_unread").conversation(conversation_key).reason(&error).emit();

@@ -13,8 +13,6 @@
 //! raises `flush_seq` to the highest number sent. A crash after D1 committed
 //! and before the object forgot the rows sends them again, and D1 skips them.
 
-use std::cell::RefCell;
-
 use serde::Deserialize;
 use worker::{D1Database, Result, SqlStorageValue};
 
@@ -163,8 +161,7 @@ pub(super) fn note_sightings(sql: &Sql, speakers: &[Profile], now: i64) -> Resul
 /// later (the alarm comes back for it); replies never wait on it.
 pub(super) async fn commit(object: &ChannelObject) -> Result<()> {
     let sql = object.state.storage().counted_sql();
-    let database = object.env.d1(DATABASE_BINDING)?;
-    if let Err(error) = send(object, &sql, &database).await {
+    if let Err(error) = send(object, &sql).await {
         LogLine::warn("commit_not_sent").field("recovery", "kept for the next alarm").reason(&error).emit();
     }
     let storage = object.state.storage();
@@ -186,7 +183,7 @@ fn has_unsent(sql: &Sql) -> Result<bool> {
     Ok(!rows.is_empty() || history_store::has_pending(sql)?)
 }
 
-async fn send(object: &ChannelObject, sql: &Sql, database: &D1Database) -> Result<()> {
+async fn send(object: &ChannelObject, sql: &Sql) -> Result<()> {
     let history = history_store::unmirrored(sql)?;
     let spend: Vec<UnsentSpend> = sql
         .exec("SELECT * FROM unsent_spend ORDER BY seq LIMIT ?", vec![SqlStorageValue::from(SPEND_ROWS_PER_COMMIT)])?
@@ -196,6 +193,7 @@ async fn send(object: &ChannelObject, sql: &Sql, database: &D1Database) -> Resul
     let moved = row.is_some() && *object.index_written.borrow() != row;
     let key = row.as_ref().map(|row| row.conversation_key.clone());
     let key = key.or_else(|| spend.first().map(|held| held.conversation_key.clone()));
+    let key = key.or_else(|| history.first().map(|message| message.conversation_key.clone()));
     // The outbox's count needs the conversation's key (none before its first inbound or spend).
     let outbox = match &key {
         Some(_) => super::pending::moved(sql, object.reported_unsent.get())?,
@@ -205,17 +203,17 @@ async fn send(object: &ChannelObject, sql: &Sql, database: &D1Database) -> Resul
         return Ok(());
     };
     let now = now_ms();
-    let mut statements = history_store::mirror_statements(database, &history)?;
-    for sighting in &sightings {
-        let is_bot = sighting.is_bot != 0;
-        statements.extend(crate::people::store::sighting(
-            database,
-            &sighting.platform_key,
-            &sighting.name,
-            is_bot,
-            sighting.seen_at,
-        )?);
+    // The conversation's rows go to its shard, people's sightings to the
+    // shared database: one batch when they are one database, else the
+    // sightings first (sent again, harmlessly, if the shard's batch fails).
+    let Some(key) = &key else { return Ok(()) };
+    let shared = object.env.d1(DATABASE_BINDING)?;
+    let database = crate::runtime::d1::shard_of(&object.env, key)?;
+    let mut statements = people_statements(&shared, &sightings)?;
+    if !crate::runtime::d1::unsharded(&object.env) && !statements.is_empty() {
+        crate::runtime::d1::batch(&shared, std::mem::take(&mut statements)).await?;
     }
+    statements.extend(history_store::mirror_statements(&database, &history)?);
     let flush_seq = spend.last().map(|held| held.seq);
     if let Some(first) = spend.first() {
         let rows: Vec<serde_json::Value> = spend
@@ -225,19 +223,19 @@ async fn send(object: &ChannelObject, sql: &Sql, database: &D1Database) -> Resul
             })
             .collect();
         let rows = serde_json::to_string(&rows)?;
-        statements.push(crate::budget::usage::unsent_statement(database, &first.conversation_key, &rows)?);
+        statements.push(crate::budget::usage::unsent_statement(&database, &first.conversation_key, &rows)?);
     }
     let index_row = match plan.index {
         true => row.clone().or_else(|| spend.first().map(|held| bare_row(&held.conversation_key, now))),
         false => None,
     };
-    if let (Some(unsent), Some(key)) = (outbox, &key) {
-        statements.push(crate::status::api::pending_statement(database, key, unsent)?);
+    if let Some(unsent) = outbox {
+        statements.push(crate::status::api::pending_statement(&database, key, unsent)?);
     }
     if let Some(index_row) = &index_row {
-        statements.push(index::upsert_statement(database, index_row, now, flush_seq)?);
+        statements.push(index::upsert_statement(&database, index_row, now, flush_seq)?);
     }
-    crate::runtime::d1::batch(database, statements).await?;
+    crate::runtime::d1::batch(&database, statements).await?;
     // D1 has it all: the object forgets what it held.
     history_store::mark_mirrored(sql, &history, kept_rows(object.config.history_limit))?;
     if let Some(seq) = flush_seq {
@@ -262,6 +260,22 @@ async fn send(object: &ChannelObject, sql: &Sql, database: &D1Database) -> Resul
     Ok(())
 }
 
+/// The sightings' statements, for the shared database.
+fn people_statements(database: &D1Database, sightings: &[Sighting]) -> Result<Vec<worker::D1PreparedStatement>> {
+    let mut statements = Vec::new();
+    for sighting in sightings {
+        let is_bot = sighting.is_bot != 0;
+        statements.extend(crate::people::store::sighting(
+            database,
+            &sighting.platform_key,
+            &sighting.name,
+            is_bot,
+            sighting.seen_at,
+        )?);
+    }
+    Ok(statements)
+}
+
 /// The index row of a conversation that spent before any inbound counted in
 /// it (a scheduled run's first turn): its key, no counts.
 fn bare_row(conversation_key: &str, now: i64) -> Conversation {
@@ -275,21 +289,5 @@ fn bare_row(conversation_key: &str, now: i64) -> Conversation {
         engaged_count: 0,
         observed_count: 0,
         awaiting_since: None,
-    }
-}
-
-/// Writes the conversation's index row on its own (the debounced write after
-/// inbounds; best effort: logged), unless it is what was last written (the
-/// alarm's commit usually took it already).
-pub(super) async fn write_index(sql: &Sql, env: &worker::Env, written: &RefCell<Option<Conversation>>) {
-    let flushed = async {
-        let row = stats::read(sql)?;
-        let Some(row) = row.filter(|row| written.borrow().as_ref() != Some(row)) else { return Ok(()) };
-        index::upsert(&env.d1(DATABASE_BINDING)?, &row, now_ms()).await?;
-        *written.borrow_mut() = Some(row);
-        Ok::<(), worker::Error>(())
-    };
-    if let Err(error) = flushed.await {
-        LogLine::error("conversation_index_not_written").reason(&error).emit();
     }
 }

@@ -29,9 +29,9 @@ pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Res
         Heard::Edit { text } => {
             // D1 first: a failure there fails the delivery (the platform
             // retries) before the inbox would take it as done.
-            let database = object.env.d1(DATABASE_BINDING)?;
+            let shard = crate::runtime::d1::shard_of(&object.env, &event.conversation_key)?;
             crate::conversations::archive::hear(
-                &database,
+                &shard,
                 &event.conversation_key,
                 &event.message_id,
                 author_id,
@@ -43,9 +43,10 @@ pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Res
             describe(reach.current_turn, reach.changed || rows > 0)
         }
         Heard::Delete => {
-            let database = object.env.d1(DATABASE_BINDING)?;
-            crate::conversations::archive::hear(&database, &event.conversation_key, &event.message_id, None, None)
+            let shard = crate::runtime::d1::shard_of(&object.env, &event.conversation_key)?;
+            crate::conversations::archive::hear(&shard, &event.conversation_key, &event.message_id, None, None)
                 .await?;
+            let database = object.env.d1(DATABASE_BINDING)?;
             let (key, message) = (&event.conversation_key, &event.message_id);
             crate::memory::store::forget_learned_from(&object.config, &object.env, &database, key, message).await?;
             let reach = object.step(|machine| machine.hear_delete(&event.message_id))?;

@@ -313,12 +313,11 @@ pub fn mark_mirrored(sql: &Sql, pending: &[StoredMessage], keep: usize) -> Resul
 /// compaction, for the admin API's listing) and, once D1 took them, marks
 /// them mirrored. The alarm's turns send them with the rest of their commit
 /// (commit.rs). Returns how many rows went.
-pub async fn mirror(sql: &Sql, db: &D1Database, keep: usize) -> Result<usize> {
+pub async fn mirror(sql: &Sql, env: &worker::Env, keep: usize) -> Result<usize> {
     let pending = unmirrored(sql)?;
-    if pending.is_empty() {
-        return Ok(0);
-    }
-    crate::runtime::d1::batch(db, mirror_statements(db, &pending)?).await?;
+    let Some(first) = pending.first() else { return Ok(0) };
+    let db = crate::runtime::d1::shard_of(env, &first.conversation_key)?;
+    crate::runtime::d1::batch(&db, mirror_statements(&db, &pending)?).await?;
     mark_mirrored(sql, &pending, keep)?;
     Ok(pending.len())
 }

@@ -1,7 +1,7 @@
 //! Keeps the conversation's history in bounds: compacts the context when it
 //! outgrows the window (its rows reach D1 with the alarm's commit, commit.rs).
 
-use worker::{D1Database, Result};
+use worker::Result;
 
 use super::thinking::Thought;
 use super::{history as history_store, ChannelObject};
@@ -17,7 +17,6 @@ use crate::runtime::log::Emit;
 /// `turn_id` names the compaction job, so a resumed turn queues it once.
 pub(super) async fn compact(
     object: &ChannelObject,
-    database: &D1Database,
     conversation_key: &str,
     turn_id: u64,
     thought: &Thought,
@@ -31,7 +30,7 @@ pub(super) async fn compact(
         CompactionPlan::Summarise { oldest } => {
             // The compactor reads the messages from D1: they must be there.
             let keep = kept_rows(object.config.history_limit);
-            if let Err(error) = history_store::mirror(&object.state.storage().counted_sql(), database, keep).await {
+            if let Err(error) = history_store::mirror(&object.state.storage().counted_sql(), &object.env, keep).await {
                 LogLine::warn("compaction_waits_for_mirror").reason(&error).emit();
                 return Ok(());
             }

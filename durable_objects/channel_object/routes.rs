@@ -8,7 +8,6 @@ use worker::{Request, Response, Result};
 use super::{envelopes, history, inbox, json_body, ChannelObject};
 use crate::channel::state::ScheduleDue;
 use crate::log_line::LogLine;
-use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::durable::MeteredStorage;
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
@@ -51,8 +50,7 @@ impl ChannelObject {
     /// The admin API lists D1's copy: bring it up to date first.
     pub(super) async fn history_flush(&self) -> Result<Response> {
         let keep = crate::channel::history_mirror::kept_rows(self.config.history_limit);
-        let database = self.env.d1(DATABASE_BINDING)?;
-        history::mirror(&self.state.storage().counted_sql(), &database, keep).await?;
+        history::mirror(&self.state.storage().counted_sql(), &self.env, keep).await?;
         Response::ok("")
     }
 
@@ -61,7 +59,7 @@ impl ChannelObject {
         let Ok(done) = json_body::<crate::process::compaction::Compacted>(&mut request).await else {
             return Response::error("malformed compaction report", 400);
         };
-        let database = self.env.d1(DATABASE_BINDING)?;
+        let database = crate::runtime::d1::shard_of(&self.env, &done.conversation_key)?;
         history::compacted(&self.state.storage().counted_sql(), &database, &done.conversation_key, &done.covered)
             .await?;
         Response::ok("")

@@ -76,17 +76,33 @@ pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
     }))
 }
 
+/// How an index row travels.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum IndexWrite {
+    /// Through the index queue, whose consumer writes many rows in one D1 statement.
+    Queued,
+    /// Straight to the conversation's D1 shard (a turn resumed after a crash,
+    /// which tells the sweeper it waits before anything else).
+    Now,
+}
+
 /// Sends the conversation's counts and whether an inbound waits to the index
-/// queue (best effort: logged; the next inbound's row carries the same counts).
-pub async fn send_index(sql: &Sql, env: &worker::Env, written: &std::cell::RefCell<Option<Conversation>>) {
+/// (best effort: logged; the next inbound's row carries the same counts),
+/// unless it is the row last written (the alarm's commit usually took it).
+pub async fn write_index(sql: &Sql, env: &worker::Env, written: &std::cell::RefCell<Option<Conversation>>, how: IndexWrite) {
     let sent = async {
-        // A row the alarm's commit already wrote (or this sent) is not sent again.
         let Some(row) = read(sql)?.filter(|row| written.borrow().as_ref() != Some(row)) else { return Ok(()) };
-        crate::conversations::store::send(env, &row).await?;
+        match how {
+            IndexWrite::Queued => crate::conversations::store::send(env, &row).await?,
+            IndexWrite::Now => {
+                let shard = crate::runtime::d1::shard_of(env, &row.conversation_key)?;
+                crate::conversations::store::upsert(&shard, &row, crate::runtime::http::now_ms()).await?
+            }
+        }
         *written.borrow_mut() = Some(row);
         Ok::<(), worker::Error>(())
     };
     if let Err(error) = sent.await {
-        LogLine::error("conversation_index_not_sent").reason(&error).emit();
+        LogLine::error("conversation_index_not_written").reason(&error).emit();
     }
 }

@@ -214,7 +214,8 @@ async fn remember(
 ) -> Result<Remembered> {
     let config = &object.config;
     let keep = kept_rows(config.history_limit);
-    history_store::take_over(sql, database, conversation_key, keep, now_ms()).await?;
+    let shard = crate::runtime::d1::shard_of(&object.env, conversation_key)?;
+    history_store::take_over(sql, &shard, conversation_key, keep, now_ms()).await?;
     history_store::record(sql, stored)?;
     let current_ids: Vec<&str> = stored.iter().map(|message| message.id.as_str()).collect();
     let loaded = history_store::load(sql, &current_ids, config.history_limit as usize)?;

@@ -191,7 +191,7 @@ async fn answer(
         failed_runs(database, turn, &mut thought).await?;
     }
     delegate(object, database, turn, last, &thought).await?;
-    compact(object, database, &last.conversation_key, turn.id, &thought).await?;
+    compact(object, &last.conversation_key, turn.id, &thought).await?;
     let result = thought.result;
     // The replies, rendered for the platform and split to fit; a secret
     // is cut from what a reader sees of the whole turn (even split across
@@ -287,7 +287,7 @@ async fn read_turn(
         LogLine::warn("people_not_noted").conversation(&spender.conversation_key).reason(&error).emit();
     }
     let unsent = commit::unsent(sql, spender, now_ms())?;
-    read(database, &object.config.budgets, spender, unsent, speakers).await
+    read(&object.env, database, &object.config.budgets, spender, unsent, speakers).await
 }
 
 /// A scheduled run the model failed counts against its job; the third failure

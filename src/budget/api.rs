@@ -19,8 +19,7 @@ pub async fn spend(request: &Request, env: &Env, _operator: &Operator) -> Answer
     let url = request.url()?;
     let asked = url.query_pairs().find(|(key, _)| key == "day").map(|(_, value)| value.into_owned());
     let day = asked.unwrap_or_else(|| crate::budget::rules::day_of(crate::runtime::http::now_ms()));
-    let database = env.d1(DATABASE_BINDING)?;
-    let report = store::report(&database, &config::load(env).budgets, &day).await?;
+    let report = store::report(env, &config::load(env).budgets, &day).await?;
     Response::from_json(&report).map_err(internal)
 }
 

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
-use worker::{D1Database, D1PreparedStatement, D1Result, Result};
+use worker::{D1Database, D1PreparedStatement, D1Result, Env, Result};
 
 use crate::budget::rules::{
     agent_limit, agent_of, day_of, decide, limit_in_force, with_unsent, workspace_of, Budgets, Limit, Scope, Spend,
@@ -26,47 +26,87 @@ struct Row {
 
 /// Whether the spender's turn may call the model today, from the day's
 /// rollups and the operator's overrides (else the configured limits; an
-/// agent's from its settings' `daily_micro_usd`), in one query.
-/// The wide scopes' rows are summed over their buckets; `unsent` is what the
-/// calling channel object holds that D1 does not have yet.
-pub async fn verdict(
-    db: &D1Database,
-    budgets: &Budgets,
-    spender: &Spender,
-    unsent: Unsent,
-    now_ms: i64,
-) -> Result<Verdict> {
-    let result = verdict_statement(db, spender, now_ms)?.all_counted().await?;
-    verdict_of(&result, budgets, spender, unsent)
+/// agent's from its settings' `daily_micro_usd`): one query when one
+/// database holds it all, else the limits from the shared database and each
+/// shard's spend, at once. The wide scopes' rows are summed over their
+/// buckets and shards; `unsent` is what the calling channel object holds
+/// that D1 does not have yet.
+pub async fn verdict(env: &Env, budgets: &Budgets, spender: &Spender, unsent: Unsent, now_ms: i64) -> Result<Verdict> {
+    let shared = env.d1(crate::runtime::config::DATABASE_BINDING)?;
+    let statement = verdict_statement(&shared, spender, now_ms, crate::runtime::d1::unsharded(env))?;
+    let (here, elsewhere) = futures_util::join!(statement.all_counted(), spent_on_shards(env, spender, now_ms));
+    let mut results = elsewhere?;
+    results.push(here?);
+    verdict_of(&results.iter().collect::<Vec<_>>(), budgets, spender, unsent)
 }
 
-/// The one query of [`verdict`] (a channel turn sends it in the batch of its reads).
-pub fn verdict_statement(db: &D1Database, spender: &Spender, now_ms: i64) -> Result<D1PreparedStatement> {
-    let person = spender.person.as_ref().map_or(JsValue::NULL, |person| person.key.as_str().into());
-    let workspace = workspace_of(&spender.conversation_key);
-    let subjects = "((scope = 'person' AND subject = ?2) OR (scope = 'conversation' AND subject = ?3) \
-                    OR (scope = 'deployment' AND subject = ?4) OR (scope = 'workspace' AND subject = ?5) \
-                    OR (scope = 'agent' AND subject = ?6))";
-    db.prepare(format!(
-        "SELECT 'spent' AS kind, scope, sum(input_tokens + output_tokens) AS tokens, sum(micro_usd) AS micro_usd \
-         FROM spend_daily WHERE day = ?1 AND {subjects} GROUP BY scope UNION ALL \
-         SELECT 'limit' AS kind, scope, tokens, micro_usd FROM spend_limits WHERE ?1 IS NOT NULL AND {subjects} \
+/// The limits in force for `spender` and, when `with_spend` (one database
+/// holds the spend too), today's spend: the query of [`verdict`] (a channel
+/// turn sends it in the batch of its reads).
+pub fn verdict_statement(
+    db: &D1Database,
+    spender: &Spender,
+    now_ms: i64,
+    with_spend: bool,
+) -> Result<D1PreparedStatement> {
+    let limits = format!(
+        "SELECT 'limit' AS kind, scope, tokens, micro_usd FROM spend_limits WHERE ?1 IS NOT NULL AND {SUBJECTS} \
          UNION ALL SELECT 'setting' AS kind, 'agent' AS scope, NULL AS tokens, \
          json_extract(settings, '$.daily_micro_usd') AS micro_usd FROM agents WHERE id = ?6"
-    ))
-    .bind(&[
+    );
+    let sql = match with_spend {
+        true => format!("{} UNION ALL {limits}", spent_sql()),
+        false => limits,
+    };
+    db.prepare(sql).bind(&subject_values(spender, now_ms))
+}
+
+/// Whose rows a standing reads: `?2` the person, `?3` the conversation, `?4`
+/// the deployment, `?5` the workspace, `?6` the agent.
+const SUBJECTS: &str = "((scope = 'person' AND subject = ?2) OR (scope = 'conversation' AND subject = ?3) \
+     OR (scope = 'deployment' AND subject = ?4) OR (scope = 'workspace' AND subject = ?5) \
+     OR (scope = 'agent' AND subject = ?6))";
+/// Today's (`?1`) spend of each scope of a standing.
+fn spent_sql() -> String {
+    format!(
+        "SELECT 'spent' AS kind, scope, sum(input_tokens + output_tokens) AS tokens, sum(micro_usd) AS micro_usd \
+         FROM spend_daily WHERE day = ?1 AND {SUBJECTS} GROUP BY scope"
+    )
+}
+
+fn subject_values(spender: &Spender, now_ms: i64) -> [JsValue; 6] {
+    let person = spender.person.as_ref().map_or(JsValue::NULL, |person| person.key.as_str().into());
+    let workspace = workspace_of(&spender.conversation_key);
+    [
         day_of(now_ms).into(),
         person,
         spender.conversation_key.as_str().into(),
         DEPLOYMENT.into(),
         workspace.as_deref().map_or(JsValue::NULL, JsValue::from),
         agent_of(&spender.conversation_key).into(),
-    ])
+    ]
 }
 
-/// The verdict from [`verdict_statement`]'s rows.
-pub fn verdict_of(result: &D1Result, budgets: &Budgets, spender: &Spender, unsent: Unsent) -> Result<Verdict> {
-    let rows: Vec<Row> = result.results()?;
+/// Today's spend of `spender`'s scopes on every shard, at once (none when the
+/// shared database holds the spend: [`verdict_statement`] read it).
+pub async fn spent_on_shards(env: &Env, spender: &Spender, now_ms: i64) -> Result<Vec<D1Result>> {
+    if crate::runtime::d1::unsharded(env) {
+        return Ok(Vec::new());
+    }
+    let values = subject_values(spender, now_ms);
+    let reads = crate::runtime::d1::every_shard(env)?.into_iter().map(|shard| {
+        let values = values.clone();
+        async move { shard.prepare(spent_sql()).bind(&values)?.all_counted().await }
+    });
+    futures_util::future::join_all(reads).await.into_iter().collect()
+}
+
+/// The verdict from the rows of [`verdict_statement`] and [`spent_on_shards`].
+pub fn verdict_of(results: &[&D1Result], budgets: &Budgets, spender: &Spender, unsent: Unsent) -> Result<Verdict> {
+    let mut rows: Vec<Row> = Vec::new();
+    for result in results {
+        rows.extend(result.results::<Row>()?);
+    }
     let workspace = workspace_of(&spender.conversation_key);
     let mut scopes = vec![Scope::Conversation, Scope::Agent, Scope::Deployment];
     if spender.person.is_some() {
@@ -78,12 +118,16 @@ pub fn verdict_of(result: &D1Result, budgets: &Budgets, spender: &Spender, unsen
     let mut standings: Vec<Standing> = scopes
         .into_iter()
         .map(|scope| {
-            let of = |kind: &str| rows.iter().find(|row| row.kind == kind && row.scope == scope.name());
-            let spent = of("spent").map_or(Spend::default(), |row| Spend {
-                input_tokens: row.tokens.unwrap_or(0).max(0) as u64,
-                output_tokens: 0,
-                micro_usd: row.micro_usd.unwrap_or(0).max(0) as u64,
-            });
+            let mine = |kind: &'static str| rows.iter().filter(move |row| row.kind == kind && row.scope == scope.name());
+            let of = |kind: &'static str| mine(kind).next();
+            let mut spent = Spend::default();
+            for row in mine("spent") {
+                spent.add(Spend {
+                    input_tokens: row.tokens.unwrap_or(0).max(0) as u64,
+                    output_tokens: 0,
+                    micro_usd: row.micro_usd.unwrap_or(0).max(0) as u64,
+                });
+            }
             let configured = match scope {
                 Scope::Agent => {
                     agent_limit(of("setting").and_then(|row| row.micro_usd).map(|micro| micro.max(0) as u64))
@@ -99,9 +143,9 @@ pub fn verdict_of(result: &D1Result, budgets: &Budgets, spender: &Spender, unsen
 
 /// The budget `spender` has used up today, if any. A failed read lets the
 /// step run (logged): a D1 hiccup must not silence the bot.
-pub async fn over_budget(db: &D1Database, budgets: &Budgets, spender: &Spender) -> Option<Scope> {
+pub async fn over_budget(env: &Env, budgets: &Budgets, spender: &Spender) -> Option<Scope> {
     let now = crate::runtime::http::now_ms();
-    used_up(verdict(db, budgets, spender, Unsent::default(), now).await, spender)
+    used_up(verdict(env, budgets, spender, Unsent::default(), now).await, spender)
 }
 
 /// The scope a verdict found used up; a verdict that could not be read lets
@@ -157,8 +201,9 @@ pub async fn tell_once(db: &D1Database, scope: Scope, recipient: &str, now_ms: i
 
 /// The day's spend per conversation and per person, and the deployment's,
 /// with the limit in force for each (for the dashboard); a wide scope's
-/// buckets summed into one line.
-pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Value> {
+/// buckets (and shards) summed into one line. Each shard sums its own rows;
+/// the limits come from the shared database.
+pub async fn report(env: &Env, budgets: &Budgets, day: &str) -> Result<Value> {
     #[derive(Deserialize)]
     struct Spent {
         scope: String,
@@ -168,39 +213,65 @@ pub async fn report(db: &D1Database, budgets: &Budgets, day: &str) -> Result<Val
         output_tokens: i64,
         micro_usd: i64,
         calls: i64,
-        limit_tokens: Option<i64>,
-        limit_micro_usd: Option<i64>,
-        has_override: i64,
-        /// An agent's own limit (its settings' `daily_micro_usd`).
-        #[serde(default)]
-        agent_micro_usd: Option<i64>,
     }
-    let rows: Vec<Spent> = db
+    #[derive(Deserialize)]
+    struct Override {
+        kind: String,
+        scope: String,
+        subject: String,
+        tokens: Option<i64>,
+        micro_usd: Option<i64>,
+    }
+    let sums = crate::runtime::d1::every_shard(env)?.into_iter().map(|shard| async move {
+        let sql = "SELECT scope, subject, max(name) AS name, sum(input_tokens) AS input_tokens, \
+                   sum(output_tokens) AS output_tokens, sum(micro_usd) AS micro_usd, sum(calls) AS calls \
+                   FROM spend_daily WHERE day = ?1 GROUP BY scope, subject";
+        shard.prepare(sql).bind(&[day.into()])?.all_counted().await?.results::<Spent>()
+    });
+    let mut summed: std::collections::BTreeMap<(String, String), Spent> = Default::default();
+    for rows in futures_util::future::join_all(sums).await {
+        for row in rows? {
+            match summed.get_mut(&(row.scope.clone(), row.subject.clone())) {
+                Some(sum) => {
+                    sum.name = sum.name.clone().max(row.name);
+                    sum.input_tokens += row.input_tokens;
+                    sum.output_tokens += row.output_tokens;
+                    sum.micro_usd += row.micro_usd;
+                    sum.calls += row.calls;
+                }
+                None => {
+                    summed.insert((row.scope.clone(), row.subject.clone()), row);
+                }
+            }
+        }
+    }
+    let overrides: Vec<Override> = env
+        .d1(crate::runtime::config::DATABASE_BINDING)?
         .prepare(
-            "SELECT d.scope AS scope, d.subject AS subject, d.name AS name, d.input_tokens AS input_tokens, \
-             d.output_tokens AS output_tokens, d.micro_usd AS micro_usd, d.calls AS calls, \
-             l.tokens AS limit_tokens, l.micro_usd AS limit_micro_usd, l.scope IS NOT NULL AS has_override, \
-             CASE WHEN d.scope = 'agent' THEN (SELECT json_extract(a.settings, '$.daily_micro_usd') FROM agents a \
-             WHERE a.id = d.subject) END AS agent_micro_usd \
-             FROM (SELECT scope, subject, max(name) AS name, sum(input_tokens) AS input_tokens, \
-             sum(output_tokens) AS output_tokens, sum(micro_usd) AS micro_usd, sum(calls) AS calls \
-             FROM spend_daily WHERE day = ?1 GROUP BY scope, subject) d \
-             LEFT JOIN spend_limits l ON l.scope = d.scope AND l.subject = d.subject \
-             ORDER BY d.micro_usd DESC, d.input_tokens + d.output_tokens DESC LIMIT 1000",
+            "SELECT 'limit' AS kind, scope, subject, tokens, micro_usd FROM spend_limits UNION ALL \
+             SELECT 'setting' AS kind, 'agent' AS scope, id AS subject, NULL AS tokens, \
+             json_extract(settings, '$.daily_micro_usd') AS micro_usd FROM agents",
         )
-        .bind(&[day.into()])?
         .all_counted()
         .await?
         .results()?;
+    let found = |kind: &str, row: &Spent| {
+        overrides.iter().find(|found| found.kind == kind && found.scope == row.scope && found.subject == row.subject)
+    };
+    let mut rows: Vec<Spent> = summed.into_values().collect();
+    rows.sort_by_key(|row| std::cmp::Reverse((row.micro_usd, row.input_tokens + row.output_tokens)));
+    rows.truncate(1000);
     let mut answer = json!({ "day": day, "conversations": [], "people": [], "workspaces": [], "agents": [], "deployment": Value::Null });
     for row in rows {
         let Some(scope) = Scope::parse(&row.scope) else { continue };
-        let overridden = (row.has_override != 0).then(|| Limit {
-            tokens: row.limit_tokens.map(|tokens| tokens.max(0) as u64),
-            micro_usd: row.limit_micro_usd.map(|micro_usd| micro_usd.max(0) as u64),
+        let overridden = found("limit", &row).map(|limit| Limit {
+            tokens: limit.tokens.map(|tokens| tokens.max(0) as u64),
+            micro_usd: limit.micro_usd.map(|micro_usd| micro_usd.max(0) as u64),
         });
         let configured = match scope {
-            Scope::Agent => agent_limit(row.agent_micro_usd.map(|micro_usd| micro_usd.max(0) as u64)),
+            Scope::Agent => {
+                agent_limit(found("setting", &row).and_then(|setting| setting.micro_usd).map(|micro| micro.max(0) as u64))
+            }
             _ => budgets.of(scope),
         };
         let limit = limit_in_force(configured, overridden);

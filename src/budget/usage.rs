@@ -86,11 +86,12 @@ pub fn add(
     Ok(statements)
 }
 
-/// Records one step's spend on its own (one batch).
-pub async fn record(db: &D1Database, spender: &Spender, process: &str, spend: Spend, now_ms: i64) -> Result<()> {
-    let statements = add(db, spender, process, spend, now_ms)?;
+/// Records one step's spend on its own (one batch, on the conversation's shard).
+pub async fn record(env: &worker::Env, spender: &Spender, process: &str, spend: Spend, now_ms: i64) -> Result<()> {
+    let db = crate::runtime::d1::shard_of(env, &spender.conversation_key)?;
+    let statements = add(&db, spender, process, spend, now_ms)?;
     if !statements.is_empty() {
-        crate::runtime::d1::batch(db, statements).await?;
+        crate::runtime::d1::batch(&db, statements).await?;
     }
     Ok(())
 }

@@ -26,8 +26,7 @@ const LISTING_LIMIT: usize = 500;
 pub async fn conversations(request: &Request, env: &Env, _operator: &Operator) -> Answer {
     let url = request.url()?;
     let search = url.query_pairs().find(|(key, _)| key == "q").map(|(_, value)| value.into_owned());
-    let database = env.d1(DATABASE_BINDING)?;
-    let found = conversations::list(&database, search.as_deref(), LISTING_LIMIT).await?;
+    let found = conversations::list(env, search.as_deref(), LISTING_LIMIT).await?;
     Response::from_json(&found).map_err(internal)
 }
 
@@ -70,8 +69,9 @@ pub async fn channel_envelopes(request: &Request, env: &Env, key: &str, _operato
 pub async fn channel_usage(env: &Env, key: &str, _operator: &Operator) -> Answer {
     let mut usage: serde_json::Map<String, serde_json::Value> =
         from_channel(env, key, ChannelRoute::Usage, "").await?.json().await?;
-    let database = env.d1(DATABASE_BINDING)?;
-    for (process, spent) in usage::by_process(&database, &percent_decode(key)).await? {
+    let key = percent_decode(key);
+    let database = crate::runtime::d1::shard_of(env, &key)?;
+    for (process, spent) in usage::by_process(&database, &key).await? {
         usage.insert(process, serde_json::to_value(spent).map_err(internal)?);
     }
     Response::from_json(&usage).map_err(internal)
@@ -107,7 +107,7 @@ pub async fn channel_messages(env: &Env, key: &str, _operator: &Operator) -> Ans
     if let Err(error) = channel_stub::post(env, &key, ChannelRoute::HistoryFlush, String::new()).await {
         LogLine::warn("history_not_flushed_before_listing").conversation(&key).reason(&error).emit();
     }
-    let database = env.d1(DATABASE_BINDING)?;
+    let database = crate::runtime::d1::shard_of(env, &key)?;
     let messages = history::list(&database, &key, LISTING_LIMIT).await?;
     Response::from_json(&messages).map_err(internal)
 }

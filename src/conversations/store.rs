@@ -66,9 +66,20 @@ pub fn upsert_statement(
     ])
 }
 
-/// The most recently active conversations; `search` matches the key or the
-/// title (a plain substring, `%` and `_` taken literally).
-pub async fn list(db: &D1Database, search: Option<&str>, limit: usize) -> Result<Vec<Conversation>> {
+/// The most recently active conversations on every shard; `search` matches
+/// the key or the title (a plain substring, `%` and `_` taken literally).
+/// Each shard gives its newest `limit`, and the newest `limit` of those win
+/// (a shard that cannot be read is logged and left out: the rest still list).
+pub async fn list(env: &worker::Env, search: Option<&str>, limit: usize) -> Result<Vec<Conversation>> {
+    let shards = crate::runtime::d1::every_shard(env)?;
+    let lists = futures_util::future::join_all(shards.iter().map(|shard| list_one(shard, search, limit))).await;
+    let mut found = readable(lists, "conversations_unread");
+    found.sort_by_key(|row| std::cmp::Reverse(row.last_activity_at));
+    found.truncate(limit);
+    Ok(found)
+}
+
+async fn list_one(db: &D1Database, search: Option<&str>, limit: usize) -> Result<Vec<Conversation>> {
     let pattern = search.map(str::trim).filter(|text| !text.is_empty()).map(|text| {
         let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
         format!("%{escaped}%")
@@ -82,9 +93,29 @@ pub async fn list(db: &D1Database, search: Option<&str>, limit: usize) -> Result
 }
 
 /// Conversations holding an acknowledged inbound that arrived before
-/// `before_ms` and has no outcome yet, the longest waiting first (through
-/// the partial index `conversations_awaiting`).
-pub async fn awaiting(db: &D1Database, before_ms: i64, limit: usize) -> Result<Vec<String>> {
+/// `before_ms` and has no outcome yet, on every shard (a shard that cannot
+/// be read is logged and skipped: the others' are still woken), each shard's
+/// longest waiting first (through the partial index `conversations_awaiting`).
+pub async fn awaiting(env: &worker::Env, before_ms: i64, limit: usize) -> Result<Vec<String>> {
+    let shards = crate::runtime::d1::every_shard(env)?;
+    let lists = futures_util::future::join_all(shards.iter().map(|shard| awaiting_one(shard, before_ms, limit))).await;
+    Ok(readable(lists, "awaiting_unread"))
+}
+
+/// The rows of every shard that answered; each that did not is logged as `event`.
+fn readable<T>(lists: Vec<Result<Vec<T>>>, event: &'static str) -> Vec<T> {
+    use crate::runtime::log::Emit;
+    let mut found = Vec::new();
+    for list in lists {
+        match list {
+            Ok(rows) => found.extend(rows),
+            Err(error) => crate::log_line::LogLine::warn(event).reason(&error).emit(),
+        }
+    }
+    found
+}
+
+async fn awaiting_one(db: &D1Database, before_ms: i64, limit: usize) -> Result<Vec<String>> {
     #[derive(Deserialize)]
     struct Row {
         conversation_key: String,
@@ -156,12 +187,13 @@ pub async fn write_batch(db: &D1Database, rows: &[Conversation], now_ms: i64) ->
 /// Sends the conversation's index row to the index queue (counted: one queue
 /// write); its consumer writes a batch of them in one D1 statement
 /// ([`write_batch`], from `crate::jobs`). Without the binding (an older
-/// wrangler.toml), the row is written to D1 directly, as before.
+/// wrangler.toml), the row is written to its D1 shard directly, as before.
 #[allow(clippy::disallowed_methods)]
 pub async fn send(env: &worker::Env, row: &Conversation) -> Result<()> {
     use crate::runtime::config;
     let Ok(queue) = env.queue(config::INDEX_QUEUE_BINDING) else {
-        return upsert(&env.d1(config::DATABASE_BINDING)?, row, crate::runtime::http::now_ms()).await;
+        let shard = crate::runtime::d1::shard_of(env, &row.conversation_key)?;
+        return upsert(&shard, row, crate::runtime::http::now_ms()).await;
     };
     crate::ops::count(crate::ops::Op::QueueSend);
     queue.send(row).await

@@ -250,7 +250,7 @@ async fn rebuild_bulletin(config: &Config, env: &Env, db: &D1Database, meta: &BT
             tools: Vec::new(),
         };
         let completion = model.complete(&request).await.map_err(|error| error.to_string())?;
-        usage::record(db, &usage::Spender::conversation(CORTEX_USAGE_KEY), "cortex", model.spent(), now_ms()).await?;
+        usage::record(env, &usage::Spender::conversation(CORTEX_USAGE_KEY), "cortex", model.spent(), now_ms()).await?;
         cap_words(completion.content.as_deref().unwrap_or_default().trim(), BULLETIN_MAX_WORDS)
     };
     let built_at = now_ms().to_string();

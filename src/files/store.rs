@@ -371,7 +371,7 @@ async fn describe_image(
     let request = ChatRequest { model: model.model_name().to_string(), messages: vec![question], tools: Vec::new() };
     let answer = model.complete(&request).await;
     let spender = Spender::of(event);
-    if let Err(error) = usage::record(db, &spender, "vision", model.spent(), crate::runtime::http::now_ms()).await {
+    if let Err(error) = usage::record(env, &spender, "vision", model.spent(), crate::runtime::http::now_ms()).await {
         LogLine::warn("usage_not_recorded").conversation(conversation).field("process", "vision").reason(&error).emit();
     }
     let answer = match answer {

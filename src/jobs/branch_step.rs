@@ -47,7 +47,7 @@ pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: b
     let envelope = if dead_letters {
         // Out of retries: the user is told instead of waiting forever.
         report(branch, MessageType::Error, "the branch failed after several attempts".into())
-    } else if let Some(scope) = over_budget(config, &database, branch).await {
+    } else if let Some(scope) = over_budget(config, env, branch).await {
         report(branch, MessageType::Error, format!("the branch was not run: today's {} budget is spent", scope.name()))
     } else {
         // A failed read is retried by the queue, like a failed model call.
@@ -61,12 +61,8 @@ pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: b
     deliver(env, &branch.conversation_key, &envelope).await.map_err(|error| error.to_string())
 }
 
-async fn over_budget(
-    config: &Config,
-    database: &D1Database,
-    branch: &BranchJob,
-) -> Option<crate::budget::rules::Scope> {
-    crate::budget::store::over_budget(database, &config.budgets, &usage::Spender::of(&branch.origin)).await
+async fn over_budget(config: &Config, env: &Env, branch: &BranchJob) -> Option<crate::budget::rules::Scope> {
+    crate::budget::store::over_budget(env, &config.budgets, &usage::Spender::of(&branch.origin)).await
 }
 
 /// The conversation's identity block as it is now: a branch forks the
@@ -108,7 +104,7 @@ async fn think(
     let line = LogLine::info("branch_finished").conversation(&branch.conversation_key).id(&branch.id);
     line.duration_ms(now_ms() - started).tokens(spent).emit();
     let spender = usage::Spender::of(&branch.origin);
-    if let Err(error) = usage::record(database, &spender, "branch", model.spent(), now_ms()).await {
+    if let Err(error) = usage::record(env, &spender, "branch", model.spent(), now_ms()).await {
         let line = LogLine::warn("usage_not_recorded").conversation(&branch.conversation_key);
         line.field("process", "branch").reason(&error).emit();
     }
@@ -207,7 +203,11 @@ impl Run<MemoryDelete> for EdgeTools<'_> {
 
 impl Run<ChannelRecall> for EdgeTools<'_> {
     async fn run(&self, arguments: ChannelRecallArguments) -> String {
-        let found = history::search(self.db, self.conversation_key, arguments.query.trim(), 10).await;
+        let shard = crate::runtime::d1::shard_of(self.env, self.conversation_key);
+        let found = match shard {
+            Ok(shard) => history::search(&shard, self.conversation_key, arguments.query.trim(), 10).await,
+            Err(error) => Err(error),
+        };
         failed(found.map(|found| match found.is_empty() {
             true => "nothing found".to_string(),
             false => found.iter().map(|row| format!("{}: {}\n", row.author_name, row.content)).collect(),

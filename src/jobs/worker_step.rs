@@ -136,7 +136,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         run.containment.known_hosts.iter().filter(|host| !hosts_before.contains(host)).collect();
     let mut spent_here = model.spent();
     spent_here.add(Spend { micro_usd: tools.host.metered_micro_usd.get(), ..Spend::default() });
-    save(&db, job, &run, &pending, spent_here, &learned).await.map_err(text)?;
+    save(env, &db, job, &run, &pending, spent_here, &learned).await.map_err(text)?;
     LogLine::info("worker_step_finished")
         .conversation(&job.conversation_key)
         .id(&job.id)
@@ -158,7 +158,7 @@ async fn segment(
     run: &mut WorkerRun,
 ) -> Result<SegmentEnd, String> {
     let edge = &tools.host;
-    if let Some(scope) = crate::budget::store::over_budget(edge.db, &edge.config.budgets, &edge.spender()).await {
+    if let Some(scope) = crate::budget::store::over_budget(edge.env, &edge.config.budgets, &edge.spender()).await {
         run.give_up();
         return Ok(SegmentEnd::Failed(format!("the worker stopped: today's {} budget is spent", scope.name())));
     }
@@ -413,7 +413,7 @@ impl<'a> EdgeTools<'a> {
         }
         let spender =
             usage::Spender { conversation_key: self.job.conversation_key.clone(), person: self.job.person.clone() };
-        if let Some(scope) = crate::budget::store::over_budget(self.db, &self.config.budgets, &spender).await {
+        if let Some(scope) = crate::budget::store::over_budget(self.env, &self.config.budgets, &spender).await {
             return format!("error: today's {} budget is spent; `{tool}` does not run", scope.name());
         }
         let started = now_ms();
@@ -467,6 +467,7 @@ async fn load(db: &D1Database, id: &str) -> worker::Result<Option<Row>> {
 }
 
 async fn save(
+    env: &Env,
     db: &D1Database,
     job: &WorkerJob,
     run: &WorkerRun,
@@ -487,7 +488,18 @@ async fn save(
     if let Some(approval) = &pending.ask {
         statements.push(approvals::record(db, approval)?);
     }
-    statements.extend(usage::add(db, &spender, "worker", spent, now_ms())?);
+    // The spend goes to the conversation's shard: in this batch when that is
+    // the shared database, else after it (a spend lost to a failed shard is
+    // logged; counting a retried step's spend twice would be worse).
+    let shard = crate::runtime::d1::shard_of(env, &job.conversation_key)?;
+    let spend = usage::add(&shard, &spender, "worker", spent, now_ms())?;
+    let spend_apart = match crate::runtime::d1::unsharded(env) {
+        true => {
+            statements.extend(spend);
+            Vec::new()
+        }
+        false => spend,
+    };
     for host in learned_hosts {
         statements.push(
             db.prepare(
@@ -498,6 +510,11 @@ async fn save(
         );
     }
     crate::runtime::d1::batch(db, statements).await?;
+    if !spend_apart.is_empty() {
+        if let Err(error) = crate::runtime::d1::batch(&shard, spend_apart).await {
+            LogLine::warn("usage_not_recorded").conversation(&job.conversation_key).reason(&error).emit();
+        }
+    }
     Ok(())
 }
 

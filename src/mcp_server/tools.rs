@@ -206,7 +206,7 @@ async fn ask(config: &Config, env: &Env, db: &D1Database, client: &Client, argum
     let completion = model.complete(&request).await;
     let spend: Spend = model.spent();
     let spender = Spender::conversation(&format!("mcp:{}", client.id));
-    usage::record(db, &spender, ASK_PROCESS, spend, now_ms()).await?;
+    usage::record(env, &spender, ASK_PROCESS, spend, now_ms()).await?;
     let answer = match completion.map(|completion| completion.content.unwrap_or_default()) {
         Ok(answer) if !answer.trim().is_empty() => answer,
         Ok(_) => return Ok(Ran { micro_usd: spend.micro_usd, ..failed("the model gave no answer") }),

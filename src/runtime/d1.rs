@@ -6,9 +6,10 @@
 
 use serde::de::DeserializeOwned;
 use wasm_bindgen::JsValue;
-use worker::{D1Database, D1PreparedStatement, D1Result, Result};
+use worker::{D1Database, D1PreparedStatement, D1Result, Env, Result};
 
 use crate::ops::{self, Op};
+use crate::shards;
 
 /// A whole number as D1 binds it (a JS number; D1 has no integer type to bind).
 pub fn number(value: i64) -> JsValue {
@@ -74,4 +75,27 @@ pub async fn batch(db: &D1Database, statements: Vec<D1PreparedStatement>) -> Res
     ops::count(Op::D1Call);
     results.iter().for_each(tally);
     Ok(results)
+}
+
+/// The D1 shard that holds `conversation_key`'s rows ([`crate::shards`]): the
+/// shared database unless `D1_SHARDS` is over 1.
+pub fn shard_of(env: &Env, conversation_key: &str) -> Result<D1Database> {
+    let shards = super::config::load(env).d1_shards;
+    env.d1(&shards::binding_of(shards::shard_of(conversation_key, shards), shards))
+}
+
+/// Every shard, in shard order (a read across conversations asks each).
+pub fn every_shard(env: &Env) -> Result<Vec<D1Database>> {
+    shards::bindings(super::config::load(env).d1_shards).iter().map(|binding| env.d1(binding)).collect()
+}
+
+/// Whether conversations' rows live in the shared database (one shard), so a
+/// write may go in one batch with the shared database's.
+pub fn unsharded(env: &Env) -> bool {
+    super::config::load(env).d1_shards <= 1
+}
+
+/// The shard bindings `D1_SHARDS` names that the Worker does not have.
+pub fn missing_shards(env: &Env) -> Vec<String> {
+    shards::bindings(super::config::load(env).d1_shards).into_iter().filter(|binding| env.d1(binding).is_err()).collect()
 }

@@ -104,11 +104,7 @@ pub async fn report(env: &Env) -> Result<Value> {
         let found = events.iter().find(|row| row["key"] == key)?;
         serde_json::from_str::<Value>(found["value"].as_str()?).ok()
     };
-    let pending = first(
-        &db,
-        "SELECT COALESCE(SUM(pending), 0) AS pieces, COUNT(*) AS conversations FROM pending_sends WHERE pending > 0",
-    )
-    .await;
+    let pending = pending_sends(env).await;
     let running = first(
         &db,
         "SELECT COUNT(*) AS running FROM workers WHERE state IN ('running', 'waiting_for_input') AND cancelled = 0",
@@ -133,6 +129,8 @@ pub async fn report(env: &Env) -> Result<Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "setup": { "model": model, "unconnected_platforms": crate::status::setup::unconnected_platforms(&config) },
         "bindings": bindings,
+        // `D1_SHARDS`'s databases, and those the Worker is not bound to (their conversations' writes wait).
+        "d1_shards": { "count": config.d1_shards, "missing": crate::runtime::d1::missing_shards(env) },
         "migrations": migrations,
         "platforms": platforms(&config),
         "models": models(&config),
@@ -161,6 +159,20 @@ async fn discord_gateway(env: &Env, on: bool) -> Value {
 /// Rows as JSON values (one deserializer serves every read here, and the inbox's).
 async fn rows(db: &D1Database, sql: &str) -> Option<Vec<Value>> {
     db.prepare(sql).all_counted().await.ok()?.results().ok()
+}
+
+/// The pieces waiting in outboxes and the conversations holding them, summed over the shards.
+async fn pending_sends(env: &Env) -> Option<Value> {
+    let sql = "SELECT COALESCE(SUM(pending), 0) AS pieces, COUNT(*) AS conversations FROM pending_sends WHERE pending > 0";
+    let shards = crate::runtime::d1::every_shard(env).ok()?;
+    let counts = futures_util::future::join_all(shards.iter().map(|shard| first(shard, sql))).await;
+    let (mut pieces, mut conversations) = (0, 0);
+    for count in counts {
+        let count = count?;
+        pieces += count["pieces"].as_i64().unwrap_or(0);
+        conversations += count["conversations"].as_i64().unwrap_or(0);
+    }
+    Some(serde_json::json!({ "pieces": pieces, "conversations": conversations }))
 }
 
 async fn first(db: &D1Database, sql: &str) -> Option<Value> {

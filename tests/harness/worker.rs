@@ -82,7 +82,9 @@ fn migrated_template() -> &'static Path {
     TEMPLATE
         .get_or_init(|| {
             let directory = TempDir::new().expect("template dir");
-            wrangler_d1(&["migrations", "apply", "DB"], directory.path());
+            for binding in ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"] {
+                wrangler_d1(&["migrations", "apply", binding], directory.path());
+            }
             directory
         })
         .path()
@@ -111,7 +113,12 @@ pub fn drop_alarms(state_dir: &Path) {
 }
 
 pub fn d1_execute(state_dir: &Path, sql: &str) -> serde_json::Value {
-    let stdout = wrangler_d1(&["execute", "DB", "--json", "--yes", "--command", sql], state_dir);
+    d1_execute_on(state_dir, "DB", sql)
+}
+
+/// [`d1_execute`] on the D1 database bound as `binding` (a shard: `DB_SHARD_<i>`).
+pub fn d1_execute_on(state_dir: &Path, binding: &str, sql: &str) -> serde_json::Value {
+    let stdout = wrangler_d1(&["execute", binding, "--json", "--yes", "--command", sql], state_dir);
     serde_json::from_slice(&stdout).expect("d1 execute --json output")
 }
 

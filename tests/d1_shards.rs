@@ -1,0 +1,211 @@
+//! D1 sharded (issue 37; docs/scale.md, "D1 shards"): with `D1_SHARDS = 4`
+//! every conversation's history, index row, spend and unsent count live on
+//! the shard its key hashes to, and on no other database; the dashboard and
+//! the budget read across all four; a shard that is down holds back only the
+//! conversations that live on it, and what waited drains when it is back.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::harness::{dm_update, wait_for, TestEnv};
+use edgebot::shards::{binding_of, shard_of};
+
+const SHARDS: u32 = 4;
+/// Telegram's fake answers every model call with this many tokens (15 a turn).
+const TOKENS_PER_TURN: i64 = 15;
+
+fn shard_binding(conversation_key: &str) -> String {
+    binding_of(shard_of(conversation_key, SHARDS), SHARDS)
+}
+
+/// Chat ids whose DM conversations (`telegram:<id>`) land on each shard, `per_shard` for each.
+fn chats_on_every_shard(per_shard: usize) -> Vec<i64> {
+    let mut found = vec![Vec::new(); SHARDS as usize];
+    for chat in 7000.. {
+        let shard = shard_of(&format!("telegram:{chat}"), SHARDS) as usize;
+        if found[shard].len() < per_shard {
+            found[shard].push(chat);
+        }
+        if found.iter().all(|chats| chats.len() == per_shard) {
+            return found.concat();
+        }
+    }
+    unreachable!()
+}
+
+/// Rows each conversation has in the tables a shard holds, on one database.
+const ROWS_PER_CONVERSATION: &str = "SELECT k AS conversation_key, \
+     (SELECT count(*) FROM messages WHERE conversation_key = k) AS messages, \
+     (SELECT count(*) FROM conversations WHERE conversation_key = k) AS indexed, \
+     (SELECT count(*) FROM spend_daily WHERE scope = 'conversation' AND subject = k) AS spend, \
+     (SELECT count(*) FROM usage WHERE conversation_key = k) AS usage \
+     FROM (SELECT DISTINCT conversation_key AS k FROM messages UNION SELECT conversation_key FROM conversations \
+     UNION SELECT subject FROM spend_daily WHERE scope = 'conversation')";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_conversations_rows_live_on_its_shard_and_the_dashboard_reads_them_all() {
+    let mut env = TestEnv::start_with(&[("D1_SHARDS", "4")]).await;
+    let chats = chats_on_every_shard(2);
+    for (update, chat) in chats.iter().enumerate() {
+        env.llm.reply(&format!("answer {chat}"));
+        let status = env.telegram_update(&dm_update(update as i64 + 1, *chat, "hello")).await.status();
+        assert_eq!(status, 200);
+        env.wait_for_sent(update + 1).await;
+    }
+    env.settle().await;
+
+    // The dashboard lists every conversation, from every shard, with its counts.
+    let keys: Vec<String> = chats.iter().map(|chat| format!("telegram:{chat}")).collect();
+    let listed = wait_for("every conversation listed", Duration::from_secs(30), || async {
+        let listed = env.admin("/api/conversations").await;
+        let rows = listed.as_array().cloned().unwrap_or_default();
+        keys.iter().all(|key| rows.iter().any(|row| &row["conversation_key"] == key && row["message_count"] == 1)).then_some(rows)
+    })
+    .await;
+    assert_eq!(listed.len(), keys.len(), "{listed:?}");
+    // The budget sums the spend over the shards.
+    let spend = env.admin("/api/spend").await;
+    assert_eq!(spend["deployment"]["tokens"], TOKENS_PER_TURN * keys.len() as i64, "{spend}");
+    assert_eq!(spend["conversations"].as_array().map(Vec::len), Some(keys.len()), "{spend}");
+    // A conversation's history is read from its shard.
+    let history = env.admin(&format!("/api/channels/{}/messages", keys[0])).await;
+    assert_eq!(history.as_array().map(Vec::len), Some(2), "the message and the answer: {history}");
+
+    let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+    let results = env.sql_on_while_stopped(&bindings, ROWS_PER_CONVERSATION).await;
+    let shared = &results[0][0]["results"];
+    assert_eq!(shared, &Value::Array(Vec::new()), "no conversation's rows in the shared database: {shared}");
+    let people = env.sql_on_while_stopped(&["DB"], "SELECT count(*) AS people FROM person_ids").await;
+    assert_eq!(people[0][0]["results"][0]["people"], keys.len(), "people stay in the shared database");
+    for key in &keys {
+        let home = shard_binding(key);
+        for (binding, result) in bindings.iter().zip(&results).skip(1) {
+            let rows = result[0]["results"].as_array().unwrap();
+            let row = rows.iter().find(|row| row["conversation_key"] == key.as_str());
+            match *binding == home {
+                true => {
+                    let row = row.unwrap_or_else(|| panic!("{key} has no rows on its shard {home}: {rows:?}"));
+                    assert_eq!(row["messages"], 2, "{key} on {home}: {row}");
+                    assert_eq!(row["indexed"], 1, "{key} on {home}: {row}");
+                    assert_eq!(row["spend"], 1, "{key} on {home}: {row}");
+                }
+                false => assert!(row.is_none(), "{key} lives on {home} but has rows on {binding}: {row:?}"),
+            }
+        }
+    }
+}
+
+/// The local D1 file of the database bound as `binding`: each database is
+/// marked first (a row only it holds), then the files are searched for it.
+fn database_file(state_dir: &Path, binding: &str) -> PathBuf {
+    let directory = state_dir.join("v3/d1/miniflare-D1DatabaseObject");
+    for file in std::fs::read_dir(&directory).expect("the local D1 files").flatten() {
+        let path = file.path();
+        if path.extension().is_none_or(|extension| extension != "sqlite") {
+            continue;
+        }
+        let output = Command::new("sqlite3")
+            .arg(&path)
+            .arg("SELECT value FROM status_events WHERE key = 'test_shard_marker'")
+            .output()
+            .expect("sqlite3 (make test installs it)");
+        if String::from_utf8_lossy(&output.stdout).trim() == binding {
+            return path;
+        }
+    }
+    panic!("no local D1 file is marked {binding} in {}", directory.display());
+}
+
+/// A shard that is down: another process holds its file's write lock (an
+/// exclusive transaction) until [`Outage::end`].
+struct Outage(Child);
+
+impl Outage {
+    fn begin(file: &Path) -> Outage {
+        let mut child = Command::new("sqlite3")
+            .arg(file)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("sqlite3 (make test installs it)");
+        let stdin = child.stdin.as_mut().unwrap();
+        stdin.write_all(b".bail on\n.timeout 10000\nBEGIN EXCLUSIVE;\nSELECT 'locked';\n").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "locked", "the shard's file could not be locked");
+        Outage(child)
+    }
+
+    fn end(mut self) {
+        let stdin = self.0.stdin.as_mut().unwrap();
+        stdin.write_all(b"ROLLBACK;\n.quit\n").unwrap();
+        drop(self.0.stdin.take());
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for Outage {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+    }
+}
+
+fn conversation_tokens(spend: &Value, key: &str) -> Option<i64> {
+    spend["conversations"].as_array()?.iter().find(|row| row["subject"] == key)?["tokens"].as_i64()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shard_that_is_down_delays_only_its_own_conversations_and_drains_when_back() {
+    let mut env = TestEnv::start_with(&[("D1_SHARDS", "4")]).await;
+    let bindings = ["DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+    let marks = bindings.map(|binding| {
+        format!("INSERT INTO status_events (key, value, updated_at) VALUES ('test_shard_marker', '{binding}', 0)")
+    });
+    for (binding, mark) in bindings.iter().zip(&marks) {
+        env.sql_on_while_stopped(&[binding], mark).await;
+    }
+    let chats = chats_on_every_shard(1);
+    let (down_chat, up_chat) = (chats[0], chats[1]);
+    let (down, up) = (format!("telegram:{down_chat}"), format!("telegram:{up_chat}"));
+    let outage = Outage::begin(&database_file(env.state_dir(), &shard_binding(&down)));
+
+    env.llm.reply("answer on the healthy shard");
+    assert_eq!(env.telegram_update(&dm_update(1, up_chat, "hello")).await.status(), 200);
+    env.wait_for_sent(1).await;
+    env.llm.reply("answer on the shard that is down");
+    assert_eq!(env.telegram_update(&dm_update(2, down_chat, "hello")).await.status(), 200);
+
+    // Both are answered: a reply never waits for D1.
+    env.wait_for_sent(2).await;
+    env.settle().await;
+    // The healthy shard's conversation is committed: its spend and its index row show.
+    wait_for("the healthy shard's commit", Duration::from_secs(30), || async {
+        let spend = env.admin("/api/spend").await;
+        (conversation_tokens(&spend, &up) == Some(TOKENS_PER_TURN)).then_some(())
+    })
+    .await;
+    let listed = env.admin("/api/conversations").await;
+    assert!(listed.to_string().contains(&up), "{listed}");
+    // The shard that is down has none of its answered conversation's spend yet.
+    let spend = env.admin("/api/spend").await;
+    assert_eq!(conversation_tokens(&spend, &down), None, "the down shard took a write: {spend}");
+
+    outage.end();
+    // What waited drains: the commit lands (the object comes back for it by
+    // itself; nothing here asks it to).
+    wait_for("the waiting commit", Duration::from_secs(90), || async {
+        let spend = env.admin("/api/spend").await;
+        (conversation_tokens(&spend, &down) == Some(TOKENS_PER_TURN)).then_some(())
+    })
+    .await;
+    let spend = env.admin("/api/spend").await;
+    assert_eq!(spend["deployment"]["tokens"], 2 * TOKENS_PER_TURN, "each turn counted once: {spend}");
+    let sent = env.telegram.calls("sendMessage");
+    assert_eq!(sent.len(), 2, "each message answered once: {sent:?}");
+}
