@@ -159,7 +159,12 @@ mod tests {
     fn the_list_is_what_wrangler_toml_declares() {
         let listed: BTreeSet<String> = ALL.iter().map(|binding| binding.name.to_string()).collect();
         assert_eq!(listed.len(), ALL.len(), "each name once");
-        assert_eq!(declared(include_str!("../wrangler.toml")), listed);
+        // The D1 shards are named by `crate::shards` (the local profile binds four).
+        let (shards, declared): (BTreeSet<String>, BTreeSet<String>) =
+            declared(include_str!("../wrangler.toml")).into_iter().partition(|name| name.starts_with("DB_SHARD_"));
+        assert_eq!(declared, listed);
+        assert_eq!(shards, crate::shards::bindings(4).into_iter().collect());
+        assert_eq!(DATABASE.name, crate::shards::SHARED);
     }
 
     #[test]

@@ -63,7 +63,9 @@ async fn every_conversations_rows_live_on_its_shard_and_the_dashboard_reads_them
     let listed = wait_for("every conversation listed", Duration::from_secs(30), || async {
         let listed = env.admin("/api/conversations").await;
         let rows = listed.as_array().cloned().unwrap_or_default();
-        keys.iter().all(|key| rows.iter().any(|row| &row["conversation_key"] == key && row["message_count"] == 1)).then_some(rows)
+        keys.iter()
+            .all(|key| rows.iter().any(|row| &row["conversation_key"] == key && row["message_count"] == 1))
+            .then_some(rows)
     })
     .await;
     assert_eq!(listed.len(), keys.len(), "{listed:?}");

@@ -348,10 +348,7 @@ async fn d1_shards_are_created_bound_and_migrated_once() {
 
     let first = world.deploy(&[]).await;
     assert!(first.ok, "first run failed:\n{}", first.all());
-    assert_eq!(
-        first.line("d1 shards"),
-        "deploy: d1 shards: 4: bound DB_SHARD_0, DB_SHARD_1, DB_SHARD_2, DB_SHARD_3"
-    );
+    assert_eq!(first.line("d1 shards"), "deploy: d1 shards: 4: bound DB_SHARD_0, DB_SHARD_1, DB_SHARD_2, DB_SHARD_3");
     let calls = world.wrangler_calls();
     let made: Vec<String> = creations(&calls).into_iter().filter(|call| call.starts_with("d1 create")).collect();
     assert_eq!(made.len(), 5, "the shared database and four shards: {made:?}");

@@ -63,8 +63,10 @@ pub(super) async fn read(
     ];
     statements.extend(crate::people::store::read_statement(database, &speakers)?);
     // With D1 sharded, the standing's spend is read from each shard meanwhile.
-    let (results, elsewhere) =
-        futures_util::join!(crate::runtime::d1::batch(database, statements), spend::spent_on_shards(env, spender, now_ms()));
+    let (results, elsewhere) = futures_util::join!(
+        crate::runtime::d1::batch(database, statements),
+        spend::spent_on_shards(env, spender, now_ms())
+    );
     let results = results?;
     let [identity, skills, links, settings, standing, people @ ..] = results.as_slice() else {
         return Err(worker::Error::RustError(format!("D1 answered {} results for 5 or 6 statements", results.len())));

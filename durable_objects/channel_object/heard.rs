@@ -44,8 +44,7 @@ pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Res
         }
         Heard::Delete => {
             let shard = crate::runtime::d1::shard_of(&object.env, &event.conversation_key)?;
-            crate::conversations::archive::hear(&shard, &event.conversation_key, &event.message_id, None, None)
-                .await?;
+            crate::conversations::archive::hear(&shard, &event.conversation_key, &event.message_id, None, None).await?;
             let database = object.env.d1(DATABASE_BINDING)?;
             let (key, message) = (&event.conversation_key, &event.message_id);
             crate::memory::store::forget_learned_from(&object.config, &object.env, &database, key, message).await?;

@@ -89,7 +89,12 @@ pub enum IndexWrite {
 /// Sends the conversation's counts and whether an inbound waits to the index
 /// (best effort: logged; the next inbound's row carries the same counts),
 /// unless it is the row last written (the alarm's commit usually took it).
-pub async fn write_index(sql: &Sql, env: &worker::Env, written: &std::cell::RefCell<Option<Conversation>>, how: IndexWrite) {
+pub async fn write_index(
+    sql: &Sql,
+    env: &worker::Env,
+    written: &std::cell::RefCell<Option<Conversation>>,
+    how: IndexWrite,
+) {
     let sent = async {
         let Some(row) = read(sql)?.filter(|row| written.borrow().as_ref() != Some(row)) else { return Ok(()) };
         match how {

@@ -118,7 +118,8 @@ pub fn verdict_of(results: &[&D1Result], budgets: &Budgets, spender: &Spender, u
     let mut standings: Vec<Standing> = scopes
         .into_iter()
         .map(|scope| {
-            let mine = |kind: &'static str| rows.iter().filter(move |row| row.kind == kind && row.scope == scope.name());
+            let mine =
+                |kind: &'static str| rows.iter().filter(move |row| row.kind == kind && row.scope == scope.name());
             let of = |kind: &'static str| mine(kind).next();
             let mut spent = Spend::default();
             for row in mine("spent") {
@@ -199,29 +200,30 @@ pub async fn tell_once(db: &D1Database, scope: Scope, recipient: &str, now_ms: i
     Ok(changes(&result) > 0)
 }
 
-/// The day's spend per conversation and per person, and the deployment's,
-/// with the limit in force for each (for the dashboard); a wide scope's
-/// buckets (and shards) summed into one line. Each shard sums its own rows;
-/// the limits come from the shared database.
-pub async fn report(env: &Env, budgets: &Budgets, day: &str) -> Result<Value> {
-    #[derive(Deserialize)]
-    struct Spent {
-        scope: String,
-        subject: String,
-        name: String,
-        input_tokens: i64,
-        output_tokens: i64,
-        micro_usd: i64,
-        calls: i64,
-    }
-    #[derive(Deserialize)]
-    struct Override {
-        kind: String,
-        scope: String,
-        subject: String,
-        tokens: Option<i64>,
-        micro_usd: Option<i64>,
-    }
+/// One subject's spend on a day (every shard's rows summed).
+#[derive(Deserialize)]
+struct Spent {
+    scope: String,
+    subject: String,
+    name: String,
+    input_tokens: i64,
+    output_tokens: i64,
+    micro_usd: i64,
+    calls: i64,
+}
+
+/// An operator's override, or an agent's own limit (`kind` says which).
+#[derive(Deserialize)]
+struct Override {
+    kind: String,
+    scope: String,
+    subject: String,
+    tokens: Option<i64>,
+    micro_usd: Option<i64>,
+}
+
+/// `day`'s spend per scope and subject: each shard sums its own rows, at once.
+async fn spent_on(env: &Env, day: &str) -> Result<Vec<Spent>> {
     let sums = crate::runtime::d1::every_shard(env)?.into_iter().map(|shard| async move {
         let sql = "SELECT scope, subject, max(name) AS name, sum(input_tokens) AS input_tokens, \
                    sum(output_tokens) AS output_tokens, sum(micro_usd) AS micro_usd, sum(calls) AS calls \
@@ -231,7 +233,8 @@ pub async fn report(env: &Env, budgets: &Budgets, day: &str) -> Result<Value> {
     let mut summed: std::collections::BTreeMap<(String, String), Spent> = Default::default();
     for rows in futures_util::future::join_all(sums).await {
         for row in rows? {
-            match summed.get_mut(&(row.scope.clone(), row.subject.clone())) {
+            let key = (row.scope.clone(), row.subject.clone());
+            match summed.get_mut(&key) {
                 Some(sum) => {
                     sum.name = sum.name.clone().max(row.name);
                     sum.input_tokens += row.input_tokens;
@@ -240,11 +243,20 @@ pub async fn report(env: &Env, budgets: &Budgets, day: &str) -> Result<Value> {
                     sum.calls += row.calls;
                 }
                 None => {
-                    summed.insert((row.scope.clone(), row.subject.clone()), row);
+                    summed.insert(key, row);
                 }
             }
         }
     }
+    Ok(summed.into_values().collect())
+}
+
+/// The day's spend per conversation and per person, and the deployment's,
+/// with the limit in force for each (for the dashboard); a wide scope's
+/// buckets (and shards) summed into one line. Each shard sums its own rows;
+/// the limits come from the shared database.
+pub async fn report(env: &Env, budgets: &Budgets, day: &str) -> Result<Value> {
+    let mut rows = spent_on(env, day).await?;
     let overrides: Vec<Override> = env
         .d1(crate::runtime::config::DATABASE_BINDING)?
         .prepare(
@@ -258,7 +270,6 @@ pub async fn report(env: &Env, budgets: &Budgets, day: &str) -> Result<Value> {
     let found = |kind: &str, row: &Spent| {
         overrides.iter().find(|found| found.kind == kind && found.scope == row.scope && found.subject == row.subject)
     };
-    let mut rows: Vec<Spent> = summed.into_values().collect();
     rows.sort_by_key(|row| std::cmp::Reverse((row.micro_usd, row.input_tokens + row.output_tokens)));
     rows.truncate(1000);
     let mut answer = json!({ "day": day, "conversations": [], "people": [], "workspaces": [], "agents": [], "deployment": Value::Null });
@@ -269,9 +280,9 @@ pub async fn report(env: &Env, budgets: &Budgets, day: &str) -> Result<Value> {
             micro_usd: limit.micro_usd.map(|micro_usd| micro_usd.max(0) as u64),
         });
         let configured = match scope {
-            Scope::Agent => {
-                agent_limit(found("setting", &row).and_then(|setting| setting.micro_usd).map(|micro| micro.max(0) as u64))
-            }
+            Scope::Agent => agent_limit(
+                found("setting", &row).and_then(|setting| setting.micro_usd).map(|micro| micro.max(0) as u64),
+            ),
             _ => budgets.of(scope),
         };
         let limit = limit_in_force(configured, overridden);

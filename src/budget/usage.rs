@@ -86,6 +86,37 @@ pub fn add(
     Ok(statements)
 }
 
+/// A step's spend statements beside a batch of its own writes on the shared
+/// database: added to that batch when the conversation's shard is the shared
+/// database (one transaction), else returned with their shard for
+/// [`send_apart`], after the batch (a spend lost to a failed shard is logged;
+/// counting a retried step's spend twice would be worse).
+pub fn add_beside(
+    env: &worker::Env,
+    batch: &mut Vec<D1PreparedStatement>,
+    spender: &Spender,
+    process: &str,
+    spend: Spend,
+    now_ms: i64,
+) -> Result<Option<(D1Database, Vec<D1PreparedStatement>)>> {
+    let shard = crate::runtime::d1::shard_of(env, &spender.conversation_key)?;
+    let statements = add(&shard, spender, process, spend, now_ms)?;
+    if crate::runtime::d1::unsharded(env) {
+        batch.extend(statements);
+        return Ok(None);
+    }
+    Ok(Some((shard, statements)).filter(|(_, statements)| !statements.is_empty()))
+}
+
+/// Sends what [`add_beside`] left apart (logged when it fails).
+pub async fn send_apart(apart: Option<(D1Database, Vec<D1PreparedStatement>)>, conversation_key: &str) {
+    let Some((shard, statements)) = apart else { return };
+    if let Err(error) = crate::runtime::d1::batch(&shard, statements).await {
+        use crate::runtime::log::Emit;
+        crate::log_line::LogLine::warn("usage_not_recorded").conversation(conversation_key).reason(&error).emit();
+    }
+}
+
 /// Records one step's spend on its own (one batch, on the conversation's shard).
 pub async fn record(env: &worker::Env, spender: &Spender, process: &str, spend: Spend, now_ms: i64) -> Result<()> {
     let db = crate::runtime::d1::shard_of(env, &spender.conversation_key)?;

@@ -488,18 +488,7 @@ async fn save(
     if let Some(approval) = &pending.ask {
         statements.push(approvals::record(db, approval)?);
     }
-    // The spend goes to the conversation's shard: in this batch when that is
-    // the shared database, else after it (a spend lost to a failed shard is
-    // logged; counting a retried step's spend twice would be worse).
-    let shard = crate::runtime::d1::shard_of(env, &job.conversation_key)?;
-    let spend = usage::add(&shard, &spender, "worker", spent, now_ms())?;
-    let spend_apart = match crate::runtime::d1::unsharded(env) {
-        true => {
-            statements.extend(spend);
-            Vec::new()
-        }
-        false => spend,
-    };
+    let apart = usage::add_beside(env, &mut statements, &spender, "worker", spent, now_ms())?;
     for host in learned_hosts {
         statements.push(
             db.prepare(
@@ -510,11 +499,7 @@ async fn save(
         );
     }
     crate::runtime::d1::batch(db, statements).await?;
-    if !spend_apart.is_empty() {
-        if let Err(error) = crate::runtime::d1::batch(&shard, spend_apart).await {
-            LogLine::warn("usage_not_recorded").conversation(&job.conversation_key).reason(&error).emit();
-        }
-    }
+    usage::send_apart(apart, &job.conversation_key).await;
     Ok(())
 }
 

@@ -97,5 +97,8 @@ pub fn unsharded(env: &Env) -> bool {
 
 /// The shard bindings `D1_SHARDS` names that the Worker does not have.
 pub fn missing_shards(env: &Env) -> Vec<String> {
-    shards::bindings(super::config::load(env).d1_shards).into_iter().filter(|binding| env.d1(binding).is_err()).collect()
+    shards::bindings(super::config::load(env).d1_shards)
+        .into_iter()
+        .filter(|binding| env.d1(binding).is_err())
+        .collect()
 }

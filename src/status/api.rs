@@ -163,7 +163,8 @@ async fn rows(db: &D1Database, sql: &str) -> Option<Vec<Value>> {
 
 /// The pieces waiting in outboxes and the conversations holding them, summed over the shards.
 async fn pending_sends(env: &Env) -> Option<Value> {
-    let sql = "SELECT COALESCE(SUM(pending), 0) AS pieces, COUNT(*) AS conversations FROM pending_sends WHERE pending > 0";
+    let sql =
+        "SELECT COALESCE(SUM(pending), 0) AS pieces, COUNT(*) AS conversations FROM pending_sends WHERE pending > 0";
     let shards = crate::runtime::d1::every_shard(env).ok()?;
     let counts = futures_util::future::join_all(shards.iter().map(|shard| first(shard, sql))).await;
     let (mut pieces, mut conversations) = (0, 0);
