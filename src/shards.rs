@@ -17,6 +17,11 @@ pub const BUCKETS: u32 = 4096;
 pub const MAX_SHARDS: u32 = 64;
 /// The shared database's binding (and the only shard when there is one).
 pub const SHARED: &str = "DB";
+/// How long an isolate reuses what another shard says a turn's spender spent
+/// today (docs/scale.md, "D1 shards"): the conversation's own shard is read
+/// on every turn, each other shard at most this often per isolate and
+/// subject, so a turn's reads do not grow with the number of shards.
+pub const OTHER_SHARDS_FRESH_MS: i64 = 10_000;
 
 /// The bucket a key belongs to, for ever: the first four bytes of its SHA-256.
 pub fn bucket_of(key: &str) -> u32 {

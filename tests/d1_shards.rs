@@ -211,3 +211,33 @@ async fn a_shard_that_is_down_delays_only_its_own_conversations_and_drains_when_
     let sent = env.telegram.calls("sendMessage");
     assert_eq!(sent.len(), 2, "each message answered once: {sent:?}");
 }
+
+/// The deployment's budget is the sum of every shard's spend: three turns on
+/// three shards (15 tokens each, none near the limit alone) stop a fourth on
+/// the last shard. Other shards' spend is reused for up to
+/// `OTHER_SHARDS_FRESH_MS`, so the fourth turn comes after that.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_deployment_budget_sums_every_shard() {
+    let env = TestEnv::start_with(&[("D1_SHARDS", "4"), ("BUDGET_DEPLOYMENT_TOKENS_PER_DAY", "40")]).await;
+    let chats = chats_on_every_shard(1);
+    for (update, chat) in chats.iter().take(3).enumerate() {
+        env.llm.reply(&format!("hello {chat}"));
+        assert_eq!(env.telegram_update(&dm_update(update as i64 + 1, *chat, "hi")).await.status(), 200);
+        env.wait_for_sent(update + 1).await;
+    }
+    wait_for("three shards' commits", Duration::from_secs(30), || async {
+        let spend = env.admin("/api/spend").await;
+        (spend["deployment"]["tokens"] == 3 * TOKENS_PER_TURN).then_some(())
+    })
+    .await;
+    let fresh = edgebot::shards::OTHER_SHARDS_FRESH_MS as u64;
+    tokio::time::sleep(Duration::from_millis(fresh + 500)).await;
+    env.llm.reply("must never be sent");
+    assert_eq!(env.telegram_update(&dm_update(4, chats[3], "hi")).await.status(), 200);
+    let sent = env.wait_for_sent(4).await;
+    env.settle().await;
+    assert_eq!(env.llm.requests().len(), 3, "the fourth turn is over the budget summed over the shards");
+    let last = sent.last().unwrap();
+    assert_eq!(last["chat_id"], chats[3]);
+    assert!(last["text"].as_str().unwrap().starts_with("I have used my whole budget for today"), "{last}");
+}

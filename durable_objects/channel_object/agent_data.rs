@@ -4,7 +4,7 @@
 //! its rows stay in their own capability's store; only the batching is here.
 //! Read each turn, never cached, so an operator's edit reaches the next turn.
 
-use worker::{D1Database, D1Result, Result};
+use worker::{D1Database, Result};
 
 use crate::agents::rules::AgentSettings;
 use crate::budget::rules::{Budgets, Scope, Unsent};
@@ -75,9 +75,9 @@ pub(super) async fn read(
         LogLine::warn("links_unreadable").conversation(conversation_key).reason(&error).emit();
         Vec::new()
     });
-    let standing = elsewhere.and_then(|elsewhere| {
-        let all: Vec<&D1Result> = elsewhere.iter().chain([standing]).collect();
-        spend::verdict_of(&all, budgets, spender, unsent)
+    let standing = elsewhere.and_then(|mut rows| {
+        rows.extend(spend::rows_of(standing)?);
+        spend::verdict_of(rows, budgets, spender, unsent)
     });
     let over_budget = spend::used_up(standing, spender);
     let people = match people.first() {

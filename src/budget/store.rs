@@ -16,8 +16,8 @@ use crate::budget::usage::Spender;
 use crate::runtime::d1::{changes, number, Metered};
 
 /// One row of the standing query: spent today, or a limit override.
-#[derive(Deserialize)]
-struct Row {
+#[derive(Clone, Deserialize)]
+pub struct Row {
     kind: String,
     scope: String,
     tokens: Option<i64>,
@@ -35,9 +35,9 @@ pub async fn verdict(env: &Env, budgets: &Budgets, spender: &Spender, unsent: Un
     let shared = env.d1(crate::runtime::config::DATABASE_BINDING)?;
     let statement = verdict_statement(&shared, spender, now_ms, crate::runtime::d1::unsharded(env))?;
     let (here, elsewhere) = futures_util::join!(statement.all_counted(), spent_on_shards(env, spender, now_ms));
-    let mut results = elsewhere?;
-    results.push(here?);
-    verdict_of(&results.iter().collect::<Vec<_>>(), budgets, spender, unsent)
+    let mut rows = elsewhere?;
+    rows.extend(rows_of(&here?)?);
+    verdict_of(rows, budgets, spender, unsent)
 }
 
 /// The limits in force for `spender` and, when `with_spend` (one database
@@ -87,26 +87,62 @@ fn subject_values(spender: &Spender, now_ms: i64) -> [JsValue; 6] {
     ]
 }
 
-/// Today's spend of `spender`'s scopes on every shard, at once (none when the
-/// shared database holds the spend: [`verdict_statement`] read it).
-pub async fn spent_on_shards(env: &Env, spender: &Spender, now_ms: i64) -> Result<Vec<D1Result>> {
-    if crate::runtime::d1::unsharded(env) {
+use crate::shards::OTHER_SHARDS_FRESH_MS;
+
+thread_local! {
+    /// Other shards' spend rows by (shard, day and subjects), with when they were read.
+    static OTHER_SHARDS: std::cell::RefCell<std::collections::HashMap<(u32, String), (i64, Vec<Row>)>> =
+        Default::default();
+}
+
+/// Today's spend of `spender`'s scopes on the shards (none when the shared
+/// database holds the spend: [`verdict_statement`] read it): its own shard's
+/// now, the others' as read within [`OTHER_SHARDS_FRESH_MS`], all at once.
+pub async fn spent_on_shards(env: &Env, spender: &Spender, now_ms: i64) -> Result<Vec<Row>> {
+    let shards = crate::runtime::config::load(env).d1_shards;
+    if shards <= 1 {
         return Ok(Vec::new());
     }
     let values = subject_values(spender, now_ms);
-    let reads = crate::runtime::d1::every_shard(env)?.into_iter().map(|shard| {
-        let values = values.clone();
-        async move { shard.prepare(spent_sql()).bind(&values)?.all_counted().await }
+    // The conversation's own subject is left out of the key: other shards hold none of its rows.
+    let subjects = [&values[0], &values[1], &values[4], &values[5]].map(|value| value.as_string().unwrap_or_default());
+    let subjects = subjects.join("\u{1f}");
+    let home = crate::shards::shard_of(&spender.conversation_key, shards);
+    let reads = (0..shards).map(|shard| {
+        let (values, key) = (values.clone(), (shard, subjects.clone()));
+        async move {
+            let cached = OTHER_SHARDS.with(|cache| cache.borrow().get(&key).cloned());
+            match cached.filter(|(at, _)| shard != home && now_ms - at < OTHER_SHARDS_FRESH_MS) {
+                Some((_, rows)) => Ok(rows),
+                None => {
+                    let database = env.d1(&crate::shards::binding_of(shard, shards))?;
+                    let rows = rows_of(&database.prepare(spent_sql()).bind(&values)?.all_counted().await?)?;
+                    if shard != home {
+                        OTHER_SHARDS.with(|cache| {
+                            let mut cache = cache.borrow_mut();
+                            cache.retain(|_, (at, _)| now_ms - *at < OTHER_SHARDS_FRESH_MS);
+                            cache.insert(key, (now_ms, rows.clone()));
+                        });
+                    }
+                    Ok::<_, worker::Error>(rows)
+                }
+            }
+        }
     });
-    futures_util::future::join_all(reads).await.into_iter().collect()
+    let mut rows = Vec::new();
+    for read in futures_util::future::join_all(reads).await {
+        rows.extend(read?);
+    }
+    Ok(rows)
+}
+
+/// The rows of a standing query.
+pub fn rows_of(result: &D1Result) -> Result<Vec<Row>> {
+    result.results()
 }
 
 /// The verdict from the rows of [`verdict_statement`] and [`spent_on_shards`].
-pub fn verdict_of(results: &[&D1Result], budgets: &Budgets, spender: &Spender, unsent: Unsent) -> Result<Verdict> {
-    let mut rows: Vec<Row> = Vec::new();
-    for result in results {
-        rows.extend(result.results::<Row>()?);
-    }
+pub fn verdict_of(rows: Vec<Row>, budgets: &Budgets, spender: &Spender, unsent: Unsent) -> Result<Verdict> {
     let workspace = workspace_of(&spender.conversation_key);
     let mut scopes = vec![Scope::Conversation, Scope::Agent, Scope::Deployment];
     if spender.person.is_some() {
