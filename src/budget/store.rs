@@ -14,6 +14,7 @@ use crate::budget::rules::{
 };
 use crate::budget::usage::Spender;
 use crate::runtime::d1::{changes, number, Metered};
+use crate::shards::OTHER_SHARDS_FRESH_MS;
 
 /// One row of the standing query: spent today, or a limit override.
 #[derive(Clone, Deserialize)]
@@ -86,8 +87,6 @@ fn subject_values(spender: &Spender, now_ms: i64) -> [JsValue; 6] {
         agent_of(&spender.conversation_key).into(),
     ]
 }
-
-use crate::shards::OTHER_SHARDS_FRESH_MS;
 
 thread_local! {
     /// Other shards' spend rows by (shard, day and subjects), with when they were read.
