@@ -59,7 +59,7 @@ const QUIET: Duration = Duration::from_millis(6_500);
 const POLL_EVERY: Duration = Duration::from_millis(1_500);
 
 /// What `/api/ops` lists, in its order, as printed.
-const COUNTED: [(&str, &str); 22] = [
+const COUNTED: [(&str, &str); 23] = [
     ("worker_invocations", "Worker invocations"),
     ("do_requests", "DO requests (fetch, alarm)"),
     ("do_request_ms", "DO request wall ms"),
@@ -80,6 +80,7 @@ const COUNTED: [(&str, &str); 22] = [
     ("sandbox_runs", "Dynamic Workers (run_code)"),
     ("browser_ms", "browser ms (browse)"),
     ("d1_calls", "D1 round trips (a batch is one)"),
+    ("d1_shard_queries", "D1 queries on a shard (D1_SHARDS=2)"),
     ("", "workerd CPU ms during the sends (upper bound)"),
     ("", "the Worker's own CPU ms (V8 profile)"),
 ];
@@ -459,7 +460,9 @@ fn write_cost_file(measured: &[Measured]) {
 #[tokio::main]
 async fn main() {
     // The worker's page is on loopback, which the fetch guard refuses unless allowed.
-    let env = TestEnv::start_with(&[("FETCH_ALLOW_HOSTS", "127.0.0.1")]).await;
+    // Two D1 shards, so each statement goes where it would at scale (with
+    // one, the shared database also holds conversations' rows).
+    let env = TestEnv::start_with(&[("FETCH_ALLOW_HOSTS", "127.0.0.1"), ("D1_SHARDS", "2")]).await;
     let mut counter = Counter::new(&env).await;
     // The quiet conversations' first contact (a new group's member count, a
     // new person), not measured: the spaced cases are their later messages.

@@ -197,8 +197,9 @@ fn print_limits() {
 
 /// The measured costs the projection uses, per message.
 fn print_costs(label: &str, measured: &Measured, mix: [f64; 3]) {
-    const SHOWN: [(&str, &str); 9] = [
+    const SHOWN: [(&str, &str); 10] = [
         ("d1_queries", "D1 stmts"),
+        ("d1_shard_queries", "on shards"),
         ("d1_calls", "D1 calls"),
         ("d1_rows_written", "D1 rows w"),
         ("do_requests", "DO req"),

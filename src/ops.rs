@@ -62,11 +62,13 @@ pub enum Op {
     /// A round trip to D1: one statement alone, or a whole batch (its
     /// statements each count as a [`Op::D1Query`]).
     D1Call,
+    /// A D1 statement on a conversation's shard (`crate::shards`): also a [`Op::D1Query`].
+    D1ShardQuery,
 }
 
 impl Op {
     /// Every kind, in the order `/api/ops` lists them.
-    pub const ALL: [Op; 23] = [
+    pub const ALL: [Op; 24] = [
         Op::WorkerInvocation,
         Op::DoRequest,
         Op::DoRequestMs,
@@ -90,6 +92,7 @@ impl Op {
         Op::BrowserRender,
         Op::BrowserMs,
         Op::D1Call,
+        Op::D1ShardQuery,
     ];
 
     pub fn name(self) -> &'static str {
@@ -117,6 +120,7 @@ impl Op {
             Op::BrowserRender => "browser_renders",
             Op::BrowserMs => "browser_ms",
             Op::D1Call => "d1_calls",
+            Op::D1ShardQuery => "d1_shard_queries",
         }
     }
 }

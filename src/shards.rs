@@ -23,6 +23,31 @@ pub const SHARED: &str = "DB";
 /// subject, so a turn's reads do not grow with the number of shards.
 pub const OTHER_SHARDS_FRESH_MS: i64 = 10_000;
 
+/// The tables whose rows live on a conversation's shard.
+pub const SHARDED_TABLES: [&str; 5] = ["messages", "conversations", "spend_daily", "usage", "pending_sends"];
+
+/// Whether a statement reads or writes a sharded table and no shared one
+/// (so that, with shards, it goes to a conversation's shard): what `/api/ops`
+/// counts as a shard query, for `make bench` and `make simulate`. A table is
+/// a name after FROM, INTO, UPDATE or JOIN.
+pub fn is_shard_statement(sql: &str) -> bool {
+    let mut words = sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|word| !word.is_empty());
+    let (mut sharded, mut shared) = (false, false);
+    let mut previous = "";
+    for word in words.by_ref() {
+        if ["from", "into", "update", "join"].iter().any(|keyword| previous.eq_ignore_ascii_case(keyword)) {
+            let table = word.to_ascii_lowercase();
+            match SHARDED_TABLES.contains(&table.as_str()) {
+                true => sharded = true,
+                false if table != "json_each" && table != "select" => shared = true,
+                false => {}
+            }
+        }
+        previous = word;
+    }
+    sharded && !shared
+}
+
 /// The bucket a key belongs to, for ever: the first four bytes of its SHA-256.
 pub fn bucket_of(key: &str) -> u32 {
     use sha2::{Digest, Sha256};
@@ -77,6 +102,20 @@ mod tests {
             let (before, after) = (shard_of(&key, 4), shard_of(&key, 8));
             assert!(after == before || after == before + 4, "{key}: {before} -> {after}");
         }
+    }
+
+    #[test]
+    fn a_statement_is_a_shards_when_it_names_only_sharded_tables() {
+        assert!(is_shard_statement("INSERT INTO messages (id) VALUES (?1)"));
+        assert!(is_shard_statement("SELECT * FROM spend_daily WHERE day = ?1 GROUP BY scope"));
+        assert!(is_shard_statement(
+            "INSERT INTO conversations SELECT value ->> '$.usage' FROM json_each(?1) WHERE true"
+        ));
+        assert!(is_shard_statement("update pending_sends set pending = 1"));
+        assert!(!is_shard_statement("SELECT * FROM spend_limits WHERE scope = 'person'"));
+        assert!(!is_shard_statement("SELECT 'spent' FROM spend_daily UNION ALL SELECT 'limit' FROM spend_limits"));
+        assert!(!is_shard_statement("SELECT json_extract(settings, '$.usage') FROM agents"));
+        assert!(!is_shard_statement("SELECT * FROM conversation_identity"));
     }
 
     #[test]

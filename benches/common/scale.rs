@@ -180,16 +180,28 @@ impl Use {
 /// day's blended per-message costs, spread evenly over `layout` (a stable
 /// hash over virtual buckets spreads keys evenly; a hot key is the hottest
 /// conversation's own object, counted apart).
+///
+/// D1: with one database it takes every statement; with shards
+/// (`D1_SHARDS`, src/shards.rs) each shard takes its share of the
+/// statements on conversations' rows (`d1_shard_queries`), and the shared
+/// database the rest, however many shards there are.
 pub fn uses(mix: &Case, workload: &Workload, layout: &Layout) -> Vec<Use> {
     let rate = workload.peak_per_second();
     let hottest = workload.hottest_conversation / 86_400.0 * workload.peak;
     let vectors_stored = workload.daily * mix.get("vectorize_calls") * workload.vector_lifetime_days;
-    vec![
-        Use {
-            component: "D1, each database (statements/s)",
-            load: rate * mix.get("d1_queries") / layout.d1,
-            limit: D1_QUERIES,
-        },
+    let (all, on_shards) = (mix.get("d1_queries"), mix.get("d1_shard_queries"));
+    let d1 = match layout.d1 > 1.0 {
+        false => vec![Use { component: "D1, the one database (statements/s)", load: rate * all, limit: D1_QUERIES }],
+        true => vec![
+            Use { component: "D1, each shard (statements/s)", load: rate * on_shards / layout.d1, limit: D1_QUERIES },
+            Use {
+                component: "D1, the shared database (statements/s)",
+                load: rate * (all - on_shards),
+                limit: D1_QUERIES,
+            },
+        ],
+    };
+    d1.into_iter().chain([
         Use {
             component: "hottest ChannelObject (requests/s)",
             load: hottest * mix.get("do_requests"),
@@ -215,7 +227,8 @@ pub fn uses(mix: &Case, workload: &Workload, layout: &Layout) -> Vec<Use> {
             load: vectors_stored / layout.vector_indexes,
             limit: VECTORS,
         },
-    ]
+    ])
+    .collect()
 }
 
 /// The smallest layout that keeps every sharded component at or under
@@ -226,7 +239,9 @@ pub fn smallest_layout(mix: &Case, workload: &Workload) -> Layout {
     let load = |prefix: &str| at_one.iter().filter(|each| each.component.starts_with(prefix)).collect::<Vec<_>>();
     let gateway = load("Gateway").iter().map(|each| need(each.load, each.limit)).fold(1.0, f64::max);
     Layout {
-        d1: need(load("D1")[0].load, D1_QUERIES),
+        // The shards take the statements on conversations' rows; the shared
+        // database's share is the same with any number (printed, not sharded).
+        d1: need(workload.peak_per_second() * mix.get("d1_shard_queries"), D1_QUERIES),
         gateway_shards: gateway,
         queues: need(load("Queue")[0].load, QUEUE_MESSAGES),
         vector_indexes: need(load("Vectorize")[0].load, VECTORS),
@@ -260,7 +275,12 @@ mod tests {
     #[test]
     fn load_is_the_peak_rate_times_the_measured_cost_over_the_shards() {
         // 86.4M a day is 1,000 a second on average, 3,000 at a 3x peak.
-        let mix = Case::from_pairs(&[("d1_queries", 0.2), ("queue_sends", 0.5), ("do_requests", 2.0)]);
+        let mix = Case::from_pairs(&[
+            ("d1_queries", 0.2),
+            ("d1_shard_queries", 0.15),
+            ("queue_sends", 0.5),
+            ("do_requests", 2.0),
+        ]);
         let today = uses(&mix, &workload(86.4e6), &TODAY);
         assert!((find(&today, "D1").load - 600.0).abs() < 1e-6);
         assert!((find(&today, "D1").fraction() - 0.6).abs() < 1e-9);
@@ -270,8 +290,10 @@ mod tests {
         assert!((find(&today, "hottest").load - 6.0).abs() < 1e-9);
         let sharded = Layout { d1: 4.0, gateway_shards: 2.0, queues: 3.0, vector_indexes: 1.0 };
         let after = uses(&mix, &workload(86.4e6), &sharded);
-        assert!((find(&after, "D1").load - 150.0).abs() < 1e-6);
-        assert!(!find(&after, "D1").over_half());
+        // 0.15 a message on the shards, over 4; 0.05 on the shared database, whatever the shards.
+        assert!((find(&after, "D1, each shard").load - 112.5).abs() < 1e-6);
+        assert!(!find(&after, "D1, each shard").over_half());
+        assert!((find(&after, "D1, the shared").load - 150.0).abs() < 1e-6);
         assert!((find(&after, "Queue").load - 500.0).abs() < 1e-6);
         assert!((find(&after, "Gateway, each shard (guilds)").load - 2_500.0).abs() < 1e-9);
         // Sharding never spreads one conversation.
@@ -280,7 +302,13 @@ mod tests {
 
     #[test]
     fn the_smallest_layout_keeps_each_component_at_or_under_half() {
-        let mix = Case::from_pairs(&[("d1_queries", 1.0), ("queue_sends", 0.1), ("vectorize_calls", 0.01)]);
+        // Every statement on conversations' rows: the shared database has none.
+        let mix = Case::from_pairs(&[
+            ("d1_queries", 1.0),
+            ("d1_shard_queries", 1.0),
+            ("queue_sends", 0.1),
+            ("vectorize_calls", 0.01),
+        ]);
         let day = workload(100e6);
         let layout = smallest_layout(&mix, &day);
         for each in uses(&mix, &day, &layout).iter().filter(|each| !each.component.starts_with("hottest")) {
@@ -289,7 +317,7 @@ mod tests {
         // 100M/day x3 peak = 3,472 statements/s: 7 databases at 500 each (one fewer passes half).
         assert_eq!(layout.d1, 7.0);
         let fewer = Layout { d1: layout.d1 - 1.0, ..layout };
-        assert!(find(&uses(&mix, &day, &fewer), "D1").over_half());
+        assert!(find(&uses(&mix, &day, &fewer), "D1, each shard").over_half());
         // 5,000 guilds need 4 shards at 1,250 each.
         assert_eq!(layout.gateway_shards, 4.0);
     }

@@ -26,9 +26,18 @@ pub fn changes(result: &D1Result) -> usize {
     result.meta().ok().flatten().and_then(|meta| meta.changes).unwrap_or(0)
 }
 
+/// Whether a statement goes to a conversation's shard ([`shards::is_shard_statement`]).
+fn on_shard(statement: &D1PreparedStatement) -> bool {
+    let text = js_sys::Reflect::get(statement.inner(), &JsValue::from_str("statement")).ok();
+    text.and_then(|text| text.as_string()).is_some_and(|sql| shards::is_shard_statement(&sql))
+}
+
 /// Counts one statement's query and the rows D1 says it read and wrote.
-fn tally(result: &D1Result) {
+fn tally(result: &D1Result, on_shard: bool) {
     ops::count(Op::D1Query);
+    if on_shard {
+        ops::count(Op::D1ShardQuery);
+    }
     if let Ok(Some(meta)) = result.meta() {
         ops::add(Op::D1RowRead, meta.rows_read.unwrap_or(0) as u64);
         ops::add(Op::D1RowWritten, meta.rows_written.unwrap_or(0) as u64);
@@ -51,14 +60,14 @@ impl Metered for D1PreparedStatement {
     async fn all_counted(&self) -> Result<D1Result> {
         let result = self.all().await?;
         ops::count(Op::D1Call);
-        tally(&result);
+        tally(&result, on_shard(self));
         Ok(result)
     }
 
     async fn run_counted(&self) -> Result<D1Result> {
         let result = self.run().await?;
         ops::count(Op::D1Call);
-        tally(&result);
+        tally(&result, on_shard(self));
         Ok(result)
     }
 
@@ -71,9 +80,13 @@ impl Metered for D1PreparedStatement {
 /// `batch()`, counted: one query per statement, one call in all.
 #[allow(clippy::disallowed_methods)]
 pub async fn batch(db: &D1Database, statements: Vec<D1PreparedStatement>) -> Result<Vec<D1Result>> {
+    let on_shards: Vec<bool> = statements.iter().map(on_shard).collect();
     let results = db.batch(statements).await?;
     ops::count(Op::D1Call);
-    results.iter().for_each(tally);
+    results
+        .iter()
+        .zip(on_shards.into_iter().chain(std::iter::repeat(false)))
+        .for_each(|(result, on)| tally(result, on));
     Ok(results)
 }
 
