@@ -76,6 +76,8 @@ pub struct ChannelObject {
     index_flush_pending: Rc<Cell<bool>>,
     /// The index row as this object last wrote it to D1 (an unchanged row is not written again).
     index_written: Rc<RefCell<Option<crate::conversations::store::Conversation>>>,
+    /// What the turns read in the shared database, reused while fresh (agent_data.rs).
+    shared_reads: RefCell<Option<agent_data::Kept>>,
     /// The unsent-piece count last written to D1 (None: not yet by this object).
     reported_unsent: Cell<Option<i64>>,
     /// When the chat may next be called (a platform's rate limit, the edit
@@ -125,6 +127,7 @@ impl DurableObject for ChannelObject {
             saved_versions: RefCell::new(saved_versions),
             index_flush_pending: Rc::default(),
             index_written: Rc::default(),
+            shared_reads: RefCell::default(),
             reported_unsent: Cell::new(None),
             pace: Cell::default(),
             alarm_failures: Cell::new(0),

@@ -208,6 +208,10 @@ pub struct Config {
     pub d1_shards: u32,
     /// How long a channel object reuses the memory bulletin before reading it again.
     pub bulletin_cache_ms: i64,
+    /// How long a channel object reuses what its turns read in the shared
+    /// database (its agent, its budget's limits, its people's records): 0
+    /// (the default) reads them each turn; production sets 30 s.
+    pub shared_reads_fresh_ms: i64,
     pub llm_timeout_ms: u64,
     pub llm_retry: RetryPolicy,
     pub send_max_attempts: u32,
@@ -419,6 +423,7 @@ impl Config {
             ),
             history_limit: number("HISTORY_LIMIT", DEFAULT_HISTORY_LIMIT.into()).clamp(1, 500) as u32,
             d1_shards: number("D1_SHARDS", 1).min(u32::MAX.into()) as u32,
+            shared_reads_fresh_ms: number("SHARED_READS_FRESH_MS", 0).min(3_600_000) as i64,
             bulletin_cache_ms: number(
                 "BULLETIN_CACHE_MS",
                 crate::channel::history_mirror::DEFAULT_BULLETIN_CACHE_MS as u64,

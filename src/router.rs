@@ -94,6 +94,9 @@ async fn route(request: Request, env: &Env) -> Answer {
     };
     let param = |name: &str| params.get(name).unwrap_or_default();
     let operator = operator_of(route, &request, env).await?;
+    if operator.is_some() && request.method() != Method::Get {
+        config::note_edit();
+    }
     match route {
         Route::Health => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
         Route::Webhook(platform) => webhooks::receive(platform, request, env).await,

@@ -201,34 +201,35 @@ pub fn uses(mix: &Case, workload: &Workload, layout: &Layout) -> Vec<Use> {
             },
         ],
     };
-    d1.into_iter().chain([
-        Use {
-            component: "hottest ChannelObject (requests/s)",
-            load: hottest * mix.get("do_requests"),
-            limit: DO_REQUESTS,
-        },
-        Use {
-            component: "Gateway, each shard (dispatches/s)",
-            load: rate * workload.discord_share / layout.gateway_shards,
-            limit: DO_REQUESTS,
-        },
-        Use {
-            component: "Gateway, each shard (guilds)",
-            load: workload.guilds / layout.gateway_shards,
-            limit: GUILDS_PER_SHARD,
-        },
-        Use {
-            component: "Queue, each (messages/s)",
-            load: rate * mix.get("queue_sends") / layout.queues,
-            limit: QUEUE_MESSAGES,
-        },
-        Use {
-            component: "Vectorize, each index (vectors, 1 per call)",
-            load: vectors_stored / layout.vector_indexes,
-            limit: VECTORS,
-        },
-    ])
-    .collect()
+    d1.into_iter()
+        .chain([
+            Use {
+                component: "hottest ChannelObject (requests/s)",
+                load: hottest * mix.get("do_requests"),
+                limit: DO_REQUESTS,
+            },
+            Use {
+                component: "Gateway, each shard (dispatches/s)",
+                load: rate * workload.discord_share / layout.gateway_shards,
+                limit: DO_REQUESTS,
+            },
+            Use {
+                component: "Gateway, each shard (guilds)",
+                load: workload.guilds / layout.gateway_shards,
+                limit: GUILDS_PER_SHARD,
+            },
+            Use {
+                component: "Queue, each (messages/s)",
+                load: rate * mix.get("queue_sends") / layout.queues,
+                limit: QUEUE_MESSAGES,
+            },
+            Use {
+                component: "Vectorize, each index (vectors, 1 per call)",
+                load: vectors_stored / layout.vector_indexes,
+                limit: VECTORS,
+            },
+        ])
+        .collect()
 }
 
 /// The smallest layout that keeps every sharded component at or under

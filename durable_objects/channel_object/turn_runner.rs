@@ -287,7 +287,7 @@ async fn read_turn(
         LogLine::warn("people_not_noted").conversation(&spender.conversation_key).reason(&error).emit();
     }
     let unsent = commit::unsent(sql, spender, now_ms())?;
-    read(&object.env, database, &object.config.budgets, spender, unsent, speakers).await
+    read(&object.env, database, &object.shared_reads, &object.config.budgets, spender, unsent, speakers).await
 }
 
 /// A scheduled run the model failed counts against its job; the third failure

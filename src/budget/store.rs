@@ -88,10 +88,11 @@ fn subject_values(spender: &Spender, now_ms: i64) -> [JsValue; 6] {
     ]
 }
 
+/// Other shards' spend rows by (shard, day and subjects), with when they were read.
+type OtherShards = std::collections::HashMap<(u32, String), (i64, Vec<Row>)>;
+
 thread_local! {
-    /// Other shards' spend rows by (shard, day and subjects), with when they were read.
-    static OTHER_SHARDS: std::cell::RefCell<std::collections::HashMap<(u32, String), (i64, Vec<Row>)>> =
-        Default::default();
+    static OTHER_SHARDS: std::cell::RefCell<OtherShards> = Default::default();
 }
 
 /// Today's spend of `spender`'s scopes on the shards (none when the shared
@@ -138,6 +139,18 @@ pub async fn spent_on_shards(env: &Env, spender: &Spender, now_ms: i64) -> Resul
 /// The rows of a standing query.
 pub fn rows_of(result: &D1Result) -> Result<Vec<Row>> {
     result.results()
+}
+
+impl Row {
+    /// Whether the row is spend (not a limit), which changes with every turn.
+    pub fn is_spend(&self) -> bool {
+        self.kind == "spent"
+    }
+}
+
+/// Today's spend of `spender`'s scopes alone (a turn that kept its limits).
+pub fn spent_statement(db: &D1Database, spender: &Spender, now_ms: i64) -> Result<D1PreparedStatement> {
+    db.prepare(spent_sql()).bind(&subject_values(spender, now_ms))
 }
 
 /// The verdict from the rows of [`verdict_statement`] and [`spent_on_shards`].

@@ -29,7 +29,7 @@ pub(super) const LISTING_LIMIT: f64 = 500.0;
 
 /// A person record as D1 holds it.
 #[derive(Debug, Clone, Deserialize)]
-pub(super) struct Row {
+pub struct Row {
     pub(super) id: String,
     pub(super) display_name: String,
     pub(super) time_zone: Option<String>,
@@ -175,14 +175,28 @@ pub fn read_statement(db: &D1Database, speakers: &[Profile]) -> Result<Option<wo
 /// A person whose record is not there (first seen: the turn's commit makes
 /// it) stays as the turn saw them (no notes).
 pub fn profiles_in(result: &worker::D1Result, speakers: Vec<Profile>) -> Result<Vec<Profile>> {
-    let rows: Vec<Row> = result.results()?;
-    Ok(speakers
+    Ok(profiles_from(&records_in(result)?, speakers))
+}
+
+/// The records of [`read_statement`]'s result (a channel object keeps them a while).
+pub fn records_in(result: &worker::D1Result) -> Result<Vec<Row>> {
+    result.results()
+}
+
+/// The platform id a record of [`records_in`] was read for.
+pub fn record_key(row: &Row) -> Option<&str> {
+    row.platform_key.as_deref()
+}
+
+/// The speakers with the profiles of `records` (one without stays as the turn saw them).
+pub fn profiles_from(records: &[Row], speakers: Vec<Profile>) -> Vec<Profile> {
+    speakers
         .into_iter()
-        .map(|person| match rows.iter().find(|row| row.platform_key.as_deref() == Some(person.key.as_str())) {
+        .map(|person| match records.iter().find(|row| row.platform_key.as_deref() == Some(person.key.as_str())) {
             Some(row) => profile_of(row, &person),
             None => person,
         })
-        .collect())
+        .collect()
 }
 
 /// Reads a turn's people's profiles (one query; the sightings are the

@@ -34,6 +34,20 @@ thread_local! {
     /// The configured secrets and those learnt since (agents' bot tokens and
     /// invitations, see `crate::agents::directory`); None until one is learnt.
     static LEARNT: std::cell::RefCell<Option<Rc<Redactor>>> = const { std::cell::RefCell::new(None) };
+    /// Counts the operator's changes this isolate saw (admin API writes):
+    /// what a channel object read before one is read again.
+    static EDITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The number of operator changes this isolate has seen ([`note_edit`]).
+pub fn edits() -> u64 {
+    EDITS.with(std::cell::Cell::get)
+}
+
+/// Notes an operator's change (an admin API write): channel objects in this
+/// isolate read their agent, limits and people again on their next turn.
+pub fn note_edit() {
+    EDITS.with(|edits| edits.set(edits.get() + 1));
 }
 
 #[wasm_bindgen::prelude::wasm_bindgen(module = "cloudflare:workers")]
