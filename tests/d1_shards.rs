@@ -241,3 +241,40 @@ async fn the_deployment_budget_sums_every_shard() {
     assert_eq!(last["chat_id"], chats[3]);
     assert!(last["text"].as_str().unwrap().starts_with("I have used my whole budget for today"), "{last}");
 }
+
+fn d1_queries(ops: &Value) -> i64 {
+    ops["d1_queries"].as_i64().unwrap_or_else(|| panic!("d1_queries in {ops}"))
+}
+
+/// With `SHARED_READS_FRESH_MS` (production sets 30 s) a conversation's next
+/// turn reads only its spend in the shared database, not its agent, limits
+/// and people again; an operator's edit (here, in the same isolate) ends
+/// that at once, and the next turn sees the edit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conversation_reuses_its_shared_reads_until_an_operator_edits() {
+    let env = TestEnv::start_with(&[("SHARED_READS_FRESH_MS", "600000")]).await;
+    let mut queries = vec![d1_queries(&env.admin("/api/ops").await)];
+    for update in 1..=2 {
+        env.llm.reply(&format!("answer {update}"));
+        assert_eq!(env.telegram_update(&dm_update(update, 7101, "hello")).await.status(), 200);
+        env.wait_for_sent(update as usize).await;
+        env.settle().await;
+        queries.push(d1_queries(&env.admin("/api/ops").await));
+    }
+    let (first, second) = (queries[1] - queries[0], queries[2] - queries[1]);
+    // Identity, skills, links, settings and the person are not read again; the limits
+    // and spend become the spend alone.
+    assert!(second + 5 <= first, "the second turn made {second} statements, the first {first}");
+
+    let soul = "SOUL-CACHED: you speak like a ship's captain.";
+    let (status, saved) = env
+        .admin_send(reqwest::Method::PUT, "/api/identity/soul", Some(serde_json::json!({ "text": soul })))
+        .await;
+    assert_eq!(status, 200, "{saved}");
+    env.llm.reply("answer 3");
+    assert_eq!(env.telegram_update(&dm_update(3, 7101, "hello")).await.status(), 200);
+    env.wait_for_sent(3).await;
+    let requests = env.llm.requests();
+    let prompt = requests.last().unwrap()["messages"][0]["content"].as_str().unwrap_or_default().to_string();
+    assert!(prompt.contains(soul), "the edit reached the next turn: {prompt}");
+}
