@@ -7,6 +7,7 @@
 //! logged and kept for `/api/status`.
 
 pub mod cortex;
+pub mod reshard;
 
 use worker::Env;
 
@@ -33,7 +34,10 @@ const SWEEP_BATCH: usize = 200;
 /// Runs what the trigger `cron` is for.
 pub async fn run(cron: &str, env: &Env) {
     match cron {
-        SWEEP_CRON => sweep(env).await,
+        SWEEP_CRON => {
+            sweep(env).await;
+            reshard(env).await;
+        }
         _ => tick(env).await,
     }
 }
@@ -67,6 +71,20 @@ async fn sweep(env: &Env) {
             .duration_ms(now_ms() - started)
             .emit(),
         Err(error) => LogLine::error("sweep_failed").reason(&error).emit(),
+    }
+}
+
+/// Moves conversations' rows the D1 shards now place elsewhere (reshard.rs).
+async fn reshard(env: &Env) {
+    if config::load(env).refusal().is_some() {
+        return;
+    }
+    match reshard::run(env).await {
+        Ok(0) => {}
+        Ok(moved) => LogLine::info("resharded").field("conversations", moved).emit(),
+        Err(error) => {
+            LogLine::error("reshard_failed").field("recovery", "the next minute goes on").reason(&error).emit()
+        }
     }
 }
 

@@ -24,7 +24,8 @@ pub const SHARED: &str = "DB";
 pub const OTHER_SHARDS_FRESH_MS: i64 = 10_000;
 
 /// The tables whose rows live on a conversation's shard.
-pub const SHARDED_TABLES: [&str; 5] = ["messages", "conversations", "spend_daily", "usage", "pending_sends"];
+pub const SHARDED_TABLES: [&str; 7] =
+    ["messages", "summaries", "conversations", "spend_daily", "usage", "pending_sends", "moved_rows"];
 
 /// Whether a statement reads or writes a sharded table and no shared one
 /// (so that, with shards, it goes to a conversation's shard): what `/api/ops`

@@ -267,9 +267,8 @@ async fn a_conversation_reuses_its_shared_reads_until_an_operator_edits() {
     assert!(second + 5 <= first, "the second turn made {second} statements, the first {first}");
 
     let soul = "SOUL-CACHED: you speak like a ship's captain.";
-    let (status, saved) = env
-        .admin_send(reqwest::Method::PUT, "/api/identity/soul", Some(serde_json::json!({ "text": soul })))
-        .await;
+    let (status, saved) =
+        env.admin_send(reqwest::Method::PUT, "/api/identity/soul", Some(serde_json::json!({ "text": soul }))).await;
     assert_eq!(status, 200, "{saved}");
     env.llm.reply("answer 3");
     assert_eq!(env.telegram_update(&dm_update(3, 7101, "hello")).await.status(), 200);
@@ -277,4 +276,69 @@ async fn a_conversation_reuses_its_shared_reads_until_an_operator_edits() {
     let requests = env.llm.requests();
     let prompt = requests.last().unwrap()["messages"][0]["content"].as_str().unwrap_or_default().to_string();
     assert!(prompt.contains(soul), "the edit reached the next turn: {prompt}");
+}
+
+/// A deployment with data that turns shards on moves to them by itself: the
+/// minute's cron moves every conversation's rows out of the shared database
+/// to its shard, a second pass changes nothing, the spend and the list add up
+/// as before, and a conversation goes on where it was, answered once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deployment_with_data_moves_to_its_shards_by_itself() {
+    let mut env = TestEnv::start().await;
+    let chats = chats_on_every_shard(1);
+    for (update, chat) in chats.iter().enumerate() {
+        env.llm.reply(&format!("answer {chat}"));
+        assert_eq!(env.telegram_update(&dm_update(update as i64 + 1, *chat, "hello")).await.status(), 200);
+        env.wait_for_sent(update + 1).await;
+    }
+    let total = TOKENS_PER_TURN * chats.len() as i64;
+    let keys: Vec<String> = chats.iter().map(|chat| format!("telegram:{chat}")).collect();
+    let listed_with = |count: i64| {
+        let (env, keys) = (&env, &keys);
+        async move {
+            let listed = env.admin("/api/conversations").await;
+            let rows = listed.as_array().cloned().unwrap_or_default();
+            let all = keys.iter().all(|key| rows.iter().any(|row| &row["conversation_key"] == key));
+            let spend = env.admin("/api/spend").await;
+            (all && rows.len() == keys.len() && spend["deployment"]["tokens"] == count).then_some(())
+        }
+    };
+    wait_for("one database's list and spend", Duration::from_secs(30), || listed_with(total)).await;
+
+    env.restart_with(&[("D1_SHARDS", "4")]).await;
+    env.cron_every_minute().await;
+    wait_for("the moved list and spend", Duration::from_secs(30), || listed_with(total)).await;
+    env.cron_every_minute().await;
+    wait_for("a second pass changing nothing", Duration::from_secs(10), || listed_with(total)).await;
+
+    let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+    let results = env.sql_on_while_stopped(&bindings, ROWS_PER_CONVERSATION).await;
+    assert_eq!(results[0][0]["results"], Value::Array(Vec::new()), "the shared database keeps none");
+    for key in &keys {
+        let home = shard_binding(key);
+        for (binding, result) in bindings.iter().zip(&results).skip(1) {
+            let rows = result[0]["results"].as_array().unwrap();
+            let row = rows.iter().find(|row| row["conversation_key"] == key.as_str());
+            match *binding == home {
+                true => {
+                    let row = row.unwrap_or_else(|| panic!("{key} was not moved to {home}: {rows:?}"));
+                    assert_eq!((row["messages"].as_i64(), row["indexed"].as_i64()), (Some(2), Some(1)), "{row}");
+                    assert_eq!(row["spend"], 1, "{row}");
+                }
+                false => assert!(row.is_none(), "{key} lives on {home} but has rows on {binding}: {row:?}"),
+            }
+        }
+    }
+
+    // The conversation goes on where it was, on its shard, answered once.
+    env.llm.reply("answer after the move");
+    assert_eq!(env.telegram_update(&dm_update(100, chats[0], "still there?")).await.status(), 200);
+    env.wait_for_sent(chats.len() + 1).await;
+    env.settle().await;
+    assert_eq!(env.telegram.calls("sendMessage").len(), chats.len() + 1, "answered once");
+    let history = env.admin(&format!("/api/channels/{}/messages", keys[0])).await;
+    assert_eq!(history.as_array().map(Vec::len), Some(4), "the history before and after the move: {history}");
+    let requests = env.llm.requests();
+    let last = requests.last().unwrap().to_string();
+    assert!(last.contains(&format!("answer {}", chats[0])), "the turn remembers what came before: {last}");
 }

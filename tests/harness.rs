@@ -135,6 +135,17 @@ impl TestEnv {
         self.worker = Worker::start(&self.vars, self.state.path()).await;
     }
 
+    /// Stops the Worker and starts it again on the same state with these vars
+    /// changed (as a deploy with new settings would).
+    pub async fn restart_with(&mut self, changed: &[(&str, &str)]) {
+        self.worker.kill();
+        for (name, value) in changed {
+            self.vars.retain(|(kept, _)| kept != name);
+            self.vars.push((name.to_string(), value.to_string()));
+        }
+        self.worker = Worker::start(&self.vars, self.state.path()).await;
+    }
+
     /// Kills the Worker, deletes every Durable Object alarm from its persisted
     /// state (as a platform that dropped them would leave it), and starts it again.
     pub async fn crash_losing_alarms(&mut self) {
