@@ -278,6 +278,15 @@ async fn a_conversation_reuses_its_shared_reads_until_an_operator_edits() {
     assert!(prompt.contains(soul), "the edit reached the next turn: {prompt}");
 }
 
+/// Whether the dashboard lists exactly `keys` and the day's spend is `tokens`.
+async fn listed_with(env: &TestEnv, keys: &[String], tokens: i64) -> Option<()> {
+    let listed = env.admin("/api/conversations").await;
+    let rows = listed.as_array().cloned().unwrap_or_default();
+    let all = keys.iter().all(|key| rows.iter().any(|row| &row["conversation_key"] == key));
+    let spend = env.admin("/api/spend").await;
+    (all && rows.len() == keys.len() && spend["deployment"]["tokens"] == tokens).then_some(())
+}
+
 /// A deployment with data that turns shards on moves to them by itself: the
 /// minute's cron moves every conversation's rows out of the shared database
 /// to its shard, a second pass changes nothing, the spend and the list add up
@@ -293,23 +302,13 @@ async fn a_deployment_with_data_moves_to_its_shards_by_itself() {
     }
     let total = TOKENS_PER_TURN * chats.len() as i64;
     let keys: Vec<String> = chats.iter().map(|chat| format!("telegram:{chat}")).collect();
-    let listed_with = |count: i64| {
-        let (env, keys) = (&env, &keys);
-        async move {
-            let listed = env.admin("/api/conversations").await;
-            let rows = listed.as_array().cloned().unwrap_or_default();
-            let all = keys.iter().all(|key| rows.iter().any(|row| &row["conversation_key"] == key));
-            let spend = env.admin("/api/spend").await;
-            (all && rows.len() == keys.len() && spend["deployment"]["tokens"] == count).then_some(())
-        }
-    };
-    wait_for("one database's list and spend", Duration::from_secs(30), || listed_with(total)).await;
+    wait_for("one database's list and spend", Duration::from_secs(30), || listed_with(&env, &keys, total)).await;
 
     env.restart_with(&[("D1_SHARDS", "4")]).await;
     env.cron_every_minute().await;
-    wait_for("the moved list and spend", Duration::from_secs(30), || listed_with(total)).await;
+    wait_for("the moved list and spend", Duration::from_secs(30), || listed_with(&env, &keys, total)).await;
     env.cron_every_minute().await;
-    wait_for("a second pass changing nothing", Duration::from_secs(10), || listed_with(total)).await;
+    wait_for("a second pass changing nothing", Duration::from_secs(10), || listed_with(&env, &keys, total)).await;
 
     let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
     let results = env.sql_on_while_stopped(&bindings, ROWS_PER_CONVERSATION).await;
