@@ -93,7 +93,7 @@ pub(super) async fn read(
     let read = async {
         match statements.is_empty() {
             true => Ok(Vec::new()),
-            false => crate::runtime::d1::batch(database, statements).await,
+            false => crate::runtime::d1::read_batch(database, statements).await,
         }
     };
     let (results, elsewhere) = futures_util::join!(read, spend::spent_on_shards(env, spender, now));

@@ -116,7 +116,8 @@ pub async fn spent_on_shards(env: &Env, spender: &Spender, now_ms: i64) -> Resul
                 Some((_, rows)) => Ok(rows),
                 None => {
                     let database = env.d1(&crate::shards::binding_of(shard, shards))?;
-                    let rows = rows_of(&database.prepare(spent_sql()).bind(&values)?.all_counted().await?)?;
+                    let replica = crate::runtime::d1::replica(&database)?;
+                    let rows = rows_of(&replica.prepare(spent_sql()).bind(&values)?.all_counted().await?)?;
                     if shard != home {
                         OTHER_SHARDS.with(|cache| {
                             let mut cache = cache.borrow_mut();

@@ -82,12 +82,31 @@ impl Metered for D1PreparedStatement {
 pub async fn batch(db: &D1Database, statements: Vec<D1PreparedStatement>) -> Result<Vec<D1Result>> {
     let on_shards: Vec<bool> = statements.iter().map(on_shard).collect();
     let results = db.batch(statements).await?;
-    ops::count(Op::D1Call);
-    results
-        .iter()
-        .zip(on_shards.into_iter().chain(std::iter::repeat(false)))
-        .for_each(|(result, on)| tally(result, on));
+    tally_batch(&results, on_shards);
     Ok(results)
+}
+
+/// A batch of reads that may be slightly stale (a turn's agent, limits,
+/// people and spend): through the Sessions API with `first-unconstrained`,
+/// so a read replica near the caller may answer and the primary is spared
+/// (docs/scale.md, "D1 shards"). Counted as [`batch`] is.
+pub async fn read_batch(db: &D1Database, statements: Vec<D1PreparedStatement>) -> Result<Vec<D1Result>> {
+    let on_shards: Vec<bool> = statements.iter().map(on_shard).collect();
+    let results = replica(db)?.batch(statements).await?;
+    tally_batch(&results, on_shards);
+    Ok(results)
+}
+
+/// A session of `db` any replica may serve (`first-unconstrained`).
+pub fn replica(db: &D1Database) -> Result<worker::D1DatabaseSession> {
+    db.with_session(Some("first-unconstrained"))
+}
+
+fn tally_batch(results: &[D1Result], on_shards: Vec<bool>) {
+    ops::count(Op::D1Call);
+    for (result, on_shard) in results.iter().zip(on_shards.into_iter().chain(std::iter::repeat(false))) {
+        tally(result, on_shard);
+    }
 }
 
 /// The D1 shard that holds `conversation_key`'s rows ([`crate::shards`]): the
