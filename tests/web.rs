@@ -194,8 +194,11 @@ async fn the_people_page_lists_a_person_edits_a_note_links_an_id_and_fits_360_px
     env.llm.reply("Hello Ada.");
     env.telegram_update(&crate::harness::dm_update(1, 91, "hi")).await;
     env.wait_for_sent(1).await;
-    let people = env.admin("/api/people").await;
-    let id = people[0]["id"].as_str().expect("Ada's record").to_string();
+    // The person's record comes with the turn's commit, just after the reply.
+    let id = crate::harness::wait_for("Ada's record", Duration::from_secs(20), || async {
+        env.admin("/api/people").await[0]["id"].as_str().map(str::to_string)
+    })
+    .await;
     let browser = Browser::start(360, 780).await;
     sign_in(&browser, &env).await;
 
