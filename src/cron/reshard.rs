@@ -69,18 +69,28 @@ pub async fn run(env: &Env) -> Result<usize> {
     Ok(moved)
 }
 
-/// The next conversations (after `cursor`, in order) with rows on `source`.
+/// The next conversations (after `cursor`, in order) with rows on `source`:
+/// each table's next page in one batch (D1 allows a compound SELECT of 5
+/// terms at most), merged.
 async fn page_of_keys(source: &D1Database, cursor: &str) -> Result<Vec<String>> {
-    let unions: Vec<String> = KEYED
+    let limit = wasm_bindgen::JsValue::from_f64(KEYS_PER_PAGE as f64);
+    let mut reads: Vec<D1PreparedStatement> = KEYED
         .iter()
-        .map(|table| format!("SELECT conversation_key AS k FROM {table} WHERE conversation_key > ?1"))
-        .collect();
-    let sql = format!(
-        "{} UNION SELECT subject FROM spend_daily WHERE scope = 'conversation' AND subject > ?1 ORDER BY k LIMIT ?2",
-        unions.join(" UNION ")
-    );
-    let rows = source.prepare(sql).bind(&[cursor.into(), (KEYS_PER_PAGE as f64).into()])?.all_counted().await?;
-    Ok(rows.results::<Value>()?.iter().filter_map(|row| row["k"].as_str().map(str::to_string)).collect())
+        .map(|table| {
+            let sql = format!(
+                "SELECT DISTINCT conversation_key AS k FROM {table} WHERE conversation_key > ?1 ORDER BY k LIMIT ?2"
+            );
+            source.prepare(sql).bind(&[cursor.into(), limit.clone()])
+        })
+        .collect::<Result<_>>()?;
+    let spend = "SELECT DISTINCT subject AS k FROM spend_daily WHERE scope = 'conversation' AND subject > ?1 \
+                 ORDER BY k LIMIT ?2";
+    reads.push(source.prepare(spend).bind(&[cursor.into(), limit])?);
+    let mut keys = std::collections::BTreeSet::new();
+    for result in batch(source, reads).await? {
+        keys.extend(result.results::<Value>()?.iter().filter_map(|row| row["k"].as_str().map(str::to_string)));
+    }
+    Ok(keys.into_iter().take(KEYS_PER_PAGE).collect())
 }
 
 /// Copies `keys`' rows from `source` to each one's shard, then deletes them from `source`.
