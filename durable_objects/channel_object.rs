@@ -107,6 +107,11 @@ impl DurableObject for ChannelObject {
         if sql.exec(inbox::PROBE, None).is_err() {
             let _ = sql.exec(inbox::UPGRADE, None);
         }
+        if sql.exec(inbox::COUNTS_PROBE, None).is_err() {
+            if let Err(error) = sql.exec(inbox::COUNTS_UPGRADE, None) {
+                LogLine::error("channel_schema_failed").field("upgrade", "inbox counts").reason(&error).emit();
+            }
+        }
         let _ = sql.exec(inbox::DROP_BY_RECEIVED, None);
         for (probe, upgrade) in outbox::UPGRADES {
             if sql.exec(probe, None).is_err() {
@@ -358,8 +363,8 @@ impl ChannelObject {
             machine.update_membership(None, event);
             machine.receive(event, &self.config.channel, now)
         })?;
-        inbox::store(&sql, event, text, &receipt.decision, None, now)?;
-        stats::count(&sql, event, receipt.decision.engages, now)?;
+        let counts = stats::next(&sql, event, receipt.decision.engages, now)?;
+        inbox::store(&sql, event, text, &receipt.decision, &counts, now)?;
         if let Some(wake_at) = receipt.wake_at_ms {
             self.state.storage().set_alarm_counted((wake_at - now).max(0)).await?;
         }
@@ -393,8 +398,8 @@ impl ChannelObject {
         let humans = read.map(|read| read.humans(self.machine.borrow().participants.get()));
         for (message, receipt) in &decided {
             let note = note.as_ref().map(|note| note.describe(message.received_at_ms, humans));
-            inbox::decide_held(&sql, &message.event.delivery_id, &receipt.decision, note.as_deref())?;
-            stats::count(&sql, &message.event, receipt.decision.engages, message.received_at_ms)?;
+            let counts = stats::next(&sql, &message.event, receipt.decision.engages, message.received_at_ms)?;
+            inbox::decide_held(&sql, &message.event.delivery_id, &receipt.decision, note.as_deref(), &counts)?;
         }
         web_chat::changed(&self.state, "events");
         self.flush_index_soon();
