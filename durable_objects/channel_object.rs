@@ -24,6 +24,7 @@ mod outlet;
 mod pending;
 mod routes;
 mod scheduled_runs;
+mod schema;
 mod slots;
 mod stats;
 mod thinking;
@@ -90,34 +91,7 @@ pub struct ChannelObject {
 impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().counted_sql();
-        for schema in [
-            inbox::SCHEMA,
-            outbox::SCHEMA,
-            slots::SCHEMA,
-            envelopes::SCHEMA,
-            stats::SCHEMA,
-            history::SCHEMA,
-            notices::SCHEMA,
-            commit::SCHEMA,
-        ] {
-            if let Err(error) = sql.exec(schema, None) {
-                LogLine::error("channel_schema_failed").reason(&error).emit();
-            }
-        }
-        if sql.exec(inbox::PROBE, None).is_err() {
-            let _ = sql.exec(inbox::UPGRADE, None);
-        }
-        if sql.exec(inbox::COUNTS_PROBE, None).is_err() {
-            if let Err(error) = sql.exec(inbox::COUNTS_UPGRADE, None) {
-                LogLine::error("channel_schema_failed").field("upgrade", "inbox counts").reason(&error).emit();
-            }
-        }
-        let _ = sql.exec(inbox::DROP_BY_RECEIVED, None);
-        for (probe, upgrade) in outbox::UPGRADES {
-            if sql.exec(probe, None).is_err() {
-                let _ = sql.exec(upgrade, None);
-            }
-        }
+        schema::prepare(&sql);
         let (machine, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
             LogLine::error("channel_state_unreadable").field("recovery", "starting empty").reason(&error).emit();
             Default::default()

@@ -11,9 +11,9 @@ use crate::inbound::InboundEvent;
 use crate::runtime::durable::Sql;
 
 /// `seq` is the rowid (arrival order) without AUTOINCREMENT, whose
-/// `sqlite_sequence` update was a row written per inbound: retention always
-/// keeps the newest row, so a number is never handed out twice. The count
-/// columns are the conversation's counts after that inbound (stats.rs; NULL
+/// `sqlite_sequence` update was a row written per inbound (old tables are
+/// copied once: schema.rs): retention always keeps the newest row, so a
+/// number is never handed out twice. The count columns are the conversation's counts after that inbound (stats.rs; NULL
 /// on rows that count nothing: held until decided, heard, answers).
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS inbox (
@@ -39,35 +39,6 @@ CREATE INDEX IF NOT EXISTS inbox_open ON inbox (received_at) WHERE status IN ('q
 /// (the probe fails only on such a table).
 pub const PROBE: &str = "SELECT membership FROM inbox LIMIT 0";
 pub const UPGRADE: &str = "ALTER TABLE inbox ADD COLUMN membership TEXT";
-/// Objects created before the counts moved into the inbox (an AUTOINCREMENT
-/// table without the count columns) copy their rows, numbers kept, into the
-/// table above, once: the probe fails only on such a table, and the copy is
-/// one synchronous run of statements (one implicit transaction).
-pub const COUNTS_PROBE: &str = "SELECT messages FROM inbox LIMIT 0";
-pub const COUNTS_UPGRADE: &str = "
-DROP TABLE IF EXISTS inbox_counted;
-CREATE TABLE inbox_counted (
-    seq INTEGER PRIMARY KEY,
-    delivery_id TEXT NOT NULL UNIQUE,
-    event TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    received_at INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    membership TEXT,
-    conversation_key TEXT,
-    title TEXT,
-    messages INTEGER,
-    engaged INTEGER,
-    observed INTEGER,
-    last_activity INTEGER
-);
-INSERT INTO inbox_counted (seq, delivery_id, event, decision, reason, received_at, status, membership)
-    SELECT seq, delivery_id, event, decision, reason, received_at, status, membership FROM inbox;
-DROP TABLE inbox;
-ALTER TABLE inbox_counted RENAME TO inbox;
-CREATE INDEX IF NOT EXISTS inbox_open ON inbox (received_at) WHERE status IN ('queued', 'held');
-";
 /// Objects created before the retention sweep went by `seq` drop the index on
 /// `received_at`: every inbound wrote an entry in it (a row written), and
 /// nothing reads it now (a no-op once gone).
