@@ -24,6 +24,7 @@ mod outlet;
 mod pending;
 mod routes;
 mod scheduled_runs;
+mod schema;
 mod slots;
 mod stats;
 mod thinking;
@@ -92,29 +93,7 @@ pub struct ChannelObject {
 impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().counted_sql();
-        for schema in [
-            inbox::SCHEMA,
-            outbox::SCHEMA,
-            slots::SCHEMA,
-            envelopes::SCHEMA,
-            stats::SCHEMA,
-            history::SCHEMA,
-            notices::SCHEMA,
-            commit::SCHEMA,
-        ] {
-            if let Err(error) = sql.exec(schema, None) {
-                LogLine::error("channel_schema_failed").reason(&error).emit();
-            }
-        }
-        if sql.exec(inbox::PROBE, None).is_err() {
-            let _ = sql.exec(inbox::UPGRADE, None);
-        }
-        let _ = sql.exec(inbox::DROP_BY_RECEIVED, None);
-        for (probe, upgrade) in outbox::UPGRADES {
-            if sql.exec(probe, None).is_err() {
-                let _ = sql.exec(upgrade, None);
-            }
-        }
+        schema::prepare(&sql);
         let (machine, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
             LogLine::error("channel_state_unreadable").field("recovery", "starting empty").reason(&error).emit();
             Default::default()
@@ -361,8 +340,8 @@ impl ChannelObject {
             machine.update_membership(None, event);
             machine.receive(event, &self.config.channel, now)
         })?;
-        inbox::store(&sql, event, text, &receipt.decision, None, now)?;
-        stats::count(&sql, event, receipt.decision.engages, now)?;
+        let counts = stats::next(&sql, event, receipt.decision.engages, now)?;
+        inbox::store(&sql, event, text, &receipt.decision, &counts, now)?;
         if let Some(wake_at) = receipt.wake_at_ms {
             self.state.storage().set_alarm_counted((wake_at - now).max(0)).await?;
         }
@@ -396,8 +375,8 @@ impl ChannelObject {
         let humans = read.map(|read| read.humans(self.machine.borrow().participants.get()));
         for (message, receipt) in &decided {
             let note = note.as_ref().map(|note| note.describe(message.received_at_ms, humans));
-            inbox::decide_held(&sql, &message.event.delivery_id, &receipt.decision, note.as_deref())?;
-            stats::count(&sql, &message.event, receipt.decision.engages, message.received_at_ms)?;
+            let counts = stats::next(&sql, &message.event, receipt.decision.engages, message.received_at_ms)?;
+            inbox::decide_held(&sql, &message.event.delivery_id, &receipt.decision, note.as_deref(), &counts)?;
         }
         web_chat::changed(&self.state, "events");
         self.flush_index_soon();

@@ -9,7 +9,7 @@ use crate::runtime::durable::Sql;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS envelopes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
     kind TEXT NOT NULL,
     body TEXT NOT NULL

@@ -24,7 +24,7 @@ use crate::runtime::log::Emit;
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS history (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
     conversation_key TEXT NOT NULL,
     role TEXT NOT NULL,

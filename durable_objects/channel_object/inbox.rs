@@ -5,20 +5,32 @@
 use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorageValue};
 
+use super::stats::Counts;
 use crate::channel::engagement::Decision;
 use crate::inbound::InboundEvent;
 use crate::runtime::durable::Sql;
 
+/// `seq` is the rowid (arrival order) without AUTOINCREMENT, whose
+/// `sqlite_sequence` update was a row written per inbound (old tables are
+/// copied once: schema.rs): retention always keeps the newest row, so a
+/// number is never handed out twice. The count columns are the conversation's counts after that inbound (stats.rs; NULL
+/// on rows that count nothing: held until decided, heard, answers).
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS inbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER PRIMARY KEY,
     delivery_id TEXT NOT NULL UNIQUE,
     event TEXT NOT NULL,
     decision TEXT NOT NULL,
     reason TEXT NOT NULL,
     received_at INTEGER NOT NULL,
     status TEXT NOT NULL,
-    membership TEXT
+    membership TEXT,
+    conversation_key TEXT,
+    title TEXT,
+    messages INTEGER,
+    engaged INTEGER,
+    observed INTEGER,
+    last_activity INTEGER
 );
 CREATE INDEX IF NOT EXISTS inbox_open ON inbox (received_at) WHERE status IN ('queued', 'held');
 ";
@@ -75,33 +87,48 @@ pub fn has_open(sql: &Sql) -> Result<bool> {
     Ok(!rows.is_empty())
 }
 
-/// Files an inbound with its decision and, when the member count was read
-/// for it, what that read found. `text`: the event as JSON when the caller
-/// has it already (as it came to the object), so it is not encoded again.
+/// The count columns' bindings (in the order `conversation_key, title,
+/// messages, engaged, observed, last_activity`).
+fn count_bindings(counts: &Counts) -> [SqlStorageValue; 6] {
+    [
+        counts.conversation_key.as_str().into(),
+        counts.title.clone().into(),
+        SqlStorageValue::from(counts.messages),
+        SqlStorageValue::from(counts.engaged),
+        SqlStorageValue::from(counts.observed),
+        SqlStorageValue::from(counts.last_activity),
+    ]
+}
+
+/// Files an inbound with its decision and the conversation's counts after
+/// it (`stats::next`). `text`: the event as JSON when the caller has it
+/// already (as it came to the object), so it is not encoded again.
 pub fn store(
     sql: &Sql,
     event: &InboundEvent,
     text: Option<&str>,
     decision: &Decision,
-    membership: Option<&str>,
+    counts: &Counts,
     now_ms: i64,
 ) -> Result<()> {
     let status = if decision.engages { "queued" } else { "observed" };
+    let mut bindings: Vec<SqlStorageValue> = vec![
+        event.delivery_id.as_str().into(),
+        match text {
+            Some(text) => text.into(),
+            None => serde_json::to_string(event)?.into(),
+        },
+        decision.label().into(),
+        decision.reason.as_str().into(),
+        SqlStorageValue::from(now_ms),
+        status.into(),
+    ];
+    bindings.extend(count_bindings(counts));
     sql.exec(
-        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status, membership) \
-         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (delivery_id) DO NOTHING",
-        vec![
-            event.delivery_id.as_str().into(),
-            match text {
-                Some(text) => text.into(),
-                None => serde_json::to_string(event)?.into(),
-            },
-            decision.label().into(),
-            decision.reason.as_str().into(),
-            SqlStorageValue::from(now_ms),
-            status.into(),
-            membership.map(str::to_string).into(),
-        ],
+        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status, conversation_key, title, \
+         messages, engaged, observed, last_activity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (delivery_id) DO NOTHING",
+        bindings,
     )?;
     Ok(())
 }
@@ -150,21 +177,37 @@ pub fn store_held(sql: &Sql, event: &InboundEvent, decision: &str, reason: &str,
     Ok(())
 }
 
-/// Records the alarm's decision on a held inbound and what the member-count
-/// read found. A repeat (the alarm ran again before its checkpoint) rewrites
-/// the row; a row a turn has settled is left alone.
-pub fn decide_held(sql: &Sql, delivery_id: &str, decision: &Decision, membership: Option<&str>) -> Result<()> {
+/// Records the alarm's decision on a held inbound, what the member-count
+/// read found and the conversation's counts after it. A repeat (the alarm ran
+/// again before its checkpoint) rewrites the decision but keeps the counts
+/// the row already has (it is counted once); a row a turn has settled is
+/// left alone.
+pub fn decide_held(
+    sql: &Sql,
+    delivery_id: &str,
+    decision: &Decision,
+    membership: Option<&str>,
+    counts: &Counts,
+) -> Result<()> {
     let status = if decision.engages { "queued" } else { "observed" };
+    let mut bindings: Vec<SqlStorageValue> = vec![
+        decision.label().into(),
+        decision.reason.as_str().into(),
+        status.into(),
+        membership.map(str::to_string).into(),
+    ];
+    bindings.extend(count_bindings(counts));
+    bindings.push(delivery_id.into());
     sql.exec(
-        "UPDATE inbox SET decision = ?, reason = ?, status = ?, membership = ? \
+        "UPDATE inbox SET decision = ?, reason = ?, status = ?, membership = ?, \
+         conversation_key = CASE WHEN messages IS NULL THEN ? ELSE conversation_key END, \
+         title = CASE WHEN messages IS NULL THEN ? ELSE title END, \
+         messages = CASE WHEN messages IS NULL THEN ? ELSE messages END, \
+         engaged = CASE WHEN messages IS NULL THEN ? ELSE engaged END, \
+         observed = CASE WHEN messages IS NULL THEN ? ELSE observed END, \
+         last_activity = CASE WHEN messages IS NULL THEN ? ELSE last_activity END \
          WHERE delivery_id = ? AND status IN ('held', 'queued', 'observed')",
-        vec![
-            decision.label().into(),
-            decision.reason.as_str().into(),
-            status.into(),
-            membership.map(str::to_string).into(),
-            delivery_id.into(),
-        ],
+        bindings,
     )?;
     Ok(())
 }
@@ -174,7 +217,9 @@ pub fn decide_held(sql: &Sql, delivery_id: &str, decision: &Decision, membership
 /// prefix of the table: the DELETE takes the `seq` range before the first row
 /// inside the retention window, reading about what it deletes (plus the few
 /// rows still open), with no index on `received_at` for every inbound to
-/// write. Rows still `queued` or `held` are kept whatever their age.
+/// write. Rows still `queued` or `held` are kept whatever their age, and so
+/// are the newest row (so `seq`, the rowid, is never handed out again) and
+/// the newest counted one (it holds the conversation's counts: stats.rs).
 pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> Result<()> {
     for delivery_id in delivery_ids {
         sql.exec(
@@ -185,7 +230,8 @@ pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> 
     sql.exec(
         "DELETE FROM inbox WHERE status NOT IN ('queued', 'held') AND seq < coalesce(\
          (SELECT seq FROM inbox WHERE received_at >= ? ORDER BY seq LIMIT 1), \
-         (SELECT max(seq) + 1 FROM inbox))",
+         (SELECT max(seq) FROM inbox)) \
+         AND seq IS NOT (SELECT seq FROM inbox WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1)",
         vec![SqlStorageValue::from(now_ms - RETENTION_MS)],
     )?;
     Ok(())

@@ -1,10 +1,19 @@
-//! The conversation's running counts, kept with each inbound (one row), and
-//! mirrored to the dashboard's D1 index a few seconds after it moved (through
-//! the index queue, batched with other conversations' rows), with
-//! whether an inbound still waits for its outcome (the sweeper reads that).
+//! The conversation's running counts, and their mirror in the dashboard's D1
+//! index a few seconds after they moved (through the index queue, batched
+//! with other conversations' rows), with whether an inbound still waits for
+//! its outcome (the sweeper reads that).
+//!
+//! The counts ride on the inbox row each counted inbound writes anyway (its
+//! `messages`, `engaged`, `observed`, `title`, `last_activity` columns: the
+//! counts after that inbound), so counting costs no row of its own: the
+//! current counts are the latest counted inbox row's. Objects from before
+//! kept them in the one-row `stats` table: it is read until their first
+//! counted inbox row exists, and left as it was.
 
-use worker::{Result, SqlStorageValue};
+use serde::Deserialize;
+use worker::Result;
 
+pub use crate::channel::counts::Counts;
 use crate::conversations::store::Conversation;
 use crate::inbound::{ConversationKey, InboundEvent};
 use crate::log_line::LogLine;
@@ -23,26 +32,22 @@ CREATE TABLE IF NOT EXISTS stats (
 );
 ";
 
-/// Counts one inbound and its decision.
-pub fn count(sql: &Sql, event: &InboundEvent, engaged: bool, now_ms: i64) -> Result<()> {
-    let (engaged, observed) = if engaged { (1, 0) } else { (0, 1) };
-    sql.exec(
-        "INSERT INTO stats (id, conversation_key, title, messages, engaged, observed, last_activity) \
-         VALUES (1, ?, ?, 1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET title = coalesce(excluded.title, title), \
-         messages = messages + 1, engaged = engaged + excluded.engaged, observed = observed + excluded.observed, \
-         last_activity = excluded.last_activity",
-        vec![
-            event.conversation_key.as_str().into(),
-            event.conversation_title.clone().into(),
-            SqlStorageValue::from(engaged),
-            SqlStorageValue::from(observed),
-            SqlStorageValue::from(now_ms),
-        ],
-    )?;
-    Ok(())
+/// The latest counts: the newest counted inbox row's, else (an object from
+/// before the counts moved into the inbox) the `stats` row's.
+const LATEST: &str = "SELECT conversation_key, title, messages, engaged, observed, last_activity FROM (\
+     SELECT conversation_key, title, messages, engaged, observed, last_activity, 0 AS rank FROM \
+     (SELECT * FROM inbox WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1) \
+     UNION ALL SELECT conversation_key, title, messages, engaged, observed, last_activity, 1 AS rank \
+     FROM stats WHERE id = 1) ORDER BY rank LIMIT 1";
+
+/// The counts once one more inbound is counted (for its inbox row to keep).
+pub fn next(sql: &Sql, event: &InboundEvent, engaged: bool, now_ms: i64) -> Result<Counts> {
+    let latest: Vec<Counts> = sql.exec(LATEST, None)?.to_array()?;
+    let title = event.conversation_title.as_deref();
+    Ok(Counts::after(latest.into_iter().next(), &event.conversation_key, title, engaged, now_ms))
 }
 
-#[derive(serde::Deserialize)]
+#[derive(Deserialize)]
 struct Row {
     conversation_key: String,
     title: Option<String>,
@@ -59,8 +64,10 @@ struct Row {
 pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
     let rows: Vec<Row> = sql
         .exec(
-            "SELECT s.*, (SELECT min(received_at) FROM inbox WHERE status IN ('queued', 'held')) AS awaiting_since \
-             FROM stats s WHERE id = 1",
+            &format!(
+                "SELECT latest.*, (SELECT min(received_at) FROM inbox WHERE status IN ('queued', 'held')) \
+                 AS awaiting_since FROM ({LATEST}) latest"
+            ),
             None,
         )?
         .to_array()?;
