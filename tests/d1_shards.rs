@@ -46,6 +46,31 @@ const ROWS_PER_CONVERSATION: &str = "SELECT k AS conversation_key, \
      FROM (SELECT DISTINCT conversation_key AS k FROM messages UNION SELECT conversation_key FROM conversations \
      UNION SELECT subject FROM spend_daily WHERE scope = 'conversation')";
 
+/// Each of `keys` (one DM and its answer each) has its history, index row and
+/// spend on its own shard and nowhere else, and the shared database none.
+async fn assert_every_row_on_its_shard(env: &mut TestEnv, keys: &[String]) {
+    let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+    let results = env.sql_on_while_stopped(&bindings, ROWS_PER_CONVERSATION).await;
+    let shared = &results[0][0]["results"];
+    assert_eq!(shared, &Value::Array(Vec::new()), "no conversation's rows in the shared database: {shared}");
+    for key in keys {
+        let home = shard_binding(key);
+        for (binding, result) in bindings.iter().zip(&results).skip(1) {
+            let rows = result[0]["results"].as_array().unwrap();
+            let row = rows.iter().find(|row| row["conversation_key"] == key.as_str());
+            match *binding == home {
+                true => {
+                    let row = row.unwrap_or_else(|| panic!("{key} has no rows on its shard {home}: {rows:?}"));
+                    assert_eq!(row["messages"], 2, "{key} on {home}: {row}");
+                    assert_eq!(row["indexed"], 1, "{key} on {home}: {row}");
+                    assert_eq!(row["spend"], 1, "{key} on {home}: {row}");
+                }
+                false => assert!(row.is_none(), "{key} lives on {home} but has rows on {binding}: {row:?}"),
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn every_conversations_rows_live_on_its_shard_and_the_dashboard_reads_them_all() {
     let mut env = TestEnv::start_with(&[("D1_SHARDS", "4")]).await;
@@ -77,28 +102,9 @@ async fn every_conversations_rows_live_on_its_shard_and_the_dashboard_reads_them
     let history = env.admin(&format!("/api/channels/{}/messages", keys[0])).await;
     assert_eq!(history.as_array().map(Vec::len), Some(2), "the message and the answer: {history}");
 
-    let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
-    let results = env.sql_on_while_stopped(&bindings, ROWS_PER_CONVERSATION).await;
-    let shared = &results[0][0]["results"];
-    assert_eq!(shared, &Value::Array(Vec::new()), "no conversation's rows in the shared database: {shared}");
+    assert_every_row_on_its_shard(&mut env, &keys).await;
     let people = env.sql_on_while_stopped(&["DB"], "SELECT count(*) AS people FROM person_ids").await;
     assert_eq!(people[0][0]["results"][0]["people"], keys.len(), "people stay in the shared database");
-    for key in &keys {
-        let home = shard_binding(key);
-        for (binding, result) in bindings.iter().zip(&results).skip(1) {
-            let rows = result[0]["results"].as_array().unwrap();
-            let row = rows.iter().find(|row| row["conversation_key"] == key.as_str());
-            match *binding == home {
-                true => {
-                    let row = row.unwrap_or_else(|| panic!("{key} has no rows on its shard {home}: {rows:?}"));
-                    assert_eq!(row["messages"], 2, "{key} on {home}: {row}");
-                    assert_eq!(row["indexed"], 1, "{key} on {home}: {row}");
-                    assert_eq!(row["spend"], 1, "{key} on {home}: {row}");
-                }
-                false => assert!(row.is_none(), "{key} lives on {home} but has rows on {binding}: {row:?}"),
-            }
-        }
-    }
 }
 
 /// The local D1 file of the database bound as `binding`: each database is
@@ -310,24 +316,7 @@ async fn a_deployment_with_data_moves_to_its_shards_by_itself() {
     env.cron_every_minute().await;
     wait_for("a second pass changing nothing", Duration::from_secs(10), || listed_with(&env, &keys, total)).await;
 
-    let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
-    let results = env.sql_on_while_stopped(&bindings, ROWS_PER_CONVERSATION).await;
-    assert_eq!(results[0][0]["results"], Value::Array(Vec::new()), "the shared database keeps none");
-    for key in &keys {
-        let home = shard_binding(key);
-        for (binding, result) in bindings.iter().zip(&results).skip(1) {
-            let rows = result[0]["results"].as_array().unwrap();
-            let row = rows.iter().find(|row| row["conversation_key"] == key.as_str());
-            match *binding == home {
-                true => {
-                    let row = row.unwrap_or_else(|| panic!("{key} was not moved to {home}: {rows:?}"));
-                    assert_eq!((row["messages"].as_i64(), row["indexed"].as_i64()), (Some(2), Some(1)), "{row}");
-                    assert_eq!(row["spend"], 1, "{row}");
-                }
-                false => assert!(row.is_none(), "{key} lives on {home} but has rows on {binding}: {row:?}"),
-            }
-        }
-    }
+    assert_every_row_on_its_shard(&mut env, &keys).await;
 
     // The conversation goes on where it was, on its shard, answered once.
     env.llm.reply("answer after the move");
