@@ -461,8 +461,14 @@ fn write_cost_file(measured: &[Measured]) {
 async fn main() {
     // The worker's page is on loopback, which the fetch guard refuses unless allowed.
     // Two D1 shards, so each statement goes where it would at scale (with
-    // one, the shared database also holds conversations' rows).
-    let env = TestEnv::start_with(&[("FETCH_ALLOW_HOSTS", "127.0.0.1"), ("D1_SHARDS", "2")]).await;
+    // one, the shared database also holds conversations' rows), and
+    // The shared reads kept 30 s, as production sets them.
+    let env = TestEnv::start_with(&[
+        ("FETCH_ALLOW_HOSTS", "127.0.0.1"),
+        ("D1_SHARDS", "2"),
+        ("SHARED_READS_FRESH_MS", "30000"),
+    ])
+    .await;
     let mut counter = Counter::new(&env).await;
     // The quiet conversations' first contact (a new group's member count, a
     // new person), not measured: the spaced cases are their later messages.
