@@ -30,7 +30,8 @@ pub const SHARDED_TABLES: [&str; 7] =
 /// Whether a statement reads or writes a sharded table and no shared one
 /// (so that, with shards, it goes to a conversation's shard): what `/api/ops`
 /// counts as a shard query, for `make bench` and `make simulate`. A table is
-/// a name after FROM, INTO, UPDATE or JOIN.
+/// a name after FROM, INTO, UPDATE or JOIN (not an upsert's `DO UPDATE SET`,
+/// a subquery's SELECT or `json_each`).
 pub fn is_shard_statement(sql: &str) -> bool {
     let mut words = sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|word| !word.is_empty());
     let (mut sharded, mut shared) = (false, false);
@@ -40,7 +41,7 @@ pub fn is_shard_statement(sql: &str) -> bool {
             let table = word.to_ascii_lowercase();
             match SHARDED_TABLES.contains(&table.as_str()) {
                 true => sharded = true,
-                false if table != "json_each" && table != "select" => shared = true,
+                false if !["json_each", "select", "set"].contains(&table.as_str()) => shared = true,
                 false => {}
             }
         }
@@ -113,6 +114,10 @@ mod tests {
             "INSERT INTO conversations SELECT value ->> '$.usage' FROM json_each(?1) WHERE true"
         ));
         assert!(is_shard_statement("update pending_sends set pending = 1"));
+        assert!(is_shard_statement(
+            "INSERT INTO conversations (conversation_key) VALUES (?1) ON CONFLICT (conversation_key) DO UPDATE SET \
+             title = coalesce(excluded.title, title)"
+        ));
         assert!(!is_shard_statement("SELECT * FROM spend_limits WHERE scope = 'person'"));
         assert!(!is_shard_statement("SELECT 'spent' FROM spend_daily UNION ALL SELECT 'limit' FROM spend_limits"));
         assert!(!is_shard_statement("SELECT json_extract(settings, '$.usage') FROM agents"));
