@@ -203,14 +203,11 @@ pub struct Config {
     /// The channel model's context window, for compaction.
     pub context_window_tokens: u64,
     pub history_limit: u32,
-    /// How many D1 shards hold conversations' rows (`crate::shards`): 1 (the
-    /// shared database) unless set; a power of two up to 64, else refused.
+    /// D1 shards holding conversations' rows (`crate::shards`): a power of two up to 64.
     pub d1_shards: u32,
     /// How long a channel object reuses the memory bulletin before reading it again.
     pub bulletin_cache_ms: i64,
-    /// How long a channel object reuses what its turns read in the shared
-    /// database (its agent, its budget's limits, its people's records): 0
-    /// (the default) reads them each turn; production sets 30 s.
+    /// How long a channel object reuses its turns' shared reads (0: none; production 30 s).
     pub shared_reads_fresh_ms: i64,
     pub llm_timeout_ms: u64,
     pub llm_retry: RetryPolicy,
