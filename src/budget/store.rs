@@ -104,12 +104,16 @@ pub async fn spent_on_shards(env: &Env, spender: &Spender, now_ms: i64) -> Resul
         return Ok(Vec::new());
     }
     let values = subject_values(spender, now_ms);
-    // The conversation's own subject is left out of the key: other shards hold none of its rows.
     let subjects = [&values[0], &values[1], &values[4], &values[5]].map(|value| value.as_string().unwrap_or_default());
     let subjects = subjects.join("\u{1f}");
     let home = crate::shards::shard_of(&spender.conversation_key, shards);
     let reads = (0..shards).map(|shard| {
-        let (values, key) = (values.clone(), (shard, subjects.clone()));
+        let (mut values, key) = (values.clone(), (shard, subjects.clone()));
+        if shard != home {
+            // Only the conversation's own shard holds its rows, and the rows kept
+            // for other shards serve every conversation of these subjects.
+            values[2] = JsValue::NULL;
+        }
         async move {
             let cached = OTHER_SHARDS.with(|cache| cache.borrow().get(&key).cloned());
             match cached.filter(|(at, _)| shard != home && now_ms - at < OTHER_SHARDS_FRESH_MS) {
