@@ -31,13 +31,13 @@ mod thinking;
 mod turn_runner;
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use worker::{
     durable_object, DurableObject, Env, Request, Response, Result, State, WebSocket, WebSocketIncomingMessage,
 };
 
+use crate::channel::checkpoint::Checkpoint;
 use crate::channel::engagement::Decision;
 use crate::channel::routes::{ChannelRoute, ObjectRoute};
 use crate::channel::state::ChannelState;
@@ -71,8 +71,8 @@ pub struct ChannelObject {
     config: Rc<Config>,
     /// The channel's state machine, as the last checkpoint left it plus what moved since.
     machine: RefCell<ChannelState>,
-    /// Slot versions already in storage, so a checkpoint writes only what moved.
-    saved_versions: RefCell<BTreeMap<String, u64>>,
+    /// What storage holds of the state, so a checkpoint is written only when a slot moved.
+    saved: RefCell<Checkpoint>,
     /// A write of the conversation index is already on its way.
     index_flush_pending: Rc<Cell<bool>>,
     /// The index row as this object last wrote it to D1 (an unchanged row is not written again).
@@ -94,7 +94,7 @@ impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().counted_sql();
         schema::prepare(&sql);
-        let (machine, saved_versions) = slots::load(&sql).unwrap_or_else(|error| {
+        let (machine, saved) = slots::load(&sql).unwrap_or_else(|error| {
             LogLine::error("channel_state_unreadable").field("recovery", "starting empty").reason(&error).emit();
             Default::default()
         });
@@ -103,7 +103,7 @@ impl DurableObject for ChannelObject {
             state,
             env,
             machine: RefCell::new(machine),
-            saved_versions: RefCell::new(saved_versions),
+            saved: RefCell::new(saved),
             index_flush_pending: Rc::default(),
             index_written: Rc::default(),
             shared_reads: RefCell::default(),
@@ -244,11 +244,11 @@ impl ChannelObject {
     fn step<T>(&self, change: impl FnOnce(&mut ChannelState) -> T) -> Result<T> {
         let result = change(&mut self.machine.borrow_mut());
         let sql = self.state.storage().counted_sql();
-        if let Err(error) = slots::save(&sql, &self.machine.borrow(), &mut self.saved_versions.borrow_mut()) {
+        if let Err(error) = slots::save(&sql, &self.machine.borrow(), &mut self.saved.borrow_mut()) {
             LogLine::error("channel_checkpoint_failed").field("recovery", "back to the last one").reason(&error).emit();
-            let (machine, saved_versions) = slots::load(&sql)?;
+            let (machine, saved) = slots::load(&sql)?;
             *self.machine.borrow_mut() = machine;
-            *self.saved_versions.borrow_mut() = saved_versions;
+            *self.saved.borrow_mut() = saved;
             return Err(error);
         }
         Ok(result)

@@ -2,6 +2,7 @@
 //! its pure logic; the Durable Object in durable_objects/ carries it out.
 
 pub mod actions;
+pub mod checkpoint;
 pub mod counts;
 pub mod engagement;
 pub mod history_mirror;

@@ -1,11 +1,12 @@
-//! Checkpoints of the channel's versioned slots in the object's SQLite storage:
-//! one row per slot, rewritten only when the slot's version moved.
-
-use std::collections::BTreeMap;
+//! The channel's state checkpoint in the object's SQLite storage: one row
+//! holding every slot, rewritten when a slot moved (src/channel/checkpoint.rs
+//! says why one row). An object made before keeps its one-row-per-slot rows
+//! until its first checkpoint replaces them.
 
 use serde::Deserialize;
-use worker::{Result, SqlStorageValue};
+use worker::Result;
 
+use crate::channel::checkpoint::{Checkpoint, ROW};
 use crate::channel::state::ChannelState;
 use crate::runtime::durable::Sql;
 
@@ -24,35 +25,26 @@ struct SlotRow {
     body: String,
 }
 
-/// Loads the state and the versions already persisted.
-pub fn load(sql: &Sql) -> Result<(ChannelState, BTreeMap<String, u64>)> {
+/// Loads the state and what storage holds of it.
+pub fn load(sql: &Sql) -> Result<(ChannelState, Checkpoint)> {
     let rows: Vec<SlotRow> = sql.exec("SELECT name, version, body FROM slots", None)?.to_array()?;
-    let saved = crate::sorting::map_from(rows.iter().map(|row| (row.name.clone(), row.version.max(0) as u64)));
-    let state = ChannelState::restore(rows.iter().map(|row| (row.name.as_str(), row.body.as_str())));
-    Ok((state, saved))
+    Ok(Checkpoint::restore(rows.iter().map(|row| (row.name.as_str(), row.version, row.body.as_str()))))
 }
 
-/// Writes the slots that changed since the last checkpoint in ONE statement,
-/// so a checkpoint lands whole or not at all; `saved` moves only once it did.
-pub fn save(sql: &Sql, state: &ChannelState, saved: &mut BTreeMap<String, u64>) -> Result<()> {
-    let changed = state.changed_slots(saved)?;
-    if changed.is_empty() {
+/// Writes the checkpoint if a slot moved: ONE row, so it lands whole or not
+/// at all (an old object's rows are deleted in the same synchronous run,
+/// which storage commits together); `saved` moves only once it did.
+pub fn save(sql: &Sql, state: &ChannelState, saved: &mut Checkpoint) -> Result<()> {
+    let Some(pending) = saved.next(state)? else {
         return Ok(());
-    }
-    let rows = vec!["(?, ?, ?)"; changed.len()].join(", ");
-    let mut bindings = Vec::with_capacity(changed.len() * 3);
-    for (name, version, body) in &changed {
-        bindings.extend([(*name).into(), SqlStorageValue::from(*version as i64), body.as_str().into()]);
-    }
+    };
     sql.exec(
-        &format!(
-            "INSERT INTO slots (name, version, body) VALUES {rows} \
-             ON CONFLICT (name) DO UPDATE SET version = excluded.version, body = excluded.body"
-        ),
-        bindings,
+        "INSERT INTO slots (name, version, body) VALUES (?, 0, ?) ON CONFLICT (name) DO UPDATE SET body = excluded.body",
+        vec![ROW.into(), pending.body.as_str().into()],
     )?;
-    for (name, version, _) in changed {
-        saved.insert(name.to_string(), version);
+    if saved.legacy() {
+        sql.exec("DELETE FROM slots WHERE name <> ?", vec![ROW.into()])?;
     }
+    *saved = pending.saved();
     Ok(())
 }

@@ -1,0 +1,174 @@
+//! A conversation's state checkpoint as ONE row.
+//!
+//! An object's SQLite storage is billed per row written (and every index
+//! entry a write touches), not per byte. A turn moves about six of the
+//! state's slots; written one row per slot, that was six rows per turn end,
+//! and nine per engaged turn. Written as one row holding every slot, each
+//! checkpoint is one row whatever moved (docs/scale.md, "Fewer rows").
+//!
+//! Only the slots that moved are serialized again: the others' checkpoint
+//! forms are kept from the last one, so a checkpoint's CPU stays what it was.
+//!
+//! The row's body is a JSON object, `{"<slot>": [<version>, <slot's form>]}`.
+//! Objects made before this kept one row per slot; [`Checkpoint::restore`]
+//! reads both, and the first checkpoint after an upgrade says that the old
+//! rows must go ([`Checkpoint::legacy`]).
+
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+
+use super::state::ChannelState;
+
+/// The one row's name in the `slots` table (no slot is named so).
+pub const ROW: &str = "*";
+
+/// What storage holds of the state: each slot's version and checkpoint form.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Checkpoint {
+    versions: BTreeMap<String, u64>,
+    forms: BTreeMap<String, String>,
+    legacy: bool,
+}
+
+impl Checkpoint {
+    /// The state and its checkpoint from the rows of the `slots` table
+    /// (`name`, `version`, `body`): the one row, or an old object's rows
+    /// (the one row wins where both are, which a finished upgrade never leaves).
+    pub fn restore<'a>(rows: impl IntoIterator<Item = (&'a str, i64, &'a str)>) -> (ChannelState, Checkpoint) {
+        let mut checkpoint = Checkpoint::default();
+        let mut whole = None;
+        for (name, version, body) in rows {
+            match name == ROW {
+                true => whole = Some(body),
+                false => {
+                    checkpoint.legacy = true;
+                    checkpoint.record(name, version.max(0) as u64, body.to_string());
+                }
+            }
+        }
+        // An unreadable row starts those slots empty, as an unreadable slot did.
+        let slots: BTreeMap<String, (u64, Box<RawValue>)> =
+            whole.and_then(|body| serde_json::from_str(body).ok()).unwrap_or_default();
+        for (name, (version, form)) in slots {
+            checkpoint.record(&name, version, form.get().to_string());
+        }
+        let state = ChannelState::restore(checkpoint.forms.iter().map(|(name, form)| (name.as_str(), form.as_str())));
+        (state, checkpoint)
+    }
+
+    /// The one row's body after `state`'s moved slots, or `None` when
+    /// nothing moved. Nothing is recorded until [`Checkpoint::saved`].
+    pub fn next(&self, state: &ChannelState) -> Result<Option<Pending>, serde_json::Error> {
+        let moved = state.changed_slots(&self.versions)?;
+        if moved.is_empty() {
+            return Ok(None);
+        }
+        let mut next = self.clone();
+        for (name, version, form) in moved {
+            next.record(name, version, form);
+        }
+        let body = next.body();
+        next.legacy = false;
+        Ok(Some(Pending { body, next }))
+    }
+
+    /// Whether storage still holds an old object's one-row-per-slot rows.
+    pub fn legacy(&self) -> bool {
+        self.legacy
+    }
+
+    fn record(&mut self, name: &str, version: u64, form: String) {
+        self.versions.insert(name.to_string(), version);
+        self.forms.insert(name.to_string(), form);
+    }
+
+    /// `{"<slot>":[<version>,<form>],...}`, from forms that are JSON already.
+    fn body(&self) -> String {
+        let slots = self.forms.iter().map(|(name, form)| {
+            let version = self.versions.get(name).copied().unwrap_or_default();
+            format!("{}:[{version},{form}]", serde_json::Value::from(name.as_str()))
+        });
+        format!("{{{}}}", slots.collect::<Vec<_>>().join(","))
+    }
+}
+
+/// A checkpoint to write: its row's body, and what storage holds once it is written.
+#[derive(Debug)]
+pub struct Pending {
+    pub body: String,
+    next: Checkpoint,
+}
+
+impl Pending {
+    /// What storage holds now that the row is written (and any old rows deleted).
+    pub fn saved(self) -> Checkpoint {
+        self.next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbound::{Author, InboundEvent};
+
+    fn held(state: &mut ChannelState, delivery: &str, text: &str) {
+        let author = Author { id: "ada".into(), name: "Ada".into(), is_bot: false };
+        state.hold(&InboundEvent::plain_text(-5, delivery, author, text), 0);
+    }
+
+    fn state_with(text: &str) -> ChannelState {
+        let mut state = ChannelState::default();
+        held(&mut state, "1", text);
+        state
+    }
+
+    #[test]
+    fn a_state_comes_back_whole_from_its_one_row() {
+        let state = state_with("hello");
+        let pending = Checkpoint::default().next(&state).unwrap().expect("a new state has moved");
+        let body = pending.body.clone();
+        let (restored, checkpoint) = Checkpoint::restore([(ROW, 0, body.as_str())]);
+        assert_eq!(restored, state);
+        assert_eq!(checkpoint, pending.saved(), "storage holds what was written");
+        assert!(checkpoint.next(&restored).unwrap().is_none(), "nothing moved since");
+    }
+
+    #[test]
+    fn only_a_moved_state_writes_and_the_row_keeps_the_slots_that_did_not_move() {
+        let state = state_with("one");
+        let saved = Checkpoint::default().next(&state).unwrap().unwrap().saved();
+        assert!(saved.next(&state).unwrap().is_none());
+        let mut moved = state.clone();
+        held(&mut moved, "2", "two");
+        let pending = saved.next(&moved).unwrap().expect("the held messages moved");
+        let (restored, _) = Checkpoint::restore([(ROW, 0, pending.body.as_str())]);
+        assert_eq!(restored, moved);
+        assert_ne!(restored, state);
+    }
+
+    #[test]
+    fn an_old_objects_rows_are_read_and_the_first_checkpoint_replaces_them() {
+        let state = state_with("from before");
+        let old = state.changed_slots(&BTreeMap::new()).unwrap();
+        let rows: Vec<(&str, i64, &str)> =
+            old.iter().map(|(name, version, form)| (*name, *version as i64, form.as_str())).collect();
+        let (restored, checkpoint) = Checkpoint::restore(rows);
+        assert!(checkpoint.legacy(), "the old rows are still there");
+        assert_eq!(restored, state);
+        assert!(checkpoint.next(&restored).unwrap().is_none(), "restored as stored: nothing moved");
+        let mut moved = restored.clone();
+        held(&mut moved, "2", "after");
+        let pending = checkpoint.next(&moved).unwrap().unwrap();
+        let (again, _) = Checkpoint::restore([(ROW, 0, pending.body.as_str())]);
+        assert_eq!(again, moved);
+        assert!(!pending.saved().legacy(), "written as one row");
+    }
+
+    #[test]
+    fn an_unreadable_row_starts_the_state_empty() {
+        let (state, checkpoint) = Checkpoint::restore([(ROW, 0, "{not json")]);
+        assert_eq!(state, ChannelState::default());
+        assert!(!checkpoint.legacy());
+    }
+}
