@@ -172,6 +172,19 @@ impl TestEnv {
         results
     }
 
+    /// Stops the Worker, runs `sql` on every channel object's SQLite file, and
+    /// starts it again; returns each object's rows (as sqlite3 `-json` prints them).
+    pub async fn channel_sql_while_stopped(&mut self, sql: &str) -> Vec<Value> {
+        self.worker.kill();
+        let outputs = worker::channel_objects_execute(self.state.path(), sql);
+        self.worker = Worker::start(&self.vars, self.state.path()).await;
+        let rows = |output: &String| match output.trim() {
+            "" => Value::Array(Vec::new()),
+            text => serde_json::from_str(text).expect("sqlite3 -json output"),
+        };
+        outputs.iter().map(rows).collect()
+    }
+
     /// The Worker's persisted state (local D1 files, Durable Objects).
     pub fn state_dir(&self) -> &std::path::Path {
         self.state.path()

@@ -112,6 +112,34 @@ pub fn drop_alarms(state_dir: &Path) {
     }
 }
 
+/// Runs `sql` with sqlite3 on every channel object's file in `state_dir`;
+/// returns each file's output (`-json`: its rows, or nothing).
+pub fn channel_objects_execute(state_dir: &Path, sql: &str) -> Vec<String> {
+    let channels = state_dir.join("v3/do/edgebot-ChannelObject");
+    let files = std::fs::read_dir(&channels).expect("the channel objects' state").flatten().map(|file| file.path());
+    let objects = files.filter(|path| {
+        path.extension().is_some_and(|extension| extension == "sqlite")
+            && path.file_name().is_some_and(|name| name != "metadata.sqlite")
+    });
+    objects
+        .map(|path| {
+            let output = Command::new("sqlite3")
+                .arg("-json")
+                .arg(&path)
+                .arg(sql)
+                .output()
+                .expect("sqlite3 (make test installs it)");
+            assert!(
+                output.status.success(),
+                "{sql} in {}: {}",
+                path.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        })
+        .collect()
+}
+
 pub fn d1_execute(state_dir: &Path, sql: &str) -> serde_json::Value {
     d1_execute_on(state_dir, "DB", sql)
 }

@@ -1,0 +1,50 @@
+//! The channel's state checkpoint (src/channel/checkpoint.rs): one row in the
+//! object's storage, and an object made before, with one row per slot, goes
+//! on where it was.
+
+use crate::harness::{group_update, turn_message, TestEnv};
+
+const ADA: (i64, &str, bool) = (11, "Ada", false);
+const BO: (i64, &str, bool) = (12, "Bo", false);
+
+/// The names of the `slots` rows of every channel object.
+const SLOT_NAMES: &str = "SELECT name FROM slots ORDER BY name";
+
+fn names(rows: &serde_json::Value) -> Vec<&str> {
+    rows.as_array().into_iter().flatten().filter_map(|row| row["name"].as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_with_a_row_per_slot_goes_on_where_it_was_and_then_keeps_one_row() {
+    let mut env = TestEnv::start_with(&[("COALESCE_DEBOUNCE_MS", "300")]).await;
+    env.llm.reply("Hello Ada.");
+    env.telegram_update(&group_update(1, ADA, "hi", true)).await;
+    env.wait_for_sent(1).await;
+    env.telegram_update(&group_update(2, BO, "the deploy failed at 3pm", false)).await;
+    env.settle().await;
+
+    // Stored as one row; then rewritten as an object from before kept it:
+    // a row per slot, named by the slot, its version beside it.
+    let objects = env.channel_sql_while_stopped(SLOT_NAMES).await;
+    assert_eq!(objects.len(), 1, "one conversation, one object: {objects:?}");
+    assert_eq!(names(&objects[0]), vec!["*"], "the whole state in one row");
+    let split = "INSERT INTO slots (name, version, body) \
+                 SELECT key, value ->> '$[0]', value -> '$[1]' FROM slots, json_each(slots.body) WHERE slots.name = '*'; \
+                 DELETE FROM slots WHERE name = '*'; ";
+    let objects = env.channel_sql_while_stopped(&format!("{split} {SLOT_NAMES}")).await;
+    let old = names(&objects[0]);
+    assert!(old.contains(&"context_buffer") && old.contains(&"sticky") && !old.contains(&"*"), "{old:?}");
+
+    // The watched line survived in the old rows: the next turn sees it.
+    env.llm.reply("Bo said it failed at 3pm.");
+    env.telegram_update(&group_update(3, ADA, "what happened?", true)).await;
+    let sent = env.wait_for_sent(2).await;
+    assert_eq!(sent.len(), 2, "each message answered once: {sent:?}");
+    let turn = turn_message(&env.llm.requests()[1]);
+    assert!(turn.contains("Bo: the deploy failed at 3pm"), "the restored context reaches the prompt: {turn}");
+    env.settle().await;
+
+    let objects = env.channel_sql_while_stopped(SLOT_NAMES).await;
+    assert_eq!(names(&objects[0]), vec!["*"], "the first checkpoint replaced the old rows");
+    assert_eq!(env.llm.requests().len(), 2, "no turn ran twice");
+}
