@@ -330,3 +330,30 @@ async fn a_deployment_with_data_moves_to_its_shards_by_itself() {
     let last = requests.last().unwrap().to_string();
     assert!(last.contains(&format!("answer {}", chats[0])), "the turn remembers what came before: {last}");
 }
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+const SHARD_BINDINGS: [&str; 4] = ["DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+
+/// The mover's marks go a day after they were written: the minute's cron
+/// deletes an old mark on every shard and keeps a fresh one.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_movers_marks_older_than_a_day_are_pruned() {
+    let mut env = TestEnv::start_with(&[("D1_SHARDS", "4")]).await;
+    // Two days old, and new (`MARKS_KEPT_MS` in src/cron/reshard.rs is a day).
+    let (old, fresh) = (now_ms() - 2 * 24 * 60 * 60 * 1000, now_ms());
+    let plant = format!(
+        "INSERT INTO moved_rows (source, row_key, marked_at) VALUES \
+         ('DB', 'usage|telegram:1|channel', {old}), ('DB', 'usage|telegram:2|channel', {fresh})"
+    );
+    env.sql_on_while_stopped(&SHARD_BINDINGS, &plant).await;
+    env.cron_every_minute().await;
+    let marks = env.sql_on_while_stopped(&SHARD_BINDINGS, "SELECT row_key FROM moved_rows ORDER BY row_key").await;
+    for (binding, result) in SHARD_BINDINGS.iter().zip(&marks) {
+        let keys: Vec<&str> =
+            result[0]["results"].as_array().unwrap().iter().filter_map(|row| row["row_key"].as_str()).collect();
+        assert_eq!(keys, ["usage|telegram:2|channel"], "only the fresh mark is left on {binding}");
+    }
+}
