@@ -172,6 +172,16 @@ impl TestEnv {
         results
     }
 
+    /// Stops the Worker, runs `work` on its persisted state (a Durable
+    /// Object's SQLite file, say), and starts it again; returns what `work` did.
+    #[allow(dead_code)] // used by some test modules only
+    pub async fn while_stopped<T>(&mut self, work: impl FnOnce(&std::path::Path) -> T) -> T {
+        self.worker.kill();
+        let done = work(self.state.path());
+        self.worker = Worker::start(&self.vars, self.state.path()).await;
+        done
+    }
+
     /// The Worker's persisted state (local D1 files, Durable Objects).
     pub fn state_dir(&self) -> &std::path::Path {
         self.state.path()
