@@ -2,16 +2,20 @@
 //! object's storage, and an object made before, with one row per slot, goes
 //! on where it was.
 
-use crate::harness::{group_update, turn_message, TestEnv};
+use crate::harness::worker::{channel_object_file, sqlite};
+use crate::harness::{group_update, turn_message, TestEnv, GROUP_CHAT};
 
 const ADA: (i64, &str, bool) = (11, "Ada", false);
 const BO: (i64, &str, bool) = (12, "Bo", false);
 
-/// The names of the `slots` rows of every channel object.
+/// The names of the `slots` rows.
 const SLOT_NAMES: &str = "SELECT name FROM slots ORDER BY name";
 
-fn names(rows: &serde_json::Value) -> Vec<&str> {
-    rows.as_array().into_iter().flatten().filter_map(|row| row["name"].as_str()).collect()
+/// Runs `sql` on the group's object (the Worker stopped meanwhile); the names it returns.
+async fn slot_names(env: &mut TestEnv, sql: &str) -> Vec<String> {
+    let key = format!("telegram:{GROUP_CHAT}");
+    let rows = env.while_stopped(|state| sqlite(&channel_object_file(state, &key), sql)).await;
+    rows.iter().filter_map(|row| row["name"].as_str().map(str::to_string)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -25,15 +29,13 @@ async fn an_object_with_a_row_per_slot_goes_on_where_it_was_and_then_keeps_one_r
 
     // Stored as one row; then rewritten as an object from before kept it:
     // a row per slot, named by the slot, its version beside it.
-    let objects = env.channel_sql_while_stopped(SLOT_NAMES).await;
-    assert_eq!(objects.len(), 1, "one conversation, one object: {objects:?}");
-    assert_eq!(names(&objects[0]), vec!["*"], "the whole state in one row");
+    assert_eq!(slot_names(&mut env, SLOT_NAMES).await, ["*"], "the whole state in one row");
     let split = "INSERT INTO slots (name, version, body) \
                  SELECT key, value ->> '$[0]', value -> '$[1]' FROM slots, json_each(slots.body) WHERE slots.name = '*'; \
                  DELETE FROM slots WHERE name = '*'; ";
-    let objects = env.channel_sql_while_stopped(&format!("{split} {SLOT_NAMES}")).await;
-    let old = names(&objects[0]);
-    assert!(old.contains(&"context_buffer") && old.contains(&"sticky") && !old.contains(&"*"), "{old:?}");
+    let old = slot_names(&mut env, &format!("{split} {SLOT_NAMES}")).await;
+    let has = |name: &str| old.iter().any(|slot| slot == name);
+    assert!(has("context_buffer") && has("sticky") && !has("*"), "{old:?}");
 
     // The watched line survived in the old rows: the next turn sees it.
     env.llm.reply("Bo said it failed at 3pm.");
@@ -44,7 +46,6 @@ async fn an_object_with_a_row_per_slot_goes_on_where_it_was_and_then_keeps_one_r
     assert!(turn.contains("Bo: the deploy failed at 3pm"), "the restored context reaches the prompt: {turn}");
     env.settle().await;
 
-    let objects = env.channel_sql_while_stopped(SLOT_NAMES).await;
-    assert_eq!(names(&objects[0]), vec!["*"], "the first checkpoint replaced the old rows");
+    assert_eq!(slot_names(&mut env, SLOT_NAMES).await, ["*"], "the first checkpoint replaced the old rows");
     assert_eq!(env.llm.requests().len(), 2, "no turn ran twice");
 }

@@ -330,3 +330,118 @@ async fn a_deployment_with_data_moves_to_its_shards_by_itself() {
     let last = requests.last().unwrap().to_string();
     assert!(last.contains(&format!("answer {}", chats[0])), "the turn remembers what came before: {last}");
 }
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+const SHARD_BINDINGS: [&str; 4] = ["DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+
+/// The mover's marks go a day after they were written: the minute's cron
+/// deletes an old mark on every shard and keeps a fresh one.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_movers_marks_older_than_a_day_are_pruned() {
+    let mut env = TestEnv::start_with(&[("D1_SHARDS", "4")]).await;
+    // Two days old, and new (`MARKS_KEPT_MS` in src/cron/reshard.rs is a day).
+    let (old, fresh) = (now_ms() - 2 * 24 * 60 * 60 * 1000, now_ms());
+    let plant = format!(
+        "INSERT INTO moved_rows (source, row_key, marked_at) VALUES \
+         ('DB', 'usage|telegram:1|channel', {old}), ('DB', 'usage|telegram:2|channel', {fresh})"
+    );
+    env.sql_on_while_stopped(&SHARD_BINDINGS, &plant).await;
+    env.cron_every_minute().await;
+    let marks = env.sql_on_while_stopped(&SHARD_BINDINGS, "SELECT row_key FROM moved_rows ORDER BY row_key").await;
+    for (binding, result) in SHARD_BINDINGS.iter().zip(&marks) {
+        let keys: Vec<&str> =
+            result[0]["results"].as_array().unwrap().iter().filter_map(|row| row["row_key"].as_str()).collect();
+        assert_eq!(keys, ["usage|telegram:2|channel"], "only the fresh mark is left on {binding}");
+    }
+}
+
+/// The tables a move copies, kept aside in the shared database (with the
+/// Worker stopped) so they can be put back as they were.
+const SAVE: &str = "CREATE TABLE saved_messages AS SELECT * FROM messages; \
+     CREATE TABLE saved_summaries AS SELECT * FROM summaries; \
+     CREATE TABLE saved_conversations AS SELECT * FROM conversations; \
+     CREATE TABLE saved_usage AS SELECT * FROM usage; \
+     CREATE TABLE saved_pending_sends AS SELECT * FROM pending_sends; \
+     CREATE TABLE saved_spend_daily AS SELECT * FROM spend_daily;";
+/// The saved rows back in the shared database, and the mover's scan of it
+/// forgotten: the state a crash after the copy and before the delete leaves.
+const RESTORE: &str = "INSERT INTO messages SELECT * FROM saved_messages; \
+     INSERT INTO summaries SELECT * FROM saved_summaries; \
+     INSERT INTO conversations SELECT * FROM saved_conversations; \
+     INSERT INTO usage SELECT * FROM saved_usage; \
+     INSERT INTO pending_sends SELECT * FROM saved_pending_sends; \
+     INSERT INTO spend_daily SELECT * FROM saved_spend_daily; \
+     DELETE FROM status_events WHERE key LIKE 'reshard_%';";
+/// Every sum a database holds: each `usage` row and each spend row (tokens, µ$, calls).
+const SUMS: &str =
+    "SELECT 'usage|' || conversation_key || '|' || process AS k, input_tokens + output_tokens AS tokens, \
+     0 AS micro_usd, calls FROM usage UNION ALL SELECT 'spend|' || day || '|' || scope || '|' || subject, \
+     input_tokens + output_tokens, micro_usd, calls FROM spend_daily";
+
+/// The sums of [`SUMS`] added over databases (`results`: each one's statements; the last is SUMS).
+fn sums(results: &[Value]) -> std::collections::BTreeMap<String, [i64; 3]> {
+    let mut sums = std::collections::BTreeMap::<String, [i64; 3]>::new();
+    for result in results {
+        let rows = result.as_array().and_then(|statements| statements.last()).expect("the SUMS rows");
+        for row in rows["results"].as_array().expect("rows") {
+            let sum = sums.entry(row["k"].as_str().expect("a key").to_string()).or_default();
+            for (slot, column) in sum.iter_mut().zip(["tokens", "micro_usd", "calls"]) {
+                *slot += row[column].as_i64().unwrap_or_else(|| panic!("{column} in {row}"));
+            }
+        }
+    }
+    sums
+}
+
+/// A move that stopped between its copy and its delete (as a crash would
+/// leave it: copied and marked, the source untouched) is made again by the
+/// next minute's cron: the source's rows go, the sums on the shards are added
+/// once, and no message is answered twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_move_stopped_between_its_copy_and_its_delete_adds_nothing_twice() {
+    let mut env = TestEnv::start().await;
+    let chats = chats_on_every_shard(1);
+    for (update, chat) in chats.iter().enumerate() {
+        env.llm.reply(&format!("answer {chat}"));
+        assert_eq!(env.telegram_update(&dm_update(update as i64 + 1, *chat, "hello")).await.status(), 200);
+        env.wait_for_sent(update + 1).await;
+    }
+    let total = TOKENS_PER_TURN * chats.len() as i64;
+    let keys: Vec<String> = chats.iter().map(|chat| format!("telegram:{chat}")).collect();
+    wait_for("one database's list and spend", Duration::from_secs(30), || listed_with(&env, &keys, total)).await;
+    // A worker's usage (a turn has none) is moved too.
+    let usage = format!(
+        "INSERT INTO usage (conversation_key, process, input_tokens, output_tokens, calls) \
+         VALUES ('{}', 'worker', 40, 8, 2);",
+        keys[0]
+    );
+    let before = sums(&env.sql_on_while_stopped(&["DB"], &format!("{usage} {SAVE} {SUMS}")).await);
+    assert!(before.keys().any(|key| key.starts_with("usage|")), "usage rows to move: {before:?}");
+    assert!(
+        before.keys().any(|key| key.starts_with("spend|") && key.contains("|conversation|")),
+        "spend to move: {before:?}"
+    );
+
+    env.restart_with(&[("D1_SHARDS", "4")]).await;
+    env.cron_every_minute().await;
+    wait_for("the moved list and spend", Duration::from_secs(30), || listed_with(&env, &keys, total)).await;
+    // The crash: the copy and its marks are on the shards, the source is as it was.
+    env.sql_on_while_stopped(&["DB"], RESTORE).await;
+    env.cron_every_minute().await;
+    wait_for("the move made again", Duration::from_secs(30), || listed_with(&env, &keys, total)).await;
+
+    assert_every_row_on_its_shard(&mut env, &keys).await;
+    let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+    let after = sums(&env.sql_on_while_stopped(&bindings, SUMS).await);
+    assert_eq!(after, before, "every sum once, over the shared database and the shards");
+
+    assert_eq!(env.telegram.calls("sendMessage").len(), chats.len(), "nothing answered again");
+    env.llm.reply("answer after the move");
+    assert_eq!(env.telegram_update(&dm_update(100, chats[0], "still there?")).await.status(), 200);
+    env.wait_for_sent(chats.len() + 1).await;
+    env.settle().await;
+    assert_eq!(env.telegram.calls("sendMessage").len(), chats.len() + 1, "answered once");
+}

@@ -12,6 +12,7 @@ mod attacks_bill;
 mod attacks_memory;
 mod attacks_reply;
 mod browse;
+mod channel_schema;
 mod checkpoint;
 mod commit;
 mod conformance;

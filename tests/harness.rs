@@ -172,17 +172,14 @@ impl TestEnv {
         results
     }
 
-    /// Stops the Worker, runs `sql` on every channel object's SQLite file, and
-    /// starts it again; returns each object's rows (as sqlite3 `-json` prints them).
-    pub async fn channel_sql_while_stopped(&mut self, sql: &str) -> Vec<Value> {
+    /// Stops the Worker, runs `work` on its persisted state (a Durable
+    /// Object's SQLite file, say), and starts it again; returns what `work` did.
+    #[allow(dead_code)] // used by some test modules only
+    pub async fn while_stopped<T>(&mut self, work: impl FnOnce(&std::path::Path) -> T) -> T {
         self.worker.kill();
-        let outputs = worker::channel_objects_execute(self.state.path(), sql);
+        let done = work(self.state.path());
         self.worker = Worker::start(&self.vars, self.state.path()).await;
-        let rows = |output: &String| match output.trim() {
-            "" => Value::Array(Vec::new()),
-            text => serde_json::from_str(text).expect("sqlite3 -json output"),
-        };
-        outputs.iter().map(rows).collect()
+        done
     }
 
     /// The Worker's persisted state (local D1 files, Durable Objects).

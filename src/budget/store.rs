@@ -277,14 +277,15 @@ struct Override {
 
 /// `day`'s spend per scope and subject: each shard sums its own rows, at once.
 async fn spent_on(env: &Env, day: &str) -> Result<Vec<Spent>> {
-    let sums = crate::runtime::d1::every_shard(env)?.into_iter().map(|shard| async move {
+    let sums = crate::runtime::d1::on_every_shard(env, |shard| async move {
         let sql = "SELECT scope, subject, max(name) AS name, sum(input_tokens) AS input_tokens, \
                    sum(output_tokens) AS output_tokens, sum(micro_usd) AS micro_usd, sum(calls) AS calls \
                    FROM spend_daily WHERE day = ?1 GROUP BY scope, subject";
         shard.prepare(sql).bind(&[day.into()])?.all_counted().await?.results::<Spent>()
-    });
+    })
+    .await?;
     let mut summed: std::collections::BTreeMap<(String, String), Spent> = Default::default();
-    for rows in futures_util::future::join_all(sums).await {
+    for rows in sums {
         for row in rows? {
             let key = (row.scope.clone(), row.subject.clone());
             match summed.get_mut(&key) {

@@ -6,7 +6,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Result};
 
 use crate::runtime::d1::Metered;
-use crate::runtime::d1::{number, text_or_null};
+use crate::runtime::d1::{answered, number, on_every_shard, text_or_null};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Conversation {
@@ -71,9 +71,8 @@ pub fn upsert_statement(
 /// Each shard gives its newest `limit`, and the newest `limit` of those win
 /// (a shard that cannot be read is logged and left out: the rest still list).
 pub async fn list(env: &worker::Env, search: Option<&str>, limit: usize) -> Result<Vec<Conversation>> {
-    let shards = crate::runtime::d1::every_shard(env)?;
-    let lists = futures_util::future::join_all(shards.iter().map(|shard| list_one(shard, search, limit))).await;
-    let mut found = readable(lists, "conversations_unread");
+    let lists = on_every_shard(env, |shard| async move { list_one(&shard, search, limit).await }).await?;
+    let mut found = answered(lists, "conversations_unread");
     found.sort_by_key(|row| std::cmp::Reverse(row.last_activity_at));
     found.truncate(limit);
     Ok(found)
@@ -97,22 +96,8 @@ async fn list_one(db: &D1Database, search: Option<&str>, limit: usize) -> Result
 /// be read is logged and skipped: the others' are still woken), each shard's
 /// longest waiting first (through the partial index `conversations_awaiting`).
 pub async fn awaiting(env: &worker::Env, before_ms: i64, limit: usize) -> Result<Vec<String>> {
-    let shards = crate::runtime::d1::every_shard(env)?;
-    let lists = futures_util::future::join_all(shards.iter().map(|shard| awaiting_one(shard, before_ms, limit))).await;
-    Ok(readable(lists, "awaiting_unread"))
-}
-
-/// The rows of every shard that answered; each that did not is logged as `event`.
-fn readable<T>(lists: Vec<Result<Vec<T>>>, event: &'static str) -> Vec<T> {
-    use crate::runtime::log::Emit;
-    let mut found = Vec::new();
-    for list in lists {
-        match list {
-            Ok(rows) => found.extend(rows),
-            Err(error) => crate::log_line::LogLine::warn(event).reason(&error).emit(),
-        }
-    }
-    found
+    let lists = on_every_shard(env, |shard| async move { awaiting_one(&shard, before_ms, limit).await }).await?;
+    Ok(answered(lists, "awaiting_unread"))
 }
 
 async fn awaiting_one(db: &D1Database, before_ms: i64, limit: usize) -> Result<Vec<String>> {

@@ -10,20 +10,26 @@
 //! index row, the unsent count) merge so that a second copy changes nothing;
 //! rows that are sums (`usage`, `spend_daily`) are added once, guarded by a
 //! `moved_rows` mark written in the same batch (migration 0034). A move that
-//! failed half way is simply made again. The shared database's spend of the
+//! failed half way is simply made again; a mark is kept a day after its copy
+//! ([`MARKS_KEPT_MS`], migration 0035), far longer than a move retries. The shared database's spend of the
 //! wide scopes (deployment, agents, workspaces, people) goes to shard 0: the
 //! budget sums every shard.
 
 use serde_json::Value;
 use worker::{D1Database, D1PreparedStatement, Env, Result};
 
-use crate::runtime::d1::{batch, Metered};
+use crate::runtime::d1::{batch, number, on_every_shard, Metered};
 use crate::shards::{binding_of, shard_of, SHARED};
 
 /// Conversations a page moves at most.
 const KEYS_PER_PAGE: usize = 50;
 /// Pages one cron run moves at most.
 const PAGES_PER_RUN: usize = 10;
+/// How long a `moved_rows` mark is kept after its copy: a move retries (each
+/// minute) only until it has deleted its source, so a day is ample.
+const MARKS_KEPT_MS: i64 = 24 * 60 * 60 * 1000;
+/// Marks one run deletes at most on each shard.
+const MARKS_PRUNED_PER_RUN: i64 = 1000;
 /// The tables whose rows are a conversation's (keyed by `conversation_key`).
 const KEYED: [&str; 5] = ["messages", "summaries", "conversations", "usage", "pending_sends"];
 
@@ -66,7 +72,23 @@ pub async fn run(env: &Env) -> Result<usize> {
             set_meta(&shared, &cursor_key, &cursor).await?;
         }
     }
+    prune_marks(env).await?;
     Ok(moved)
+}
+
+/// Deletes the marks older than [`MARKS_KEPT_MS`] on every shard (the
+/// databases moves copy to), [`MARKS_PRUNED_PER_RUN`] at most on each; through
+/// the index on `marked_at`, a shard with none to delete reads nothing.
+async fn prune_marks(env: &Env) -> Result<()> {
+    let before = number(crate::runtime::http::now_ms() - MARKS_KEPT_MS);
+    let sql = "DELETE FROM moved_rows WHERE (source, row_key) IN \
+               (SELECT source, row_key FROM moved_rows WHERE marked_at < ?1 LIMIT ?2)";
+    let pruned = on_every_shard(env, |shard| {
+        let before = before.clone();
+        async move { shard.prepare(sql).bind(&[before, number(MARKS_PRUNED_PER_RUN)])?.run_counted().await }
+    })
+    .await?;
+    pruned.into_iter().try_for_each(|result| result.map(drop))
 }
 
 /// The next conversations (after `cursor`, in order) with rows on `source`:
@@ -234,10 +256,17 @@ fn spend_sql() -> String {
 /// The guard of a sum's copy: the row is not marked moved from `?2` yet (the mark's key follows).
 const UNMARKED: &str = "WHERE NOT EXISTS (SELECT 1 FROM moved_rows WHERE source = ?2 AND row_key = ";
 
-/// The statement that marks each row of `?1` moved from `?2` (after the rows were added).
+/// The statement that marks each row of `?1` moved from `?2` (after the rows
+/// were added), now: a copy made again (after a failure) renews the mark.
 fn marks(key: &str) -> String {
-    format!("INSERT OR IGNORE INTO moved_rows (source, row_key) SELECT ?2, {key} FROM json_each(?1) WHERE true")
+    format!(
+        "INSERT INTO moved_rows (source, row_key, marked_at) SELECT ?2, {key}, {NOW_MS} FROM json_each(?1) \
+         WHERE true ON CONFLICT (source, row_key) DO UPDATE SET marked_at = excluded.marked_at"
+    )
 }
+
+/// The time in ms, as SQL (a copy's statements bind only its rows and source).
+const NOW_MS: &str = "CAST(strftime('%s', 'now') AS INTEGER) * 1000";
 
 /// A value the mover keeps in the shared database's `status_events`.
 async fn meta(shared: &D1Database, key: &str) -> Result<Option<String>> {

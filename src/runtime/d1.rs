@@ -121,6 +121,29 @@ pub fn every_shard(env: &Env) -> Result<Vec<D1Database>> {
     shards::bindings(super::config::load(env).d1_shards).iter().map(|binding| env.d1(binding)).collect()
 }
 
+/// Asks every shard at once (a read across conversations): `read` runs on
+/// each, and each answer comes back in shard order, for the caller to merge.
+pub async fn on_every_shard<T, Answer>(env: &Env, read: impl Fn(D1Database) -> Answer) -> Result<Vec<T>>
+where
+    Answer: std::future::Future<Output = T>,
+{
+    Ok(futures_util::future::join_all(every_shard(env)?.into_iter().map(read)).await)
+}
+
+/// The rows of every shard that answered; each that did not is logged as
+/// `event` and left out, so one shard that is down hides only its own rows.
+pub fn answered<T>(answers: Vec<Result<Vec<T>>>, event: &'static str) -> Vec<T> {
+    use super::log::Emit;
+    let mut found = Vec::new();
+    for answer in answers {
+        match answer {
+            Ok(rows) => found.extend(rows),
+            Err(error) => crate::log_line::LogLine::warn(event).reason(&error).emit(),
+        }
+    }
+    found
+}
+
 /// Whether conversations' rows live in the shared database (one shard), so a
 /// write may go in one batch with the shared database's.
 pub fn unsharded(env: &Env) -> bool {

@@ -165,8 +165,7 @@ async fn rows(db: &D1Database, sql: &str) -> Option<Vec<Value>> {
 async fn pending_sends(env: &Env) -> Option<Value> {
     let sql =
         "SELECT COALESCE(SUM(pending), 0) AS pieces, COUNT(*) AS conversations FROM pending_sends WHERE pending > 0";
-    let shards = crate::runtime::d1::every_shard(env).ok()?;
-    let counts = futures_util::future::join_all(shards.iter().map(|shard| first(shard, sql))).await;
+    let counts = crate::runtime::d1::on_every_shard(env, |shard| async move { first(&shard, sql).await }).await.ok()?;
     let (mut pieces, mut conversations) = (0, 0);
     for count in counts {
         let count = count?;

@@ -112,32 +112,37 @@ pub fn drop_alarms(state_dir: &Path) {
     }
 }
 
-/// Runs `sql` with sqlite3 on every channel object's file in `state_dir`;
-/// returns each file's output (`-json`: its rows, or nothing).
-pub fn channel_objects_execute(state_dir: &Path, sql: &str) -> Vec<String> {
-    let channels = state_dir.join("v3/do/edgebot-ChannelObject");
-    let files = std::fs::read_dir(&channels).expect("the channel objects' state").flatten().map(|file| file.path());
-    let objects = files.filter(|path| {
-        path.extension().is_some_and(|extension| extension == "sqlite")
-            && path.file_name().is_some_and(|name| name != "metadata.sqlite")
-    });
-    objects
-        .map(|path| {
-            let output = Command::new("sqlite3")
-                .arg("-json")
-                .arg(&path)
-                .arg(sql)
-                .output()
-                .expect("sqlite3 (make test installs it)");
-            assert!(
-                output.status.success(),
-                "{sql} in {}: {}",
-                path.display(),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            String::from_utf8_lossy(&output.stdout).into_owned()
-        })
-        .collect()
+/// Runs `sql` with sqlite3 on `file`; returns its rows (`-json`; none is `[]`).
+pub fn sqlite(file: &Path, sql: &str) -> Vec<serde_json::Value> {
+    let output = Command::new("sqlite3")
+        .args(["-bail", "-json"])
+        .arg(file)
+        .arg(sql)
+        .output()
+        .expect("sqlite3 (make test installs it)");
+    assert!(output.status.success(), "{sql}: {}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    match text.trim() {
+        "" => Vec::new(),
+        rows => serde_json::from_str(rows).unwrap_or_else(|error| panic!("{error}: {rows}")),
+    }
+}
+
+/// The SQLite file of the channel object holding `conversation_key`'s history.
+pub fn channel_object_file(state_dir: &Path, conversation_key: &str) -> PathBuf {
+    let directory = state_dir.join("v3/do/edgebot-ChannelObject");
+    let holds = format!("SELECT count(*) AS rows FROM history WHERE conversation_key = '{conversation_key}'");
+    let found: Vec<PathBuf> = std::fs::read_dir(&directory)
+        .expect("the channel objects' state")
+        .flatten()
+        .map(|file| file.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "sqlite"))
+        .filter(|path| path.file_name().is_some_and(|name| name != "metadata.sqlite"))
+        .filter(|path| sqlite(path, "SELECT name FROM sqlite_master WHERE name = 'history'").len() == 1)
+        .filter(|path| sqlite(path, &holds)[0]["rows"].as_i64() > Some(0))
+        .collect();
+    assert_eq!(found.len(), 1, "one object holds {conversation_key}: {found:?} in {}", directory.display());
+    found[0].clone()
 }
 
 pub fn d1_execute(state_dir: &Path, sql: &str) -> serde_json::Value {
