@@ -293,13 +293,9 @@ async fn listed_with(env: &TestEnv, keys: &[String], tokens: i64) -> Option<()> 
     (all && rows.len() == keys.len() && spend["deployment"]["tokens"] == tokens).then_some(())
 }
 
-/// A deployment with data that turns shards on moves to them by itself: the
-/// minute's cron moves every conversation's rows out of the shared database
-/// to its shard, a second pass changes nothing, the spend and the list add up
-/// as before, and a conversation goes on where it was, answered once.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_deployment_with_data_moves_to_its_shards_by_itself() {
-    let mut env = TestEnv::start().await;
+/// One answered DM whose conversation will live on each of 4 shards, all in
+/// the one database still: their chats, keys, and the tokens they spent together.
+async fn a_turn_for_every_shard_in_one_database(env: &TestEnv) -> (Vec<i64>, Vec<String>, i64) {
     let chats = chats_on_every_shard(1);
     for (update, chat) in chats.iter().enumerate() {
         env.llm.reply(&format!("answer {chat}"));
@@ -308,7 +304,18 @@ async fn a_deployment_with_data_moves_to_its_shards_by_itself() {
     }
     let total = TOKENS_PER_TURN * chats.len() as i64;
     let keys: Vec<String> = chats.iter().map(|chat| format!("telegram:{chat}")).collect();
-    wait_for("one database's list and spend", Duration::from_secs(30), || listed_with(&env, &keys, total)).await;
+    wait_for("one database's list and spend", Duration::from_secs(30), || listed_with(env, &keys, total)).await;
+    (chats, keys, total)
+}
+
+/// A deployment with data that turns shards on moves to them by itself: the
+/// minute's cron moves every conversation's rows out of the shared database
+/// to its shard, a second pass changes nothing, the spend and the list add up
+/// as before, and a conversation goes on where it was, answered once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deployment_with_data_moves_to_its_shards_by_itself() {
+    let mut env = TestEnv::start().await;
+    let (chats, keys, total) = a_turn_for_every_shard_in_one_database(&env).await;
 
     env.restart_with(&[("D1_SHARDS", "4")]).await;
     env.cron_every_minute().await;
@@ -403,15 +410,7 @@ fn sums(results: &[Value]) -> std::collections::BTreeMap<String, [i64; 3]> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_move_stopped_between_its_copy_and_its_delete_adds_nothing_twice() {
     let mut env = TestEnv::start().await;
-    let chats = chats_on_every_shard(1);
-    for (update, chat) in chats.iter().enumerate() {
-        env.llm.reply(&format!("answer {chat}"));
-        assert_eq!(env.telegram_update(&dm_update(update as i64 + 1, *chat, "hello")).await.status(), 200);
-        env.wait_for_sent(update + 1).await;
-    }
-    let total = TOKENS_PER_TURN * chats.len() as i64;
-    let keys: Vec<String> = chats.iter().map(|chat| format!("telegram:{chat}")).collect();
-    wait_for("one database's list and spend", Duration::from_secs(30), || listed_with(&env, &keys, total)).await;
+    let (chats, keys, total) = a_turn_for_every_shard_in_one_database(&env).await;
     // A worker's usage (a turn has none) is moved too.
     let usage = format!(
         "INSERT INTO usage (conversation_key, process, input_tokens, output_tokens, calls) \
