@@ -45,6 +45,6 @@ pub fn save(sql: &Sql, state: &ChannelState, saved: &mut Checkpoint) -> Result<(
     if saved.legacy() {
         sql.exec("DELETE FROM slots WHERE name <> ?", vec![ROW.into()])?;
     }
-    *saved = pending.saved();
+    pending.saved(saved);
     Ok(())
 }

@@ -58,19 +58,14 @@ impl Checkpoint {
     }
 
     /// The one row's body after `state`'s moved slots, or `None` when
-    /// nothing moved. Nothing is recorded until [`Checkpoint::saved`].
+    /// nothing moved. Nothing is recorded until [`Pending::saved`].
     pub fn next(&self, state: &ChannelState) -> Result<Option<Pending>, serde_json::Error> {
         let moved = state.changed_slots(&self.versions)?;
         if moved.is_empty() {
             return Ok(None);
         }
-        let mut next = self.clone();
-        for (name, version, form) in moved {
-            next.record(name, version, form);
-        }
-        let body = next.body();
-        next.legacy = false;
-        Ok(Some(Pending { body, next }))
+        let body = self.body(&moved);
+        Ok(Some(Pending { body, moved }))
     }
 
     /// Whether storage still holds an old object's one-row-per-slot rows.
@@ -83,27 +78,39 @@ impl Checkpoint {
         self.forms.insert(name.to_string(), form);
     }
 
-    /// `{"<slot>":[<version>,<form>],...}`, from forms that are JSON already.
-    fn body(&self) -> String {
-        let slots = self.forms.iter().map(|(name, form)| {
-            let version = self.versions.get(name).copied().unwrap_or_default();
-            format!("{}:[{version},{form}]", serde_json::Value::from(name.as_str()))
-        });
-        format!("{{{}}}", slots.collect::<Vec<_>>().join(","))
+    /// `{"<slot>":[<version>,<form>],...}`, from forms that are JSON already:
+    /// the kept ones, each replaced by its `moved` one where it moved.
+    fn body(&self, moved: &[(&'static str, u64, String)]) -> String {
+        let kept = self.forms.iter().filter(|(name, _)| !moved.iter().any(|(slot, ..)| slot == name));
+        let kept = kept.map(|(name, form)| (name.as_str(), self.versions.get(name).copied().unwrap_or_default(), form));
+        let slots = kept.chain(moved.iter().map(|(name, version, form)| (*name, *version, form)));
+        let mut body = String::from("{");
+        for (name, version, form) in slots {
+            if body.len() > 1 {
+                body.push(',');
+            }
+            body.push_str(&format!("{}:[{version},{form}]", serde_json::Value::from(name)));
+        }
+        body.push('}');
+        body
     }
 }
 
-/// A checkpoint to write: its row's body, and what storage holds once it is written.
+/// A checkpoint to write: its row's body, and the slots that moved.
 #[derive(Debug)]
 pub struct Pending {
     pub body: String,
-    next: Checkpoint,
+    moved: Vec<(&'static str, u64, String)>,
 }
 
 impl Pending {
-    /// What storage holds now that the row is written (and any old rows deleted).
-    pub fn saved(self) -> Checkpoint {
-        self.next
+    /// Records in `checkpoint` what storage holds now that the row is written
+    /// (and any old rows deleted).
+    pub fn saved(self, checkpoint: &mut Checkpoint) {
+        for (name, version, form) in self.moved {
+            checkpoint.record(name, version, form);
+        }
+        checkpoint.legacy = false;
     }
 }
 
@@ -130,14 +137,17 @@ mod tests {
         let body = pending.body.clone();
         let (restored, checkpoint) = Checkpoint::restore([(ROW, 0, body.as_str())]);
         assert_eq!(restored, state);
-        assert_eq!(checkpoint, pending.saved(), "storage holds what was written");
+        let mut saved = Checkpoint::default();
+        pending.saved(&mut saved);
+        assert_eq!(checkpoint, saved, "storage holds what was written");
         assert!(checkpoint.next(&restored).unwrap().is_none(), "nothing moved since");
     }
 
     #[test]
     fn only_a_moved_state_writes_and_the_row_keeps_the_slots_that_did_not_move() {
         let state = state_with("one");
-        let saved = Checkpoint::default().next(&state).unwrap().unwrap().saved();
+        let mut saved = Checkpoint::default();
+        Checkpoint::default().next(&state).unwrap().unwrap().saved(&mut saved);
         assert!(saved.next(&state).unwrap().is_none());
         let mut moved = state.clone();
         held(&mut moved, "2", "two");
@@ -162,7 +172,9 @@ mod tests {
         let pending = checkpoint.next(&moved).unwrap().unwrap();
         let (again, _) = Checkpoint::restore([(ROW, 0, pending.body.as_str())]);
         assert_eq!(again, moved);
-        assert!(!pending.saved().legacy(), "written as one row");
+        let mut saved = checkpoint;
+        pending.saved(&mut saved);
+        assert!(!saved.legacy(), "written as one row");
     }
 
     #[test]
