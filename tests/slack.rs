@@ -118,7 +118,12 @@ async fn a_reply_in_a_thread_lands_in_that_thread_and_the_message_gets_eyes() {
     })
     .await;
     assert_eq!(cleared[0]["name"], "eyes");
-    let history = env.admin("/api/channels/slack:T1:C7:1795000000.000100/messages").await;
+    // The answer's history row is stored after its send: wait for it.
+    let history = wait_for("the message and the answer in the thread's history", Duration::from_secs(10), || async {
+        let history = env.admin("/api/channels/slack:T1:C7:1795000000.000100/messages").await;
+        (history.as_array().map(Vec::len) >= Some(2)).then_some(history)
+    })
+    .await;
     assert_eq!(history.as_array().unwrap().len(), 2, "the thread is its own conversation");
 }
 
