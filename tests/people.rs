@@ -59,16 +59,18 @@ fn tool_results(request: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The person a platform id belongs to, from the People API.
+/// The person a platform id belongs to, from the People API. A turn stores its
+/// people in the commit after its send, so a person just written to is waited for.
 async fn person_with(env: &TestEnv, platform_key: &str) -> Value {
-    let people = env.admin("/api/people").await;
-    people
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|person| person["platform_ids"].as_array().unwrap().iter().any(|id| id["platform_key"] == platform_key))
-        .cloned()
-        .unwrap_or_else(|| panic!("nobody has {platform_key}: {people}"))
+    wait_for(&format!("a person with {platform_key}"), Duration::from_secs(20), || async {
+        let people = env.admin("/api/people").await;
+        people.as_array().unwrap().iter().find(|person| has_id(person, platform_key)).cloned()
+    })
+    .await
+}
+
+fn has_id(person: &Value, platform_key: &str) -> bool {
+    person["platform_ids"].as_array().unwrap().iter().any(|id| id["platform_key"] == platform_key)
 }
 
 fn note_texts(person: &Value) -> Vec<String> {
