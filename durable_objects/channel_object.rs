@@ -14,6 +14,7 @@ mod drafts;
 mod envelopes;
 mod external_post;
 mod heard;
+mod held;
 mod history;
 mod history_upkeep;
 mod inbox;

@@ -5,6 +5,7 @@ pub mod actions;
 pub mod checkpoint;
 pub mod counts;
 pub mod engagement;
+pub mod held;
 pub mod history_mirror;
 pub mod loop_guard;
 pub mod participants;

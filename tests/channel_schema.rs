@@ -1,14 +1,16 @@
 //! A channel object made before its tables changed upgrades itself when it
 //! next wakes (durable_objects/channel_object/schema.rs): `inbox`, `history`
-//! and `envelopes` made with AUTOINCREMENT are copied once into their plain
-//! rowid shape, rows and numbers kept, and its counts, kept then in the
-//! one-row `stats` table, go on from there. The old object is made by
-//! rewriting a current one's SQLite file (the Worker stopped) into the old
-//! schema, with the rows it holds.
+//! and `envelopes` made with AUTOINCREMENT (and history with its `UNIQUE` id
+//! and `mirrored` flags) are copied once into their current shape, rows and
+//! numbers kept; its counts, kept then in the one-row `stats` table, go on
+//! from there; a history row D1 never got still goes, and the spend held in
+//! the old `unsent_spend` table moves into the held row and counts once. The
+//! old object is made by rewriting a current one's SQLite file (the Worker
+//! stopped) into the old schema, with the rows it holds.
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::harness::worker::{channel_object_file as object_file, sqlite};
 use crate::harness::{dm_update, wait_for, TestEnv};
@@ -17,8 +19,10 @@ const CHAT: i64 = 7301;
 
 /// The object's tables put back as they were made before schema.rs (commits
 /// cb7dac0 and 7109f49): AUTOINCREMENT, the inbox without its count columns,
-/// and the counts in `stats` (the latest counted inbox row's); a turn logs
-/// no envelope, so one is planted.
+/// the counts in `stats` (the latest counted inbox row's), history flagged
+/// `mirrored` (one row D1 never got is planted) and the spend held in
+/// `unsent_spend` (one step's, numbered 57, is planted); a turn logs no
+/// envelope, so one is planted.
 const OLD_SCHEMA: &str = "BEGIN; \
      INSERT OR REPLACE INTO stats (id, conversation_key, title, messages, engaged, observed, last_activity) \
      SELECT 1, conversation_key, title, messages, engaged, observed, last_activity FROM inbox \
@@ -33,7 +37,17 @@ const OLD_SCHEMA: &str = "BEGIN; \
      conversation_key TEXT NOT NULL, role TEXT NOT NULL, author_id TEXT NOT NULL, author_name TEXT NOT NULL, \
      content TEXT NOT NULL, platform_message_id TEXT, created_at INTEGER NOT NULL, \
      compacted INTEGER NOT NULL DEFAULT 0, mirrored INTEGER NOT NULL DEFAULT 0); \
-     INSERT INTO history_old SELECT * FROM history; DROP TABLE history; ALTER TABLE history_old RENAME TO history; \
+     INSERT INTO history_old SELECT seq, id, conversation_key, role, author_id, author_name, content, \
+     platform_message_id, created_at, compacted, 1 FROM history; \
+     INSERT INTO history_old (id, conversation_key, role, author_id, author_name, content, created_at, mirrored) \
+     VALUES ('telegram:7301:in:planted', 'telegram:7301', 'user', '7301', 'Ada', 'a line D1 never got', 1, 0); \
+     DROP TABLE history; ALTER TABLE history_old RENAME TO history; \
+     DELETE FROM held; \
+     CREATE TABLE unsent_spend (seq INTEGER PRIMARY KEY AUTOINCREMENT, conversation_key TEXT NOT NULL, \
+     day TEXT NOT NULL, person_key TEXT, person_name TEXT, input_tokens INTEGER NOT NULL, \
+     output_tokens INTEGER NOT NULL, micro_usd INTEGER NOT NULL); \
+     INSERT INTO unsent_spend VALUES (57, 'telegram:7301', strftime('%Y-%m-%d', 'now'), 'telegram:7301', 'Ada', \
+     1000, 500, 12345); \
      CREATE TABLE envelopes_old (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, \
      kind TEXT NOT NULL, body TEXT NOT NULL); \
      INSERT INTO envelopes_old SELECT * FROM envelopes; \
@@ -44,10 +58,22 @@ const OLD_SCHEMA: &str = "BEGIN; \
 /// Each table's rows as `seq` and the row's own id, in order.
 const ROWS: &str = "SELECT 'inbox' AS t, seq, delivery_id AS id FROM inbox UNION ALL \
      SELECT 'history', seq, id FROM history UNION ALL SELECT 'envelopes', seq, id FROM envelopes ORDER BY 1, 2";
-/// How many of the three tables are still made with AUTOINCREMENT, and whether the inbox has its count columns.
+/// How many of the three tables are still in an old shape, whether the inbox
+/// has its count columns, whether `unsent_spend` is there, and the number the
+/// held row hands out next.
 const SHAPE: &str = "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' \
-     AND name IN ('inbox', 'history', 'envelopes') AND sql LIKE '%AUTOINCREMENT%') AS old_tables, \
-     (SELECT count(*) FROM pragma_table_info('inbox') WHERE name = 'messages') AS counted";
+     AND name IN ('inbox', 'history', 'envelopes') AND (sql LIKE '%AUTOINCREMENT%' \
+     OR (name = 'history' AND sql LIKE '%UNIQUE%'))) AS old_tables, \
+     (SELECT count(*) FROM pragma_table_info('inbox') WHERE name = 'messages') AS counted, \
+     (SELECT count(*) FROM sqlite_master WHERE name = 'unsent_spend') AS old_spend, \
+     (SELECT json_extract(body, '$.next_seq') FROM held) AS next_seq";
+/// The person's tokens today in the spend report (D1's figures).
+async fn tokens_spent(env: &TestEnv) -> i64 {
+    let report = env.admin("/api/spend").await;
+    let people = report["people"].as_array().cloned().unwrap_or_default();
+    let row = people.iter().find(|row| row["subject"] == format!("telegram:{CHAT}"));
+    row.and_then(|row| row["tokens"].as_i64()).unwrap_or_default()
+}
 
 fn message_count(listed: &Value, conversation_key: &str) -> Option<i64> {
     listed.as_array()?.iter().find(|row| row["conversation_key"] == conversation_key)?["message_count"].as_i64()
@@ -62,6 +88,8 @@ async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
     env.wait_for_sent(1).await;
     env.settle().await;
 
+    let first_turn = tokens_spent(&env).await;
+    assert!(first_turn > 0, "the first turn's spend is in D1");
     let (old_rows, old_shape) = env
         .while_stopped(|state_dir| {
             let file = object_file(state_dir, &key);
@@ -71,6 +99,7 @@ async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
         .await;
     assert_eq!(old_shape[0]["old_tables"], 3, "the old schema: {old_shape:?}");
     assert_eq!(old_shape[0]["counted"], 0, "{old_shape:?}");
+    assert_eq!((&old_shape[0]["old_spend"], &old_shape[0]["next_seq"]), (&json!(1), &Value::Null), "{old_shape:?}");
     for table in ["inbox", "history", "envelopes"] {
         assert!(old_rows.iter().any(|row| row["t"] == table), "a row in the old {table}: {old_rows:?}");
     }
@@ -88,6 +117,20 @@ async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
     let requests = env.llm.requests();
     let last = requests.last().unwrap().to_string();
     assert!(last.contains("the first answer"), "the old history reached the turn: {last}");
+    assert!(last.contains("a line D1 never got"), "the planted row reached the turn: {last}");
+    // The second turn's commit took the old held step (1,500 tokens) with
+    // its own, each counted once; the planted row went to D1 too.
+    let tokens = wait_for("the second turn's spend in D1", Duration::from_secs(30), || async {
+        let tokens = tokens_spent(&env).await;
+        (tokens != first_turn).then_some(tokens)
+    })
+    .await;
+    env.settle().await;
+    assert_eq!(tokens_spent(&env).await, first_turn * 2 + 1500, "the old step and the new one, once each ({tokens})");
+    let history = env.admin(&format!("/api/channels/{key}/messages")).await;
+    let ids: Vec<&str> = history.as_array().unwrap().iter().filter_map(|row| row["id"].as_str()).collect();
+    assert_eq!(ids.len(), 5, "two turns and the planted row: {ids:?}");
+    assert!(ids.contains(&"telegram:7301:in:planted"), "{ids:?}");
 
     let (rows, shape) = env
         .while_stopped(|state_dir| {
@@ -95,8 +138,10 @@ async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
             (sqlite(&file, ROWS), sqlite(&file, SHAPE))
         })
         .await;
-    assert_eq!(shape[0]["old_tables"], 0, "every table in its plain rowid shape: {shape:?}");
+    assert_eq!(shape[0]["old_tables"], 0, "every table in its current shape: {shape:?}");
     assert_eq!(shape[0]["counted"], 1, "the inbox has its count columns: {shape:?}");
+    assert_eq!(shape[0]["old_spend"], 0, "the old spend table is gone: {shape:?}");
+    assert_eq!(shape[0]["next_seq"], 59, "numbers go on above the old 57 (58 was the second turn's): {shape:?}");
     for row in &old_rows {
         assert!(rows.contains(row), "{row} kept, its number too: {rows:?}");
     }

@@ -2,22 +2,23 @@
 //! the turns wrote for D1 goes in one batch (one round trip, one
 //! transaction): the history rows, the spend the turns held, the sightings of
 //! their people (only when new, renamed or an hour old), the outbox's unsent
-//! count when it moved (pending.rs) and the conversation index row. Until the batch lands, all of it waits in the object's SQLite
-//! (history rows `mirrored = 0`, `unsent_spend`, `sightings` with
+//! count when it moved (pending.rs) and the conversation index row. Until the
+//! batch lands, all of it waits in the object's SQLite (history rows stamped
+//! above the held row's mark, the held row's spend, `sightings` with
 //! `pending = 1`); a failed commit is sent again by the next alarm (30 s out
 //! if none is set). The rules are `crate::channel::history_mirror::plan_commit`.
 //!
-//! Spend counts once: each held step has a sequence number (`unsent_spend`'s
-//! AUTOINCREMENT, never reused), the spend statement adds only rows above the
-//! index row's `flush_seq`, and the index row's statement, last in the batch,
-//! raises `flush_seq` to the highest number sent. A crash after D1 committed
-//! and before the object forgot the rows sends them again, and D1 skips them.
+//! Spend counts once: each held step has a sequence number (the held row's,
+//! never reused), the spend statement adds only rows above the index row's
+//! `flush_seq`, and the index row's statement, last in the batch, raises
+//! `flush_seq` to the highest number sent. A crash after D1 committed and
+//! before the object forgot the rows sends them again, and D1 skips them.
 
 use serde::Deserialize;
 use worker::{D1Database, Result, SqlStorageValue};
 
-use super::{history as history_store, stats, ChannelObject};
-use crate::budget::rules::{day_of, unsent_rows, Person, Spend, Unsent};
+use super::{held, history as history_store, stats, ChannelObject};
+use crate::budget::rules::{day_of, unsent_rows, Spend, Unsent};
 use crate::budget::usage::Spender;
 use crate::channel::history_mirror::{kept_rows, plan_commit};
 use crate::conversations::store::{self as index, Conversation};
@@ -30,16 +31,6 @@ use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
 
 pub const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS unsent_spend (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_key TEXT NOT NULL,
-    day TEXT NOT NULL,
-    person_key TEXT,
-    person_name TEXT,
-    input_tokens INTEGER NOT NULL,
-    output_tokens INTEGER NOT NULL,
-    micro_usd INTEGER NOT NULL
-);
 CREATE TABLE IF NOT EXISTS sightings (
     platform_key TEXT PRIMARY KEY,
     name TEXT NOT NULL,
@@ -53,36 +44,7 @@ CREATE TABLE IF NOT EXISTS sightings (
 /// much later if nothing else wakes it sooner.
 const COMMIT_RETRY_MS: i64 = 30_000;
 /// Held spend steps one commit sends at most (a longer backlog goes over several).
-const SPEND_ROWS_PER_COMMIT: i64 = 100;
-
-/// One held step's spend.
-#[derive(Deserialize)]
-struct UnsentSpend {
-    seq: i64,
-    conversation_key: String,
-    day: String,
-    person_key: Option<String>,
-    person_name: Option<String>,
-    input_tokens: i64,
-    output_tokens: i64,
-    micro_usd: i64,
-}
-
-impl UnsentSpend {
-    fn spend(&self) -> Spend {
-        let amount = |value: i64| value.max(0) as u64;
-        Spend {
-            input_tokens: amount(self.input_tokens),
-            output_tokens: amount(self.output_tokens),
-            micro_usd: amount(self.micro_usd),
-        }
-    }
-
-    fn person(&self) -> Option<Person> {
-        let key = self.person_key.clone()?;
-        Some(Person { key, name: self.person_name.clone().unwrap_or_default() })
-    }
-}
+const SPEND_ROWS_PER_COMMIT: usize = 100;
 
 /// A sighting to send.
 #[derive(Deserialize)]
@@ -95,40 +57,14 @@ struct Sighting {
 
 /// Holds a channel step's spend for the commit (nothing for a step that spent nothing).
 pub(super) fn hold_spend(sql: &Sql, spender: &Spender, spend: Spend, now: i64) -> Result<()> {
-    if spend == Spend::default() {
-        return Ok(());
-    }
     let person = spender.person.as_ref();
-    let amount = |value: u64| SqlStorageValue::from(value.min(i64::MAX as u64) as i64);
-    sql.exec(
-        "INSERT INTO unsent_spend (conversation_key, day, person_key, person_name, input_tokens, output_tokens, \
-         micro_usd) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        vec![
-            spender.conversation_key.as_str().into(),
-            day_of(now).into(),
-            person.map(|person| person.key.clone()).into(),
-            person.map(|person| person.name.clone()).into(),
-            amount(spend.input_tokens),
-            amount(spend.output_tokens),
-            amount(spend.micro_usd),
-        ],
-    )?;
-    Ok(())
+    held::update(sql, |held| held.hold(&spender.conversation_key, &day_of(now), person, spend))
 }
 
 /// Today's spend the object holds unsent, and what of it `spender`'s person spent.
 pub(super) fn unsent(sql: &Sql, spender: &Spender, now: i64) -> Result<Unsent> {
-    let rows: Vec<UnsentSpend> =
-        sql.exec("SELECT * FROM unsent_spend WHERE day = ?", vec![day_of(now).into()])?.to_array()?;
     let person = spender.person.as_ref().map(|person| person.key.as_str());
-    let mut unsent = Unsent::default();
-    for row in &rows {
-        unsent.all.add(row.spend());
-        if person.is_some() && row.person_key.as_deref() == person {
-            unsent.person.add(row.spend());
-        }
-    }
-    Ok(unsent)
+    Ok(held::load(sql)?.unsent(&day_of(now), person))
 }
 
 /// Notes the turn's people for the commit: a sighting waits for those the
@@ -173,33 +109,27 @@ pub(super) async fn commit(object: &ChannelObject) -> Result<()> {
 
 /// Whether anything waits for a commit.
 fn has_unsent(sql: &Sql) -> Result<bool> {
-    let rows: Vec<serde_json::Value> = sql
-        .exec(
-            "SELECT 1 AS found WHERE EXISTS (SELECT 1 FROM unsent_spend) \
-             OR EXISTS (SELECT 1 FROM sightings WHERE pending = 1)",
-            None,
-        )?
-        .to_array()?;
-    Ok(!rows.is_empty() || history_store::has_pending(sql)?)
+    let rows: Vec<serde_json::Value> =
+        sql.exec("SELECT 1 AS found FROM sightings WHERE pending = 1 LIMIT 1", None)?.to_array()?;
+    Ok(!rows.is_empty() || held::load(sql)?.has_spend() || history_store::has_pending(sql)?)
 }
 
 async fn send(object: &ChannelObject, sql: &Sql) -> Result<()> {
     let history = history_store::unmirrored(sql)?;
-    let spend: Vec<UnsentSpend> = sql
-        .exec("SELECT * FROM unsent_spend ORDER BY seq LIMIT ?", vec![SqlStorageValue::from(SPEND_ROWS_PER_COMMIT)])?
-        .to_array()?;
+    let kept = held::load(sql)?;
+    let spend = kept.to_send(SPEND_ROWS_PER_COMMIT);
     let sightings: Vec<Sighting> = sql.exec("SELECT * FROM sightings WHERE pending = 1", None)?.to_array()?;
     let row = stats::read(sql)?;
     let moved = row.is_some() && *object.index_written.borrow() != row;
     let key = row.as_ref().map(|row| row.conversation_key.clone());
     let key = key.or_else(|| spend.first().map(|held| held.conversation_key.clone()));
-    let key = key.or_else(|| history.first().map(|message| message.conversation_key.clone()));
+    let key = key.or_else(|| history.rows.first().map(|message| message.conversation_key.clone()));
     // The outbox's count needs the conversation's key (none before its first inbound or spend).
     let outbox = match &key {
         Some(_) => super::pending::moved(sql, object.reported_unsent.get())?,
         None => None,
     };
-    let Some(plan) = plan_commit(history.len(), spend.len(), sightings.len(), outbox.is_some(), moved) else {
+    let Some(plan) = plan_commit(history.rows.len(), spend.len(), sightings.len(), outbox.is_some(), moved) else {
         return Ok(());
     };
     let now = now_ms();
@@ -213,14 +143,12 @@ async fn send(object: &ChannelObject, sql: &Sql) -> Result<()> {
     if !crate::runtime::d1::unsharded(&object.env) && !statements.is_empty() {
         crate::runtime::d1::batch(&shared, std::mem::take(&mut statements)).await?;
     }
-    statements.extend(history_store::mirror_statements(&database, &history)?);
+    statements.extend(history_store::mirror_statements(&database, &history.rows)?);
     let flush_seq = spend.last().map(|held| held.seq);
     if let Some(first) = spend.first() {
         let rows: Vec<serde_json::Value> = spend
             .iter()
-            .flat_map(|held| {
-                unsent_rows(held.seq, &held.day, &held.conversation_key, held.person().as_ref(), held.spend())
-            })
+            .flat_map(|held| unsent_rows(held.seq, &held.day, &held.conversation_key, held.person.as_ref(), held.spend))
             .collect();
         let rows = serde_json::to_string(&rows)?;
         statements.push(crate::budget::usage::unsent_statement(&database, &first.conversation_key, &rows)?);
@@ -236,11 +164,10 @@ async fn send(object: &ChannelObject, sql: &Sql) -> Result<()> {
         statements.push(index::upsert_statement(&database, index_row, now, flush_seq)?);
     }
     crate::runtime::d1::batch(&database, statements).await?;
-    // D1 has it all: the object forgets what it held.
-    history_store::mark_mirrored(sql, &history, kept_rows(object.config.history_limit))?;
-    if let Some(seq) = flush_seq {
-        sql.exec("DELETE FROM unsent_spend WHERE seq <= ?", vec![SqlStorageValue::from(seq)])?;
-    }
+    // D1 has it all: the object forgets what it held, in one row written
+    // (read again: a step may have held spend meanwhile).
+    held::update(sql, |held| held.sent(flush_seq, history.through))?;
+    history_store::forget_mirrored(sql, kept_rows(object.config.history_limit))?;
     for sighting in &sightings {
         sql.exec(
             "UPDATE sightings SET pending = 0 WHERE platform_key = ? AND seen_at = ? AND name = ?",

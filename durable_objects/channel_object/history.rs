@@ -1,19 +1,22 @@
 //! The conversation's history as its turns read it, in the object's SQLite:
 //! the newest rows and the compaction summaries, and the memory bulletin for a
-//! while. New rows land here first (`mirrored = 0`) and go to D1 with the
-//! alarm's one commit after its turns (commit.rs; [`mirror`] alone before a
-//! compaction and for the admin API); they are marked mirrored only once D1
-//! took them, so a failed mirror is sent again later and nothing is lost. A
-//! turn never waits on D1 for its history; the rules are in
+//! while. New rows land here first and go to D1 with the alarm's one commit
+//! after its turns (commit.rs; [`mirror`] alone before a compaction and for
+//! the admin API). Every write D1 must see (an insert, a flag, an edit)
+//! stamps the row with a change number above every other; a row is in D1
+//! once its stamp is at or under the held row's mark (held.rs), moved only
+//! once D1 took it, so a failed mirror is sent again later and nothing is
+//! lost. A turn never waits on D1 for its history; the rules are in
 //! `crate::channel::history_mirror`.
 //!
-//! The table holds about `kept_rows` rows and has no index but its id: its
-//! reads scan a few hundred rows, while each index would add a row written per
-//! row stored, billed a thousand times a row read.
+//! The table holds about `kept_rows` rows and has no index at all (`id` is
+//! checked by a scan): its reads scan a few hundred rows, while each index
+//! would add a row written per row stored, billed a thousand times a row read.
 
 use serde::Deserialize;
 use worker::{D1Database, Result, SqlStorageValue};
 
+use super::held::{self, MIRRORED_THROUGH};
 use crate::channel::history_mirror::{
     bulletin_is_fresh, chunk_rows, earlier, MIRROR_BYTES_PER_STATEMENT, MIRROR_ROWS_PER_FLUSH,
 };
@@ -25,7 +28,7 @@ use crate::runtime::log::Emit;
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS history (
     seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
+    id TEXT NOT NULL,
     conversation_key TEXT NOT NULL,
     role TEXT NOT NULL,
     author_id TEXT NOT NULL,
@@ -34,7 +37,7 @@ CREATE TABLE IF NOT EXISTS history (
     platform_message_id TEXT,
     created_at INTEGER NOT NULL,
     compacted INTEGER NOT NULL DEFAULT 0,
-    mirrored INTEGER NOT NULL DEFAULT 0
+    changed INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS history_summaries (
     id TEXT PRIMARY KEY,
@@ -47,6 +50,20 @@ CREATE TABLE IF NOT EXISTS history_meta (
     at INTEGER NOT NULL
 );
 ";
+
+/// An object made before the change stamps marked each row `mirrored`: its
+/// rows D1 lacked take their `seq` as stamp (the mark starts at 0), and
+/// schema.rs then copies the table into its current shape.
+pub const PROBE: &str = "SELECT changed FROM history LIMIT 0";
+pub const UPGRADE: &str = "ALTER TABLE history ADD COLUMN changed INTEGER NOT NULL DEFAULT 0; \
+     UPDATE history SET changed = seq WHERE mirrored = 0";
+
+/// Above every stamp a row holds and the mark: `+ 1` stamps a new row, `+ seq`
+/// each row an update changes (distinct, so a flush cut by its limit never
+/// leaves half of one stamp behind).
+fn stamp_base() -> String {
+    format!("(SELECT max(coalesce(max(changed), 0), {MIRRORED_THROUGH}) FROM history)")
+}
 
 /// The prompt's history: summaries (oldest first) and the live rows before the turn's own.
 pub struct Loaded {
@@ -92,10 +109,15 @@ pub async fn take_over(sql: &Sql, db: &D1Database, conversation_key: &str, keep:
 
 fn insert(sql: &Sql, message: &StoredMessage, mirrored: bool) -> Result<()> {
     let role = serde_json::to_value(message.role)?.as_str().unwrap_or("user").to_string();
+    // A row D1 gave (the takeover) is stamped 0: in D1 already.
     sql.exec(
-        "INSERT INTO history (id, conversation_key, role, author_id, author_name, content, \
-         platform_message_id, created_at, compacted, mirrored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (id) DO NOTHING",
+        &format!(
+            "INSERT INTO history (id, conversation_key, role, author_id, author_name, content, \
+             platform_message_id, created_at, compacted, changed) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, CASE ?10 WHEN 1 THEN 0 ELSE {} + 1 END \
+             WHERE NOT EXISTS (SELECT 1 FROM history WHERE id = ?1)",
+            stamp_base()
+        ),
         vec![
             message.id.as_str().into(),
             message.conversation_key.as_str().into(),
@@ -176,7 +198,10 @@ pub async fn bulletin(sql: &Sql, db: &D1Database, now: i64, cache_ms: i64) -> Re
 pub fn drop_oldest(sql: &Sql, ids: &[String]) -> Result<()> {
     for id in ids {
         sql.exec(
-            "UPDATE history SET compacted = 2, mirrored = 0 WHERE id = ? AND compacted = 0",
+            &format!(
+                "UPDATE history SET compacted = 2, changed = {} + seq WHERE id = ? AND compacted = 0",
+                stamp_base()
+            ),
             vec![id.as_str().into()],
         )?;
     }
@@ -190,8 +215,11 @@ pub fn edit(sql: &Sql, message_id: &str, author_id: Option<&str>, text: &str) ->
         return Ok(0);
     }
     let changed = sql.exec(
-        "UPDATE history SET content = ?, mirrored = 0 WHERE platform_message_id = ? AND role = 'user' \
-         AND (? IS NULL OR author_id = ?) AND content != ? RETURNING id",
+        &format!(
+            "UPDATE history SET content = ?, changed = {} + seq WHERE platform_message_id = ? AND role = 'user' \
+             AND (? IS NULL OR author_id = ?) AND content != ? RETURNING id",
+            stamp_base()
+        ),
         vec![
             text.into(),
             message_id.into(),
@@ -210,8 +238,11 @@ pub fn delete(sql: &Sql, message_id: &str) -> Result<usize> {
         return Ok(0);
     }
     let changed = sql.exec(
-        "UPDATE history SET content = '', compacted = 3, mirrored = 0 \
-         WHERE platform_message_id = ? AND compacted != 3 RETURNING id",
+        &format!(
+            "UPDATE history SET content = '', compacted = 3, changed = {} + seq \
+             WHERE platform_message_id = ? AND compacted != 3 RETURNING id",
+            stamp_base()
+        ),
         vec![message_id.into()],
     )?;
     Ok(changed.to_array::<serde_json::Value>()?.len())
@@ -268,18 +299,32 @@ pub async fn compacted(sql: &Sql, db: &D1Database, conversation_key: &str, cover
 
 /// Whether rows wait to be mirrored.
 pub fn has_pending(sql: &Sql) -> Result<bool> {
-    let rows: Vec<serde_json::Value> =
-        sql.exec("SELECT 1 AS found FROM history WHERE mirrored = 0 LIMIT 1", None)?.to_array()?;
+    let rows: Vec<serde_json::Value> = sql
+        .exec(&format!("SELECT 1 AS found FROM history WHERE changed > {MIRRORED_THROUGH} LIMIT 1"), None)?
+        .to_array()?;
     Ok(!rows.is_empty())
 }
 
-/// The rows D1 does not have yet (at most a flush's worth), oldest first.
-pub fn unmirrored(sql: &Sql) -> Result<Vec<StoredMessage>> {
-    sql.exec(
-        "SELECT * FROM history WHERE mirrored = 0 ORDER BY seq LIMIT ?",
-        vec![SqlStorageValue::from(MIRROR_ROWS_PER_FLUSH as i64)],
-    )?
-    .to_array()
+/// Rows D1 does not have yet, and the highest stamp among them.
+pub struct Unmirrored {
+    pub rows: Vec<StoredMessage>,
+    /// What the mark moves to once D1 took `rows`.
+    pub through: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct Through {
+    through: Option<i64>,
+}
+
+/// The rows D1 does not have yet (at most a flush's worth), lowest stamp first.
+pub fn unmirrored(sql: &Sql) -> Result<Unmirrored> {
+    let limit = || vec![SqlStorageValue::from(MIRROR_ROWS_PER_FLUSH as i64)];
+    let pending = format!("SELECT * FROM history WHERE changed > {MIRRORED_THROUGH} ORDER BY changed LIMIT ?");
+    let rows = sql.exec(&pending, limit())?.to_array()?;
+    let through: Vec<Through> =
+        sql.exec(&format!("SELECT max(changed) AS through FROM ({pending})"), limit())?.to_array()?;
+    Ok(Unmirrored { rows, through: through.first().and_then(|row| row.through) })
 }
 
 /// The statements that send `pending` rows to D1 (for one batch).
@@ -288,36 +333,30 @@ pub fn mirror_statements(db: &D1Database, pending: &[StoredMessage]) -> Result<V
     history::mirror_statements(db, chunk_rows(&rows, MIRROR_BYTES_PER_STATEMENT))
 }
 
-/// Once D1 took `pending`, marks them mirrored and forgets what the prompt
-/// no longer needs (beyond `keep` rows, or compacted).
-pub fn mark_mirrored(sql: &Sql, pending: &[StoredMessage], keep: usize) -> Result<()> {
-    if pending.is_empty() {
-        return Ok(());
-    }
-    for row in pending {
-        // A row flagged again while D1 was written goes again with its new flag.
-        sql.exec(
-            "UPDATE history SET mirrored = 1 WHERE id = ? AND compacted = ? AND content = ?",
-            vec![row.id.as_str().into(), SqlStorageValue::from(row.compacted), row.content.as_str().into()],
-        )?;
-    }
+/// Once D1 took rows and the mark moved, forgets what the prompt no longer
+/// needs (beyond `keep` rows, or compacted) and D1 has.
+pub fn forget_mirrored(sql: &Sql, keep: usize) -> Result<()> {
     sql.exec(
-        "DELETE FROM history WHERE mirrored = 1 AND (compacted != 0 \
-         OR seq <= (SELECT seq FROM history ORDER BY seq DESC LIMIT 1 OFFSET ?))",
+        &format!(
+            "DELETE FROM history WHERE changed <= {MIRRORED_THROUGH} AND (compacted != 0 \
+             OR seq <= (SELECT seq FROM history ORDER BY seq DESC LIMIT 1 OFFSET ?))"
+        ),
         vec![SqlStorageValue::from(keep as i64)],
     )?;
     Ok(())
 }
 
 /// Sends the rows D1 does not have yet in one batch of their own (before a
-/// compaction, for the admin API's listing) and, once D1 took them, marks
-/// them mirrored. The alarm's turns send them with the rest of their commit
+/// compaction, for the admin API's listing) and, once D1 took them, moves the
+/// mark. The alarm's turns send them with the rest of their commit
 /// (commit.rs). Returns how many rows went.
 pub async fn mirror(sql: &Sql, env: &worker::Env, keep: usize) -> Result<usize> {
     let pending = unmirrored(sql)?;
-    let Some(first) = pending.first() else { return Ok(0) };
+    let Some(first) = pending.rows.first() else { return Ok(0) };
     let db = crate::runtime::d1::shard_of(env, &first.conversation_key)?;
-    crate::runtime::d1::batch(&db, mirror_statements(&db, &pending)?).await?;
-    mark_mirrored(sql, &pending, keep)?;
-    Ok(pending.len())
+    crate::runtime::d1::batch(&db, mirror_statements(&db, &pending.rows)?).await?;
+    // Read again: a step may have held spend meanwhile.
+    held::update(sql, |held| held.sent(None, pending.through))?;
+    forget_mirrored(sql, keep)?;
+    Ok(pending.rows.len())
 }

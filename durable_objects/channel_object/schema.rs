@@ -1,25 +1,35 @@
 //! The object's tables, created on start, and the upgrades of objects made
 //! before a table changed (each a no-op once done).
 
-use super::{commit, envelopes, history, inbox, notices, outbox, slots, stats};
+use super::{commit, envelopes, held, history, inbox, notices, outbox, slots, stats};
 use crate::log_line::LogLine;
 use crate::runtime::durable::Sql;
 use crate::runtime::log::Emit;
 
-/// Tables that dropped AUTOINCREMENT, with the columns an old table has:
-/// its `sqlite_sequence` update was a row written per row inserted. Their
-/// `seq` (the rowid) still grows with each row; the inbox keeps its newest
-/// row so a number is never handed out twice, the envelopes are never
-/// deleted, and history's `seq` only orders the object's own rows.
-const PLAIN_ROWID: [(&str, &str, &str); 3] = [
-    ("inbox", inbox::SCHEMA, "seq, delivery_id, event, decision, reason, received_at, status, membership"),
+/// Tables whose shape changed to write fewer rows, with the mark of an old
+/// table in its `CREATE` text and the columns to copy from it.
+/// - AUTOINCREMENT dropped (inbox, envelopes, history): its `sqlite_sequence`
+///   update was a row written per row inserted. Their `seq` (the rowid) still
+///   grows with each row; the inbox keeps its newest row so a number is never
+///   handed out twice, the envelopes are never deleted, and history's `seq`
+///   only orders the object's own rows (its change stamps say what D1 has).
+/// - history's `UNIQUE` id dropped: its index was a second row written per
+///   row stored (the id is checked by a scan of a few hundred rows).
+const RESHAPED: [(&str, &str, &str, &str); 3] = [
+    (
+        "inbox",
+        inbox::SCHEMA,
+        "AUTOINCREMENT",
+        "seq, delivery_id, event, decision, reason, received_at, status, membership",
+    ),
     (
         "history",
         history::SCHEMA,
+        "UNIQUE",
         "seq, id, conversation_key, role, author_id, author_name, content, platform_message_id, created_at, \
-         compacted, mirrored",
+         compacted, changed",
     ),
-    ("envelopes", envelopes::SCHEMA, "seq, id, kind, body"),
+    ("envelopes", envelopes::SCHEMA, "AUTOINCREMENT", "seq, id, kind, body"),
 ];
 
 /// Creates the tables and upgrades old ones.
@@ -33,6 +43,7 @@ pub(super) fn prepare(sql: &Sql) {
         history::SCHEMA,
         notices::SCHEMA,
         commit::SCHEMA,
+        held::SCHEMA,
     ];
     for schema in schemas {
         if let Err(error) = sql.exec(schema, None) {
@@ -48,28 +59,35 @@ pub(super) fn prepare(sql: &Sql) {
             let _ = sql.exec(upgrade, None);
         }
     }
-    if let Err(error) = drop_autoincrement(sql) {
-        LogLine::error("channel_schema_failed").field("upgrade", "plain rowid").reason(&error).emit();
+    if sql.exec(history::PROBE, None).is_err() {
+        let _ = sql.exec(history::UPGRADE, None);
+    }
+    if let Err(error) = reshape(sql) {
+        LogLine::error("channel_schema_failed").field("upgrade", "reshape").reason(&error).emit();
+    }
+    if let Err(error) = held::upgrade(sql) {
+        LogLine::error("channel_schema_failed").field("upgrade", "held spend").reason(&error).emit();
     }
 }
 
-/// Copies each table still made with AUTOINCREMENT (one read of the schema
-/// finds them) into its current layout, rows and numbers kept: one
-/// synchronous run of statements, so one implicit transaction.
-fn drop_autoincrement(sql: &Sql) -> worker::Result<()> {
+/// Copies each table still in an old shape (one read of the schema finds
+/// them) into its current one, rows and numbers kept: one synchronous run of
+/// statements, so one implicit transaction.
+fn reshape(sql: &Sql) -> worker::Result<()> {
     #[derive(serde::Deserialize)]
     struct Old {
         name: String,
+        sql: String,
     }
-    let old: Vec<Old> = sql
+    let tables: Vec<Old> = sql
         .exec(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('inbox', 'history', 'envelopes') \
-             AND sql LIKE '%AUTOINCREMENT%'",
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN ('inbox', 'history', 'envelopes')",
             None,
         )?
         .to_array()?;
-    for Old { name } in old {
-        let Some((table, schema, columns)) = PLAIN_ROWID.iter().find(|(table, ..)| *table == name) else { continue };
+    for Old { name, sql: made } in tables {
+        let old = RESHAPED.iter().find(|(table, _, mark, _)| *table == name && made.contains(mark));
+        let Some((table, schema, _, columns)) = old else { continue };
         let Some(create) = create_statement(schema, table) else { continue };
         let copy = format!("{table}_plain");
         let create =
