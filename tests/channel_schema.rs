@@ -1,8 +1,8 @@
 //! A channel object made before its tables changed upgrades itself when it
 //! next wakes (durable_objects/channel_object/schema.rs): `inbox`, `history`
-//! and `envelopes` made with AUTOINCREMENT (and history with its `UNIQUE` id
-//! and `mirrored` flags) are copied once into their current shape, rows and
-//! numbers kept; its counts, kept then in the one-row `stats` table, go on
+//! and `envelopes` made with AUTOINCREMENT (history with its `UNIQUE` id and
+//! `mirrored` flags), and `outbox` and `sightings` made with a rowid, are
+//! copied once into their current shape, rows and numbers kept; its counts, kept then in the one-row `stats` table, go on
 //! from there; a history row D1 never got still goes, and the spend held in
 //! the old `unsent_spend` table moves into the held row and counts once. The
 //! old object is made by rewriting a current one's SQLite file (the Worker
@@ -43,6 +43,17 @@ const OLD_SCHEMA: &str = "BEGIN; \
      VALUES ('telegram:7301:in:planted', 'telegram:7301', 'user', '7301', 'Ada', 'a line D1 never got', 1, 0); \
      DROP TABLE history; ALTER TABLE history_old RENAME TO history; \
      DELETE FROM held; \
+     CREATE TABLE outbox_old (id TEXT PRIMARY KEY, turn INTEGER NOT NULL, piece INTEGER NOT NULL, \
+     text TEXT NOT NULL, reply_to TEXT, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, \
+     platform_message_id TEXT, last_error TEXT, created_at INTEGER NOT NULL, file_id TEXT, approval_id TEXT); \
+     INSERT INTO outbox_old SELECT id, turn, piece, text, reply_to, status, attempts, platform_message_id, \
+     last_error, created_at, file_id, approval_id FROM outbox; \
+     DROP TABLE outbox; ALTER TABLE outbox_old RENAME TO outbox; \
+     CREATE INDEX outbox_by_turn ON outbox (turn, piece); \
+     CREATE TABLE sightings_old (platform_key TEXT PRIMARY KEY, name TEXT NOT NULL, is_bot INTEGER NOT NULL, \
+     seen_at INTEGER NOT NULL, pending INTEGER NOT NULL); \
+     INSERT INTO sightings_old SELECT * FROM sightings; DROP TABLE sightings; \
+     ALTER TABLE sightings_old RENAME TO sightings; \
      CREATE TABLE unsent_spend (seq INTEGER PRIMARY KEY AUTOINCREMENT, conversation_key TEXT NOT NULL, \
      day TEXT NOT NULL, person_key TEXT, person_name TEXT, input_tokens INTEGER NOT NULL, \
      output_tokens INTEGER NOT NULL, micro_usd INTEGER NOT NULL); \
@@ -57,13 +68,16 @@ const OLD_SCHEMA: &str = "BEGIN; \
 
 /// Each table's rows as `seq` and the row's own id, in order.
 const ROWS: &str = "SELECT 'inbox' AS t, seq, delivery_id AS id FROM inbox UNION ALL \
-     SELECT 'history', seq, id FROM history UNION ALL SELECT 'envelopes', seq, id FROM envelopes ORDER BY 1, 2";
+     SELECT 'history', seq, id FROM history UNION ALL SELECT 'envelopes', seq, id FROM envelopes UNION ALL \
+     SELECT 'outbox', turn, id FROM outbox UNION ALL SELECT 'sightings', seen_at, platform_key FROM sightings \
+     ORDER BY 1, 2";
 /// How many of the three tables are still in an old shape, whether the inbox
 /// has its count columns, whether `unsent_spend` is there, and the number the
 /// held row hands out next.
 const SHAPE: &str = "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' \
-     AND name IN ('inbox', 'history', 'envelopes') AND (sql LIKE '%AUTOINCREMENT%' \
-     OR (name = 'history' AND sql LIKE '%UNIQUE%'))) AS old_tables, \
+     AND ((name IN ('inbox', 'history', 'envelopes') AND sql LIKE '%AUTOINCREMENT%') \
+     OR (name = 'history' AND sql LIKE '%UNIQUE%') \
+     OR (name IN ('outbox', 'sightings') AND sql NOT LIKE '%WITHOUT ROWID%'))) AS old_tables, \
      (SELECT count(*) FROM pragma_table_info('inbox') WHERE name = 'messages') AS counted, \
      (SELECT count(*) FROM sqlite_master WHERE name = 'unsent_spend') AS old_spend, \
      (SELECT json_extract(body, '$.next_seq') FROM held) AS next_seq";
@@ -97,10 +111,10 @@ async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
             (sqlite(&file, ROWS), sqlite(&file, SHAPE))
         })
         .await;
-    assert_eq!(old_shape[0]["old_tables"], 3, "the old schema: {old_shape:?}");
+    assert_eq!(old_shape[0]["old_tables"], 5, "the old schema: {old_shape:?}");
     assert_eq!(old_shape[0]["counted"], 0, "{old_shape:?}");
     assert_eq!((&old_shape[0]["old_spend"], &old_shape[0]["next_seq"]), (&json!(1), &Value::Null), "{old_shape:?}");
-    for table in ["inbox", "history", "envelopes"] {
+    for table in ["inbox", "history", "envelopes", "outbox", "sightings"] {
         assert!(old_rows.iter().any(|row| row["t"] == table), "a row in the old {table}: {old_rows:?}");
     }
 

@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS sightings (
     is_bot INTEGER NOT NULL,
     seen_at INTEGER NOT NULL,
     pending INTEGER NOT NULL
-);
+) WITHOUT ROWID;
 ";
 
 /// When a commit failed (or more waits), the object comes back for it this

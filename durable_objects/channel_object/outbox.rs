@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     created_at INTEGER NOT NULL,
     file_id TEXT,
     approval_id TEXT
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS outbox_by_turn ON outbox (turn, piece);
 ";
 

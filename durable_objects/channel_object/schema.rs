@@ -6,8 +6,15 @@ use crate::log_line::LogLine;
 use crate::runtime::durable::Sql;
 use crate::runtime::log::Emit;
 
-/// Tables whose shape changed to write fewer rows, with the mark of an old
-/// table in its `CREATE` text and the columns to copy from it.
+/// A table whose shape changed to write fewer rows: how its `CREATE` text
+/// tells an old one, and the columns to copy from it.
+struct Reshaped {
+    table: &'static str,
+    schema: &'static str,
+    old: fn(&str) -> bool,
+    columns: &'static str,
+}
+
 /// - AUTOINCREMENT dropped (inbox, envelopes, history): its `sqlite_sequence`
 ///   update was a row written per row inserted. Their `seq` (the rowid) still
 ///   grows with each row; the inbox keeps its newest row so a number is never
@@ -15,21 +22,42 @@ use crate::runtime::log::Emit;
 ///   only orders the object's own rows (its change stamps say what D1 has).
 /// - history's `UNIQUE` id dropped: its index was a second row written per
 ///   row stored (the id is checked by a scan of a few hundred rows).
-const RESHAPED: [(&str, &str, &str, &str); 3] = [
-    (
-        "inbox",
-        inbox::SCHEMA,
-        "AUTOINCREMENT",
-        "seq, delivery_id, event, decision, reason, received_at, status, membership",
-    ),
-    (
-        "history",
-        history::SCHEMA,
-        "UNIQUE",
-        "seq, id, conversation_key, role, author_id, author_name, content, platform_message_id, created_at, \
-         compacted, changed",
-    ),
-    ("envelopes", envelopes::SCHEMA, "AUTOINCREMENT", "seq, id, kind, body"),
+/// - the outbox and the sightings keyed by their text key `WITHOUT ROWID`:
+///   a rowid table keeps a second index for such a key, a row written more
+///   per row inserted.
+const RESHAPED: [Reshaped; 5] = [
+    Reshaped {
+        table: "inbox",
+        schema: inbox::SCHEMA,
+        old: |made| made.contains("AUTOINCREMENT"),
+        columns: "seq, delivery_id, event, decision, reason, received_at, status, membership",
+    },
+    Reshaped {
+        table: "history",
+        schema: history::SCHEMA,
+        old: |made| made.contains("UNIQUE"),
+        columns: "seq, id, conversation_key, role, author_id, author_name, content, platform_message_id, \
+                  created_at, compacted, changed",
+    },
+    Reshaped {
+        table: "envelopes",
+        schema: envelopes::SCHEMA,
+        old: |made| made.contains("AUTOINCREMENT"),
+        columns: "seq, id, kind, body",
+    },
+    Reshaped {
+        table: "outbox",
+        schema: outbox::SCHEMA,
+        old: |made| !made.contains("WITHOUT ROWID"),
+        columns: "id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at, \
+                  file_id, approval_id",
+    },
+    Reshaped {
+        table: "sightings",
+        schema: commit::SCHEMA,
+        old: |made| !made.contains("WITHOUT ROWID"),
+        columns: "platform_key, name, is_bot, seen_at, pending",
+    },
 ];
 
 /// Creates the tables and upgrades old ones.
@@ -75,19 +103,23 @@ pub(super) fn prepare(sql: &Sql) {
 /// statements, so one implicit transaction.
 fn reshape(sql: &Sql) -> worker::Result<()> {
     #[derive(serde::Deserialize)]
-    struct Old {
+    struct Made {
         name: String,
         sql: String,
     }
-    let tables: Vec<Old> = sql
+    let tables: Vec<Made> = sql
         .exec(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN ('inbox', 'history', 'envelopes')",
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' \
+             AND name IN ('inbox', 'history', 'envelopes', 'outbox', 'sightings')",
             None,
         )?
         .to_array()?;
-    for Old { name, sql: made } in tables {
-        let old = RESHAPED.iter().find(|(table, _, mark, _)| *table == name && made.contains(mark));
-        let Some((table, schema, _, columns)) = old else { continue };
+    for made in tables {
+        let Some(Reshaped { table, schema, columns, .. }) =
+            RESHAPED.iter().find(|reshaped| reshaped.table == made.name && (reshaped.old)(&made.sql))
+        else {
+            continue;
+        };
         let Some(create) = create_statement(schema, table) else { continue };
         let copy = format!("{table}_plain");
         let create =
@@ -105,9 +137,9 @@ fn reshape(sql: &Sql) -> worker::Result<()> {
     Ok(())
 }
 
-/// The `CREATE TABLE` statement of `table` in a module's schema.
+/// The `CREATE TABLE` statement of `table` in a module's schema (to its `;`).
 fn create_statement<'a>(schema: &'a str, table: &str) -> Option<&'a str> {
     let start = schema.find(&format!("CREATE TABLE IF NOT EXISTS {table} ("))?;
-    let end = start + schema[start..].find(");")? + 1;
+    let end = start + schema[start..].find(';')?;
     Some(&schema[start..end])
 }
