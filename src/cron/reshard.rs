@@ -11,9 +11,9 @@
 //! rows that are sums (`usage`, `spend_daily`) are added once, guarded by a
 //! `moved_rows` mark written in the same batch (migration 0034). A move that
 //! failed half way is simply made again; a mark is kept a day after its copy
-//! ([`MARKS_KEPT_MS`], migration 0035), far longer than a move retries. The shared database's spend of the
-//! wide scopes (deployment, agents, workspaces, people) goes to shard 0: the
-//! budget sums every shard.
+//! ([`MARKS_KEPT_MS`], migration 0035), far longer than a move retries. The
+//! shared database's spend of the wide scopes (deployment, agents, workspaces,
+//! people) goes to shard 0: the budget sums every shard.
 
 use serde_json::Value;
 use worker::{D1Database, D1PreparedStatement, Env, Result};

@@ -90,26 +90,32 @@ fn migrated_template() -> &'static Path {
         .path()
 }
 
-/// Runs SQL on the local D1 in `state_dir` (no Worker may be running on it) and
-/// returns each statement's rows, as `wrangler d1 execute --json` gives them.
 /// Deletes every channel object's alarm kept in `state_dir` (the Worker must
 /// be stopped): local workerd keeps each object's alarm twice, in the
 /// object's own database (`_cf_METADATA`, key 1) and in its namespace's
 /// scheduler (`metadata.sqlite`, `_cf_ALARM`).
 pub fn drop_alarms(state_dir: &Path) {
-    let channels = state_dir.join("v3/do/edgebot-ChannelObject");
-    {
-        for file in std::fs::read_dir(&channels).expect("the channel objects' state").flatten() {
-            let path = file.path();
-            let sql = match path.file_name().and_then(|name| name.to_str()) {
-                Some("metadata.sqlite") => "DELETE FROM _cf_ALARM;",
-                Some(name) if name.ends_with(".sqlite") => "DELETE FROM _cf_METADATA WHERE key = 1;",
-                _ => continue,
-            };
-            let status = Command::new("sqlite3").arg(&path).arg(sql).status().expect("sqlite3 (make test installs it)");
-            assert!(status.success(), "{sql} in {}", path.display());
-        }
+    for path in channel_files(state_dir) {
+        match is_metadata(&path) {
+            true => sqlite(&path, "DELETE FROM _cf_ALARM;"),
+            false => sqlite(&path, "DELETE FROM _cf_METADATA WHERE key = 1;"),
+        };
     }
+}
+
+/// The channel namespace's SQLite files: each object's and the namespace's `metadata.sqlite`.
+fn channel_files(state_dir: &Path) -> Vec<PathBuf> {
+    let directory = state_dir.join("v3/do/edgebot-ChannelObject");
+    std::fs::read_dir(&directory)
+        .unwrap_or_else(|error| panic!("the channel objects' state in {}: {error}", directory.display()))
+        .flatten()
+        .map(|file| file.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "sqlite"))
+        .collect()
+}
+
+fn is_metadata(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name == "metadata.sqlite")
 }
 
 /// Runs `sql` with sqlite3 on `file`; returns its rows (`-json`; none is `[]`).
@@ -130,21 +136,19 @@ pub fn sqlite(file: &Path, sql: &str) -> Vec<serde_json::Value> {
 
 /// The SQLite file of the channel object holding `conversation_key`'s history.
 pub fn channel_object_file(state_dir: &Path, conversation_key: &str) -> PathBuf {
-    let directory = state_dir.join("v3/do/edgebot-ChannelObject");
     let holds = format!("SELECT count(*) AS rows FROM history WHERE conversation_key = '{conversation_key}'");
-    let found: Vec<PathBuf> = std::fs::read_dir(&directory)
-        .expect("the channel objects' state")
-        .flatten()
-        .map(|file| file.path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "sqlite"))
-        .filter(|path| path.file_name().is_some_and(|name| name != "metadata.sqlite"))
+    let found: Vec<PathBuf> = channel_files(state_dir)
+        .into_iter()
+        .filter(|path| !is_metadata(path))
         .filter(|path| sqlite(path, "SELECT name FROM sqlite_master WHERE name = 'history'").len() == 1)
         .filter(|path| sqlite(path, &holds)[0]["rows"].as_i64() > Some(0))
         .collect();
-    assert_eq!(found.len(), 1, "one object holds {conversation_key}: {found:?} in {}", directory.display());
+    assert_eq!(found.len(), 1, "one object holds {conversation_key}: {found:?}");
     found[0].clone()
 }
 
+/// Runs SQL on the local D1 in `state_dir` (no Worker may be running on it) and
+/// returns each statement's rows, as `wrangler d1 execute --json` gives them.
 pub fn d1_execute(state_dir: &Path, sql: &str) -> serde_json::Value {
     d1_execute_on(state_dir, "DB", sql)
 }
