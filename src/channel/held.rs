@@ -14,6 +14,10 @@
 //! - **History** rows carry a change stamp, set on every write D1 must see
 //!   (their insert, a flag, an edit); a row is in D1 once its stamp is at or
 //!   under [`Held::mirrored_through`].
+//!
+//! While D1 is down the row grows by about 200 bytes a step. Past storage's
+//! 2 MB a value (some 10,000 steps of one conversation), a hold fails: it is
+//! logged (`usage_not_recorded`) and the reply still goes.
 
 use serde::{Deserialize, Serialize};
 
