@@ -108,7 +108,12 @@ async fn an_agent_keeps_to_its_tools_and_its_budget_and_sees_the_operators_word_
     env.telegram_update(&dm_update(3, 71, "hi")).await;
     let sent = env.wait_for_sent(4).await;
     assert_eq!(sent[3]["text"], "Hello from the default agent.");
-    let spend = env.admin("/api/spend").await;
+    // Beta's spend reaches D1 with its turns' commit, after their replies.
+    let beta_spent = |spend: &Value| {
+        let beta = spend["agents"].as_array().into_iter().flatten().find(|row| row["subject"] == "beta");
+        beta.and_then(|row| row["usd"].as_f64()).is_some_and(|usd| usd > 0.0)
+    };
+    let spend = env.spend_when("Beta's spend", beta_spent).await;
     let beta = spend["agents"].as_array().unwrap().iter().find(|row| row["subject"] == "beta").cloned();
     let beta = beta.unwrap_or_else(|| panic!("Beta's spend: {spend}"));
     assert!(beta["usd"].as_f64().unwrap() > 0.0 && beta["limit"]["usd"] == json!(0.000001), "{beta}");

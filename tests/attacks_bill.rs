@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::harness::{dm_update, group_update, wait_for, Scripted, TestEnv, GROUP_CHAT};
+use crate::harness::{dm_update, group_update, spent_tokens, wait_for, Scripted, TestEnv, GROUP_CHAT};
 
 const ADA: (i64, &str, bool) = (11, "Ada", false);
 const BO: (i64, &str, bool) = (12, "Bo", false);
@@ -171,8 +171,10 @@ async fn a_person_over_their_daily_budget_is_told_once_and_the_model_is_not_call
     assert_eq!(sent.len(), 3, "two answers and one notice: {sent:?}");
     assert!(sent[2].starts_with(PERSON_NOTICE), "{sent:?}");
 
-    // The dashboard's view: spend per person and per conversation.
-    let report = env.admin("/api/spend").await;
+    // The dashboard's view: spend per person and per conversation (reaching D1
+    // with the turns' commit, after their replies).
+    let report =
+        env.spend_when("Ada's spend", |report| spent_tokens(report, "people", "telegram:311") >= Some(30)).await;
     let person = report["people"].as_array().unwrap().iter().find(|row| row["subject"] == "telegram:311").cloned();
     let person = person.unwrap_or_else(|| panic!("the person's spend: {report}"));
     assert_eq!((person["tokens"].as_i64(), person["name"].as_str()), (Some(30), Some("Ada")), "{report}");
@@ -202,7 +204,9 @@ async fn an_operator_raising_a_limit_lets_the_person_continue() {
     let sent = env.wait_for_sent(3).await;
     assert_eq!(sent[2]["text"], "back again");
     assert_eq!(env.llm.requests().len(), 2);
-    let report = env.admin("/api/spend").await;
+    // The person's spend (two answers) reaches D1 with the turns' commit, after the reply.
+    let report =
+        env.spend_when("the person's spend", |report| spent_tokens(report, "people", "telegram:312") >= Some(30)).await;
     let person = report["people"].as_array().unwrap().iter().find(|row| row["subject"] == "telegram:312").unwrap();
     assert_eq!((person["limit"]["tokens"].as_i64(), person["overridden"].as_bool()), (Some(1000), Some(true)));
 
@@ -225,6 +229,9 @@ async fn the_deployment_budget_stops_everyone_and_each_person_is_told_once() {
     env.wait_for_sent(1).await;
     dm(&env, 2, 322, "hi").await;
     env.wait_for_sent(2).await;
+    // Each next turn's budget reads the other conversation's spend, which
+    // reaches D1 with its commit, after its reply.
+    env.spend_when("both turns' commits", |report| report["deployment"]["tokens"].as_i64() >= Some(30)).await;
     for (update, chat) in [(3, 321), (4, 322), (5, 321), (6, 322)] {
         dm(&env, update, chat, "more").await;
     }

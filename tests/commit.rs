@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{dm_update, TestEnv};
+use crate::harness::{dm_update, spent_tokens, TestEnv};
 use edgebot::budget::rules::{bucket_of, day_of, Scope};
 
 const DEPLOYMENT_NOTICE: &str = "I have used my whole budget for today";
@@ -45,6 +45,9 @@ async fn a_turns_commit_lands_whole_and_the_next_adds_its_own() {
     dm(&env, 1, 341, "hello there").await;
     env.wait_for_sent(1).await;
     env.settle().await;
+    // The commit lands after the send: its spend (which no listing flushes) shows it did.
+    env.spend_when("the first turn's commit", |report| spent_tokens(report, "people", "telegram:341") >= Some(15))
+        .await;
 
     // Read D1 as the commit left it (before any admin listing flushes anything).
     let landed = env
@@ -66,7 +69,9 @@ async fn a_turns_commit_lands_whole_and_the_next_adds_its_own() {
     dm(&env, 2, 341, "and again").await;
     env.wait_for_sent(2).await;
     env.settle().await;
-    let report = env.admin("/api/spend").await;
+    let report = env
+        .spend_when("the second turn's commit", |report| spent_tokens(report, "people", "telegram:341") >= Some(30))
+        .await;
     assert_eq!(spend_of(&report, "people", "telegram:341")["tokens"], 30, "two turns of 15 tokens: {report}");
     assert_eq!(spend_of(&report, "conversations", "telegram:341")["tokens"], 30, "{report}");
     assert_eq!(report["deployment"]["tokens"], 30, "{report}");
@@ -115,6 +120,9 @@ async fn the_deployment_budget_sums_its_buckets() {
         dm(&env, update as i64 + 1, *chat, "hi").await;
         env.wait_for_sent(update + 1).await;
     }
+    // The fourth turn's budget reads the other conversations' spend, which
+    // reaches D1 with their commits, after their replies.
+    env.spend_when("three turns' commits", |report| report["deployment"]["tokens"].as_i64() >= Some(45)).await;
     env.llm.reply("must never be sent");
     dm(&env, 4, chats[3], "hi").await;
     env.settle().await;
@@ -164,6 +172,8 @@ async fn a_database_from_before_the_buckets_keeps_every_figure() {
     env.llm.reply("must never be sent");
     dm(&env, 1, 371, "hi").await;
     env.wait_for_sent(1).await;
+    // 372's budget reads 371's spend, which reaches D1 with its commit, after its reply.
+    env.spend_when("371's commit", |report| spent_tokens(report, "people", "telegram:371") >= Some(27)).await;
     dm(&env, 2, 372, "hi").await;
     env.settle().await;
     assert_eq!(env.llm.requests().len(), 1, "the old figure counts against the budget");

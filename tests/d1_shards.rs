@@ -94,8 +94,11 @@ async fn every_conversations_rows_live_on_its_shard_and_the_dashboard_reads_them
     })
     .await;
     assert_eq!(listed.len(), keys.len(), "{listed:?}");
-    // The budget sums the spend over the shards.
-    let spend = env.admin("/api/spend").await;
+    // The budget sums the spend over the shards (each conversation's spend
+    // reaches D1 with its commit, after its reply).
+    let total = TOKENS_PER_TURN * keys.len() as i64;
+    let spend =
+        env.spend_when("every turn's commit", |spend| spend["deployment"]["tokens"].as_i64() >= Some(total)).await;
     assert_eq!(spend["deployment"]["tokens"], TOKENS_PER_TURN * keys.len() as i64, "{spend}");
     assert_eq!(spend["conversations"].as_array().map(Vec::len), Some(keys.len()), "{spend}");
     // A conversation's history is read from its shard.
@@ -331,8 +334,9 @@ async fn a_deployment_with_data_moves_to_its_shards_by_itself() {
     env.wait_for_sent(chats.len() + 1).await;
     env.settle().await;
     assert_eq!(env.telegram.calls("sendMessage").len(), chats.len() + 1, "answered once");
-    let history = env.admin(&format!("/api/channels/{}/messages", keys[0])).await;
-    assert_eq!(history.as_array().map(Vec::len), Some(4), "the history before and after the move: {history}");
+    // The answer's row is stored after its send.
+    let history = env.history_when(&keys[0], "the answer after the move", |rows| rows.len() >= 4).await;
+    assert_eq!(history.len(), 4, "the history before and after the move: {history:?}");
     let requests = env.llm.requests();
     let last = requests.last().unwrap().to_string();
     assert!(last.contains(&format!("answer {}", chats[0])), "the turn remembers what came before: {last}");

@@ -263,6 +263,35 @@ impl TestEnv {
         serde_json::from_str(&self.admin_text(path).await).expect("admin JSON")
     }
 
+    /// GETs an admin API path until `ready` holds for its JSON, and returns
+    /// that JSON. A turn's D1 commit (its history rows, spend, people and the
+    /// index row) lands just after its reply is sent, so what a test reads
+    /// from D1 after a send is waited for; the test then asserts on it whole.
+    #[allow(dead_code)] // used by some test modules only
+    pub async fn admin_when(&self, path: &str, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+        wait_for(what, Duration::from_secs(20), || async {
+            let value = self.admin(path).await;
+            ready(&value).then_some(value)
+        })
+        .await
+    }
+
+    /// `/api/spend` once `ready` holds for it (a turn's spend reaches D1 with
+    /// its commit, after its reply: see [`TestEnv::admin_when`]).
+    #[allow(dead_code)] // used by some test modules only
+    pub async fn spend_when(&self, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+        self.admin_when("/api/spend", what, ready).await
+    }
+
+    /// A conversation's stored history (`/api/channels/{key}/messages`) once
+    /// `ready` holds for its rows: a reply's row is stored after its send.
+    #[allow(dead_code)] // used by some test modules only
+    pub async fn history_when(&self, key: &str, what: &str, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let path = format!("/api/channels/{key}/messages");
+        let listed = self.admin_when(&path, what, |listed| listed.as_array().is_some_and(|rows| ready(rows))).await;
+        listed.as_array().cloned().unwrap_or_default()
+    }
+
     /// GETs an admin API path that answers text (JSON lines).
     pub async fn admin_text(&self, path: &str) -> String {
         let response = self
@@ -303,6 +332,13 @@ impl TestEnv {
     pub async fn settle(&self) {
         tokio::time::sleep(Duration::from_millis(1500)).await;
     }
+}
+
+/// The day's tokens of `subject` in a list (`people`, `conversations`,
+/// `workspaces`, `agents`) of a `/api/spend` report; None while it has none.
+#[allow(dead_code)] // used by some test modules only
+pub fn spent_tokens(report: &Value, list: &str, subject: &str) -> Option<i64> {
+    report[list].as_array()?.iter().find(|row| row["subject"] == subject)?["tokens"].as_i64()
 }
 
 /// A Telegram update carrying a private text message.

@@ -113,7 +113,9 @@ async fn a_crash_while_telegram_holds_a_reply_resends_it_once_marked_as_a_possib
     assert_eq!(sent[0]["text"], "only once, please", "the first copy carries no note");
     assert_eq!(piece["attempts"], 2, "the interrupted call counts as an attempt");
     // The model remembers its answer, not the note.
-    let history = env.admin("/api/channels/telegram:83/messages").await.to_string();
+    // The answer's row is stored after its send: waited for, then the note's absence means something.
+    let answered = |rows: &[Value]| rows.iter().any(|row| row["role"] == "assistant");
+    let history = Value::from(env.history_when("telegram:83", "the answer in the history", answered).await).to_string();
     assert!(history.contains("only once, please"), "{history}");
     assert!(!history.contains("Sent again"), "{history}");
 }

@@ -44,8 +44,12 @@ async fn a_turn_that_branches_later_answers_with_the_branch_conclusion() {
 
     env.settle().await;
     assert_eq!(env.telegram.calls("sendMessage").len(), 2, "one retrigger, no cascade");
-    let history = env.admin("/api/channels/telegram:51/messages").await;
-    let contents: Vec<&str> = history.as_array().unwrap().iter().map(|row| row["content"].as_str().unwrap()).collect();
+    // The retrigger turn's rows are stored after its send.
+    let concluded = |rows: &[serde_json::Value]| {
+        rows.iter().any(|row| row["content"].as_str().unwrap_or_default().contains("Six times seven is 42."))
+    };
+    let history = env.history_when("telegram:51", "the branch's conclusion in the history", concluded).await;
+    let contents: Vec<&str> = history.iter().map(|row| row["content"].as_str().unwrap()).collect();
     assert!(contents.iter().any(|content| content.contains("Six times seven is 42.")), "{contents:?}");
 
     // The envelopes between the channel and its branch, as JSON lines.
@@ -130,6 +134,7 @@ async fn a_small_context_window_compacts_and_the_conversation_carries_on_with_th
     assert!(prompt.contains("SUMMARY: Ada's cat is called Tom."), "the summary is in the prompt: {prompt}");
     assert!(!prompt.contains("my cat is called Tom,"), "the summarised message left the live history");
     assert!(turn_message(last_turn).contains("message 5"), "the conversation carried on");
-    let history = env.admin("/api/channels/telegram:53/messages").await;
-    assert_eq!(history.as_array().unwrap().len(), 10, "compacted messages stay archived in D1");
+    // The last answer's row is stored after its send.
+    let history = env.history_when("telegram:53", "the last answer in the history", |rows| rows.len() >= 10).await;
+    assert_eq!(history.len(), 10, "compacted messages stay archived in D1");
 }

@@ -297,8 +297,11 @@ async fn a_run_past_the_workers_cap_is_refused_and_each_run_is_priced_into_the_d
     assert!(results[1].starts_with("error: this worker has used its 1 runs of `run_code`"), "{results:?}");
     let ops = env.admin("/api/ops").await;
     assert_eq!(ops["sandbox_runs"], 1, "the refused run never started: {ops}");
-    let spend = env.admin("/api/spend").await;
-    let conversation = spend["conversations"].as_array().unwrap().iter().find(|row| row["subject"] == "telegram:307");
-    let usd = conversation.and_then(|row| row["usd"].as_f64()).unwrap_or_default();
-    assert!(usd >= 0.002, "the run's Dynamic Worker is in the day's spend: {spend}");
+    let usd = |spend: &Value| {
+        let conversation = spend["conversations"].as_array()?.iter().find(|row| row["subject"] == "telegram:307")?;
+        conversation["usd"].as_f64()
+    };
+    // The channel's turns' spend reaches D1 with their commit, after the reply: waited for.
+    let spend = env.spend_when("the run in the day's spend", |spend| usd(spend) >= Some(0.002)).await;
+    assert!(usd(&spend) >= Some(0.002), "the run's Dynamic Worker is in the day's spend: {spend}");
 }

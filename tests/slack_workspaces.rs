@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::harness::fake_api::{slack_code, slack_workspace_token, SLACK_CLIENT_ID, SLACK_CLIENT_SECRET};
-use crate::harness::{now_secs, slack_headers, wait_for, TestEnv};
+use crate::harness::{now_secs, slack_headers, spent_tokens, wait_for, TestEnv};
 
 /// 32 bytes, base64: the key tokens are sealed with.
 const TOKEN_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
@@ -265,6 +265,10 @@ async fn a_workspace_over_its_daily_budget_is_told_and_other_workspaces_go_on() 
     env.llm.reply("one in A");
     env.slack_event(&message_in("TA", "DA", 1, "hello")).await;
     wait_for_post(&env, "DA", 1).await;
+    // The next turn's budget reads the workspace's spend, which reaches D1
+    // with this turn's commit, after its reply.
+    env.spend_when("the first turn's commit", |report| spent_tokens(report, "workspaces", "slack:TA") >= Some(15))
+        .await;
 
     // Someone else, in another channel of the same workspace: its own person and
     // conversation budgets are untouched, the workspace's is spent.

@@ -260,7 +260,11 @@ pub async fn settles_an_interrupted_send<M: Messenger>() {
     if let Support::Yes(_) = support {
         assert_eq!(messenger.env().llm.requests().len(), 1, "{}: the model was not asked again", M::NAME);
     }
-    let remembered = history(&messenger).await.to_string();
+    // The reply's row is stored after its send: waited for, then the note's absence means something.
+    let remembered = eventually("the reply in the history", || async {
+        Some(history(&messenger).await.to_string()).filter(|remembered| remembered.contains(reply))
+    })
+    .await;
     assert!(remembered.contains(reply) && !remembered.contains("Sent again"), "{}: {remembered}", M::NAME);
 }
 
