@@ -5,6 +5,7 @@
 //! agent off its key; `rooms` (pure) the rooms each agent answers and the
 //! directory of rooms, bots and invitations; `store` keeps agents, their bots,
 //! rooms and invitations in D1; `directory` keeps the directory per isolate;
+//! `snapshot` what every turn of an agent reads alike, per isolate;
 //! `api` is the admin API (`/api/agents`).
 
 pub mod rooms;
@@ -14,6 +15,8 @@ pub mod rules;
 pub mod api;
 #[cfg(target_arch = "wasm32")]
 pub mod directory;
+#[cfg(target_arch = "wasm32")]
+pub mod snapshot;
 #[cfg(target_arch = "wasm32")]
 pub mod store;
 

@@ -287,6 +287,53 @@ async fn a_conversation_reuses_its_shared_reads_until_an_operator_edits() {
     assert!(prompt.contains(soul), "the edit reached the next turn: {prompt}");
 }
 
+/// Every conversation of an agent that an isolate serves shares the agent's
+/// reads (identity documents, skills, links, settings, which conversations
+/// have an override, the limit overrides): a new conversation's first turn
+/// reads none of them again, a conversation with its own override still
+/// reads and gets it, and an operator's limit from the kept table holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_conversations_of_an_agent_share_its_reads_in_an_isolate() {
+    let env = TestEnv::start_with(&[("SHARED_READS_FRESH_MS", "600000")]).await;
+    let own = "OVERRIDE-KEPT-APART: answer like a lighthouse keeper.";
+    let body = serde_json::json!({ "text": own });
+    let (status, saved) =
+        env.admin_send(reqwest::Method::PUT, "/api/channels/telegram:7202/identity", Some(body)).await;
+    assert_eq!(status, 200, "{saved}");
+    // A token limit of 1 for the first person: their next turn is refused from the kept limits.
+    let limit = serde_json::json!({ "tokens": 1 });
+    let (status, set) =
+        env.admin_send(reqwest::Method::PUT, "/api/spend/limits/person/telegram:7201", Some(limit)).await;
+    assert_eq!(status, 200, "{set}");
+
+    let mut queries = vec![d1_queries(&env.admin("/api/ops").await)];
+    for (update, chat) in [(1, 7201), (2, 7202)] {
+        env.llm.reply(&format!("answer {update}"));
+        assert_eq!(env.telegram_update(&dm_update(update, chat, "hello")).await.status(), 200);
+        env.wait_for_sent(update as usize).await;
+        env.settle().await;
+        queries.push(d1_queries(&env.admin("/api/ops").await));
+    }
+    let (first, overridden) = (queries[1] - queries[0], queries[2] - queries[1]);
+    // The agent's six reads are the first conversation's alone; the second reads its override.
+    assert!(overridden + 5 <= first, "the second conversation made {overridden} statements, the first {first}");
+    let prompts: Vec<String> = env
+        .llm
+        .requests()
+        .iter()
+        .map(|request| request["messages"][0]["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(!prompts[0].contains(own), "the override is the second conversation's only: {}", prompts[0]);
+    assert!(prompts[1].contains(own), "the second conversation's own override: {}", prompts[1]);
+
+    // The first person's turn spent past their limit (the second person has none).
+    assert_eq!(env.telegram_update(&dm_update(3, 7201, "hello again")).await.status(), 200);
+    let sent = env.wait_for_sent(3).await;
+    let refusal = sent[2]["text"].as_str().unwrap_or_default();
+    assert!(refusal.starts_with("You have used today's share of my budget"), "the person's limit held: {refusal}");
+    assert_eq!(env.llm.requests().len(), 2, "no model call past the limit");
+}
+
 /// Whether the dashboard lists exactly `keys` and the day's spend is `tokens`.
 async fn listed_with(env: &TestEnv, keys: &[String], tokens: i64) -> Option<()> {
     let listed = env.admin("/api/conversations").await;

@@ -1,17 +1,20 @@
 //! What a channel turn reads in D1, in one round trip: its budget's standing,
 //! its agent (the identity documents, the enabled skills, the links and the
-//! agent's settings) and its people's profiles. Each query and the reading of
-//! its rows stay in their own capability's store; only the batching is here.
-//! With `SHARED_READS_FRESH_MS` set (production: 30 s), the object reuses
-//! what it read of the agent, the budget's limits and its people's records
-//! for that long, or until an operator's edit in its isolate: a turn then
-//! reads only today's spend and anyone new (docs/scale.md, "D1 shards").
+//! agent's settings: `crate::agents::snapshot`, kept per isolate) and its
+//! people's profiles. Each query and the reading of its rows stay in their
+//! own capability's store; only the batching is here. With
+//! `SHARED_READS_FRESH_MS` set (production: 30 s), the object reuses its
+//! people's records for that long, or until an operator's edit in its
+//! isolate, and every conversation of the agent in the isolate shares the
+//! agent's reads: a turn then reads only today's spend and anyone new
+//! (docs/scale.md, "The agent's reads, per isolate").
 
 use std::cell::RefCell;
 
-use worker::{D1Database, Result};
+use worker::{D1Database, D1Result, Result};
 
 use crate::agents::rules::AgentSettings;
+use crate::agents::snapshot::Snapshot;
 use crate::budget::rules::{Budgets, Scope, Unsent};
 use crate::budget::store as spend;
 use crate::budget::usage::Spender;
@@ -44,26 +47,23 @@ pub(super) struct TurnReads {
     pub over_budget: Option<Scope>,
 }
 
-/// What an object keeps of its turns' shared reads, and when it read them.
-#[derive(Clone)]
+/// What an object keeps of its people's records, and when it read them.
+#[derive(Clone, Default)]
 pub(super) struct Kept {
     at: i64,
     edits: u64,
-    agent: AgentData,
-    /// The limits in force (the standing's rows but its spend).
-    limits: Vec<spend::Row>,
     /// People's records, by the platform ids they were read for.
     records: Vec<people::Row>,
 }
 
 /// Reads the turn's budget standing (adding what the object holds
 /// `unsent`), the agent of `conversation_key` and the profiles of
-/// `speakers`, in one `batch` (six statements, one call to D1), reusing what
-/// `kept` holds while it is fresh. A failed batch fails the turn's reading,
-/// as the identity's own read did; links that do not read are left out (the
-/// turn goes on without the link tools), a standing that does not read lets
-/// the turn run, and profiles that do not read leave the people as the
-/// messages say.
+/// `speakers`: the agent's snapshot, today's spend and anyone `kept` does
+/// not hold fresh, at once (a conversation with its own identity override,
+/// or a deployment with more limit overrides than a snapshot keeps, reads
+/// those after). A failed read of the agent fails the turn's reading, as the
+/// identity's own read did; a standing that does not read lets the turn run,
+/// and profiles that do not read leave the people as the messages say.
 pub(super) async fn read(
     env: &worker::Env,
     database: &D1Database,
@@ -75,37 +75,32 @@ pub(super) async fn read(
 ) -> Result<TurnReads> {
     let (now, edits) = (now_ms(), crate::runtime::config::edits());
     let fresh_ms = crate::runtime::config::load(env).shared_reads_fresh_ms;
-    let reuse = kept.borrow().clone().filter(|kept| kept.edits == edits && now - kept.at < fresh_ms);
+    let mut fresh = kept.borrow().clone().filter(|kept| kept.edits == edits && now - kept.at < fresh_ms);
     let known = |person: &Profile| {
-        reuse.as_ref().is_some_and(|kept| kept.records.iter().any(|row| people::record_key(row) == Some(&person.key)))
+        fresh.as_ref().is_some_and(|kept| kept.records.iter().any(|row| people::record_key(row) == Some(&person.key)))
     };
     let unknown: Vec<Profile> = speakers.iter().filter(|person| !known(person)).cloned().collect();
     let conversation_key = spender.conversation_key.as_str();
     let unsharded = crate::runtime::d1::unsharded(env);
-    let mut statements = match (&reuse, unsharded) {
-        (None, _) => agent_statements(database, spender, now, unsharded)?,
-        (Some(_), true) => vec![spend::spent_statement(database, spender, now)?],
-        (Some(_), false) => Vec::new(),
+    let mut statements = match unsharded {
+        true => vec![spend::spent_statement(database, spender, now)?],
+        false => Vec::new(),
     };
-    let people_at = statements.len();
     statements.extend(people::read_statement(database, &unknown)?);
-    // With D1 sharded, the standing's spend is read from the shards meanwhile.
-    let read = async {
-        match statements.is_empty() {
-            true => Ok(Vec::new()),
-            false => crate::runtime::d1::read_batch(database, statements).await,
-        }
+    let (snapshot, results, elsewhere) = futures_util::join!(
+        crate::agents::snapshot::of(env, database, conversation_key),
+        batch_of(database, statements),
+        spend::spent_on_shards(env, spender, now)
+    );
+    let (snapshot, results) = (snapshot?, results?);
+    let (identity, limits) = own_reads(database, &snapshot, spender, now).await?;
+    let mut fresh = fresh.take().unwrap_or(Kept { at: now, edits, records: Vec::new() });
+    let mut results = results.iter();
+    let spent = match unsharded {
+        true => results.next().map(spend::rows_of).transpose(),
+        false => Ok(None),
     };
-    let (results, elsewhere) = futures_util::join!(read, spend::spent_on_shards(env, spender, now));
-    let results = results?;
-    let (mut fresh, spent) = match reuse {
-        Some(kept) => (kept, results.first().filter(|_| unsharded).map(spend::rows_of).transpose()),
-        None => {
-            let (fresh, spent) = agent_in(&results, conversation_key, now, edits)?;
-            (fresh, Ok(Some(spent)))
-        }
-    };
-    if let Some(rows) = results.get(people_at) {
+    if let Some(rows) = results.next() {
         match people::records_in(rows) {
             Ok(records) => fresh.records.extend(records),
             Err(error) => LogLine::warn("people_unread").conversation(conversation_key).reason(&error).emit(),
@@ -113,61 +108,63 @@ pub(super) async fn read(
     }
     let standing = elsewhere.and_then(|mut rows| {
         rows.extend(spent?.unwrap_or_default());
-        rows.extend(fresh.limits.iter().cloned());
+        rows.extend(limits?);
         spend::verdict_of(rows, budgets, spender, unsent)
     });
     let over_budget = spend::used_up(standing, spender);
     let people = people::profiles_from(&fresh.records, speakers);
-    let agent = fresh.agent.clone();
     *kept.borrow_mut() = Some(fresh);
+    let agent = AgentData {
+        identity: rendered(identity)?,
+        skills: snapshot.skills.clone(),
+        links: snapshot.links.clone(),
+        settings: snapshot.settings.clone(),
+    };
     Ok(TurnReads { agent, people, over_budget })
 }
 
-/// The statements that read the agent and the limits (and, unsharded, the spend).
-fn agent_statements(
-    database: &D1Database,
-    spender: &Spender,
-    now: i64,
-    unsharded: bool,
-) -> Result<Vec<worker::D1PreparedStatement>> {
-    let conversation_key = spender.conversation_key.as_str();
-    let agent = crate::agents::agent_of(conversation_key);
-    Ok(vec![
-        crate::identity::store::statement(database, conversation_key)?,
-        crate::skills::store::enabled_statement(database, agent)?,
-        crate::links::store::list_statement(database),
-        crate::agents::store::settings_statement(database, conversation_key)?,
-        spend::verdict_statement(database, spender, now, unsharded)?,
-    ])
+/// One batch of `statements` (none: no call).
+async fn batch_of(database: &D1Database, statements: Vec<worker::D1PreparedStatement>) -> Result<Vec<D1Result>> {
+    match statements.is_empty() {
+        true => Ok(Vec::new()),
+        false => crate::runtime::d1::read_batch(database, statements).await,
+    }
 }
 
-/// The agent and the limits from [`agent_statements`]' results, and the standing's spend rows.
-fn agent_in(
-    results: &[worker::D1Result],
-    conversation_key: &str,
+/// What the turn reads itself that the snapshot does not keep: its
+/// conversation's identity override, and its limits when the deployment has
+/// more overrides than a snapshot keeps (one batch, only then). The limits
+/// are an error to the standing alone.
+async fn own_reads(
+    database: &D1Database,
+    snapshot: &Snapshot,
+    spender: &Spender,
     now: i64,
-    edits: u64,
-) -> Result<(Kept, Vec<spend::Row>)> {
-    let [identity, skills, links, settings, standing, ..] = results else {
-        return Err(worker::Error::RustError(format!("D1 answered {} results for 5 or 6 statements", results.len())));
+) -> Result<(IdentityTexts, Result<Vec<spend::Row>>)> {
+    let conversation_key = spender.conversation_key.as_str();
+    let (identity, limits) = (snapshot.identity_for(conversation_key), snapshot.limits_for(spender));
+    let mut statements = Vec::new();
+    if identity.is_none() {
+        statements.push(crate::identity::store::statement(database, conversation_key)?);
+    }
+    if limits.is_none() {
+        statements.push(spend::verdict_statement(database, spender, now, false)?);
+    }
+    let results = batch_of(database, statements).await?;
+    let mut results = results.iter();
+    let identity = match identity {
+        Some(texts) => texts,
+        None => crate::identity::store::texts_of(results.next().ok_or_else(|| missing("identity"))?)?,
     };
-    let links = crate::links::store::links_in(links).unwrap_or_else(|error| {
-        LogLine::warn("links_unreadable").conversation(conversation_key).reason(&error).emit();
-        Vec::new()
-    });
-    let agent = AgentData {
-        identity: rendered(crate::identity::store::texts_of(identity)?)?,
-        skills: skills.results()?,
-        links,
-        settings: crate::agents::store::settings_in(settings)?,
+    let limits = match limits {
+        Some(rows) => Ok(rows),
+        None => results.next().ok_or_else(|| missing("limits")).and_then(spend::rows_of),
     };
-    // A standing that does not read lets the turn run.
-    let rows = spend::rows_of(standing).unwrap_or_else(|error| {
-        LogLine::warn("budget_unread").conversation(conversation_key).reason(&error).emit();
-        Vec::new()
-    });
-    let (spent, limits) = rows.into_iter().partition(spend::Row::is_spend);
-    Ok((Kept { at: now, edits, agent, limits, records: Vec::new() }, spent))
+    Ok((identity, limits))
+}
+
+fn missing(what: &str) -> worker::Error {
+    worker::Error::RustError(format!("D1 answered no result for the {what}"))
 }
 
 fn rendered(texts: IdentityTexts) -> Result<String> {

@@ -101,6 +101,20 @@ impl Scope {
     }
 }
 
+/// The subject whose rows `scope` reads for a turn in `conversation_key` by
+/// `person` (the person's platform key): None when the turn has none (no
+/// person, or no workspace). The standing query's `SUBJECTS`, for rows an
+/// isolate keeps (`crate::agents::snapshot`).
+pub fn subject_of(scope: Scope, conversation_key: &str, person: Option<&str>) -> Option<String> {
+    match scope {
+        Scope::Person => person.map(str::to_string),
+        Scope::Conversation => Some(conversation_key.to_string()),
+        Scope::Workspace => workspace_of(conversation_key),
+        Scope::Agent => Some(agent_of(conversation_key).to_string()),
+        Scope::Deployment => Some(DEPLOYMENT.to_string()),
+    }
+}
+
 /// The workspace a conversation spends in, as the rollups name it: a Slack
 /// workspace (`slack:{team}`); None elsewhere (and for a Slack key without
 /// its team).
@@ -388,6 +402,18 @@ pub fn limit_in_force(configured: Limit, overridden: Option<Limit>) -> Limit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_scope_names_the_subject_the_standing_query_binds() {
+        let slack = "slack:T1:C1";
+        assert_eq!(subject_of(Scope::Person, slack, Some("slack:T1:U1")).as_deref(), Some("slack:T1:U1"));
+        assert_eq!(subject_of(Scope::Person, slack, None), None, "no person, no person row");
+        assert_eq!(subject_of(Scope::Conversation, slack, None).as_deref(), Some(slack));
+        assert_eq!(subject_of(Scope::Workspace, slack, None).as_deref(), Some("slack:T1"));
+        assert_eq!(subject_of(Scope::Workspace, "telegram:1", None), None, "only Slack has workspaces");
+        assert_eq!(subject_of(Scope::Agent, "telegram:1", None).as_deref(), Some(agent_of("telegram:1")));
+        assert_eq!(subject_of(Scope::Deployment, "telegram:1", None).as_deref(), Some(DEPLOYMENT));
+    }
 
     fn spend(tokens: u64, micro_usd: u64) -> Spend {
         Spend { input_tokens: tokens, output_tokens: 0, micro_usd }

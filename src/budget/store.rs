@@ -9,8 +9,8 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result, Env, Result};
 
 use crate::budget::rules::{
-    agent_limit, agent_of, day_of, decide, limit_in_force, with_unsent, workspace_of, Budgets, Limit, Scope, Spend,
-    Standing, Unsent, Verdict, DEPLOYMENT,
+    agent_limit, agent_of, day_of, decide, limit_in_force, subject_of, with_unsent, workspace_of, Budgets, Limit,
+    Scope, Spend, Standing, Unsent, Verdict, DEPLOYMENT,
 };
 use crate::budget::usage::Spender;
 use crate::runtime::d1::{changes, number, Metered};
@@ -27,17 +27,36 @@ pub struct Row {
 
 /// Whether the spender's turn may call the model today, from the day's
 /// rollups and the operator's overrides (else the configured limits; an
-/// agent's from its settings' `daily_micro_usd`): one query when one
-/// database holds it all, else the limits from the shared database and each
-/// shard's spend, at once. The wide scopes' rows are summed over their
-/// buckets and shards; `unsent` is what the calling channel object holds
-/// that D1 does not have yet.
-pub async fn verdict(env: &Env, budgets: &Budgets, spender: &Spender, unsent: Unsent, now_ms: i64) -> Result<Verdict> {
+/// agent's from its settings' `daily_micro_usd`): `limits` as an isolate
+/// keeps them (`crate::agents::snapshot`) or else read now, with today's
+/// spend from the shared database or each shard's, at once. The wide scopes'
+/// rows are summed over their buckets and shards; `unsent` is what the
+/// calling channel object holds that D1 does not have yet.
+pub async fn verdict(
+    env: &Env,
+    budgets: &Budgets,
+    spender: &Spender,
+    limits: Option<Vec<Row>>,
+    unsent: Unsent,
+    now_ms: i64,
+) -> Result<Verdict> {
     let shared = env.d1(crate::runtime::config::DATABASE_BINDING)?;
-    let statement = verdict_statement(&shared, spender, now_ms, crate::runtime::d1::unsharded(env))?;
-    let (here, elsewhere) = futures_util::join!(statement.all_counted(), spent_on_shards(env, spender, now_ms));
+    let unsharded = crate::runtime::d1::unsharded(env);
+    let statement = match (&limits, unsharded) {
+        (None, _) => Some(verdict_statement(&shared, spender, now_ms, unsharded)?),
+        (Some(_), true) => Some(spent_statement(&shared, spender, now_ms)?),
+        (Some(_), false) => None,
+    };
+    let here = async {
+        match statement {
+            Some(statement) => rows_of(&statement.all_counted().await?),
+            None => Ok(Vec::new()),
+        }
+    };
+    let (here, elsewhere) = futures_util::join!(here, spent_on_shards(env, spender, now_ms));
     let mut rows = elsewhere?;
-    rows.extend(rows_of(&here?)?);
+    rows.extend(here?);
+    rows.extend(limits.unwrap_or_default());
     verdict_of(rows, budgets, spender, unsent)
 }
 
@@ -73,6 +92,44 @@ fn spent_sql() -> String {
         "SELECT 'spent' AS kind, scope, sum(input_tokens + output_tokens) AS tokens, sum(micro_usd) AS micro_usd \
          FROM spend_daily WHERE day = ?1 AND {SUBJECTS} GROUP BY scope"
     )
+}
+
+/// One limit override as an isolate keeps it (`crate::agents::snapshot`):
+/// operators set few, so the whole table is read at once.
+#[derive(Clone, Deserialize)]
+pub struct LimitOverride {
+    scope: String,
+    subject: String,
+    tokens: Option<i64>,
+    micro_usd: Option<i64>,
+}
+
+/// Reads at most `most` overrides (a snapshot that gets `most` rows knows the
+/// table may hold more, and has each turn read its own).
+pub fn overrides_statement(db: &D1Database, most: usize) -> Result<D1PreparedStatement> {
+    db.prepare("SELECT scope, subject, tokens, micro_usd FROM spend_limits ORDER BY scope, subject LIMIT ?1")
+        .bind(&[number(most as i64)])
+}
+
+/// The limit rows of [`verdict_statement`] for `spender`, from every
+/// override and the agent's own `daily_micro_usd` setting.
+pub fn limit_rows(overrides: &[LimitOverride], spender: &Spender, agent_daily_micro_usd: Option<u64>) -> Vec<Row> {
+    let person = spender.person.as_ref().map(|person| person.key.as_str());
+    let mut rows: Vec<Row> = overrides
+        .iter()
+        .filter(|row| {
+            Scope::parse(&row.scope).and_then(|scope| subject_of(scope, &spender.conversation_key, person)).as_deref()
+                == Some(row.subject.as_str())
+        })
+        .map(|row| Row { kind: "limit".into(), scope: row.scope.clone(), tokens: row.tokens, micro_usd: row.micro_usd })
+        .collect();
+    rows.push(Row {
+        kind: "setting".into(),
+        scope: Scope::Agent.name().into(),
+        tokens: None,
+        micro_usd: agent_daily_micro_usd.map(|micro| micro.min(i64::MAX as u64) as i64),
+    });
+    rows
 }
 
 fn subject_values(spender: &Spender, now_ms: i64) -> [JsValue; 6] {
@@ -197,9 +254,10 @@ pub fn verdict_of(rows: Vec<Row>, budgets: &Budgets, spender: &Spender, unsent: 
 
 /// The budget `spender` has used up today, if any. A failed read lets the
 /// step run (logged): a D1 hiccup must not silence the bot.
-pub async fn over_budget(env: &Env, budgets: &Budgets, spender: &Spender) -> Option<Scope> {
+/// `limits` as [`verdict`] takes them.
+pub async fn over_budget(env: &Env, budgets: &Budgets, spender: &Spender, limits: Option<Vec<Row>>) -> Option<Scope> {
     let now = crate::runtime::http::now_ms();
-    used_up(verdict(env, budgets, spender, Unsent::default(), now).await, spender)
+    used_up(verdict(env, budgets, spender, limits, Unsent::default(), now).await, spender)
 }
 
 /// The scope a verdict found used up; a verdict that could not be read lets

@@ -8,6 +8,8 @@ use worker::{D1Database, Env};
 use crate::files::tools as files;
 use crate::jobs::deliver;
 
+use crate::agents::rules::AgentSettings;
+use crate::agents::snapshot::{self, Snapshot};
 use crate::approvals::rules::Kind;
 use crate::approvals::store as approvals;
 use crate::approvals::store::Approval;
@@ -47,29 +49,39 @@ pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: b
     let envelope = if dead_letters {
         // Out of retries: the user is told instead of waiting forever.
         report(branch, MessageType::Error, "the branch failed after several attempts".into())
-    } else if let Some(scope) = over_budget(config, env, branch).await {
-        report(branch, MessageType::Error, format!("the branch was not run: today's {} budget is spent", scope.name()))
     } else {
         // A failed read is retried by the queue, like a failed model call.
-        let identity = identity(&database, branch).await?;
-        match think(config, env, &database, branch, &identity).await {
-            Ok(conclusion) => report(branch, MessageType::Done, conclusion),
-            Err(error) if error.is_retryable() => return Err(error.to_string()),
-            Err(error) => report(branch, MessageType::Error, format!("the branch failed: {error}")),
+        let agent = snapshot::of(env, &database, &branch.conversation_key).await.map_err(|error| error.to_string())?;
+        let spender = usage::Spender::of(&branch.origin);
+        let limits = agent.limits_for(&spender);
+        match crate::budget::store::over_budget(env, &config.budgets, &spender, limits).await {
+            Some(scope) => report(
+                branch,
+                MessageType::Error,
+                format!("the branch was not run: today's {} budget is spent", scope.name()),
+            ),
+            None => {
+                let identity = identity(&database, &agent, branch).await?;
+                match think(config, env, &database, branch, &agent.settings, &identity).await {
+                    Ok(conclusion) => report(branch, MessageType::Done, conclusion),
+                    Err(error) if error.is_retryable() => return Err(error.to_string()),
+                    Err(error) => report(branch, MessageType::Error, format!("the branch failed: {error}")),
+                }
+            }
         }
     };
     deliver(env, &branch.conversation_key, &envelope).await.map_err(|error| error.to_string())
 }
 
-async fn over_budget(config: &Config, env: &Env, branch: &BranchJob) -> Option<crate::budget::rules::Scope> {
-    crate::budget::store::over_budget(env, &config.budgets, &usage::Spender::of(&branch.origin)).await
-}
-
 /// The conversation's identity block as it is now: a branch forks the
 /// channel's context, so it thinks as the same character (override included).
-async fn identity(database: &D1Database, branch: &BranchJob) -> Result<String, String> {
-    let texts =
-        crate::identity::store::load(database, &branch.conversation_key).await.map_err(|error| error.to_string())?;
+async fn identity(database: &D1Database, agent: &Snapshot, branch: &BranchJob) -> Result<String, String> {
+    let texts = match agent.identity_for(&branch.conversation_key) {
+        Some(texts) => texts,
+        None => {
+            crate::identity::store::load(database, &branch.conversation_key).await.map_err(|error| error.to_string())?
+        }
+    };
     texts.render().map_err(|error| error.to_string())
 }
 
@@ -78,15 +90,10 @@ async fn think(
     env: &Env,
     database: &D1Database,
     branch: &BranchJob,
+    settings: &AgentSettings,
     identity: &str,
 ) -> Result<String, LlmError> {
     let model = HttpModel::new(config, env, &config.branch_model)?;
-    // Unreadable settings open no server: a branch goes on without remote tools.
-    let settings =
-        crate::agents::store::settings_of(database, &branch.conversation_key).await.unwrap_or_else(|error| {
-            LogLine::warn("agent_settings_unread").conversation(&branch.conversation_key).reason(&error).emit();
-            crate::agents::rules::AgentSettings { mcp_servers: Some(Vec::new()), ..Default::default() }
-        });
     let messages =
         compose_messages(branch, &config.bot_name, identity).map_err(|error| LlmError::Config(error.to_string()))?;
     let tools = EdgeTools {

@@ -100,7 +100,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         return Ok(()); // cancelled, already done, or not for this state: a repeat does nothing
     }
     let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
-    let settings = crate::agents::store::settings_of(&db, &job.conversation_key).await.map_err(text)?;
+    let settings = crate::agents::snapshot::of(env, &db, &job.conversation_key).await.map_err(text)?.settings.clone();
     let mut mcp = Toolbox::open(config, env, &db, false, |server| settings.permits_server(server)).await;
     // A question an earlier attempt of this step left waiting has no call behind it any more.
     if job.person.is_some() && !mcp.specs().is_empty() {
@@ -158,7 +158,9 @@ async fn segment(
     run: &mut WorkerRun,
 ) -> Result<SegmentEnd, String> {
     let edge = &tools.host;
-    if let Some(scope) = crate::budget::store::over_budget(edge.env, &edge.config.budgets, &edge.spender()).await {
+    let (env, spender) = (edge.env, edge.spender());
+    let limits = crate::agents::snapshot::limits(env, &spender).await;
+    if let Some(scope) = crate::budget::store::over_budget(env, &edge.config.budgets, &spender, limits).await {
         run.give_up();
         return Ok(SegmentEnd::Failed(format!("the worker stopped: today's {} budget is spent", scope.name())));
     }
@@ -413,7 +415,8 @@ impl<'a> EdgeTools<'a> {
         }
         let spender =
             usage::Spender { conversation_key: self.job.conversation_key.clone(), person: self.job.person.clone() };
-        if let Some(scope) = crate::budget::store::over_budget(self.env, &self.config.budgets, &spender).await {
+        let limits = crate::agents::snapshot::limits(self.env, &spender).await;
+        if let Some(scope) = crate::budget::store::over_budget(self.env, &self.config.budgets, &spender, limits).await {
             return format!("error: today's {} budget is spent; `{tool}` does not run", scope.name());
         }
         let started = now_ms();
