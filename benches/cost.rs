@@ -59,7 +59,7 @@ const QUIET: Duration = Duration::from_millis(6_500);
 const POLL_EVERY: Duration = Duration::from_millis(1_500);
 
 /// What `/api/ops` lists, in its order, as printed.
-const COUNTED: [(&str, &str); 23] = [
+const COUNTED: [(&str, &str); 25] = [
     ("worker_invocations", "Worker invocations"),
     ("do_requests", "DO requests (fetch, alarm)"),
     ("do_request_ms", "DO request wall ms"),
@@ -81,6 +81,8 @@ const COUNTED: [(&str, &str); 23] = [
     ("browser_ms", "browser ms (browse)"),
     ("d1_calls", "D1 round trips (a batch is one)"),
     ("d1_shard_queries", "D1 queries on a shard (D1_SHARDS=2)"),
+    ("d1_snapshot_queries", "D1 queries of agent snapshots"),
+    ("agent_snapshots", "agent snapshots read"),
     ("", "workerd CPU ms during the sends (upper bound)"),
     ("", "the Worker's own CPU ms (V8 profile)"),
 ];
@@ -420,7 +422,8 @@ fn command_line(program: &str, arguments: &[&str]) -> String {
 }
 
 /// Writes the figures where `make simulate` reads them, with when, where and on what build.
-fn write_cost_file(measured: &[Measured]) {
+/// `snapshot_statements`: the statements of one agent snapshot read, over the whole run.
+fn write_cost_file(measured: &[Measured], snapshot_statements: f64) {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| info.lines().find(|line| line.starts_with("model name")).map(str::to_string))
@@ -449,6 +452,7 @@ fn write_cost_file(measured: &[Measured]) {
         "machine": machine,
         "build": command_line("git", &["rev-parse", "--short", "HEAD"]),
         "index_flush_ms": INDEX_FLUSH.as_millis() as u64,
+        "snapshot_statements": snapshot_statements,
         "cases": cases,
     });
     let path = Path::new(PROJECT_ROOT).join(COST_FILE);
@@ -498,5 +502,9 @@ async fn main() {
     );
     let measured = [spaced_observed, observed, spaced_dms, dms, spaced_branches, branches, tasks];
     print_table(&measured);
-    write_cost_file(&measured);
+    let totals = counter.snapshot().await;
+    let count = |name: &str| totals[name].as_f64().unwrap_or(0.0);
+    let snapshot_statements = count("d1_snapshot_queries") / count("agent_snapshots").max(1.0);
+    println!("An agent snapshot read (per isolate and agent, every SHARED_READS_FRESH_MS): {snapshot_statements:.1} D1 statements");
+    write_cost_file(&measured, snapshot_statements);
 }

@@ -26,6 +26,10 @@
 //!   --discord S        the share of messages over the Discord Gateway (default 0.3)
 //!   --guilds G         Discord guilds (default: conversations x S / 4 channels a
 //!                      guild, conversations = messages / 100 a day)
+//!   --isolates I       isolates serving turns per 1M messages a day, each
+//!                      keeping its own agent snapshots (default 10: 1,000 at 100M)
+//!   --agents A         the deployment's agents (default 1)
+//!   --fresh S          SHARED_READS_FRESH_MS in seconds (default 30, production's)
 //! ```
 
 #[allow(dead_code)]
@@ -38,7 +42,7 @@ mod scale;
 
 use std::path::{Path, PathBuf};
 
-use scale::{Case, Layout, Use, Workload, TODAY};
+use scale::{Case, Layout, Snapshots, Use, Workload, TODAY};
 use serde_json::Value;
 
 const PROJECT_ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -51,6 +55,14 @@ const HOTTEST_CONVERSATION: f64 = 100_000.0;
 const DISCORD_SHARE: f64 = 0.3;
 const MESSAGES_PER_CONVERSATION: f64 = 100.0;
 const CHANNELS_PER_GUILD: f64 = 4.0;
+/// Isolates serving turns per 1M messages a day (each keeps its own agent
+/// snapshots): a guess, printed, an argument. Cloudflare does not publish how
+/// many isolates a load takes; the Durable Objects of one class share an
+/// isolate where they share a machine.
+const ISOLATES_PER_MILLION: f64 = 10.0;
+const AGENTS: f64 = 1.0;
+/// Production's `SHARED_READS_FRESH_MS` (wrangler.toml), in seconds.
+const SNAPSHOT_FRESH_S: f64 = 30.0;
 /// cortex.rs maintain prunes memories unread for 30 days (a vector's lifetime).
 const VECTOR_LIFETIME_DAYS: f64 = 30.0;
 /// The cases `make simulate` needs from the cost file.
@@ -65,6 +77,8 @@ struct Measured {
     build: String,
     /// Observed, engaged, branching, per message.
     kinds: [Case; 3],
+    /// The statements of one agent snapshot read (0: a build without them).
+    snapshot_statements: f64,
 }
 
 impl Measured {
@@ -95,6 +109,7 @@ impl Measured {
             machine: text("machine"),
             build: text("build"),
             kinds,
+            snapshot_statements: file["snapshot_statements"].as_f64().unwrap_or(0.0),
         }
     }
 
@@ -117,6 +132,9 @@ struct Args {
     hottest: f64,
     discord: f64,
     guilds: Option<f64>,
+    isolates_per_million: f64,
+    agents: f64,
+    fresh_s: f64,
 }
 
 fn parse_args() -> Args {
@@ -129,6 +147,9 @@ fn parse_args() -> Args {
         hottest: HOTTEST_CONVERSATION,
         discord: DISCORD_SHARE,
         guilds: None,
+        isolates_per_million: ISOLATES_PER_MILLION,
+        agents: AGENTS,
+        fresh_s: SNAPSHOT_FRESH_S,
     };
     // `cargo bench` adds `--bench`.
     let given: Vec<String> = std::env::args().skip(1).filter(|arg| arg != "--bench").collect();
@@ -148,6 +169,9 @@ fn parse_args() -> Args {
             "--hottest" => args.hottest = number(name, value),
             "--discord" => args.discord = number(name, value),
             "--guilds" => args.guilds = Some(number(name, value)),
+            "--isolates" => args.isolates_per_million = number(name, value),
+            "--agents" => args.agents = number(name, value),
+            "--fresh" => args.fresh_s = number(name, value).max(1.0),
             "--mix" => {
                 let shares: Vec<f64> = value.split(',').map(|share| number(name, share)).collect();
                 let [observed, engaged, branch] = shares[..] else { panic!("--mix takes three shares: O,E,B") };
@@ -160,7 +184,7 @@ fn parse_args() -> Args {
     args
 }
 
-fn workload(args: &Args, daily: f64) -> Workload {
+fn workload(args: &Args, daily: f64, measured: &Measured) -> Workload {
     let conversations = daily / MESSAGES_PER_CONVERSATION;
     Workload {
         daily,
@@ -169,6 +193,12 @@ fn workload(args: &Args, daily: f64) -> Workload {
         guilds: args.guilds.unwrap_or(conversations * args.discord / CHANNELS_PER_GUILD),
         discord_share: args.discord,
         vector_lifetime_days: VECTOR_LIFETIME_DAYS,
+        snapshots: Snapshots {
+            isolates: (args.isolates_per_million * daily / 1e6).max(1.0),
+            agents: args.agents,
+            fresh_s: args.fresh_s,
+            statements: measured.snapshot_statements,
+        },
     }
 }
 
@@ -312,12 +342,17 @@ fn main() {
         args.discord * 100.0,
         args.guilds.map_or_else(|| format!("= conversations ({MESSAGES_PER_CONVERSATION} messages/day each) x the Discord share / {CHANNELS_PER_GUILD} channels"), human),
     );
+    println!(
+        "Agent snapshots (arguments): {} isolates per 1M messages a day serving turns, {} agent(s), each snapshot read \
+         again every {} s; {:.0} statements a read (measured; a build without snapshots reads per message).\n",
+        args.isolates_per_million, args.agents, args.fresh_s, after.snapshot_statements
+    );
     print_costs("BEFORE costs", &before, args.mix);
     if args.before.is_some() {
         print_costs("AFTER costs", &after, args.mix);
     }
     let (mix_before, mix_after) = (before.mix(args.mix), after.mix(args.mix));
-    let smallest = scale::smallest_layout(&mix_after, &workload(&args, 100e6));
+    let smallest = scale::smallest_layout(&mix_after, &workload(&args, 100e6, &after));
     let [d1, shards, queues, indexes] = args.layout;
     let layout = Layout {
         d1: d1.unwrap_or(smallest.d1),
@@ -327,7 +362,7 @@ fn main() {
     };
     println!("== BEFORE: today's layout (1 D1, 1 queue, 1 Gateway shard, 1 Vectorize index), BEFORE costs ==");
     for daily in DAYS {
-        print_day(&mix_before, &workload(&args, daily), &TODAY, args.guilds.is_none());
+        print_day(&mix_before, &workload(&args, daily, &before), &TODAY, args.guilds.is_none());
     }
     println!(
         "\n== AFTER: {:.0} D1 / {:.0} Gateway shards / {:.0} queues / {:.0} Vectorize indexes{}, AFTER costs ==",
@@ -342,7 +377,7 @@ fn main() {
     }
     let mut at_100m = Vec::new();
     for daily in DAYS {
-        at_100m = print_day(&mix_after, &workload(&args, daily), &layout, args.guilds.is_none());
+        at_100m = print_day(&mix_after, &workload(&args, daily, &after), &layout, args.guilds.is_none());
     }
     let over: Vec<&str> = at_100m.iter().filter(|each| each.over_half()).map(|each| each.component).collect();
     let (price_before, price_after) = (scale::price_per_thousand(&mix_before), scale::price_per_thousand(&mix_after));

@@ -64,11 +64,17 @@ pub enum Op {
     D1Call,
     /// A D1 statement on a conversation's shard (`crate::shards`): also a [`Op::D1Query`].
     D1ShardQuery,
+    /// A D1 statement that read an agent's snapshot (`crate::agents::snapshot`):
+    /// also a [`Op::D1Query`]. At scale these cost once per isolate and agent
+    /// per `SHARED_READS_FRESH_MS`, not per message (`make simulate`).
+    D1SnapshotQuery,
+    /// An agent's snapshot read (its statements are [`Op::D1SnapshotQuery`]).
+    AgentSnapshot,
 }
 
 impl Op {
     /// Every kind, in the order `/api/ops` lists them.
-    pub const ALL: [Op; 24] = [
+    pub const ALL: [Op; 26] = [
         Op::WorkerInvocation,
         Op::DoRequest,
         Op::DoRequestMs,
@@ -93,6 +99,8 @@ impl Op {
         Op::BrowserMs,
         Op::D1Call,
         Op::D1ShardQuery,
+        Op::D1SnapshotQuery,
+        Op::AgentSnapshot,
     ];
 
     pub fn name(self) -> &'static str {
@@ -121,6 +129,8 @@ impl Op {
             Op::BrowserMs => "browser_ms",
             Op::D1Call => "d1_calls",
             Op::D1ShardQuery => "d1_shard_queries",
+            Op::D1SnapshotQuery => "d1_snapshot_queries",
+            Op::AgentSnapshot => "agent_snapshots",
         }
     }
 }

@@ -138,6 +138,30 @@ pub struct Workload {
     pub discord_share: f64,
     /// How long a vector stays (memories are pruned after 30 days unread).
     pub vector_lifetime_days: f64,
+    /// The agent snapshots read at once (`crate::agents::snapshot`): isolates
+    /// serving turns times agents, each read again every `SHARED_READS_FRESH_MS`.
+    pub snapshots: Snapshots,
+}
+
+/// The agent snapshots' reads: a cost per isolate and agent, not per message.
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshots {
+    /// Isolates serving turns at the peak (an assumption: an argument).
+    pub isolates: f64,
+    /// The deployment's agents (an argument).
+    pub agents: f64,
+    /// `SHARED_READS_FRESH_MS`, in seconds (production: 30).
+    pub fresh_s: f64,
+    /// The statements of one snapshot read, MEASURED (the cost file); 0 for a
+    /// build without snapshots, whose per-message figures hold those reads.
+    pub statements: f64,
+}
+
+impl Snapshots {
+    /// Statements a second the snapshots cost, however many messages there are.
+    pub fn per_second(&self) -> f64 {
+        self.isolates * self.agents * self.statements / self.fresh_s
+    }
 }
 
 impl Workload {
@@ -184,19 +208,29 @@ impl Use {
 /// D1: with one database it takes every statement; with shards
 /// (`D1_SHARDS`, src/shards.rs) each shard takes its share of the
 /// statements on conversations' rows (`d1_shard_queries`), and the shared
-/// database the rest, however many shards there are.
+/// database the rest, however many shards there are. The agent snapshots'
+/// statements (`d1_snapshot_queries`, measured at the bench's own rate) are
+/// charged per isolate and agent instead ([`Snapshots`]).
 pub fn uses(mix: &Case, workload: &Workload, layout: &Layout) -> Vec<Use> {
     let rate = workload.peak_per_second();
     let hottest = workload.hottest_conversation / 86_400.0 * workload.peak;
     let vectors_stored = workload.daily * mix.get("vectorize_calls") * workload.vector_lifetime_days;
-    let (all, on_shards) = (mix.get("d1_queries"), mix.get("d1_shard_queries"));
+    let on_shards = mix.get("d1_shard_queries");
+    let (all, snapshots) = match workload.snapshots.statements > 0.0 {
+        true => (mix.get("d1_queries") - mix.get("d1_snapshot_queries"), workload.snapshots.per_second()),
+        false => (mix.get("d1_queries"), 0.0),
+    };
     let d1 = match layout.d1 > 1.0 {
-        false => vec![Use { component: "D1, the one database (statements/s)", load: rate * all, limit: D1_QUERIES }],
+        false => vec![Use {
+            component: "D1, the one database (statements/s)",
+            load: rate * all + snapshots,
+            limit: D1_QUERIES,
+        }],
         true => vec![
             Use { component: "D1, each shard (statements/s)", load: rate * on_shards / layout.d1, limit: D1_QUERIES },
             Use {
                 component: "D1, the shared database (statements/s)",
-                load: rate * (all - on_shards),
+                load: rate * (all - on_shards) + snapshots,
                 limit: D1_QUERIES,
             },
         ],
@@ -266,6 +300,7 @@ mod tests {
             guilds: 5_000.0,
             discord_share: 0.3,
             vector_lifetime_days: 30.0,
+            snapshots: Snapshots { isolates: 100.0, agents: 2.0, fresh_s: 30.0, statements: 0.0 },
         }
     }
 
@@ -299,6 +334,26 @@ mod tests {
         assert!((find(&after, "Gateway, each shard (guilds)").load - 2_500.0).abs() < 1e-9);
         // Sharding never spreads one conversation.
         assert_eq!(find(&after, "hottest").load, find(&today, "hottest").load);
+    }
+
+    #[test]
+    fn snapshots_cost_the_shared_database_per_isolate_and_agent_not_per_message() {
+        // 0.5 statements a message, 0.2 of them a snapshot's (the bench's own rate).
+        let mix = Case::from_pairs(&[("d1_queries", 0.5), ("d1_snapshot_queries", 0.2), ("d1_shard_queries", 0.1)]);
+        let mut day = workload(86.4e6);
+        let sharded = Layout { d1: 4.0, gateway_shards: 1.0, queues: 1.0, vector_indexes: 1.0 };
+        // A build without snapshots: its per-message reads are the load.
+        let before = find(&uses(&mix, &day, &sharded), "D1, the shared").load;
+        assert!((before - 3_000.0 * 0.4).abs() < 1e-6);
+        // 100 isolates x 2 agents x 6 statements every 30 s = 40 a second, at any rate.
+        day.snapshots.statements = 6.0;
+        let after = find(&uses(&mix, &day, &sharded), "D1, the shared").load;
+        assert!((after - (3_000.0 * 0.2 + 40.0)).abs() < 1e-6, "{after}");
+        let one = find(&uses(&mix, &day, &TODAY), "D1, the one").load;
+        assert!((one - (3_000.0 * 0.3 + 40.0)).abs() < 1e-6, "{one}");
+        day.daily *= 10.0;
+        let busier = find(&uses(&mix, &day, &sharded), "D1, the shared").load;
+        assert!((busier - (30_000.0 * 0.2 + 40.0)).abs() < 1e-6, "{busier}");
     }
 
     #[test]

@@ -95,6 +95,8 @@ pub async fn of(env: &Env, database: &D1Database, conversation_key: &str) -> Res
         identity::overridden_statement(database),
         spend::overrides_statement(database, MOST_LIMITS + 1)?,
     ];
+    crate::ops::count(crate::ops::Op::AgentSnapshot);
+    crate::ops::add(crate::ops::Op::D1SnapshotQuery, statements.len() as u64);
     let results = read_batch(database, statements).await?;
     let [documents, skills, links, settings, overridden, limits] = results.as_slice() else {
         return Err(worker::Error::RustError(format!("D1 answered {} results for 6 statements", results.len())));
