@@ -8,9 +8,10 @@ use crate::runtime::d1::Metered;
 
 /// The texts one conversation's prompts carry now, in one query: each
 /// document's newest version (the shipped default where none was saved) and
-/// the conversation's override. Read per turn and per branch, never cached,
-/// so a change reaches the next turn of every conversation. The documents
-/// are the conversation's agent's own (see `crate::agents`).
+/// the conversation's override. The documents are the conversation's
+/// agent's own (see `crate::agents`); turns and branches take them from
+/// the agent's snapshot (`crate::agents::snapshot`) and read this only for
+/// a conversation with an override.
 pub async fn load(db: &D1Database, conversation_key: &str) -> worker::Result<IdentityTexts> {
     texts_of(&statement(db, conversation_key)?.all_counted().await?)
 }
