@@ -1,13 +1,14 @@
 //! What every turn of an agent reads alike, kept per isolate: the agent's
 //! identity documents, enabled skills and settings, the links, which
-//! conversations have an identity override, and the budget limit overrides.
+//! conversations have an identity override, the budget limit overrides, and
+//! whether any MCP server is configured.
 //! Every conversation of the agent that an isolate serves shares one copy, so
 //! at scale these reads cost D1 about once per isolate and agent per
 //! `SHARED_READS_FRESH_MS` rather than once per quiet conversation's turn
 //! (docs/scale.md, "The agent's reads, per isolate").
 //!
 //! Who may use it: a channel turn and a branch, for their own conversation.
-//! What it may cost: one batch of six reads when the isolate's copy is
+//! What it may cost: one batch of seven reads when the isolate's copy is
 //! missing, older than `SHARED_READS_FRESH_MS` (0, the default, reads every
 //! time) or older than an operator's edit in this isolate; nothing otherwise.
 //! What it may read: what the agent's prompt carries anyway; an override's
@@ -48,6 +49,9 @@ pub struct Snapshot {
     overridden: Vec<String>,
     /// Every limit override (None: more than [`MOST_LIMITS`], or unreadable).
     limits: Option<Vec<LimitOverride>>,
+    /// Whether any MCP server is configured (true when unreadable): a
+    /// branch or worker of a deployment with none reads no server list.
+    pub mcp_servers: bool,
 }
 
 impl Snapshot {
@@ -94,12 +98,13 @@ pub async fn of(env: &Env, database: &D1Database, conversation_key: &str) -> Res
         crate::agents::store::settings_statement(database, conversation_key)?,
         identity::overridden_statement(database),
         spend::overrides_statement(database, MOST_LIMITS + 1)?,
+        crate::mcp::servers::any_statement(database),
     ];
     crate::ops::count(crate::ops::Op::AgentSnapshot);
     crate::ops::add(crate::ops::Op::D1SnapshotQuery, statements.len() as u64);
     let results = read_batch(database, statements).await?;
-    let [documents, skills, links, settings, overridden, limits] = results.as_slice() else {
-        return Err(worker::Error::RustError(format!("D1 answered {} results for 6 statements", results.len())));
+    let [documents, skills, links, settings, overridden, limits, mcp_servers] = results.as_slice() else {
+        return Err(worker::Error::RustError(format!("D1 answered {} results for 7 statements", results.len())));
     };
     let unread = |what: &'static str, error: &worker::Error| {
         LogLine::warn(what).conversation(conversation_key).reason(error).emit();
@@ -126,6 +131,7 @@ pub async fn of(env: &Env, database: &D1Database, conversation_key: &str) -> Res
         settings: crate::agents::store::settings_in(settings)?,
         overridden,
         limits,
+        mcp_servers: crate::mcp::servers::any_in(mcp_servers).unwrap_or(true),
     });
     KEPT.with(|kept| kept.borrow_mut().insert(agent.to_string(), snapshot.clone()));
     Ok(snapshot)

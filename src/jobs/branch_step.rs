@@ -8,7 +8,6 @@ use worker::{D1Database, Env};
 use crate::files::tools as files;
 use crate::jobs::deliver;
 
-use crate::agents::rules::AgentSettings;
 use crate::agents::snapshot::{self, Snapshot};
 use crate::approvals::rules::Kind;
 use crate::approvals::store as approvals;
@@ -62,7 +61,7 @@ pub async fn run(config: &Config, env: &Env, branch: &BranchJob, dead_letters: b
             ),
             None => {
                 let identity = identity(&database, &agent, branch).await?;
-                match think(config, env, &database, branch, &agent.settings, &identity).await {
+                match think(config, env, &database, branch, &agent, &identity).await {
                     Ok(conclusion) => report(branch, MessageType::Done, conclusion),
                     Err(error) if error.is_retryable() => return Err(error.to_string()),
                     Err(error) => report(branch, MessageType::Error, format!("the branch failed: {error}")),
@@ -90,7 +89,7 @@ async fn think(
     env: &Env,
     database: &D1Database,
     branch: &BranchJob,
-    settings: &AgentSettings,
+    agent: &Snapshot,
     identity: &str,
 ) -> Result<String, LlmError> {
     let model = HttpModel::new(config, env, &config.branch_model)?;
@@ -104,7 +103,10 @@ async fn think(
         branch_id: &branch.id,
         people: &branch.people,
         origin: &branch.origin,
-        mcp: Toolbox::open(config, env, database, true, |server| settings.permits_server(server)).await,
+        mcp: match agent.mcp_servers {
+            true => Toolbox::open(config, env, database, true, |server| agent.settings.permits_server(server)).await,
+            false => Toolbox::none(),
+        },
     };
     let started = now_ms();
     let (conclusion, spent) = run_branch(&model, model.model_name(), &tools, messages).await?;

@@ -100,8 +100,11 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
         return Ok(()); // cancelled, already done, or not for this state: a repeat does nothing
     }
     let model = HttpModel::new(config, env, &config.worker_model).map_err(text)?;
-    let settings = crate::agents::snapshot::of(env, &db, &job.conversation_key).await.map_err(text)?.settings.clone();
-    let mut mcp = Toolbox::open(config, env, &db, false, |server| settings.permits_server(server)).await;
+    let agent = crate::agents::snapshot::of(env, &db, &job.conversation_key).await.map_err(text)?;
+    let mut mcp = match agent.mcp_servers {
+        true => Toolbox::open(config, env, &db, false, |server| agent.settings.permits_server(server)).await,
+        false => Toolbox::none(),
+    };
     // A question an earlier attempt of this step left waiting has no call behind it any more.
     if job.person.is_some() && !mcp.specs().is_empty() {
         crate::mcp::elicit::withdraw_interrupted(env, &db, &job.id).await;
@@ -120,7 +123,7 @@ pub async fn run_step(config: &Config, env: &Env, job: &WorkerJob) -> Result<(),
     // The agent's `tools` narrow the worker's own tools, as they narrow a turn's.
     let tools = Permitted {
         host: EdgeTools::new(config, env, &db, job, mcp),
-        permits: |name: &str| settings.permits_tool(name),
+        permits: |name: &str| agent.settings.permits_tool(name),
     };
     let usage_before = run.usage;
     let hosts_before = run.containment.known_hosts.clone();

@@ -109,6 +109,21 @@ impl Server {
 }
 
 /// Every configured server, by name.
+/// Whether any server is configured, for a caller that batches it with
+/// others (an agent's snapshot: a step with none reads no list).
+pub fn any_statement(db: &D1Database) -> worker::D1PreparedStatement {
+    db.prepare("SELECT EXISTS (SELECT 1 FROM mcp_servers) AS any_server")
+}
+
+/// [`any_statement`]'s answer.
+pub fn any_in(result: &worker::D1Result) -> worker::Result<bool> {
+    #[derive(serde::Deserialize)]
+    struct Any {
+        any_server: i64,
+    }
+    Ok(result.results::<Any>()?.first().is_some_and(|row| row.any_server != 0))
+}
+
 pub async fn servers(db: &D1Database) -> worker::Result<Vec<Server>> {
     let rows: Vec<Row> =
         db.prepare(format!("SELECT {COLUMNS} FROM mcp_servers ORDER BY name")).all_counted().await?.results()?;

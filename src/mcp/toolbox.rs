@@ -24,6 +24,11 @@ pub struct Toolbox<'a> {
 }
 
 impl<'a> Toolbox<'a> {
+    /// No server's tools (a step whose agent's snapshot says none is configured).
+    pub fn none() -> Toolbox<'a> {
+        Toolbox { clients: Vec::new(), offered: Vec::new(), notes: Vec::new() }
+    }
+
     /// The servers' tools, from the cache while it is fresh; a stale list is
     /// refreshed, and a server that cannot be reached costs a note (its last
     /// known tools stay offered; a call to it says it is down). A branch gets
@@ -36,7 +41,7 @@ impl<'a> Toolbox<'a> {
         for_branch: bool,
         permits: impl Fn(&str) -> bool,
     ) -> Toolbox<'a> {
-        let mut toolbox = Toolbox { clients: Vec::new(), offered: Vec::new(), notes: Vec::new() };
+        let mut toolbox = Toolbox::none();
         let servers = match servers(db).await {
             Ok(servers) => servers,
             Err(error) => {
