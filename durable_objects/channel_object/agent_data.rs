@@ -88,7 +88,9 @@ pub(super) async fn read(
         (Some(_), false) => Vec::new(),
     };
     let people_at = statements.len();
-    statements.extend(people::read_statement(database, &unknown)?);
+    if unsharded {
+        statements.extend(people::read_statement(database, &unknown)?);
+    }
     // With D1 sharded, the standing's spend is read from the shards meanwhile.
     let read = async {
         match statements.is_empty() {
@@ -96,7 +98,8 @@ pub(super) async fn read(
             false => crate::runtime::d1::read_batch(database, statements).await,
         }
     };
-    let (results, elsewhere) = futures_util::join!(read, spend::spent_on_shards(env, spender, now));
+    let (results, elsewhere, on_shards) =
+        futures_util::join!(read, spend::spent_on_shards(env, spender, now), people::records_on_shards(env, &unknown));
     let results = results?;
     let (mut fresh, spent) = match reuse {
         Some(kept) => (kept, results.first().filter(|_| unsharded).map(spend::rows_of).transpose()),
@@ -105,11 +108,10 @@ pub(super) async fn read(
             (fresh, Ok(Some(spent)))
         }
     };
-    if let Some(rows) = results.get(people_at) {
-        match people::records_in(rows) {
-            Ok(records) => fresh.records.extend(records),
-            Err(error) => LogLine::warn("people_unread").conversation(conversation_key).reason(&error).emit(),
-        }
+    let records = results.get(people_at).map(people::records_in).unwrap_or(Ok(Vec::new()));
+    match records.and_then(|records| Ok([records, on_shards?].concat())) {
+        Ok(records) => fresh.records.extend(records),
+        Err(error) => LogLine::warn("people_unread").conversation(conversation_key).reason(&error).emit(),
     }
     let standing = elsewhere.and_then(|mut rows| {
         rows.extend(spent?.unwrap_or_default());
