@@ -260,7 +260,8 @@ pub async fn link(mut request: Request, env: &Env, id: &str, _operator: &Operato
 /// `[[humans]]`): each person found by platform id, or made (unseen yet),
 /// and their fields set as in `PUT /api/people/{id}`. The list is checked
 /// whole first and written in one D1 batch: a bad entry is a 400 and changes
-/// nothing. A non-default agent's people are its own records (`?agent=`).
+/// nothing. (With D1 shards, one batch per shard the people live on.)
+/// A non-default agent's people are its own records (`?agent=`).
 /// Answers the people as they are now.
 pub async fn put_many(mut request: Request, env: &Env, _operator: &Operator) -> Answer {
     let agent = crate::agents::api::of_query(&request)?;
