@@ -1,6 +1,7 @@
 //! D1 sharded (issue 37; docs/scale.md, "D1 shards"): with `D1_SHARDS = 4`
 //! every conversation's history, index row, spend and unsent count live on
-//! the shard its key hashes to, and on no other database; the dashboard and
+//! the shard its key hashes to, and on no other database, and its people on
+//! their platform ids' shards; the dashboard and
 //! the budget read across all four; a shard that is down holds back only the
 //! conversations that live on it, and what waited drains when it is back.
 
@@ -106,8 +107,12 @@ async fn every_conversations_rows_live_on_its_shard_and_the_dashboard_reads_them
     assert_eq!(history.as_array().map(Vec::len), Some(2), "the message and the answer: {history}");
 
     assert_every_row_on_its_shard(&mut env, &keys).await;
-    let people = env.sql_on_while_stopped(&["DB"], "SELECT count(*) AS people FROM person_ids").await;
-    assert_eq!(people[0][0]["results"][0]["people"], keys.len(), "people stay in the shared database");
+    // Their people live on the shards (each on its platform id's), none in the shared database.
+    let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+    let people = env.sql_on_while_stopped(&bindings, "SELECT count(*) AS people FROM person_ids").await;
+    let counts: Vec<i64> = people.iter().map(|result| result[0]["results"][0]["people"].as_i64().unwrap()).collect();
+    assert_eq!(counts[0], 0, "no people in the shared database: {counts:?}");
+    assert_eq!(counts[1..].iter().sum::<i64>(), keys.len() as i64, "every person on a shard: {counts:?}");
 }
 
 /// The local D1 file of the database bound as `binding`: each database is
@@ -492,7 +497,8 @@ async fn people_live_on_their_ids_shard_and_a_link_across_two_shards_is_one_pers
     env.llm.reply("hello Ada");
     assert_eq!(env.telegram_update(&dm_update(1, chat, "hi")).await.status(), 200);
     env.wait_for_sent(1).await;
-    let people = env.admin_when("/api/people", "Ada's record", |people| people.as_array().is_some_and(|p| p.len() == 1));
+    let people =
+        env.admin_when("/api/people", "Ada's record", |people| people.as_array().is_some_and(|p| p.len() == 1));
     let ada = people.await[0].clone();
     let id = ada["id"].as_str().unwrap().to_string();
     assert_eq!(ada["display_name"], "Ada");
