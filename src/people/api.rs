@@ -191,13 +191,9 @@ pub async fn link(mut request: Request, env: &Env, id: &str, _operator: &Operato
     let target = one(env, &id).await?.ok_or(ApiError::NotFound)?;
     let now = now_ms();
     // The id's row, on its shard, names the record and where it lives.
-    let target_keys = Person::from(target.clone()).platform_ids.into_iter().map(|known| known.platform_key);
-    let target_keys: Vec<String> = target_keys.collect();
-    let home = target.home_key.clone().or_else(|| homes::home_key_of(&id, target_keys.iter().map(String::as_str)));
-    let shards = shard_count(env);
-    let key_shard = crate::shards::shard_of(&key, shards);
+    let home = home_of(&target);
     let mut statements = vec![(
-        key_shard,
+        crate::shards::shard_of(&key, shard_count(env)),
         database_for(env, &key)?
             .prepare(
                 "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at, home_key) \
@@ -253,6 +249,13 @@ pub async fn link(mut request: Request, env: &Env, id: &str, _operator: &Operato
     batch_by_shard(env, statements).await?;
     let row = one(env, &id).await?.ok_or(ApiError::NotFound)?;
     Response::from_json(&json!({ "person": Person::from(row), "dropped": dropped })).map_err(internal)
+}
+
+/// The home key of a record read with its ids ([`homes::home_key_of`] for one from before migration 0036).
+fn home_of(record: &Row) -> Option<String> {
+    let keys = Person::from(record.clone()).platform_ids.into_iter().map(|known| known.platform_key);
+    let keys: Vec<String> = keys.collect();
+    record.home_key.clone().or_else(|| homes::home_key_of(&record.id, keys.iter().map(String::as_str)))
 }
 
 /// `PUT /api/people[?agent={id}]` with `[{"id": "telegram:42", "display_name"?,

@@ -13,8 +13,10 @@
 //!
 //! Who may use what: a branch writes only the profiles of the people writing
 //! in the turn that started it (the channel passes them in the job); the admin
-//! routes are operators' only. What it may cost: one read per turn (the
-//! sightings' upserts join the turn's commit at most once an hour per platform id), a few
+//! routes are operators' only. What it may cost: one read per turn (with
+//! shards, one on each shard holding a speaker's id, and one more for a
+//! linked id's record; the sightings' upserts join the turn's commit, with
+//! shards a batch on each id's shard, at most once an hour per platform id), a few
 //! statements per tool call, and notes capped per person. What it may read: a
 //! turn, only the profiles of its own people.
 
