@@ -8,6 +8,7 @@
 
 pub mod cortex;
 pub mod reshard;
+pub mod reshard_people;
 
 use worker::Env;
 
@@ -74,7 +75,8 @@ async fn sweep(env: &Env) {
     }
 }
 
-/// Moves conversations' rows the D1 shards now place elsewhere (reshard.rs).
+/// Moves conversations' rows (reshard.rs) and people's (reshard_people.rs)
+/// the D1 shards now place elsewhere.
 async fn reshard(env: &Env) {
     if config::load(env).refusal().is_some() {
         return;
@@ -84,6 +86,13 @@ async fn reshard(env: &Env) {
         Ok(moved) => LogLine::info("resharded").field("conversations", moved).emit(),
         Err(error) => {
             LogLine::error("reshard_failed").field("recovery", "the next minute goes on").reason(&error).emit()
+        }
+    }
+    match reshard_people::run(env).await {
+        Ok(0) => {}
+        Ok(moved) => LogLine::info("resharded_people").field("platform_ids", moved).emit(),
+        Err(error) => {
+            LogLine::error("reshard_people_failed").field("recovery", "the next minute goes on").reason(&error).emit()
         }
     }
 }

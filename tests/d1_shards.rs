@@ -1,6 +1,7 @@
 //! D1 sharded (issue 37; docs/scale.md, "D1 shards"): with `D1_SHARDS = 4`
 //! every conversation's history, index row, spend and unsent count live on
-//! the shard its key hashes to, and on no other database; the dashboard and
+//! the shard its key hashes to, and on no other database, and its people on
+//! their platform ids' shards; the dashboard and
 //! the budget read across all four; a shard that is down holds back only the
 //! conversations that live on it, and what waited drains when it is back.
 
@@ -106,8 +107,12 @@ async fn every_conversations_rows_live_on_its_shard_and_the_dashboard_reads_them
     assert_eq!(history.as_array().map(Vec::len), Some(2), "the message and the answer: {history}");
 
     assert_every_row_on_its_shard(&mut env, &keys).await;
-    let people = env.sql_on_while_stopped(&["DB"], "SELECT count(*) AS people FROM person_ids").await;
-    assert_eq!(people[0][0]["results"][0]["people"], keys.len(), "people stay in the shared database");
+    // Their people live on the shards (each on its platform id's), none in the shared database.
+    let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+    let people = env.sql_on_while_stopped(&bindings, "SELECT count(*) AS people FROM person_ids").await;
+    let counts: Vec<i64> = people.iter().map(|result| result[0]["results"][0]["people"].as_i64().unwrap()).collect();
+    assert_eq!(counts[0], 0, "no people in the shared database: {counts:?}");
+    assert_eq!(counts[1..].iter().sum::<i64>(), keys.len() as i64, "every person on a shard: {counts:?}");
 }
 
 /// The local D1 file of the database bound as `binding`: each database is
@@ -494,4 +499,121 @@ async fn a_move_stopped_between_its_copy_and_its_delete_adds_nothing_twice() {
     env.wait_for_sent(chats.len() + 1).await;
     env.settle().await;
     assert_eq!(env.telegram.calls("sendMessage").len(), chats.len() + 1, "answered once");
+}
+
+/// People's rows on one database: each platform id's row and each record,
+/// with the person it names and its home key.
+const PEOPLE_ROWS: &str = "SELECT 'id' AS kind, platform_key AS k, person_id AS person, home_key FROM person_ids \
+     UNION ALL SELECT 'record', id, id, home_key FROM people ORDER BY kind, k";
+
+/// A Telegram chat whose DM's platform id (`telegram:<id>`) lives on another shard than `other`.
+fn chat_off_the_shard_of(other: &str) -> i64 {
+    (7000..).find(|chat| shard_of(&format!("telegram:{chat}"), SHARDS) != shard_of(other, SHARDS)).unwrap()
+}
+
+/// Each database's people rows are `expected` (binding: rows), none elsewhere.
+async fn assert_people_rows(env: &mut TestEnv, expected: &[(String, Vec<Value>)]) {
+    let bindings = ["DB", "DB_SHARD_0", "DB_SHARD_1", "DB_SHARD_2", "DB_SHARD_3"];
+    let results = env.sql_on_while_stopped(&bindings, PEOPLE_ROWS).await;
+    for (binding, result) in bindings.iter().zip(&results) {
+        let found = result[0]["results"].as_array().cloned().unwrap_or_default();
+        let wanted = expected.iter().find(|(home, _)| home == binding).map(|(_, rows)| rows.clone());
+        assert_eq!(found, wanted.unwrap_or_default(), "people rows on {binding}");
+    }
+}
+
+fn person_row(kind: &str, key: &str, person: &str, home: &str) -> Value {
+    serde_json::json!({ "kind": kind, "k": key, "person": person, "home_key": home })
+}
+
+fn platform_keys(person: &Value) -> Vec<String> {
+    let ids = person["platform_ids"].as_array().cloned().unwrap_or_default();
+    ids.iter().map(|id| id["platform_key"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+/// With shards, a speaker's record and platform id live on the shard of
+/// their id and nowhere else (the shared database holds no people); an
+/// operator's link of a Slack id on another shard makes one person, whom the
+/// People API shows with both ids and a Slack turn knows by name.
+#[tokio::test(flavor = "multi_thread")]
+async fn people_live_on_their_ids_shard_and_a_link_across_two_shards_is_one_person() {
+    let mut env = TestEnv::start_with(&[("D1_SHARDS", "4")]).await;
+    let slack = "slack:U1";
+    let telegram = format!("telegram:{}", chat_off_the_shard_of(slack));
+    let chat: i64 = telegram["telegram:".len()..].parse().unwrap();
+    env.llm.reply("hello Ada");
+    assert_eq!(env.telegram_update(&dm_update(1, chat, "hi")).await.status(), 200);
+    env.wait_for_sent(1).await;
+    let people =
+        env.admin_when("/api/people", "Ada's record", |people| people.as_array().is_some_and(|p| p.len() == 1));
+    let ada = people.await[0].clone();
+    let id = ada["id"].as_str().unwrap().to_string();
+    assert_eq!(ada["display_name"], "Ada");
+    let home = shard_binding(&telegram);
+    let at_home = vec![person_row("id", &telegram, &id, &telegram), person_row("record", &id, &id, &telegram)];
+    assert_people_rows(&mut env, &[(home.clone(), at_home.clone())]).await;
+
+    // The operator links her Slack id, which lives on another shard.
+    let path = format!("/api/people/{id}/link");
+    let (status, linked) =
+        env.admin_send(reqwest::Method::POST, &path, Some(serde_json::json!({ "platform_key": slack }))).await;
+    assert_eq!(status, 200, "{linked}");
+    assert_eq!(platform_keys(&linked["person"]), [slack.to_string(), telegram.clone()]);
+    let listed = env.admin("/api/people").await;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "one person: {listed}");
+    assert_eq!(platform_keys(&listed[0]), [slack.to_string(), telegram.clone()]);
+    let found = env.admin("/api/people?q=slack:u1").await;
+    assert_eq!(found[0]["id"], id.as_str(), "found by the id on the other shard: {found}");
+    assert_eq!(platform_keys(&env.admin(&format!("/api/people/{id}")).await).len(), 2);
+
+    // A Slack turn reads her record from her home shard: the bot knows her as Ada.
+    env.llm.reply("Hi Ada.");
+    let event = serde_json::json!({"type": "message", "channel": "D1", "channel_type": "im", "user": "U1",
+        "text": "hello from slack", "ts": "1795000000.000100"});
+    env.slack_event(&crate::harness::slack_callback("Ev1", event)).await;
+    wait_for("the Slack answer", Duration::from_secs(20), || async {
+        (!env.slack.calls("/chat.postMessage").is_empty()).then_some(())
+    })
+    .await;
+    let turn = crate::harness::turn_message(env.llm.requests().last().unwrap());
+    assert!(turn.contains("Ada (writing as U1)"), "{turn}");
+    // Her Slack sighting lands on its own shard, naming her record at home.
+    env.admin_when("/api/people", "the Slack sighting", |people| {
+        people[0]["platform_ids"].as_array().is_some_and(|ids| ids.iter().all(|id| !id["last_seen_at"].is_null()))
+    })
+    .await;
+    let linked_row = vec![person_row("id", slack, &id, &telegram)];
+    assert_people_rows(&mut env, &[(home, at_home), (shard_binding(slack), linked_row)]).await;
+}
+
+/// A deployment whose people were in the shared database before they moved
+/// to the shards: the minute's cron moves each record to its home key's
+/// shard and each platform id to its own, giving the rows from before
+/// migration 0036 their home key; a second pass changes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mover_moves_people_from_the_shared_database_to_their_shards() {
+    let mut env = TestEnv::start_with(&[("D1_SHARDS", "4")]).await;
+    let slack = "slack:U9";
+    let telegram = format!("telegram:{}", chat_off_the_shard_of(slack));
+    let id = edgebot::people::rules::person_id(&telegram);
+    let plant = format!(
+        "INSERT INTO people (id, display_name, notes, version, created_at, updated_at) VALUES ('{id}', 'Bea', \
+         '[{{\"text\":\"likes tea\",\"at_ms\":1,\"by\":\"bot\"}}]', 1, 1, 1); \
+         INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at) VALUES \
+         ('{telegram}', '{id}', 'Bea', 1, 1), ('{slack}', '{id}', 'bea', 1, 2);"
+    );
+    env.sql_on_while_stopped(&["DB"], &plant).await;
+    let moved = |people: &Value| {
+        people.as_array().is_some_and(|people| people.len() == 1)
+            && platform_keys(&people[0]).len() == 2
+            && people[0]["notes"][0]["text"] == "likes tea"
+    };
+    for pass in ["moved", "a second pass changing nothing"] {
+        env.cron_every_minute().await;
+        let people = env.admin_when("/api/people", pass, moved).await;
+        assert_eq!(people[0]["id"], id.as_str(), "{people}");
+    }
+    let at_home = vec![person_row("id", &telegram, &id, &telegram), person_row("record", &id, &id, &telegram)];
+    let linked_row = vec![person_row("id", slack, &id, &telegram)];
+    assert_people_rows(&mut env, &[(shard_binding(&telegram), at_home), (shard_binding(slack), linked_row)]).await;
 }

@@ -86,11 +86,15 @@ pub(super) async fn read(
         true => vec![spend::spent_statement(database, spender, now)?],
         false => Vec::new(),
     };
-    statements.extend(people::read_statement(database, &unknown)?);
-    let (snapshot, results, elsewhere) = futures_util::join!(
+    // With D1 sharded, the spend and the people are read on their shards meanwhile.
+    if unsharded {
+        statements.extend(people::read_statement(database, &unknown)?);
+    }
+    let (snapshot, results, elsewhere, on_shards) = futures_util::join!(
         crate::agents::snapshot::of(env, database, conversation_key),
         batch_of(database, statements),
-        spend::spent_on_shards(env, spender, now)
+        spend::spent_on_shards(env, spender, now),
+        people::records_on_shards(env, &unknown)
     );
     let (snapshot, results) = (snapshot?, results?);
     let (identity, limits) = own_reads(database, &snapshot, spender, now).await?;
@@ -100,11 +104,10 @@ pub(super) async fn read(
         true => results.next().map(spend::rows_of).transpose(),
         false => Ok(None),
     };
-    if let Some(rows) = results.next() {
-        match people::records_in(rows) {
-            Ok(records) => fresh.records.extend(records),
-            Err(error) => LogLine::warn("people_unread").conversation(conversation_key).reason(&error).emit(),
-        }
+    let records = results.next().map(people::records_in).unwrap_or(Ok(Vec::new()));
+    match records.and_then(|records| Ok([records, on_shards?].concat())) {
+        Ok(records) => fresh.records.extend(records),
+        Err(error) => LogLine::warn("people_unread").conversation(conversation_key).reason(&error).emit(),
     }
     let standing = elsewhere.and_then(|mut rows| {
         rows.extend(spent?.unwrap_or_default());

@@ -134,14 +134,22 @@ async fn send(object: &ChannelObject, sql: &Sql) -> Result<()> {
     };
     let now = now_ms();
     // The conversation's rows go to its shard, people's sightings to the
-    // shared database: one batch when they are one database, else the
-    // sightings first (sent again, harmlessly, if the shard's batch fails).
+    // shards of their platform ids: one batch when they are one database,
+    // else the sightings first (sent again, harmlessly, if the shard's batch fails).
     let Some(key) = &key else { return Ok(()) };
     let shared = object.env.d1(DATABASE_BINDING)?;
     let database = crate::runtime::d1::shard_of(&object.env, key)?;
-    let mut statements = people_statements(&shared, &sightings)?;
-    if !crate::runtime::d1::unsharded(&object.env) && !statements.is_empty() {
-        crate::runtime::d1::batch(&shared, std::mem::take(&mut statements)).await?;
+    let mut statements = Vec::new();
+    match crate::runtime::d1::unsharded(&object.env) {
+        true => statements = people_statements(&shared, &sightings)?,
+        false if !sightings.is_empty() => {
+            let seen: Vec<(&str, &str, bool, i64)> = sightings
+                .iter()
+                .map(|seen| (seen.platform_key.as_str(), seen.name.as_str(), seen.is_bot != 0, seen.seen_at))
+                .collect();
+            crate::people::store::sightings_on_shards(&object.env, &seen).await?;
+        }
+        false => {}
     }
     statements.extend(history_store::mirror_statements(&database, &history.rows)?);
     let flush_seq = spend.last().map(|held| held.seq);
@@ -187,7 +195,7 @@ async fn send(object: &ChannelObject, sql: &Sql) -> Result<()> {
     Ok(())
 }
 
-/// The sightings' statements, for the shared database.
+/// The sightings' statements, for the one database there is (no shards).
 fn people_statements(database: &D1Database, sightings: &[Sighting]) -> Result<Vec<worker::D1PreparedStatement>> {
     let mut statements = Vec::new();
     for sighting in sightings {

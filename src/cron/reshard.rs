@@ -269,13 +269,13 @@ fn marks(key: &str) -> String {
 const NOW_MS: &str = "CAST(strftime('%s', 'now') AS INTEGER) * 1000";
 
 /// A value the mover keeps in the shared database's `status_events`.
-async fn meta(shared: &D1Database, key: &str) -> Result<Option<String>> {
+pub(super) async fn meta(shared: &D1Database, key: &str) -> Result<Option<String>> {
     let row: Option<Value> =
         shared.prepare("SELECT value FROM status_events WHERE key = ?1").bind(&[key.into()])?.first_counted().await?;
     Ok(row.and_then(|row| row["value"].as_str().map(str::to_string)))
 }
 
-async fn set_meta(shared: &D1Database, key: &str, value: &str) -> Result<()> {
+pub(super) async fn set_meta(shared: &D1Database, key: &str, value: &str) -> Result<()> {
     shared
         .prepare(
             "INSERT INTO status_events (key, value, updated_at) VALUES (?1, ?2, ?3) \

@@ -166,7 +166,7 @@ impl EdgeTools<'_> {
 
     /// A profile tool's answer.
     async fn profile(&self, person: &Option<String>, change: ProfileChange) -> String {
-        answer(people::tool(self.db, self.people, given(person), &change).await)
+        answer(people::tool(self.env, self.people, given(person), &change).await)
     }
 
     /// A proposed task waits for a person: its approval is recorded and

@@ -3,20 +3,31 @@
 //! hour old), the branch tools `person_note` and `person_forget`, and
 //! the admin API's People views (`/api/people`). The rules are [`crate::people::rules`]'s.
 //!
+//! Where: with `D1_SHARDS` over 1 people live on the shards, not the shared
+//! database (docs/scale.md, "D1 shards"): a platform id's row (`person_ids`)
+//! on the shard of the id, a person's record (`people`) on the shard of its
+//! home key, the id that made it ([`crate::people::homes`]). An unlinked
+//! person's two rows share a shard, so one statement reads a speaker; an id
+//! an operator linked to a record made elsewhere names that record's home
+//! key, and a second read there finds it. With one shard it is all `DB`.
+//!
 //! Who may use what: a branch writes only the profiles of the people writing
 //! in the turn that started it (the channel passes them in the job); the admin
-//! routes are operators' only. What it may cost: one read per turn (the
-//! sightings' upserts join the turn's commit at most once an hour per platform id), a few
+//! routes are operators' only. What it may cost: one read per turn (with
+//! shards, one on each shard holding a speaker's id, and one more for a
+//! linked id's record; the sightings' upserts join the turn's commit, with
+//! shards a batch on each id's shard, at most once an hour per platform id), a few
 //! statements per tool call, and notes capped per person. What it may read: a
 //! turn, only the profiles of its own people.
 
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
-use worker::{D1Database, Result};
+use worker::{D1Database, D1PreparedStatement, Env, Result};
 
 use crate::runtime::config::redactor;
 
 use crate::people::arguments::PersonNoteArguments;
+use crate::people::homes::{self, by_shard, IdRow};
 use crate::people::rules::{self as people, Change, Note, Profile, Refusal};
 use crate::runtime::d1::{batch, changes, number, text_or_null, Metered};
 use crate::runtime::http::now_ms;
@@ -49,6 +60,12 @@ pub struct Row {
     /// The platform id a turn's query matched.
     #[serde(default)]
     pub(super) platform_key: Option<String>,
+    /// The platform id that made the record (None: from before migration 0036).
+    #[serde(default)]
+    pub(super) home_key: Option<String>,
+    /// The shard the record was read on (its writes go there).
+    #[serde(skip)]
+    pub(super) shard: u32,
 }
 
 impl Row {
@@ -106,7 +123,7 @@ impl From<Row> for Person {
 
 pub(super) const COLUMNS: &str =
     "p.id, p.display_name, p.time_zone, p.language, p.is_bot, p.notes, p.version, p.created_at, \
-                       p.updated_at, p.role, p.bio";
+                       p.updated_at, p.role, p.bio, p.home_key";
 pub(super) const IDS: &str = "(SELECT json_group_array(json_object('platform_key', i.platform_key, 'display_name', \
                    i.display_name, 'last_seen_at', i.last_seen_at)) FROM person_ids i WHERE i.person_id = p.id) AS ids";
 
@@ -128,8 +145,8 @@ pub fn sighting(
     let name: JsValue = name.into();
     Ok(vec![
         db.prepare(
-            "INSERT OR IGNORE INTO people (id, display_name, is_bot, created_at, updated_at) \
-             SELECT ?1, ?2, ?3, ?4, ?4 WHERE NOT EXISTS (SELECT 1 FROM person_ids WHERE platform_key = ?5)",
+            "INSERT OR IGNORE INTO people (id, display_name, is_bot, created_at, updated_at, home_key) \
+             SELECT ?1, ?2, ?3, ?4, ?4, ?5 WHERE NOT EXISTS (SELECT 1 FROM person_ids WHERE platform_key = ?5)",
         )
         .bind(&[
             people::person_id(key).into(),
@@ -139,8 +156,8 @@ pub fn sighting(
             platform_key.clone(),
         ])?,
         db.prepare(
-            "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at) \
-             VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (platform_key) DO UPDATE SET \
+            "INSERT INTO person_ids (platform_key, person_id, display_name, first_seen_at, last_seen_at, home_key) \
+             VALUES (?1, ?2, ?3, ?4, ?4, ?1) ON CONFLICT (platform_key) DO UPDATE SET \
              display_name = excluded.display_name, last_seen_at = excluded.last_seen_at \
              WHERE person_ids.display_name != excluded.display_name OR person_ids.last_seen_at IS NULL \
              OR person_ids.last_seen_at < excluded.last_seen_at - ?5",
@@ -171,13 +188,6 @@ pub fn read_statement(db: &D1Database, speakers: &[Profile]) -> Result<Option<wo
     Ok(Some(statement))
 }
 
-/// The turn's people with their profiles, from [`read_statement`]'s result.
-/// A person whose record is not there (first seen: the turn's commit makes
-/// it) stays as the turn saw them (no notes).
-pub fn profiles_in(result: &worker::D1Result, speakers: Vec<Profile>) -> Result<Vec<Profile>> {
-    Ok(profiles_from(&records_in(result)?, speakers))
-}
-
 /// The records of [`read_statement`]'s result (a channel object keeps them a while).
 pub fn records_in(result: &worker::D1Result) -> Result<Vec<Row>> {
     result.results()
@@ -199,15 +209,6 @@ pub fn profiles_from(records: &[Row], speakers: Vec<Profile>) -> Vec<Profile> {
         .collect()
 }
 
-/// Reads a turn's people's profiles (one query; the sightings are the
-/// commit's, see [`sighting`]).
-pub async fn for_turn(db: &D1Database, speakers: Vec<Profile>) -> Result<Vec<Profile>> {
-    match read_statement(db, &speakers)? {
-        Some(statement) => profiles_in(&statement.all_counted().await?, speakers),
-        None => Ok(speakers),
-    }
-}
-
 /// A speaker's profile from their record.
 fn profile_of(row: &Row, speaker: &Profile) -> Profile {
     let seen = speaker.seen_as.as_deref().unwrap_or(&speaker.name);
@@ -225,22 +226,196 @@ fn profile_of(row: &Row, speaker: &Profile) -> Profile {
     }
 }
 
-/// The record a platform id belongs to.
-pub(super) async fn record_of(db: &D1Database, platform_key: &str) -> Result<Option<Row>> {
-    db.prepare(format!(
-        "SELECT {COLUMNS} FROM person_ids i JOIN people p ON p.id = i.person_id WHERE i.platform_key = ?1"
-    ))
-    .bind(&[platform_key.into()])?
-    .first_counted()
-    .await
+/// How many shards people live on (`D1_SHARDS`; 1: the shared database).
+pub(super) fn shard_count(env: &Env) -> u32 {
+    crate::runtime::config::load(env).d1_shards
 }
 
-/// One record with its platform ids.
-pub(super) async fn one(db: &D1Database, id: &str) -> Result<Option<Row>> {
-    db.prepare(format!("SELECT {COLUMNS}, {IDS} FROM people p WHERE p.id = ?1"))
-        .bind(&[id.into()])?
-        .first_counted()
-        .await
+/// The database of shard `shard` (the shared one when there is one shard).
+pub(super) fn database_of(env: &Env, shard: u32) -> Result<D1Database> {
+    env.d1(&crate::shards::binding_of(shard, shard_count(env)))
+}
+
+/// The database a platform id's row lives on.
+pub(super) fn database_for(env: &Env, platform_key: &str) -> Result<D1Database> {
+    database_of(env, crate::shards::shard_of(platform_key, shard_count(env)))
+}
+
+/// A platform id's row as the read of [`records`] finds it: the record's
+/// columns (NULL when the record lives on another shard) and the id's own.
+#[derive(Deserialize)]
+struct Found {
+    platform_key: String,
+    linked_id: String,
+    linked_home: Option<String>,
+}
+
+/// The records of the platform ids `keys`, each with the id it was read for
+/// (`platform_key`) and the shard it lives on: one read on each shard that
+/// holds one of the ids, then, for ids linked to a record made elsewhere, one
+/// on each shard that holds those. `fresh`: from the primary (a write
+/// follows), else any replica may answer (a turn's read).
+pub async fn records(env: &Env, keys: &[&str], fresh: bool) -> Result<Vec<Row>> {
+    let shards = shard_count(env);
+    let reads = by_shard(keys.iter().copied(), shards).into_iter().map(|(shard, keys)| async move {
+        let database = database_of(env, shard)?;
+        let list = serde_json::to_string(&keys)?;
+        let sql = format!(
+            "SELECT {COLUMNS}, i.platform_key, i.person_id AS linked_id, i.home_key AS linked_home \
+             FROM person_ids i LEFT JOIN people p ON p.id = i.person_id \
+             WHERE i.platform_key IN (SELECT value FROM json_each(?1))"
+        );
+        let rows = read(&database, database.prepare(sql).bind(&[list.into()])?, fresh).await?;
+        Ok::<_, worker::Error>((shard, rows.results::<serde_json::Value>()?))
+    });
+    let mut found = Vec::new();
+    let mut elsewhere: Vec<Found> = Vec::new();
+    for answer in futures_util::future::join_all(reads).await {
+        let (shard, rows) = answer?;
+        for row in rows {
+            match row["id"].is_null() {
+                true => elsewhere.extend(serde_json::from_value::<Found>(row).ok()),
+                false => found.extend(serde_json::from_value::<Row>(row).ok().map(|row| Row { shard, ..row })),
+            }
+        }
+    }
+    found.extend(linked_records(env, &elsewhere, fresh).await?);
+    Ok(found)
+}
+
+/// The records of ids linked to a record on another shard (its home key's).
+async fn linked_records(env: &Env, linked: &[Found], fresh: bool) -> Result<Vec<Row>> {
+    let shards = shard_count(env);
+    let homes = linked.iter().filter_map(|found| found.linked_home.as_deref());
+    let reads = by_shard(homes, shards).into_iter().map(|(shard, _)| async move {
+        let database = database_of(env, shard)?;
+        let ids: Vec<&str> = linked
+            .iter()
+            .filter(|found| found.linked_home.as_deref().map(|home| homes::record_shard(home, shards)) == Some(shard))
+            .map(|found| found.linked_id.as_str())
+            .collect();
+        let sql = format!("SELECT {COLUMNS} FROM people p WHERE p.id IN (SELECT value FROM json_each(?1))");
+        let rows = read(&database, database.prepare(sql).bind(&[serde_json::to_string(&ids)?.into()])?, fresh).await?;
+        Ok::<_, worker::Error>((shard, rows.results::<Row>()?))
+    });
+    let mut found = Vec::new();
+    for answer in futures_util::future::join_all(reads).await {
+        let (shard, rows) = answer?;
+        for row in rows {
+            let keys = linked.iter().filter(|found| found.linked_id == row.id);
+            found.extend(keys.map(|found| Row {
+                shard,
+                platform_key: Some(found.platform_key.clone()),
+                ..row.clone()
+            }));
+        }
+    }
+    Ok(found)
+}
+
+/// Runs one read, on the primary or any replica.
+async fn read(database: &D1Database, statement: D1PreparedStatement, fresh: bool) -> Result<worker::D1Result> {
+    let results = match fresh {
+        true => batch(database, vec![statement]).await?,
+        false => crate::runtime::d1::read_batch(database, vec![statement]).await?,
+    };
+    results.into_iter().next().ok_or_else(|| worker::Error::RustError("D1 answered no result".into()))
+}
+
+/// A turn's people's records with `D1_SHARDS` over 1 ([`records`], from
+/// replicas); nothing with one shard, where [`read_statement`] joins the
+/// turn's batch.
+pub async fn records_on_shards(env: &Env, speakers: &[Profile]) -> Result<Vec<Row>> {
+    if shard_count(env) <= 1 || speakers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let keys: Vec<&str> = speakers.iter().map(|person| person.key.as_str()).collect();
+    records(env, &keys, false).await
+}
+
+/// Records a turn's sightings ([`sighting`]) on the shard of each platform
+/// id, one batch per shard, all at once (the record a first sighting makes
+/// is the id's own, so it sits on the same shard). Each entry: the platform
+/// id, its name, whether a bot, when seen.
+pub async fn sightings_on_shards(env: &Env, sightings: &[(&str, &str, bool, i64)]) -> Result<()> {
+    let shards = shard_count(env);
+    let groups = by_shard(sightings.iter().map(|sighting| sighting.0), shards);
+    let writes = groups.into_iter().map(|(shard, keys)| async move {
+        let database = database_of(env, shard)?;
+        let mut statements = Vec::new();
+        for (key, name, is_bot, seen_at) in sightings.iter().filter(|sighting| keys.contains(&sighting.0)) {
+            statements.extend(sighting(&database, key, name, *is_bot, *seen_at)?);
+        }
+        batch(&database, statements).await.map(drop)
+    });
+    futures_util::future::join_all(writes).await.into_iter().collect()
+}
+
+/// The record a platform id belongs to (read from the primary: a write follows).
+pub(super) async fn record_of(env: &Env, platform_key: &str) -> Result<Option<Row>> {
+    Ok(records(env, &[platform_key], true).await?.into_iter().next())
+}
+
+/// The records `ids` with all their platform ids: every shard is asked for
+/// the records it holds and the ids it holds of them.
+pub(super) async fn people_by_ids(env: &Env, ids: &[String]) -> Result<Vec<Row>> {
+    let list = serde_json::to_string(ids)?;
+    let answers = crate::runtime::d1::on_every_shard(env, |database| {
+        let list = list.clone();
+        async move {
+            let statements = vec![
+                database
+                    .prepare(format!(
+                        "SELECT {COLUMNS}, {IDS} FROM people p WHERE p.id IN (SELECT value FROM json_each(?1))"
+                    ))
+                    .bind(&[list.as_str().into()])?,
+                database
+                    .prepare(
+                        "SELECT platform_key, person_id, display_name, last_seen_at FROM person_ids \
+                         WHERE person_id IN (SELECT value FROM json_each(?1))",
+                    )
+                    .bind(&[list.as_str().into()])?,
+            ];
+            let results = batch(&database, statements).await?;
+            let rows = results.first().map(|result| result.results::<Row>()).transpose()?.unwrap_or_default();
+            let ids = results.get(1).map(|result| result.results::<IdRow>()).transpose()?.unwrap_or_default();
+            Ok::<_, worker::Error>((rows, ids))
+        }
+    })
+    .await?;
+    let (mut records, mut all_ids) = (Vec::new(), Vec::new());
+    for (shard, answer) in answers.into_iter().enumerate() {
+        let (rows, ids) = answer?;
+        records.extend(rows.into_iter().map(|row| Row { shard: shard as u32, ..row }));
+        all_ids.extend(ids);
+    }
+    let mut seen = std::collections::HashSet::new();
+    records.retain(|row| seen.insert(row.id.clone()));
+    for row in &mut records {
+        row.ids = Some(homes::with_ids(row.ids.as_deref(), &row.id, &all_ids));
+    }
+    Ok(records)
+}
+
+/// One record with its platform ids (on whichever shard holds it).
+pub(super) async fn one(env: &Env, id: &str) -> Result<Option<Row>> {
+    Ok(people_by_ids(env, &[id.to_string()]).await?.into_iter().next())
+}
+
+/// Runs `statements`, each on its shard: one batch per shard, in the order
+/// each shard first appears (with one shard, one batch as before).
+pub(super) async fn batch_by_shard(env: &Env, statements: Vec<(u32, D1PreparedStatement)>) -> Result<()> {
+    let mut groups: Vec<(u32, Vec<D1PreparedStatement>)> = Vec::new();
+    for (shard, statement) in statements {
+        match groups.iter_mut().find(|(known, _)| *known == shard) {
+            Some((_, group)) => group.push(statement),
+            None => groups.push((shard, vec![statement])),
+        }
+    }
+    for (shard, group) in groups {
+        batch(&database_of(env, shard)?, group).await?;
+    }
+    Ok(())
 }
 
 impl Change {
@@ -292,7 +467,7 @@ pub enum ProfileChange {
 /// one person writes), for a branch whose turn's people are `speakers`.
 /// Errors are the text the model reads.
 pub async fn tool(
-    db: &D1Database,
+    env: &Env,
     speakers: &[Profile],
     person: Option<&str>,
     edit: &ProfileChange,
@@ -300,11 +475,12 @@ pub async fn tool(
     let person = people::pick(speakers, person).map_err(|refusal| refusal.to_string())?;
     let failed = |error: worker::Error| format!("the profile could not be read or written: {error}");
     // The turn recorded them; a record lost to a D1 hiccup then is made now.
-    let sighted = sighting(db, &person.key, seen_name(person), person.is_bot, now_ms()).map_err(failed)?;
-    batch(db, sighted).await.map_err(failed)?;
+    let db = database_for(env, &person.key).map_err(failed)?;
+    let sighted = sighting(&db, &person.key, seen_name(person), person.is_bot, now_ms()).map_err(failed)?;
+    batch(&db, sighted).await.map_err(failed)?;
     // Two branches may write one profile at once: the loser reads again.
     for _ in 0..3 {
-        let row = record_of(db, &person.key).await.map_err(failed)?.ok_or("the person's record is missing")?;
+        let row = record_of(env, &person.key).await.map_err(failed)?.ok_or("the person's record is missing")?;
         let current = profile_of(&row, person);
         let mut change = Change::of(&row);
         let answer = match edit {
@@ -319,7 +495,8 @@ pub async fn tool(
                 people::forgotten(&current)
             }
         };
-        if write(db, &row, &change, now_ms()).await.map_err(failed)? {
+        let home = database_of(env, row.shard).map_err(failed)?;
+        if write(&home, &row, &change, now_ms()).await.map_err(failed)? {
             return Ok(answer);
         }
     }
