@@ -320,7 +320,7 @@ async fn the_conversations_of_an_agent_share_its_reads_in_an_isolate() {
         queries.push(d1_queries(&env.admin("/api/ops").await));
     }
     let (first, overridden) = (queries[1] - queries[0], queries[2] - queries[1]);
-    // The agent's six reads are the first conversation's alone; the second reads its override.
+    // The agent's snapshot (seven reads) is the first conversation's alone; the second reads its override.
     assert!(overridden + 5 <= first, "the second conversation made {overridden} statements, the first {first}");
     let prompts: Vec<String> = env
         .llm
