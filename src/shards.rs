@@ -24,11 +24,20 @@ pub const SHARED: &str = "DB";
 pub const OTHER_SHARDS_FRESH_MS: i64 = 10_000;
 
 /// The tables whose rows live on a conversation's shard.
-pub const SHARDED_TABLES: [&str; 7] =
-    ["messages", "summaries", "conversations", "spend_daily", "usage", "pending_sends", "moved_rows"];
+pub const SHARDED_TABLES: [&str; 9] = [
+    "messages",
+    "summaries",
+    "conversations",
+    "spend_daily",
+    "usage",
+    "pending_sends",
+    "moved_rows",
+    "people",
+    "person_ids",
+];
 
 /// Whether a statement reads or writes a sharded table and no shared one
-/// (so that, with shards, it goes to a conversation's shard): what `/api/ops`
+/// (so that, with shards, it goes to a shard: a conversation's or a person's): what `/api/ops`
 /// counts as a shard query, for `make bench` and `make simulate`. A table is
 /// a name after FROM, INTO, UPDATE or JOIN (not an upsert's `DO UPDATE SET`,
 /// a subquery's SELECT or `json_each`).
@@ -122,6 +131,7 @@ mod tests {
         assert!(!is_shard_statement("SELECT 'spent' FROM spend_daily UNION ALL SELECT 'limit' FROM spend_limits"));
         assert!(!is_shard_statement("SELECT json_extract(settings, '$.usage') FROM agents"));
         assert!(!is_shard_statement("SELECT * FROM conversation_identity"));
+        assert!(is_shard_statement("SELECT p.id FROM person_ids i JOIN people p ON p.id = i.person_id"));
     }
 
     #[test]
