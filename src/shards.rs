@@ -23,7 +23,8 @@ pub const SHARED: &str = "DB";
 /// subject, so a turn's reads do not grow with the number of shards.
 pub const OTHER_SHARDS_FRESH_MS: i64 = 10_000;
 
-/// The tables whose rows live on a conversation's shard.
+/// The tables whose rows live on a shard: a conversation's rows, and people's
+/// (on the shard of their platform id, or of their record's home key).
 pub const SHARDED_TABLES: [&str; 9] = [
     "messages",
     "summaries",
