@@ -9,6 +9,7 @@
 pub mod cortex;
 pub mod reshard;
 pub mod reshard_people;
+mod scan;
 
 use worker::Env;
 

@@ -208,7 +208,7 @@ async fn summarise(config: &Config, env: &Env, job: &CompactionJob) -> Result<()
 
 async fn store_compaction(config: &Config, env: &Env, job: &CompactionJob) -> Result<(), String> {
     let database = crate::runtime::d1::shard_of(env, &job.conversation_key).map_err(|error| error.to_string())?;
-    let rows = crate::conversations::archive::live_messages(&database, &job.message_ids)
+    let rows = crate::conversations::archive::live_messages(&database, &job.conversation_key, &job.message_ids)
         .await
         .map_err(|error| error.to_string())?;
     if rows.is_empty() {

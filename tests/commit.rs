@@ -181,3 +181,101 @@ async fn a_database_from_before_the_buckets_keeps_every_figure() {
     assert_eq!(report["deployment"]["tokens"], 45, "{report}");
     assert_eq!(spend_of(&report, "people", "telegram:371")["tokens"], 27, "{report}");
 }
+
+/// The tables as they were before migration 0037 (a rowid each, a TEXT key's
+/// own index, the secondary indexes), rebuilt from the rows a running
+/// deployment wrote.
+const BEFORE_ONE_ROW: &str = "\
+    CREATE TABLE messages_old (id TEXT PRIMARY KEY, conversation_key TEXT NOT NULL, \
+      role TEXT NOT NULL CHECK (role IN ('user', 'assistant')), author_id TEXT NOT NULL, \
+      author_name TEXT NOT NULL, content TEXT NOT NULL, platform_message_id TEXT, created_at INTEGER NOT NULL, \
+      compacted INTEGER NOT NULL DEFAULT 0); \
+    INSERT INTO messages_old SELECT id, conversation_key, role, author_id, author_name, content, \
+      platform_message_id, created_at, compacted FROM messages; \
+    DROP TABLE messages; ALTER TABLE messages_old RENAME TO messages; \
+    CREATE INDEX messages_by_conversation ON messages (conversation_key, created_at); \
+    CREATE INDEX messages_by_platform_message ON messages (conversation_key, platform_message_id); \
+    CREATE TABLE conversations_old (conversation_key TEXT PRIMARY KEY, platform TEXT NOT NULL, title TEXT, \
+      last_activity_at INTEGER NOT NULL, message_count INTEGER NOT NULL DEFAULT 0, \
+      engaged_count INTEGER NOT NULL DEFAULT 0, observed_count INTEGER NOT NULL DEFAULT 0, \
+      updated_at INTEGER NOT NULL, awaiting_since INTEGER, flush_seq INTEGER NOT NULL DEFAULT 0); \
+    INSERT INTO conversations_old SELECT * FROM conversations; \
+    DROP TABLE conversations; ALTER TABLE conversations_old RENAME TO conversations; \
+    CREATE INDEX conversations_by_activity ON conversations (last_activity_at DESC); \
+    CREATE INDEX conversations_awaiting ON conversations (awaiting_since) WHERE awaiting_since IS NOT NULL; \
+    CREATE TABLE spend_old (day TEXT NOT NULL, scope TEXT NOT NULL, subject TEXT NOT NULL, \
+      bucket INTEGER NOT NULL DEFAULT 0, name TEXT NOT NULL DEFAULT '', input_tokens INTEGER NOT NULL DEFAULT 0, \
+      output_tokens INTEGER NOT NULL DEFAULT 0, micro_usd INTEGER NOT NULL DEFAULT 0, \
+      calls INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (day, scope, subject, bucket)); \
+    INSERT INTO spend_old SELECT * FROM spend_daily; \
+    DROP TABLE spend_daily; ALTER TABLE spend_old RENAME TO spend_daily; \
+    CREATE TABLE usage_old (conversation_key TEXT NOT NULL, process TEXT NOT NULL, \
+      input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, \
+      calls INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (conversation_key, process)); \
+    INSERT INTO usage_old SELECT * FROM usage; DROP TABLE usage; ALTER TABLE usage_old RENAME TO usage; \
+    CREATE TABLE pending_old (conversation_key TEXT PRIMARY KEY, pending INTEGER NOT NULL, \
+      updated_at INTEGER NOT NULL); \
+    INSERT INTO pending_old SELECT * FROM pending_sends; \
+    DROP TABLE pending_sends; ALTER TABLE pending_old RENAME TO pending_sends;";
+
+/// A populated database from before migration 0037 moves to one b-tree a
+/// table: its history, index row and spend are all there, in order, and the
+/// conversation goes on (a re-sent turn still answered once).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_from_before_one_row_a_write_keeps_its_history_index_and_spend() {
+    let mut env = TestEnv::start().await;
+    env.llm.reply("first answer");
+    dm(&env, 1, 351, "hello there").await;
+    env.wait_for_sent(1).await;
+    env.llm.reply("second answer");
+    dm(&env, 2, 351, "and again").await;
+    env.wait_for_sent(2).await;
+    env.spend_when("both turns' commits", |report| spent_tokens(report, "people", "telegram:351") >= Some(30)).await;
+
+    let migration: String = include_str!("../migrations/0037_one_row_a_write.sql")
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let shapes = "SELECT name, sql FROM sqlite_master WHERE tbl_name IN \
+                  ('messages', 'conversations', 'spend_daily', 'usage', 'pending_sends') ORDER BY name";
+    let before = env.sql_while_stopped(&format!("{BEFORE_ONE_ROW} {shapes}")).await;
+    let old = before.as_array().unwrap().last().unwrap()["results"].to_string();
+    assert!(old.contains("messages_by_platform_message") && !old.contains("WITHOUT ROWID"), "the old shape: {old}");
+
+    let after = env.sql_while_stopped(&format!("{migration} {shapes}")).await;
+    let new = after.as_array().unwrap().last().unwrap()["results"].as_array().unwrap().clone();
+    let names: Vec<&str> = new.iter().map(|row| row["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["conversations", "conversations_awaiting", "messages", "pending_sends", "spend_daily", "usage"]);
+    for row in new.iter().filter(|row| row["name"] != "conversations_awaiting") {
+        assert!(row["sql"].as_str().unwrap().contains("WITHOUT ROWID"), "{row}");
+    }
+
+    let listed = |history: &Value| -> Vec<String> {
+        history.as_array().unwrap().iter().map(|row| row["content"].as_str().unwrap().to_string()).collect()
+    };
+    let history = env.admin("/api/channels/telegram:351/messages").await;
+    assert_eq!(listed(&history), ["hello there", "first answer", "and again", "second answer"], "{history}");
+    let report = env.admin("/api/spend").await;
+    assert_eq!(spend_of(&report, "people", "telegram:351")["tokens"], 30, "{report}");
+    assert_eq!(spend_of(&report, "conversations", "telegram:351")["tokens"], 30, "{report}");
+
+    // The conversation goes on; Telegram's delivery of the same update again is answered once.
+    env.llm.reply("third answer");
+    dm(&env, 3, 351, "once more").await;
+    dm(&env, 3, 351, "once more").await;
+    env.wait_for_sent(3).await;
+    env.spend_when("the third turn's commit", |report| spent_tokens(report, "people", "telegram:351") >= Some(45))
+        .await;
+    let history = env.admin("/api/channels/telegram:351/messages").await;
+    assert_eq!(
+        listed(&history),
+        ["hello there", "first answer", "and again", "second answer", "once more", "third answer"],
+        "{history}"
+    );
+    let conversations = env.admin("/api/conversations").await;
+    let row = conversations.as_array().unwrap().iter().find(|row| row["conversation_key"] == "telegram:351");
+    let row = row.unwrap_or_else(|| panic!("listed: {conversations}"));
+    assert_eq!(row["message_count"], 3, "{row}");
+    assert_eq!(env.llm.requests().len(), 3, "three turns, the repeated update not one more");
+}

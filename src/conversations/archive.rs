@@ -77,7 +77,7 @@ const MIRROR: &str = "INSERT INTO messages \
     json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), \
     json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]') \
     FROM json_each(?1) WHERE true \
-    ON CONFLICT (id) DO UPDATE SET compacted = max(messages.compacted, excluded.compacted), \
+    ON CONFLICT (conversation_key, created_at, id) DO UPDATE SET compacted = max(messages.compacted, excluded.compacted), \
     content = CASE WHEN messages.compacted = 3 THEN '' ELSE excluded.content END";
 
 /// The statements that mirror the channel object's new history rows to D1,
@@ -150,7 +150,7 @@ pub async fn load_for_takeover(
     let latest = db
         .prepare(
             "SELECT * FROM messages WHERE conversation_key = ?1 AND compacted = 0 \
-             ORDER BY created_at DESC, rowid DESC LIMIT ?2",
+             ORDER BY created_at DESC, id DESC LIMIT ?2",
         )
         .bind(&[conversation_key.into(), JsValue::from_f64(limit as f64)])?;
     let results = crate::runtime::d1::batch(db, vec![summaries(db, conversation_key)?, latest]).await?;
@@ -177,28 +177,31 @@ pub async fn bulletin(db: &D1Database) -> Result<String> {
     Ok(rows.into_iter().next().map(|row| row.content).unwrap_or_default())
 }
 
-/// Flags messages as compacted (1 = summarised, 2 = dropped); they stay as the archive.
-fn flag_compacted(db: &D1Database, ids: &[String], flag: u8) -> Result<Vec<D1PreparedStatement>> {
-    ids.iter()
-        .map(|id| {
-            db.prepare("UPDATE messages SET compacted = ?1 WHERE id = ?2 AND compacted = 0")
-                .bind(&[JsValue::from_f64(f64::from(flag)), id.as_str().into()])
-        })
-        .collect()
+/// Flags the conversation's messages `ids` as compacted (1 = summarised,
+/// 2 = dropped); they stay as the archive. One statement: the conversation's
+/// rows are one range of the table's key.
+fn flag_compacted(db: &D1Database, conversation_key: &str, ids: &[String], flag: u8) -> Result<D1PreparedStatement> {
+    db.prepare(
+        "UPDATE messages SET compacted = ?1 WHERE conversation_key = ?2 AND compacted = 0 \
+         AND id IN (SELECT value FROM json_each(?3))",
+    )
+    .bind(&[JsValue::from_f64(f64::from(flag)), conversation_key.into(), serde_json::to_string(ids)?.into()])
 }
 
-/// The live (not yet compacted) messages among `ids` (at most 90: D1 binds up
-/// to 100 parameters), oldest first, in one query.
-pub async fn live_messages(db: &D1Database, ids: &[String]) -> Result<Vec<StoredMessage>> {
-    let ids = &ids[..ids.len().min(90)];
+/// The live (not yet compacted) messages of the conversation among `ids`,
+/// oldest first, in one query.
+pub async fn live_messages(db: &D1Database, conversation_key: &str, ids: &[String]) -> Result<Vec<StoredMessage>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let placeholders = (1..=ids.len()).map(|index| format!("?{index}")).collect::<Vec<_>>().join(", ");
-    let query =
-        format!("SELECT * FROM messages WHERE compacted = 0 AND id IN ({placeholders}) ORDER BY created_at, rowid");
-    let bindings: Vec<JsValue> = ids.iter().map(|id| JsValue::from(id.as_str())).collect();
-    db.prepare(query).bind(&bindings)?.all_counted().await?.results()
+    db.prepare(
+        "SELECT * FROM messages WHERE conversation_key = ?1 AND compacted = 0 \
+         AND id IN (SELECT value FROM json_each(?2)) ORDER BY created_at, id",
+    )
+    .bind(&[conversation_key.into(), serde_json::to_string(ids)?.into()])?
+    .all_counted()
+    .await?
+    .results()
 }
 
 /// Stores a summary and flags what it covers, in one transaction.
@@ -222,7 +225,7 @@ pub async fn store_summary(
             JsValue::from_f64(covered.len() as f64),
             JsValue::from_f64(created_at as f64),
         ])?];
-    statements.extend(flag_compacted(db, covered, 1)?);
+    statements.push(flag_compacted(db, conversation_key, covered, 1)?);
     crate::runtime::d1::batch(db, statements).await?;
     Ok(())
 }
@@ -233,7 +236,7 @@ pub async fn list(db: &D1Database, conversation_key: &str, limit: usize) -> Resu
     let mut rows: Vec<StoredMessage> = db
         .prepare(
             "SELECT * FROM messages WHERE conversation_key = ?1 AND compacted != 3 \
-             ORDER BY created_at DESC, rowid DESC LIMIT ?2",
+             ORDER BY created_at DESC, id DESC LIMIT ?2",
         )
         .bind(&[conversation_key.into(), JsValue::from_f64(limit as f64)])?
         .all_counted()
@@ -257,7 +260,7 @@ pub async fn search(db: &D1Database, conversation_key: &str, query: &str, limit:
     let conditions: String =
         (0..words.len()).map(|index| format!(" AND content LIKE ?{} ESCAPE '\\'", index + 3)).collect();
     let query = format!(
-        "SELECT * FROM messages WHERE conversation_key = ?1 AND compacted != 3{conditions} ORDER BY created_at DESC, rowid DESC LIMIT ?2"
+        "SELECT * FROM messages WHERE conversation_key = ?1 AND compacted != 3{conditions} ORDER BY created_at DESC, id DESC LIMIT ?2"
     );
     let mut bindings = vec![JsValue::from(conversation_key), JsValue::from_f64(limit as f64)];
     bindings.extend(words.iter().map(|word| JsValue::from(word.as_str())));

@@ -18,6 +18,7 @@
 use serde_json::Value;
 use worker::{D1Database, D1PreparedStatement, Env, Result};
 
+use super::scan;
 use crate::runtime::d1::{batch, number, on_every_shard, Metered};
 use crate::shards::{binding_of, shard_of, SHARED};
 
@@ -36,44 +37,38 @@ const KEYED: [&str; 5] = ["messages", "summaries", "conversations", "usage", "pe
 /// Moves what the next pages hold on the wrong database; returns how many
 /// conversations moved. Nothing to do (and one read) once every source is settled.
 pub async fn run(env: &Env) -> Result<usize> {
-    let shards = crate::runtime::config::load(env).d1_shards;
-    if shards <= 1 {
-        return Ok(0);
-    }
-    let shared = env.d1(SHARED)?;
-    let mut sources: Vec<(String, Option<u32>)> = vec![(SHARED.to_string(), None)];
-    sources.extend((0..shards).map(|shard| (binding_of(shard, shards), Some(shard))));
-    let (mut moved, mut pages) = (0, 0);
-    for (binding, shard) in sources {
-        let settled = format!("reshard_settled:{binding}");
-        if meta(&shared, &settled).await?.as_deref() == Some(&shards.to_string()) {
-            continue;
-        }
-        let source = env.d1(&binding)?;
-        let cursor_key = format!("reshard_cursor:{binding}");
-        let mut cursor = meta(&shared, &cursor_key).await?.unwrap_or_default();
-        while pages < PAGES_PER_RUN {
-            pages += 1;
-            let keys = page_of_keys(&source, &cursor).await?;
-            let stray: Vec<&String> =
-                keys.iter().filter(|key| shard.is_none_or(|shard| shard_of(key, shards) != shard)).collect();
-            moved += move_keys(env, &source, &binding, &stray, shards).await?;
-            if shard.is_none() {
-                moved_wide_spend(env, &source, shards).await?;
-            }
-            match keys.last() {
-                Some(last) if keys.len() == KEYS_PER_PAGE => cursor = last.clone(),
-                _ => {
-                    set_meta(&shared, &cursor_key, "").await?;
-                    set_meta(&shared, &settled, &shards.to_string()).await?;
-                    break;
-                }
-            }
-            set_meta(&shared, &cursor_key, &cursor).await?;
-        }
-    }
+    let moved = scan::run(env, &Conversations).await?;
     prune_marks(env).await?;
     Ok(moved)
+}
+
+/// The conversations' rows, as the shared scan moves them.
+struct Conversations;
+
+impl scan::Mover for Conversations {
+    const NAME: &'static str = "reshard";
+    const PAGE: usize = KEYS_PER_PAGE;
+    const PAGES_PER_RUN: usize = PAGES_PER_RUN;
+
+    async fn page(&self, source: &D1Database, cursor: &str) -> Result<Vec<String>> {
+        page_of_keys(source, cursor).await
+    }
+
+    async fn move_stray(
+        &self,
+        env: &Env,
+        source: &D1Database,
+        here: Option<u32>,
+        stray: &[&str],
+        shards: u32,
+    ) -> Result<usize> {
+        let binding = here.map_or_else(|| SHARED.to_string(), |here| binding_of(here, shards));
+        let moved = move_keys(env, source, &binding, stray, shards).await?;
+        if here.is_none() {
+            moved_wide_spend(env, source, shards).await?;
+        }
+        Ok(moved)
+    }
 }
 
 /// Deletes the marks older than [`MARKS_KEPT_MS`] on every shard (the
@@ -116,8 +111,8 @@ async fn page_of_keys(source: &D1Database, cursor: &str) -> Result<Vec<String>> 
 }
 
 /// Copies `keys`' rows from `source` to each one's shard, then deletes them from `source`.
-async fn move_keys(env: &Env, source: &D1Database, binding: &str, keys: &[&String], shards: u32) -> Result<usize> {
-    let mut by_home: std::collections::BTreeMap<u32, Vec<&String>> = Default::default();
+async fn move_keys(env: &Env, source: &D1Database, binding: &str, keys: &[&str], shards: u32) -> Result<usize> {
+    let mut by_home: std::collections::BTreeMap<u32, Vec<&str>> = Default::default();
     for key in keys {
         by_home.entry(shard_of(key, shards)).or_default().push(key);
     }
@@ -205,7 +200,7 @@ const MESSAGES: &str = "INSERT INTO messages (id, conversation_key, role, author
      platform_message_id, created_at, compacted) SELECT value ->> '$.id', value ->> '$.conversation_key', \
      value ->> '$.role', value ->> '$.author_id', value ->> '$.author_name', value ->> '$.content', \
      value ->> '$.platform_message_id', value ->> '$.created_at', value ->> '$.compacted' FROM json_each(?1) \
-     WHERE ?2 IS NOT NULL ON CONFLICT (id) DO UPDATE SET compacted = max(compacted, excluded.compacted)";
+     WHERE ?2 IS NOT NULL ON CONFLICT (conversation_key, created_at, id) DO UPDATE SET compacted = max(compacted, excluded.compacted)";
 const SUMMARIES: &str = "INSERT OR IGNORE INTO summaries (id, conversation_key, content, covers, created_at) \
      SELECT value ->> '$.id', value ->> '$.conversation_key', value ->> '$.content', value ->> '$.covers', \
      value ->> '$.created_at' FROM json_each(?1) WHERE ?2 IS NOT NULL";
@@ -267,22 +262,3 @@ fn marks(key: &str) -> String {
 
 /// The time in ms, as SQL (a copy's statements bind only its rows and source).
 const NOW_MS: &str = "CAST(strftime('%s', 'now') AS INTEGER) * 1000";
-
-/// A value the mover keeps in the shared database's `status_events`.
-pub(super) async fn meta(shared: &D1Database, key: &str) -> Result<Option<String>> {
-    let row: Option<Value> =
-        shared.prepare("SELECT value FROM status_events WHERE key = ?1").bind(&[key.into()])?.first_counted().await?;
-    Ok(row.and_then(|row| row["value"].as_str().map(str::to_string)))
-}
-
-pub(super) async fn set_meta(shared: &D1Database, key: &str, value: &str) -> Result<()> {
-    shared
-        .prepare(
-            "INSERT INTO status_events (key, value, updated_at) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        )
-        .bind(&[key.into(), value.into(), crate::runtime::d1::number(crate::runtime::http::now_ms())])?
-        .run_counted()
-        .await?;
-    Ok(())
-}

@@ -15,11 +15,11 @@ use serde_json::Value;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env, Result};
 
-use super::reshard::{meta, set_meta};
+use super::scan;
 use crate::people::homes::home_key_of;
 use crate::people::rules::person_id;
 use crate::runtime::d1::batch;
-use crate::shards::{binding_of, shard_of, SHARED};
+use crate::shards::{binding_of, shard_of};
 
 /// Platform ids a page moves at most.
 const IDS_PER_PAGE: usize = 100;
@@ -28,43 +28,31 @@ const PAGES_PER_RUN: usize = 10;
 
 /// Moves the next pages' stray people; returns how many platform ids moved.
 pub async fn run(env: &Env) -> Result<usize> {
-    let shards = crate::runtime::config::load(env).d1_shards;
-    if shards <= 1 {
-        return Ok(0);
+    scan::run(env, &People).await
+}
+
+/// People's platform ids (and the records they hold), as the shared scan moves them.
+struct People;
+
+impl scan::Mover for People {
+    const NAME: &'static str = "reshard_people";
+    const PAGE: usize = IDS_PER_PAGE;
+    const PAGES_PER_RUN: usize = PAGES_PER_RUN;
+
+    async fn page(&self, source: &D1Database, cursor: &str) -> Result<Vec<String>> {
+        page_of_ids(source, cursor).await
     }
-    let shared = env.d1(SHARED)?;
-    let mut sources: Vec<(String, Option<u32>)> = vec![(SHARED.to_string(), None)];
-    sources.extend((0..shards).map(|shard| (binding_of(shard, shards), Some(shard))));
-    let (mut moved, mut pages) = (0, 0);
-    for (binding, shard) in sources {
-        let settled = format!("reshard_people_settled:{binding}");
-        if meta(&shared, &settled).await?.as_deref() == Some(&shards.to_string()) {
-            continue;
-        }
-        let source = env.d1(&binding)?;
-        let cursor_key = format!("reshard_people_cursor:{binding}");
-        let mut cursor = meta(&shared, &cursor_key).await?.unwrap_or_default();
-        while pages < PAGES_PER_RUN {
-            pages += 1;
-            let keys = page_of_ids(&source, &cursor).await?;
-            let stray: Vec<&str> = keys
-                .iter()
-                .map(String::as_str)
-                .filter(|key| shard.is_none_or(|shard| shard_of(key, shards) != shard))
-                .collect();
-            moved += move_ids(env, &source, shard, &stray, shards).await?;
-            match keys.last() {
-                Some(last) if keys.len() == IDS_PER_PAGE => cursor = last.clone(),
-                _ => {
-                    set_meta(&shared, &cursor_key, "").await?;
-                    set_meta(&shared, &settled, &shards.to_string()).await?;
-                    break;
-                }
-            }
-            set_meta(&shared, &cursor_key, &cursor).await?;
-        }
+
+    async fn move_stray(
+        &self,
+        env: &Env,
+        source: &D1Database,
+        here: Option<u32>,
+        stray: &[&str],
+        shards: u32,
+    ) -> Result<usize> {
+        move_ids(env, source, here, stray, shards).await
     }
-    Ok(moved)
 }
 
 /// The next platform ids after `cursor` on `source`, in order.
