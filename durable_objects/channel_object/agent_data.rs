@@ -82,14 +82,14 @@ pub(super) async fn read(
     let unknown: Vec<Profile> = speakers.iter().filter(|person| !known(person)).cloned().collect();
     let conversation_key = spender.conversation_key.as_str();
     let unsharded = crate::runtime::d1::unsharded(env);
-    let mut statements = match unsharded {
-        true => vec![spend::spent_statement(database, spender, now)?],
+    // With D1 sharded, the spend and the people are read on their shards meanwhile.
+    let statements: Vec<_> = match unsharded {
+        true => [Some(spend::spent_statement(database, spender, now)?), people::read_statement(database, &unknown)?]
+            .into_iter()
+            .flatten()
+            .collect(),
         false => Vec::new(),
     };
-    // With D1 sharded, the spend and the people are read on their shards meanwhile.
-    if unsharded {
-        statements.extend(people::read_statement(database, &unknown)?);
-    }
     let (snapshot, results, elsewhere, on_shards) = futures_util::join!(
         crate::agents::snapshot::of(env, database, conversation_key),
         batch_of(database, statements),
