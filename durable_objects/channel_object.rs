@@ -245,13 +245,47 @@ impl ChannelObject {
     fn step<T>(&self, change: impl FnOnce(&mut ChannelState) -> T) -> Result<T> {
         let result = change(&mut self.machine.borrow_mut());
         let sql = self.state.storage().counted_sql();
-        if let Err(error) = slots::save(&sql, &self.machine.borrow(), &mut self.saved.borrow_mut()) {
-            LogLine::error("channel_checkpoint_failed").field("recovery", "back to the last one").reason(&error).emit();
-            let (machine, saved) = slots::load(&sql)?;
-            *self.machine.borrow_mut() = machine;
-            *self.saved.borrow_mut() = saved;
-            return Err(error);
-        }
+        let saved = slots::save(&sql, &self.machine.borrow(), &mut self.saved.borrow_mut());
+        self.saved_or_restored(&sql, saved)?;
+        Ok(result)
+    }
+
+    /// A failed checkpoint puts the state back to what storage holds, and is the step's error.
+    fn saved_or_restored(&self, sql: &durable::Sql, saved: Result<()>) -> Result<()> {
+        let Err(error) = saved else { return Ok(()) };
+        LogLine::error("channel_checkpoint_failed").field("recovery", "back to the last one").reason(&error).emit();
+        let (machine, saved) = slots::load(sql)?;
+        *self.machine.borrow_mut() = machine;
+        *self.saved.borrow_mut() = saved;
+        Err(error)
+    }
+
+    /// [`Self::step`] for an inbound: `file` writes its inbox row, which
+    /// carries the checkpoint when a slot moved (slots.rs), so an inbound
+    /// writes no slots row of its own. Where the row could not carry it (an
+    /// old object's one-row-per-slot rows still to replace, a row not
+    /// written), the slots row takes it as in [`Self::step`]. No await
+    /// between the change and the writes: storage commits them together.
+    fn step_filed<T>(
+        &self,
+        change: impl FnOnce(&mut ChannelState) -> T,
+        file: impl FnOnce(&T, Option<&str>) -> Result<bool>,
+    ) -> Result<T> {
+        let result = change(&mut self.machine.borrow_mut());
+        let sql = self.state.storage().counted_sql();
+        let written = (|| {
+            let pending = match self.saved.borrow().legacy() {
+                true => None,
+                false => self.saved.borrow().next(&self.machine.borrow())?,
+            };
+            let filed = file(&result, pending.as_ref().map(|pending| pending.body.as_str()))?;
+            match pending {
+                Some(pending) if filed => pending.saved(&mut self.saved.borrow_mut()),
+                _ => slots::save(&sql, &self.machine.borrow(), &mut self.saved.borrow_mut())?,
+            }
+            Ok(())
+        })();
+        self.saved_or_restored(&sql, written)?;
         Ok(result)
     }
 
@@ -337,12 +371,16 @@ impl ChannelObject {
             web_chat::changed(&self.state, "events");
             return Ok(Some(Admission::Held));
         }
-        let receipt = self.step(|machine| {
-            machine.update_membership(None, event);
-            machine.receive(event, &self.config.channel, now)
-        })?;
-        let counts = stats::next(&sql, event, receipt.decision.engages, now)?;
-        inbox::store(&sql, event, text, &receipt.decision, &counts, now)?;
+        let receipt = self.step_filed(
+            |machine| {
+                machine.update_membership(None, event);
+                machine.receive(event, &self.config.channel, now)
+            },
+            |receipt, checkpoint| {
+                let counts = stats::next(&sql, event, receipt.decision.engages, now)?;
+                inbox::store(&sql, event, text, &receipt.decision, &counts, checkpoint, now)
+            },
+        )?;
         if let Some(wake_at) = receipt.wake_at_ms {
             self.state.storage().set_alarm_counted((wake_at - now).max(0)).await?;
         }

@@ -30,15 +30,19 @@ CREATE TABLE IF NOT EXISTS inbox (
     messages INTEGER,
     engaged INTEGER,
     observed INTEGER,
-    last_activity INTEGER
+    last_activity INTEGER,
+    checkpoint TEXT
 );
 CREATE INDEX IF NOT EXISTS inbox_open ON inbox (received_at) WHERE status IN ('queued', 'held');
 ";
 
-/// Objects created before the membership note existed get the column
-/// (the probe fails only on such a table).
-pub const PROBE: &str = "SELECT membership FROM inbox LIMIT 0";
-pub const UPGRADE: &str = "ALTER TABLE inbox ADD COLUMN membership TEXT";
+/// Objects created before a column existed get it (each probe fails only on
+/// such a table): the membership note, and the checkpoint an inbound files
+/// with its row (slots.rs).
+pub const UPGRADES: [(&str, &str); 2] = [
+    ("SELECT membership FROM inbox LIMIT 0", "ALTER TABLE inbox ADD COLUMN membership TEXT"),
+    ("SELECT checkpoint FROM inbox LIMIT 0", "ALTER TABLE inbox ADD COLUMN checkpoint TEXT"),
+];
 /// Objects created before the retention sweep went by `seq` drop the index on
 /// `received_at`: every inbound wrote an entry in it (a row written), and
 /// nothing reads it now (a no-op once gone).
@@ -100,17 +104,20 @@ fn count_bindings(counts: &Counts) -> [SqlStorageValue; 6] {
     ]
 }
 
-/// Files an inbound with its decision and the conversation's counts after
-/// it (`stats::next`). `text`: the event as JSON when the caller has it
-/// already (as it came to the object), so it is not encoded again.
+/// Files an inbound with its decision, the conversation's counts after it
+/// (`stats::next`) and the channel's `checkpoint` when a slot moved (slots.rs).
+/// `text`: the event as JSON when the caller has it already (as it came to
+/// the object), so it is not encoded again. Whether the row was written (a
+/// delivery id filed before keeps its row).
 pub fn store(
     sql: &Sql,
     event: &InboundEvent,
     text: Option<&str>,
     decision: &Decision,
     counts: &Counts,
+    checkpoint: Option<&str>,
     now_ms: i64,
-) -> Result<()> {
+) -> Result<bool> {
     let status = if decision.engages { "queued" } else { "observed" };
     let mut bindings: Vec<SqlStorageValue> = vec![
         event.delivery_id.as_str().into(),
@@ -124,13 +131,16 @@ pub fn store(
         status.into(),
     ];
     bindings.extend(count_bindings(counts));
-    sql.exec(
-        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status, conversation_key, title, \
-         messages, engaged, observed, last_activity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (delivery_id) DO NOTHING",
-        bindings,
-    )?;
-    Ok(())
+    bindings.push(checkpoint.map(str::to_string).into());
+    let filed: Vec<serde_json::Value> = sql
+        .exec(
+            "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status, conversation_key, title, \
+             messages, engaged, observed, last_activity, checkpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (delivery_id) DO NOTHING RETURNING seq",
+            bindings,
+        )?
+        .to_array()?;
+    Ok(!filed.is_empty())
 }
 
 /// Files an edit, deletion or reaction heard (status `heard`, never queued:
@@ -218,8 +228,9 @@ pub fn decide_held(
 /// inside the retention window, reading about what it deletes (plus the few
 /// rows still open), with no index on `received_at` for every inbound to
 /// write. Rows still `queued` or `held` are kept whatever their age, and so
-/// are the newest row (so `seq`, the rowid, is never handed out again) and
-/// the newest counted one (it holds the conversation's counts: stats.rs).
+/// are the newest row (so `seq`, the rowid, is never handed out again), the
+/// newest counted one (it holds the conversation's counts: stats.rs) and the
+/// newest with a checkpoint (it may be the channel's newest: slots.rs).
 pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> Result<()> {
     for delivery_id in delivery_ids {
         sql.exec(
@@ -231,7 +242,8 @@ pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> 
         "DELETE FROM inbox WHERE status NOT IN ('queued', 'held') AND seq < coalesce(\
          (SELECT seq FROM inbox WHERE received_at >= ? ORDER BY seq LIMIT 1), \
          (SELECT max(seq) FROM inbox)) \
-         AND seq IS NOT (SELECT seq FROM inbox WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1)",
+         AND seq IS NOT (SELECT seq FROM inbox WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1) \
+         AND seq IS NOT (SELECT seq FROM inbox WHERE checkpoint IS NOT NULL ORDER BY seq DESC LIMIT 1)",
         vec![SqlStorageValue::from(now_ms - RETENTION_MS)],
     )?;
     Ok(())

@@ -78,11 +78,8 @@ pub(super) fn prepare(sql: &Sql) {
             LogLine::error("channel_schema_failed").reason(&error).emit();
         }
     }
-    if sql.exec(inbox::PROBE, None).is_err() {
-        let _ = sql.exec(inbox::UPGRADE, None);
-    }
     let _ = sql.exec(inbox::DROP_BY_RECEIVED, None);
-    for (probe, upgrade) in outbox::UPGRADES {
+    for (probe, upgrade) in inbox::UPGRADES.into_iter().chain(outbox::UPGRADES) {
         if sql.exec(probe, None).is_err() {
             let _ = sql.exec(upgrade, None);
         }

@@ -57,6 +57,24 @@ impl Checkpoint {
         (state, checkpoint)
     }
 
+    /// [`Checkpoint::restore`] from the newest checkpoint storage holds: the
+    /// one row among `rows`, whose version is the inbox's highest `seq` when
+    /// it was written, or the one `filed` on the newest inbox row carrying
+    /// one (`seq`, body: an inbound's checkpoint rides on its own inbox row,
+    /// durable_objects/channel_object/slots.rs), whichever came later.
+    pub fn restore_newest<'a>(
+        rows: Vec<(&'a str, i64, &'a str)>,
+        filed: Option<(i64, &'a str)>,
+    ) -> (ChannelState, Checkpoint) {
+        let mark = rows.iter().find(|(name, ..)| *name == ROW).map(|(_, version, _)| *version);
+        match filed {
+            Some((seq, body)) if mark.is_none_or(|mark| seq > mark) => {
+                Checkpoint::restore(rows.into_iter().filter(|(name, ..)| *name != ROW).chain([(ROW, seq, body)]))
+            }
+            _ => Checkpoint::restore(rows),
+        }
+    }
+
     /// The one row's body after `state`'s moved slots, or `None` when
     /// nothing moved. Nothing is recorded until [`Pending::saved`].
     pub fn next(&self, state: &ChannelState) -> Result<Option<Pending>, serde_json::Error> {
@@ -182,5 +200,25 @@ mod tests {
         let (state, checkpoint) = Checkpoint::restore([(ROW, 0, "{not json")]);
         assert_eq!(state, ChannelState::default());
         assert!(!checkpoint.legacy());
+    }
+
+    #[test]
+    fn the_newer_of_the_row_and_the_checkpoint_filed_on_the_inbox_is_restored() {
+        let body = |text: &str| Checkpoint::default().next(&state_with(text)).unwrap().unwrap().body;
+        let (row, filed) = (body("in the row"), body("filed on the inbox"));
+        // The row was written when the inbox's highest seq was 7.
+        let (from_filed, _) = Checkpoint::restore_newest(vec![(ROW, 7, row.as_str())], Some((8, filed.as_str())));
+        assert_eq!(from_filed, state_with("filed on the inbox"), "an inbound after the row");
+        let (from_row, _) = Checkpoint::restore_newest(vec![(ROW, 8, row.as_str())], Some((8, filed.as_str())));
+        assert_eq!(from_row, state_with("in the row"), "the row written after that inbound");
+        let (only_filed, _) = Checkpoint::restore_newest(Vec::new(), Some((1, filed.as_str())));
+        assert_eq!(only_filed, state_with("filed on the inbox"));
+        let (only_row, _) = Checkpoint::restore_newest(vec![(ROW, 0, row.as_str())], None);
+        assert_eq!(only_row, state_with("in the row"));
+        // An old object's rows: the filed checkpoint holds every slot, and they still go on the next save.
+        let (state, checkpoint) =
+            Checkpoint::restore_newest(vec![("context_buffer", 3, "[]")], Some((2, filed.as_str())));
+        assert_eq!(state, state_with("filed on the inbox"));
+        assert!(checkpoint.legacy());
     }
 }
