@@ -3,7 +3,7 @@
 //! history, summaries, index row, process sums, unsent count and spend move
 //! out of the shared database; after N doubles, the rows of the buckets that
 //! now belong to a new shard move there. Each minute's cron moves up to
-//! [`PAGES_PER_RUN`] pages of [`KEYS_PER_PAGE`] conversations, and remembers
+//! ten pages of [`KEYS_PER_PAGE`] conversations, and remembers
 //! where a source's scan stands and which sources hold nothing stray.
 //!
 //! A move copies, then deletes: rows that are keyed (messages, summaries, the
@@ -24,8 +24,6 @@ use crate::shards::{binding_of, shard_of, SHARED};
 
 /// Conversations a page moves at most.
 const KEYS_PER_PAGE: usize = 50;
-/// Pages one cron run moves at most.
-const PAGES_PER_RUN: usize = 10;
 /// How long a `moved_rows` mark is kept after its copy: a move retries (each
 /// minute) only until it has deleted its source, so a day is ample.
 const MARKS_KEPT_MS: i64 = 24 * 60 * 60 * 1000;
@@ -48,10 +46,29 @@ struct Conversations;
 impl scan::Mover for Conversations {
     const NAME: &'static str = "reshard";
     const PAGE: usize = KEYS_PER_PAGE;
-    const PAGES_PER_RUN: usize = PAGES_PER_RUN;
 
+    /// The next conversations (after `cursor`, in order) with rows on
+    /// `source`: each table's next page in one batch (D1 allows a compound
+    /// SELECT of 5 terms at most), merged.
     async fn page(&self, source: &D1Database, cursor: &str) -> Result<Vec<String>> {
-        page_of_keys(source, cursor).await
+        let limit = wasm_bindgen::JsValue::from_f64(KEYS_PER_PAGE as f64);
+        let mut reads: Vec<D1PreparedStatement> = KEYED
+            .iter()
+            .map(|table| {
+                let sql = format!(
+                    "SELECT DISTINCT conversation_key AS k FROM {table} WHERE conversation_key > ?1 ORDER BY k LIMIT ?2"
+                );
+                source.prepare(sql).bind(&[cursor.into(), limit.clone()])
+            })
+            .collect::<Result<_>>()?;
+        let spend = "SELECT DISTINCT subject AS k FROM spend_daily WHERE scope = 'conversation' AND subject > ?1 \
+                     ORDER BY k LIMIT ?2";
+        reads.push(source.prepare(spend).bind(&[cursor.into(), limit])?);
+        let mut keys = std::collections::BTreeSet::new();
+        for result in batch(source, reads).await? {
+            keys.extend(result.results::<Value>()?.iter().filter_map(|row| row["k"].as_str().map(str::to_string)));
+        }
+        Ok(keys.into_iter().take(KEYS_PER_PAGE).collect())
     }
 
     async fn move_stray(
@@ -84,30 +101,6 @@ async fn prune_marks(env: &Env) -> Result<()> {
     })
     .await?;
     pruned.into_iter().try_for_each(|result| result.map(drop))
-}
-
-/// The next conversations (after `cursor`, in order) with rows on `source`:
-/// each table's next page in one batch (D1 allows a compound SELECT of 5
-/// terms at most), merged.
-async fn page_of_keys(source: &D1Database, cursor: &str) -> Result<Vec<String>> {
-    let limit = wasm_bindgen::JsValue::from_f64(KEYS_PER_PAGE as f64);
-    let mut reads: Vec<D1PreparedStatement> = KEYED
-        .iter()
-        .map(|table| {
-            let sql = format!(
-                "SELECT DISTINCT conversation_key AS k FROM {table} WHERE conversation_key > ?1 ORDER BY k LIMIT ?2"
-            );
-            source.prepare(sql).bind(&[cursor.into(), limit.clone()])
-        })
-        .collect::<Result<_>>()?;
-    let spend = "SELECT DISTINCT subject AS k FROM spend_daily WHERE scope = 'conversation' AND subject > ?1 \
-                 ORDER BY k LIMIT ?2";
-    reads.push(source.prepare(spend).bind(&[cursor.into(), limit])?);
-    let mut keys = std::collections::BTreeSet::new();
-    for result in batch(source, reads).await? {
-        keys.extend(result.results::<Value>()?.iter().filter_map(|row| row["k"].as_str().map(str::to_string)));
-    }
-    Ok(keys.into_iter().take(KEYS_PER_PAGE).collect())
 }
 
 /// Copies `keys`' rows from `source` to each one's shard, then deletes them from `source`.

@@ -23,8 +23,6 @@ use crate::shards::{binding_of, shard_of};
 
 /// Platform ids a page moves at most.
 const IDS_PER_PAGE: usize = 100;
-/// Pages one cron run reads at most.
-const PAGES_PER_RUN: usize = 10;
 
 /// Moves the next pages' stray people; returns how many platform ids moved.
 pub async fn run(env: &Env) -> Result<usize> {
@@ -37,10 +35,17 @@ struct People;
 impl scan::Mover for People {
     const NAME: &'static str = "reshard_people";
     const PAGE: usize = IDS_PER_PAGE;
-    const PAGES_PER_RUN: usize = PAGES_PER_RUN;
 
+    /// The next platform ids after `cursor` on `source`, in order.
     async fn page(&self, source: &D1Database, cursor: &str) -> Result<Vec<String>> {
-        page_of_ids(source, cursor).await
+        use crate::runtime::d1::Metered;
+        let rows = source
+            .prepare("SELECT platform_key FROM person_ids WHERE platform_key > ?1 ORDER BY platform_key LIMIT ?2")
+            .bind(&[cursor.into(), JsValue::from_f64(IDS_PER_PAGE as f64)])?
+            .all_counted()
+            .await?
+            .results::<Value>()?;
+        Ok(rows.iter().filter_map(|row| row["platform_key"].as_str().map(str::to_string)).collect())
     }
 
     async fn move_stray(
@@ -53,18 +58,6 @@ impl scan::Mover for People {
     ) -> Result<usize> {
         move_ids(env, source, here, stray, shards).await
     }
-}
-
-/// The next platform ids after `cursor` on `source`, in order.
-async fn page_of_ids(source: &D1Database, cursor: &str) -> Result<Vec<String>> {
-    use crate::runtime::d1::Metered;
-    let rows = source
-        .prepare("SELECT platform_key FROM person_ids WHERE platform_key > ?1 ORDER BY platform_key LIMIT ?2")
-        .bind(&[cursor.into(), JsValue::from_f64(IDS_PER_PAGE as f64)])?
-        .all_counted()
-        .await?
-        .results::<Value>()?;
-    Ok(rows.iter().filter_map(|row| row["platform_key"].as_str().map(str::to_string)).collect())
 }
 
 /// Copies the platform ids `keys` (stray on `source`, shard `here`; None: the

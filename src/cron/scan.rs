@@ -11,14 +11,15 @@ use worker::{D1Database, Env, Result};
 use crate::runtime::d1::{number, Metered};
 use crate::shards::{binding_of, shard_of, SHARED};
 
+/// Pages one run of a mover reads at most, over every source.
+const PAGES_PER_RUN: usize = 10;
+
 /// One kind of row the scan moves.
 pub(super) trait Mover {
     /// Names its marks in `status_events` (`{NAME}_cursor:…`, `{NAME}_settled:…`).
     const NAME: &'static str;
     /// Keys a page holds at most; a shorter page ends the source's scan.
     const PAGE: usize;
-    /// Pages one run reads at most, over every source.
-    const PAGES_PER_RUN: usize;
 
     /// The next keys after `cursor` on `source`, in order, at most [`Self::PAGE`].
     async fn page(&self, source: &D1Database, cursor: &str) -> Result<Vec<String>>;
@@ -55,7 +56,7 @@ pub(super) async fn run<M: Mover>(env: &Env, mover: &M) -> Result<usize> {
         let source = env.d1(&binding)?;
         let cursor_key = format!("{}_cursor:{binding}", M::NAME);
         let mut cursor = meta(&shared, &cursor_key).await?.unwrap_or_default();
-        while pages < M::PAGES_PER_RUN {
+        while pages < PAGES_PER_RUN {
             pages += 1;
             let keys = mover.page(&source, &cursor).await?;
             let stray: Vec<&str> = keys
