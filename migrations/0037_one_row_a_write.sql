@@ -20,7 +20,7 @@
 --
 -- Each table is copied in full and renamed: idempotent as a migration is
 -- applied once per database, and nothing is lost (tested on a populated
--- database, tests/e2e/migrations.rs).
+-- database: tests/commit.rs, a_database_from_before_one_row_a_write_...).
 
 CREATE TABLE messages_v37 (
     id TEXT NOT NULL,
