@@ -235,60 +235,6 @@ impl ChannelObject {
 }
 
 impl ChannelObject {
-    /// Changes the channel state, then checkpoints what moved. No borrow is
-    /// held across an await, so webhooks are taken while a turn waits on a model.
-    ///
-    /// A step is all or nothing: the checkpoint is one statement, so when it
-    /// fails, storage still holds the last one, and the state goes back to it.
-    /// The caller's request fails (the platform retries); the conversation
-    /// does not stay broken.
-    fn step<T>(&self, change: impl FnOnce(&mut ChannelState) -> T) -> Result<T> {
-        let result = change(&mut self.machine.borrow_mut());
-        let sql = self.state.storage().counted_sql();
-        let saved = slots::save(&sql, &self.machine.borrow(), &mut self.saved.borrow_mut());
-        self.saved_or_restored(&sql, saved)?;
-        Ok(result)
-    }
-
-    /// A failed checkpoint puts the state back to what storage holds, and is the step's error.
-    fn saved_or_restored(&self, sql: &durable::Sql, saved: Result<()>) -> Result<()> {
-        let Err(error) = saved else { return Ok(()) };
-        LogLine::error("channel_checkpoint_failed").field("recovery", "back to the last one").reason(&error).emit();
-        let (machine, saved) = slots::load(sql)?;
-        *self.machine.borrow_mut() = machine;
-        *self.saved.borrow_mut() = saved;
-        Err(error)
-    }
-
-    /// [`Self::step`] for an inbound: `file` writes its inbox row, which
-    /// carries the checkpoint when a slot moved (slots.rs), so an inbound
-    /// writes no slots row of its own. Where the row could not carry it (an
-    /// old object's one-row-per-slot rows still to replace, a row not
-    /// written), the slots row takes it as in [`Self::step`]. No await
-    /// between the change and the writes: storage commits them together.
-    fn step_filed<T>(
-        &self,
-        change: impl FnOnce(&mut ChannelState) -> T,
-        file: impl FnOnce(&T, Option<&str>) -> Result<bool>,
-    ) -> Result<T> {
-        let result = change(&mut self.machine.borrow_mut());
-        let sql = self.state.storage().counted_sql();
-        let written = (|| {
-            let pending = match self.saved.borrow().legacy() {
-                true => None,
-                false => self.saved.borrow().next(&self.machine.borrow())?,
-            };
-            let filed = file(&result, pending.as_ref().map(|pending| pending.body.as_str()))?;
-            match pending {
-                Some(pending) if filed => pending.saved(&mut self.saved.borrow_mut()),
-                _ => slots::save(&sql, &self.machine.borrow(), &mut self.saved.borrow_mut())?,
-            }
-            Ok(())
-        })();
-        self.saved_or_restored(&sql, written)?;
-        Ok(result)
-    }
-
     /// Takes in a report from a branch; a new one retriggers the channel.
     async fn receive_process_event(&self, mut request: Request) -> Result<Response> {
         let Ok(envelope) = json_body::<Envelope>(&mut request).await else {
