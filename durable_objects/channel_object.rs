@@ -266,11 +266,11 @@ impl ChannelObject {
             return Response::error("malformed inbound event", 400);
         };
         let sql = self.state.storage().counted_sql();
-        // One statement for both questions every inbound asks.
-        let (seen, approval_waiting) = inbox::seen_and_approval_waiting(&sql, &event.delivery_id)?;
-        let admission = if seen {
+        // One statement for what every inbound asks first.
+        let arrival = inbox::arrival(&sql, &event.delivery_id)?;
+        let admission = if arrival.seen {
             None
-        } else if approval_waiting {
+        } else if arrival.approval_waiting {
             if approvals::typed_answer(self, &event).await? {
                 inbox::store_answer(&sql, &event, now_ms())?;
                 return Response::from_json(&serde_json::json!({ "ok": true, "decision": "answer" }));
@@ -278,8 +278,9 @@ impl ChannelObject {
             // The wait let other requests in: `admit` checks the delivery id again.
             self.admit(&event).await?
         } else {
-            // Nothing awaited since the check: the event is new, and stored as it came.
-            self.admit_new(&event, Some(text)).await?
+            // Nothing awaited since the check: the event is new, its counts
+            // are the latest, and it is stored as it came.
+            self.admit_new(&event, Some(text), arrival.latest).await?
         };
         let (decision, reason) = match admission {
             None => {
@@ -296,16 +297,23 @@ impl ChannelObject {
     /// held for the alarm to decide), stored and counted once per delivery id
     /// (None for a repeat). Nothing here waits on a platform.
     async fn admit(&self, event: &InboundEvent) -> Result<Option<Admission>> {
-        if inbox::contains(&self.state.storage().counted_sql(), &event.delivery_id)? {
+        let arrival = inbox::arrival(&self.state.storage().counted_sql(), &event.delivery_id)?;
+        if arrival.seen {
             return Ok(None);
         }
-        self.admit_new(event, None).await
+        self.admit_new(event, None, arrival.latest).await
     }
 
-    /// [`Self::admit`] for an inbound whose delivery id was just found new
-    /// (no await since); `text`: the event as JSON when the caller has it, so
-    /// the inbox stores it without encoding it again.
-    async fn admit_new(&self, event: &InboundEvent, text: Option<&str>) -> Result<Option<Admission>> {
+    /// [`Self::admit`] for an inbound whose delivery id was just found new,
+    /// with the conversation's `latest` counts read then (no await since);
+    /// `text`: the event as JSON when the caller has it, so the inbox stores
+    /// it without encoding it again.
+    async fn admit_new(
+        &self,
+        event: &InboundEvent,
+        text: Option<&str>,
+        latest: Option<stats::Counts>,
+    ) -> Result<Option<Admission>> {
         let sql = self.state.storage().counted_sql();
         let now = now_ms();
         if self.machine.borrow().must_hold(event, &self.config.channel, now) {
@@ -323,7 +331,7 @@ impl ChannelObject {
                 machine.receive(event, &self.config.channel, now)
             },
             |receipt, checkpoint| {
-                let counts = stats::next(&sql, event, receipt.decision.engages, now)?;
+                let counts = stats::next(latest, event, receipt.decision.engages, now);
                 inbox::store(&sql, event, text, &receipt.decision, &counts, checkpoint, now)
             },
         )?;
@@ -360,7 +368,8 @@ impl ChannelObject {
         let humans = read.map(|read| read.humans(self.machine.borrow().participants.get()));
         for (message, receipt) in &decided {
             let note = note.as_ref().map(|note| note.describe(message.received_at_ms, humans));
-            let counts = stats::next(&sql, &message.event, receipt.decision.engages, message.received_at_ms)?;
+            let latest = stats::latest(&sql)?;
+            let counts = stats::next(latest, &message.event, receipt.decision.engages, message.received_at_ms);
             inbox::decide_held(&sql, &message.event.delivery_id, &receipt.decision, note.as_deref(), &counts)?;
         }
         web_chat::changed(&self.state, "events");

@@ -11,6 +11,7 @@ pub mod loop_guard;
 pub mod participants;
 pub mod processes;
 pub mod routes;
+pub mod schema;
 pub mod state;
 pub mod sticky;
 pub mod tool_set;

@@ -84,17 +84,13 @@ struct Top {
     seq: i64,
 }
 
-/// Moves an object's old `unsent_spend` table (a row per step, numbered by
-/// AUTOINCREMENT) into the row, in one synchronous run: its steps keep their
-/// numbers, and numbers go on above the highest it ever handed out (D1's
-/// `flush_seq` may be that high). A no-op once the table is gone.
+/// An object's old table of unsent spend (a row per step, numbered by AUTOINCREMENT).
+pub const OLD_TABLE: &str = "unsent_spend";
+
+/// Moves [`OLD_TABLE`] into the row, in one synchronous run: its steps keep
+/// their numbers, and numbers go on above the highest it ever handed out
+/// (D1's `flush_seq` may be that high). schema.rs calls it while the table exists.
 pub fn upgrade(sql: &Sql) -> Result<()> {
-    let old: Vec<serde_json::Value> = sql
-        .exec("SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'unsent_spend'", None)?
-        .to_array()?;
-    if old.is_empty() {
-        return Ok(());
-    }
     let rows: Vec<OldSpend> = sql.exec("SELECT * FROM unsent_spend ORDER BY seq", None)?.to_array()?;
     let top: Vec<Top> = sql.exec("SELECT seq FROM sqlite_sequence WHERE name = 'unsent_spend'", None)?.to_array()?;
     let mut held = load(sql)?;

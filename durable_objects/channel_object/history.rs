@@ -20,6 +20,7 @@ use super::held::{self, MIRRORED_THROUGH};
 use crate::channel::history_mirror::{
     bulletin_is_fresh, chunk_rows, earlier, MIRROR_BYTES_PER_STATEMENT, MIRROR_ROWS_PER_FLUSH,
 };
+use crate::channel::schema::Column;
 use crate::conversations::archive::{self as history, StoredMessage, Summary};
 use crate::log_line::LogLine;
 use crate::runtime::durable::Sql;
@@ -54,9 +55,12 @@ CREATE TABLE IF NOT EXISTS history_meta (
 /// An object made before the change stamps marked each row `mirrored`: its
 /// rows D1 lacked take their `seq` as stamp (the mark starts at 0), and
 /// schema.rs then copies the table into its current shape.
-pub const PROBE: &str = "SELECT changed FROM history LIMIT 0";
-pub const UPGRADE: &str = "ALTER TABLE history ADD COLUMN changed INTEGER NOT NULL DEFAULT 0; \
-     UPDATE history SET changed = seq WHERE mirrored = 0";
+pub const UPGRADE: Column = Column {
+    table: "history",
+    name: "changed",
+    add: "ALTER TABLE history ADD COLUMN changed INTEGER NOT NULL DEFAULT 0; \
+          UPDATE history SET changed = seq WHERE mirrored = 0",
+};
 
 /// Above every stamp a row holds and the mark: `+ 1` stamps a new row, `+ seq`
 /// each row an update changes (distinct, so a flush cut by its limit never

@@ -7,6 +7,7 @@ use worker::{Result, SqlStorageValue};
 
 use super::stats::Counts;
 use crate::channel::engagement::Decision;
+use crate::channel::schema::Column;
 use crate::inbound::InboundEvent;
 use crate::runtime::durable::Sql;
 
@@ -36,17 +37,17 @@ CREATE TABLE IF NOT EXISTS inbox (
 CREATE INDEX IF NOT EXISTS inbox_open ON inbox (received_at) WHERE status IN ('queued', 'held');
 ";
 
-/// Objects created before a column existed get it (each probe fails only on
-/// such a table): the membership note, and the checkpoint an inbound files
-/// with its row (slots.rs).
-pub const UPGRADES: [(&str, &str); 2] = [
-    ("SELECT membership FROM inbox LIMIT 0", "ALTER TABLE inbox ADD COLUMN membership TEXT"),
-    ("SELECT checkpoint FROM inbox LIMIT 0", "ALTER TABLE inbox ADD COLUMN checkpoint TEXT"),
+/// Objects created before a column existed get it (schema.rs adds each
+/// column a table lacks): the membership note, and the checkpoint an inbound
+/// files with its row (slots.rs).
+pub const UPGRADES: [Column; 2] = [
+    Column { table: "inbox", name: "membership", add: "ALTER TABLE inbox ADD COLUMN membership TEXT" },
+    Column { table: "inbox", name: "checkpoint", add: "ALTER TABLE inbox ADD COLUMN checkpoint TEXT" },
 ];
-/// Objects created before the retention sweep went by `seq` drop the index on
+/// Objects created before the retention sweep went by `seq` have an index on
 /// `received_at`: every inbound wrote an entry in it (a row written), and
-/// nothing reads it now (a no-op once gone).
-pub const DROP_BY_RECEIVED: &str = "DROP INDEX IF EXISTS inbox_by_received";
+/// nothing reads it now, so schema.rs drops it.
+pub const OLD_INDEX: &str = "inbox_by_received";
 
 /// Settled rows are kept this long (well past the 24 h delivery dedupe window).
 const RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
@@ -57,23 +58,52 @@ pub fn contains(sql: &Sql, delivery_id: &str) -> Result<bool> {
     Ok(!rows.is_empty())
 }
 
-/// Whether `delivery_id` was taken before, and whether an approval waits for
-/// a typed answer (an outbox row of the approvals' turn with an approval id):
-/// one statement for the two questions every inbound asks.
-pub fn seen_and_approval_waiting(sql: &Sql, delivery_id: &str) -> Result<(bool, bool)> {
+/// What every inbound asks first, in one statement.
+pub struct Arrival {
+    /// Its delivery id was taken before.
+    pub seen: bool,
+    /// An approval waits for a typed answer (an outbox row of the approvals'
+    /// turn with an approval id).
+    pub approval_waiting: bool,
+    /// The conversation's counts before it (stats.rs; None before its first).
+    pub latest: Option<Counts>,
+}
+
+pub fn arrival(sql: &Sql, delivery_id: &str) -> Result<Arrival> {
     #[derive(Deserialize)]
     struct Found {
         seen: i64,
         waiting: i64,
+        conversation_key: Option<String>,
+        title: Option<String>,
+        messages: Option<i64>,
+        engaged: Option<i64>,
+        observed: Option<i64>,
+        last_activity: Option<i64>,
     }
     let found: Vec<Found> = sql
         .exec(
-            "SELECT EXISTS (SELECT 1 FROM inbox WHERE delivery_id = ?) AS seen, \
-             EXISTS (SELECT 1 FROM outbox WHERE turn = ? AND approval_id IS NOT NULL) AS waiting",
+            &format!(
+                "SELECT EXISTS (SELECT 1 FROM inbox WHERE delivery_id = ?) AS seen, \
+                 EXISTS (SELECT 1 FROM outbox WHERE turn = ? AND approval_id IS NOT NULL) AS waiting, latest.* \
+                 FROM (SELECT 1) LEFT JOIN ({}) latest",
+                super::stats::LATEST
+            ),
             vec![delivery_id.into(), SqlStorageValue::from(super::outbox::APPROVALS_TURN)],
         )?
         .to_array()?;
-    Ok(found.first().map_or((false, false), |found| (found.seen != 0, found.waiting != 0)))
+    let Some(found) = found.into_iter().next() else {
+        return Ok(Arrival { seen: false, approval_waiting: false, latest: None });
+    };
+    let latest = found.conversation_key.map(|conversation_key| Counts {
+        conversation_key,
+        title: found.title,
+        messages: found.messages.unwrap_or_default(),
+        engaged: found.engaged.unwrap_or_default(),
+        observed: found.observed.unwrap_or_default(),
+        last_activity: found.last_activity.unwrap_or_default(),
+    });
+    Ok(Arrival { seen: found.seen != 0, approval_waiting: found.waiting != 0, latest })
 }
 
 /// Whether an inbound waits for (or is in) a turn.

@@ -4,6 +4,7 @@
 //! the state it moves to, and one the rules do not allow from where the piece
 //! stands is refused as an error, leaving the row as it was.
 
+use crate::channel::schema::Column;
 use crate::inbound::ReplyAddress;
 use crate::reply::outbox::{IllegalTransition, OutboxStatus};
 use crate::runtime::durable::Sql;
@@ -28,13 +29,13 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS outbox_by_turn ON outbox (turn, piece);
 ";
 
-/// Columns added since the table was first made: (a probe that fails on a
-/// table without it, the statement that adds it).
-pub const UPGRADES: [(&str, &str); 2] = [
+/// Columns added since the table was first made (schema.rs adds each one a
+/// table lacks).
+pub const UPGRADES: [Column; 2] = [
     // A piece that is a file: its id among the conversation's files (`text` is its caption).
-    ("SELECT file_id FROM outbox LIMIT 0", "ALTER TABLE outbox ADD COLUMN file_id TEXT"),
+    Column { table: "outbox", name: "file_id", add: "ALTER TABLE outbox ADD COLUMN file_id TEXT" },
     // A piece that asks for an approval (with buttons) while it waits.
-    ("SELECT approval_id FROM outbox LIMIT 0", "ALTER TABLE outbox ADD COLUMN approval_id TEXT"),
+    Column { table: "outbox", name: "approval_id", add: "ALTER TABLE outbox ADD COLUMN approval_id TEXT" },
 ];
 /// One piece to send (or already sent) for a turn.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,19 +1,33 @@
 //! The object's tables, created on start, and the upgrades of objects made
-//! before a table changed (each a no-op once done).
+//! before a table changed (each a no-op once done): one read of the schema,
+//! and what src/channel/schema.rs finds missing in it.
 
 use super::{commit, envelopes, held, history, inbox, notices, outbox, slots, stats};
+use crate::channel::schema::{create_statement, Found, Layout, Reshaped};
 use crate::log_line::LogLine;
 use crate::runtime::durable::Sql;
 use crate::runtime::log::Emit;
 
-/// A table whose shape changed to write fewer rows: how its `CREATE` text
-/// tells an old one, and the columns to copy from it.
-struct Reshaped {
-    table: &'static str,
-    schema: &'static str,
-    old: fn(&str) -> bool,
-    columns: &'static str,
-}
+const LAYOUT: Layout = Layout {
+    schemas: &SCHEMAS,
+    columns: &[&inbox::UPGRADES[0], &inbox::UPGRADES[1], &outbox::UPGRADES[0], &outbox::UPGRADES[1], &history::UPGRADE],
+    reshaped: &RESHAPED,
+    // Dropped and moved by [`prepare`], in this order.
+    leftovers: &[inbox::OLD_INDEX, held::OLD_TABLE],
+};
+
+/// The tables and indexes every object has, in the order they are created.
+const SCHEMAS: [&str; 9] = [
+    inbox::SCHEMA,
+    outbox::SCHEMA,
+    slots::SCHEMA,
+    envelopes::SCHEMA,
+    stats::SCHEMA,
+    history::SCHEMA,
+    notices::SCHEMA,
+    commit::SCHEMA,
+    held::SCHEMA,
+];
 
 /// - AUTOINCREMENT dropped (inbox, envelopes, history): its `sqlite_sequence`
 ///   update was a row written per row inserted. Their `seq` (the rowid) still
@@ -60,83 +74,56 @@ const RESHAPED: [Reshaped; 5] = [
     },
 ];
 
-/// Creates the tables and upgrades old ones.
+/// Creates the tables and upgrades old ones, in this order: creates, columns
+/// added, old shapes copied, the old index dropped, the old spend moved.
 pub(super) fn prepare(sql: &Sql) {
-    let schemas = [
-        inbox::SCHEMA,
-        outbox::SCHEMA,
-        slots::SCHEMA,
-        envelopes::SCHEMA,
-        stats::SCHEMA,
-        history::SCHEMA,
-        notices::SCHEMA,
-        commit::SCHEMA,
-        held::SCHEMA,
-    ];
-    for schema in schemas {
-        if let Err(error) = sql.exec(schema, None) {
-            LogLine::error("channel_schema_failed").reason(&error).emit();
+    let found = sql.exec("SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'index')", None);
+    let plan = match found.and_then(|cursor| cursor.to_array::<Found>()) {
+        Ok(found) => LAYOUT.plan(&found),
+        Err(error) => {
+            LogLine::error("channel_schema_failed").field("upgrade", "read").reason(&error).emit();
+            LAYOUT.plan(&[])
         }
+    };
+    let mut steps: Vec<(&str, worker::Result<()>)> = Vec::new();
+    for create in LAYOUT.creates(&plan) {
+        steps.push(("create", sql.exec(&create, None).map(drop)));
     }
-    let _ = sql.exec(inbox::DROP_BY_RECEIVED, None);
-    for (probe, upgrade) in inbox::UPGRADES.into_iter().chain(outbox::UPGRADES) {
-        if sql.exec(probe, None).is_err() {
-            let _ = sql.exec(upgrade, None);
+    for &place in &plan.columns {
+        steps.push(("column", sql.exec(LAYOUT.columns[place].add, None).map(drop)));
+    }
+    for &place in &plan.reshape {
+        steps.push(("reshape", reshape(sql, &LAYOUT.reshaped[place])));
+    }
+    for &place in &plan.leftovers {
+        steps.push(match LAYOUT.leftovers[place] {
+            held::OLD_TABLE => ("held spend", held::upgrade(sql)),
+            index => ("old index", sql.exec(&format!("DROP INDEX IF EXISTS {index}"), None).map(drop)),
+        });
+    }
+    for (upgrade, outcome) in steps {
+        if let Err(error) = outcome {
+            LogLine::error("channel_schema_failed").field("upgrade", upgrade).reason(&error).emit();
         }
-    }
-    if sql.exec(history::PROBE, None).is_err() {
-        let _ = sql.exec(history::UPGRADE, None);
-    }
-    if let Err(error) = reshape(sql) {
-        LogLine::error("channel_schema_failed").field("upgrade", "reshape").reason(&error).emit();
-    }
-    if let Err(error) = held::upgrade(sql) {
-        LogLine::error("channel_schema_failed").field("upgrade", "held spend").reason(&error).emit();
     }
 }
 
-/// Copies each table still in an old shape (one read of the schema finds
-/// them) into its current one, rows and numbers kept: one synchronous run of
-/// statements, so one implicit transaction.
-fn reshape(sql: &Sql) -> worker::Result<()> {
-    #[derive(serde::Deserialize)]
-    struct Made {
-        name: String,
-        sql: String,
-    }
-    let tables: Vec<Made> = sql
-        .exec(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' \
-             AND name IN ('inbox', 'history', 'envelopes', 'outbox', 'sightings')",
-            None,
-        )?
-        .to_array()?;
-    for made in tables {
-        let Some(Reshaped { table, schema, columns, .. }) =
-            RESHAPED.iter().find(|reshaped| reshaped.table == made.name && (reshaped.old)(&made.sql))
-        else {
-            continue;
-        };
-        let Some(create) = create_statement(schema, table) else { continue };
-        let copy = format!("{table}_plain");
-        let create =
-            create.replacen(&format!("CREATE TABLE IF NOT EXISTS {table} ("), &format!("CREATE TABLE {copy} ("), 1);
-        sql.exec(
-            &format!(
-                "DROP TABLE IF EXISTS {copy}; {create}; INSERT INTO {copy} ({columns}) SELECT {columns} FROM {table}; \
-                 DROP TABLE {table}; ALTER TABLE {copy} RENAME TO {table};"
-            ),
-            None,
-        )?;
-        // Its indexes went with the old table.
-        sql.exec(schema, None)?;
-    }
+/// Copies a table in an old shape into its current one, rows and numbers
+/// kept: one synchronous run of statements, so one implicit transaction.
+fn reshape(sql: &Sql, reshaped: &Reshaped) -> worker::Result<()> {
+    let Reshaped { table, schema, columns, .. } = reshaped;
+    let Some(create) = create_statement(schema, table) else { return Ok(()) };
+    let copy = format!("{table}_plain");
+    let create =
+        create.replacen(&format!("CREATE TABLE IF NOT EXISTS {table} ("), &format!("CREATE TABLE {copy} ("), 1);
+    sql.exec(
+        &format!(
+            "DROP TABLE IF EXISTS {copy}; {create}; INSERT INTO {copy} ({columns}) SELECT {columns} FROM {table}; \
+             DROP TABLE {table}; ALTER TABLE {copy} RENAME TO {table};"
+        ),
+        None,
+    )?;
+    // Its indexes went with the old table.
+    sql.exec(schema, None)?;
     Ok(())
-}
-
-/// The `CREATE TABLE` statement of `table` in a module's schema (to its `;`).
-fn create_statement<'a>(schema: &'a str, table: &str) -> Option<&'a str> {
-    let start = schema.find(&format!("CREATE TABLE IF NOT EXISTS {table} ("))?;
-    let end = start + schema[start..].find(';')?;
-    Some(&schema[start..end])
 }

@@ -34,17 +34,22 @@ CREATE TABLE IF NOT EXISTS stats (
 
 /// The latest counts: the newest counted inbox row's, else (an object from
 /// before the counts moved into the inbox) the `stats` row's.
-const LATEST: &str = "SELECT conversation_key, title, messages, engaged, observed, last_activity FROM (\
+pub const LATEST: &str = "SELECT conversation_key, title, messages, engaged, observed, last_activity FROM (\
      SELECT conversation_key, title, messages, engaged, observed, last_activity, 0 AS rank FROM \
      (SELECT * FROM inbox WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1) \
      UNION ALL SELECT conversation_key, title, messages, engaged, observed, last_activity, 1 AS rank \
      FROM stats WHERE id = 1) ORDER BY rank LIMIT 1";
 
-/// The counts once one more inbound is counted (for its inbox row to keep).
-pub fn next(sql: &Sql, event: &InboundEvent, engaged: bool, now_ms: i64) -> Result<Counts> {
+/// The counts before the next inbound (None before the conversation's first).
+pub fn latest(sql: &Sql) -> Result<Option<Counts>> {
     let latest: Vec<Counts> = sql.exec(LATEST, None)?.to_array()?;
+    Ok(latest.into_iter().next())
+}
+
+/// The counts once one more inbound is counted after `latest` (for its inbox row to keep).
+pub fn next(latest: Option<Counts>, event: &InboundEvent, engaged: bool, now_ms: i64) -> Counts {
     let title = event.conversation_title.as_deref();
-    Ok(Counts::after(latest.into_iter().next(), &event.conversation_key, title, engaged, now_ms))
+    Counts::after(latest, &event.conversation_key, title, engaged, now_ms)
 }
 
 #[derive(Deserialize)]
