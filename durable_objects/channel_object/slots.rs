@@ -30,28 +30,29 @@ CREATE TABLE IF NOT EXISTS slots (
 );
 ";
 
+/// A slots row, or (`name` None) the newest checkpoint an inbound filed,
+/// its `seq` as `version`.
 #[derive(Deserialize)]
 struct SlotRow {
-    name: String,
+    name: Option<String>,
     version: i64,
     body: String,
 }
 
-#[derive(Deserialize)]
-struct FiledRow {
-    seq: i64,
-    checkpoint: String,
-}
-
-/// Loads the state and what storage holds of it, from the newest checkpoint.
+/// Loads the state and what storage holds of it, from the newest checkpoint
+/// (one statement: the slots rows and the newest filed one).
 pub fn load(sql: &Sql) -> Result<(ChannelState, Checkpoint)> {
-    let rows: Vec<SlotRow> = sql.exec("SELECT name, version, body FROM slots", None)?.to_array()?;
-    let filed: Vec<FiledRow> = sql
-        .exec("SELECT seq, checkpoint FROM inbox WHERE checkpoint IS NOT NULL ORDER BY seq DESC LIMIT 1", None)?
+    let rows: Vec<SlotRow> = sql
+        .exec(
+            "SELECT name, version, body FROM slots UNION ALL SELECT * FROM (SELECT NULL, seq, checkpoint \
+             FROM inbox WHERE checkpoint IS NOT NULL ORDER BY seq DESC LIMIT 1)",
+            None,
+        )?
         .to_array()?;
-    let rows = rows.iter().map(|row| (row.name.as_str(), row.version, row.body.as_str())).collect();
-    let filed = filed.first().map(|row| (row.seq, row.checkpoint.as_str()));
-    Ok(Checkpoint::restore_newest(rows, filed))
+    let (slots, filed): (Vec<&SlotRow>, Vec<&SlotRow>) = rows.iter().partition(|row| row.name.is_some());
+    let slots = slots.iter().map(|row| (row.name.as_deref().unwrap_or_default(), row.version, row.body.as_str()));
+    let filed = filed.first().map(|row| (row.version, row.body.as_str()));
+    Ok(Checkpoint::restore_newest(slots.collect(), filed))
 }
 
 /// Writes the checkpoint if a slot moved: ONE row, so it lands whole or not
