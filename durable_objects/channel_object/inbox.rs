@@ -83,11 +83,12 @@ pub fn arrival(sql: &Sql, delivery_id: &str) -> Result<Arrival> {
     }
     let found: Vec<Found> = sql
         .exec(
-            &format!(
+            concat!(
                 "SELECT EXISTS (SELECT 1 FROM inbox WHERE delivery_id = ?) AS seen, \
                  EXISTS (SELECT 1 FROM outbox WHERE turn = ? AND approval_id IS NOT NULL) AS waiting, latest.* \
-                 FROM (SELECT 1) LEFT JOIN ({}) latest",
-                super::stats::LATEST
+                 FROM (SELECT 1) LEFT JOIN (",
+                super::stats::latest_counts!(),
+                ") latest"
             ),
             vec![delivery_id.into(), SqlStorageValue::from(super::outbox::APPROVALS_TURN)],
         )?

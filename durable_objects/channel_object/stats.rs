@@ -33,16 +33,23 @@ CREATE TABLE IF NOT EXISTS stats (
 ";
 
 /// The latest counts: the newest counted inbox row's, else (an object from
-/// before the counts moved into the inbox) the `stats` row's.
-pub const LATEST: &str = "SELECT conversation_key, title, messages, engaged, observed, last_activity FROM (\
-     SELECT conversation_key, title, messages, engaged, observed, last_activity, 0 AS rank FROM \
-     (SELECT * FROM inbox WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1) \
-     UNION ALL SELECT conversation_key, title, messages, engaged, observed, last_activity, 1 AS rank \
-     FROM stats WHERE id = 1) ORDER BY rank LIMIT 1";
+/// before the counts moved into the inbox) the `stats` row's. A macro, so
+/// the statements that include it are constants (no query built per call).
+macro_rules! latest_counts {
+    () => {
+        "SELECT conversation_key, title, messages, engaged, observed, last_activity FROM (\
+         SELECT conversation_key, title, messages, engaged, observed, last_activity, 0 AS rank FROM \
+         (SELECT conversation_key, title, messages, engaged, observed, last_activity FROM inbox \
+         WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1) \
+         UNION ALL SELECT conversation_key, title, messages, engaged, observed, last_activity, 1 AS rank \
+         FROM stats WHERE id = 1) ORDER BY rank LIMIT 1"
+    };
+}
+pub(super) use latest_counts;
 
 /// The counts before the next inbound (None before the conversation's first).
 pub fn latest(sql: &Sql) -> Result<Option<Counts>> {
-    let latest: Vec<Counts> = sql.exec(LATEST, None)?.to_array()?;
+    let latest: Vec<Counts> = sql.exec(latest_counts!(), None)?.to_array()?;
     Ok(latest.into_iter().next())
 }
 
@@ -69,9 +76,11 @@ struct Row {
 pub fn read(sql: &Sql) -> Result<Option<Conversation>> {
     let rows: Vec<Row> = sql
         .exec(
-            &format!(
+            concat!(
                 "SELECT latest.*, (SELECT min(received_at) FROM inbox WHERE status IN ('queued', 'held')) \
-                 AS awaiting_since FROM ({LATEST}) latest"
+                 AS awaiting_since FROM (",
+                latest_counts!(),
+                ") latest"
             ),
             None,
         )?
