@@ -163,15 +163,14 @@ pub fn store(
     ];
     bindings.extend(count_bindings(counts));
     bindings.push(checkpoint.map(str::to_string).into());
-    let filed: Vec<serde_json::Value> = sql
-        .exec(
-            "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status, conversation_key, title, \
-             messages, engaged, observed, last_activity, checkpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (delivery_id) DO NOTHING RETURNING seq",
-            bindings,
-        )?
-        .to_array()?;
-    Ok(!filed.is_empty())
+    // Whether it was written, from the cursor's count: no row to read back.
+    let filed = sql.exec(
+        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status, conversation_key, title, \
+         messages, engaged, observed, last_activity, checkpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (delivery_id) DO NOTHING",
+        bindings,
+    )?;
+    Ok(filed.rows_written() > 0)
 }
 
 /// Files an edit, deletion or reaction heard (status `heard`, never queued:

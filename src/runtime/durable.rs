@@ -63,6 +63,12 @@ impl Sql {
 }
 
 impl Cursor {
+    /// Rows the statement has written so far: all of them for one that
+    /// returns no rows, since it ran to completion in [`Sql::exec`].
+    pub fn rows_written(&self) -> usize {
+        self.0.rows_written()
+    }
+
     /// Every row, deserialized.
     pub fn to_array<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
         self.0.to_array()
