@@ -69,6 +69,7 @@ pub struct Arrival {
     pub latest: Option<Counts>,
 }
 
+/// Asks it: one statement, whose counts the inbound's row then carries (stats.rs).
 pub fn arrival(sql: &Sql, delivery_id: &str) -> Result<Arrival> {
     #[derive(Deserialize)]
     struct Found {
