@@ -39,6 +39,7 @@ use worker::{
 };
 
 use crate::channel::checkpoint::Checkpoint;
+use crate::channel::deliveries::Deliveries;
 use crate::channel::engagement::Decision;
 use crate::channel::routes::{ChannelRoute, ObjectRoute};
 use crate::channel::state::ChannelState;
@@ -74,6 +75,8 @@ pub struct ChannelObject {
     machine: RefCell<ChannelState>,
     /// What storage holds of the state, so a checkpoint is written only when a slot moved.
     saved: RefCell<Checkpoint>,
+    /// The inbox's delivery ids, the webhook dedupe ([`Self::deliveries`]).
+    deliveries: RefCell<Option<Deliveries>>,
     /// A write of the conversation index is already on its way.
     index_flush_pending: Rc<Cell<bool>>,
     /// The index row as this object last wrote it to D1 (an unchanged row is not written again).
@@ -105,6 +108,7 @@ impl DurableObject for ChannelObject {
             env,
             machine: RefCell::new(machine),
             saved: RefCell::new(saved),
+            deliveries: RefCell::default(),
             index_flush_pending: Rc::default(),
             index_written: Rc::default(),
             shared_reads: RefCell::default(),
@@ -267,12 +271,12 @@ impl ChannelObject {
         };
         let sql = self.state.storage().counted_sql();
         // One statement for what every inbound asks first.
-        let arrival = inbox::arrival(&sql, &event.delivery_id)?;
+        let arrival = inbox::arrival(&sql, &*self.deliveries()?, &event.delivery_id)?;
         let admission = if arrival.seen {
             None
         } else if arrival.approval_waiting {
             if approvals::typed_answer(self, &event).await? {
-                inbox::store_answer(&sql, &event, now_ms())?;
+                inbox::store_answer(&sql, &mut *self.deliveries()?, &event, now_ms())?;
                 return Response::from_json(&serde_json::json!({ "ok": true, "decision": "answer" }));
             }
             // The wait let other requests in: `admit` checks the delivery id again.
@@ -297,7 +301,7 @@ impl ChannelObject {
     /// held for the alarm to decide), stored and counted once per delivery id
     /// (None for a repeat). Nothing here waits on a platform.
     async fn admit(&self, event: &InboundEvent) -> Result<Option<Admission>> {
-        let arrival = inbox::arrival(&self.state.storage().counted_sql(), &event.delivery_id)?;
+        let arrival = inbox::arrival(&self.state.storage().counted_sql(), &*self.deliveries()?, &event.delivery_id)?;
         if arrival.seen {
             return Ok(None);
         }
@@ -320,7 +324,7 @@ impl ChannelObject {
             // Stored and acknowledged now; the alarm reads the member count
             // and decides (confirm_held). The checkpoint keeps it across a crash.
             self.step(|machine| machine.hold(event, now))?;
-            inbox::store_held(&sql, event, HELD_DECISION, HELD_REASON, now)?;
+            inbox::store_held(&sql, &mut *self.deliveries()?, event, HELD_DECISION, HELD_REASON, now)?;
             self.state.storage().set_alarm_counted(0).await?;
             web_chat::changed(&self.state, "events");
             return Ok(Some(Admission::Held));
@@ -332,7 +336,7 @@ impl ChannelObject {
             },
             |receipt, checkpoint| {
                 let counts = stats::next(latest, event, receipt.decision.engages, now);
-                inbox::store(&sql, event, text, &receipt.decision, &counts, checkpoint, now)
+                inbox::store(&sql, &mut *self.deliveries()?, event, text, &receipt.decision, &counts, checkpoint, now)
             },
         )?;
         if let Some(wake_at) = receipt.wake_at_ms {
@@ -370,7 +374,15 @@ impl ChannelObject {
             let note = note.as_ref().map(|note| note.describe(message.received_at_ms, humans));
             let latest = stats::latest(&sql)?;
             let counts = stats::next(latest, &message.event, receipt.decision.engages, message.received_at_ms);
-            inbox::decide_held(&sql, &message.event.delivery_id, &receipt.decision, note.as_deref(), &counts)?;
+            let deliveries = self.deliveries()?;
+            inbox::decide_held(
+                &sql,
+                &deliveries,
+                &message.event.delivery_id,
+                &receipt.decision,
+                note.as_deref(),
+                &counts,
+            )?;
         }
         web_chat::changed(&self.state, "events");
         self.flush_index_soon();
@@ -462,6 +474,18 @@ impl ChannelObject {
         let skip = lines.len().saturating_sub(CHAT_HISTORY_LINES);
         let messages: Vec<serde_json::Value> = lines.into_iter().skip(skip).map(|(_, line)| line).collect();
         Ok(serde_json::json!({ "type": "history", "messages": messages, "working": working }))
+    }
+
+    /// The inbox's delivery ids, read from storage on the first use after a
+    /// start (not in `new`: a start for a dashboard or an alarm without
+    /// inbounds does not read them, and a failed read fails the request
+    /// rather than taking every id for new). Never held across an await.
+    fn deliveries(&self) -> Result<std::cell::RefMut<'_, Deliveries>> {
+        if self.deliveries.borrow().is_none() {
+            let read = inbox::deliveries(&self.state.storage().counted_sql())?;
+            *self.deliveries.borrow_mut() = Some(read);
+        }
+        Ok(std::cell::RefMut::map(self.deliveries.borrow_mut(), |held| held.get_or_insert_with(Deliveries::default)))
     }
 
     /// Sends the conversation's counts to the dashboard's index a moment

@@ -4,6 +4,7 @@
 pub mod actions;
 pub mod checkpoint;
 pub mod counts;
+pub mod deliveries;
 pub mod engagement;
 pub mod held;
 pub mod history_mirror;

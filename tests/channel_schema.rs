@@ -76,7 +76,7 @@ const ROWS: &str = "SELECT 'inbox' AS t, seq, delivery_id AS id FROM inbox UNION
 /// held row hands out next.
 const SHAPE: &str = "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' \
      AND ((name IN ('inbox', 'history', 'envelopes') AND sql LIKE '%AUTOINCREMENT%') \
-     OR (name = 'history' AND sql LIKE '%UNIQUE%') \
+     OR (name IN ('history', 'inbox') AND sql LIKE '%UNIQUE%') \
      OR (name IN ('outbox', 'sightings') AND sql NOT LIKE '%WITHOUT ROWID%'))) AS old_tables, \
      (SELECT count(*) FROM pragma_table_info('inbox') WHERE name = 'messages') AS counted, \
      (SELECT count(*) FROM sqlite_master WHERE name = 'unsent_spend') AS old_spend, \
@@ -128,6 +128,8 @@ async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
         (message_count(&env.admin("/api/conversations").await, &key) == Some(2)).then_some(())
     })
     .await;
+    let again: Value = env.telegram_update(&dm_update(1, CHAT, "hello")).await.json().await.unwrap();
+    assert_eq!(again["duplicate"], true, "the old inbox's delivery ids are known: {again}");
     env.settle().await;
     assert_eq!(env.telegram.calls("sendMessage").len(), 2, "each message answered once");
     let requests = env.llm.requests();
@@ -166,4 +168,61 @@ async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
             |rows: &[Value]| rows.iter().filter(|row| row["t"] == table).filter_map(|row| row["seq"].as_i64()).max();
         assert!(newest(&rows) > newest(&old_rows), "the second turn's {table} rows come after the old: {rows:?}");
     }
+}
+
+/// The inbox as objects made it before its delivery ids moved to the
+/// object's memory: its count columns and checkpoint, and a `UNIQUE`
+/// delivery id (an index row written per inbound).
+const UNIQUE_INBOX: &str = "BEGIN; \
+     CREATE TABLE inbox_old (seq INTEGER PRIMARY KEY, delivery_id TEXT NOT NULL UNIQUE, event TEXT NOT NULL, \
+     decision TEXT NOT NULL, reason TEXT NOT NULL, received_at INTEGER NOT NULL, status TEXT NOT NULL, \
+     membership TEXT, conversation_key TEXT, title TEXT, messages INTEGER, engaged INTEGER, observed INTEGER, \
+     last_activity INTEGER, checkpoint TEXT); \
+     INSERT INTO inbox_old SELECT * FROM inbox; DROP TABLE inbox; ALTER TABLE inbox_old RENAME TO inbox; \
+     CREATE INDEX inbox_open ON inbox (received_at) WHERE status IN ('queued', 'held'); \
+     COMMIT;";
+/// The inbox's rows as the upgrade must keep them, and whether it is `UNIQUE`.
+const INBOX_ROWS: &str = "SELECT seq, delivery_id, messages, checkpoint IS NOT NULL AS checkpointed, \
+     (SELECT sql LIKE '%UNIQUE%' FROM sqlite_master WHERE name = 'inbox') AS unique_id FROM inbox ORDER BY seq";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_inbox_with_a_unique_delivery_id_is_copied_with_its_counts_and_checkpoint() {
+    let mut env = TestEnv::start().await;
+    let key = format!("telegram:{CHAT}");
+    env.llm.reply("the first answer");
+    assert_eq!(env.telegram_update(&dm_update(1, CHAT, "hello")).await.status(), 200);
+    env.wait_for_sent(1).await;
+    env.settle().await;
+    let old = env
+        .while_stopped(|state_dir| {
+            let file = object_file(state_dir, &key);
+            sqlite(&file, UNIQUE_INBOX);
+            sqlite(&file, INBOX_ROWS)
+        })
+        .await;
+    assert_eq!(old[0]["unique_id"], 1, "the old shape: {old:?}");
+    assert_eq!((&old[0]["messages"], &old[0]["checkpointed"]), (&json!(1), &json!(1)), "{old:?}");
+
+    let again: Value = env.telegram_update(&dm_update(1, CHAT, "hello")).await.json().await.unwrap();
+    assert_eq!(again["duplicate"], true, "{again}");
+    env.llm.reply("the second answer");
+    assert_eq!(env.telegram_update(&dm_update(2, CHAT, "still there?")).await.status(), 200);
+    env.wait_for_sent(2).await;
+    // The counts go on from the copied row's (there is no other).
+    wait_for("the second message counted", Duration::from_secs(30), || async {
+        (message_count(&env.admin("/api/conversations").await, &key) == Some(2)).then_some(())
+    })
+    .await;
+    env.settle().await;
+    assert_eq!(env.telegram.calls("sendMessage").len(), 2, "each message answered once");
+    let last = env.llm.requests().last().unwrap().to_string();
+    assert!(last.contains("the first answer"), "the conversation went on: {last}");
+
+    let rows = env.while_stopped(|state_dir| sqlite(&object_file(state_dir, &key), INBOX_ROWS)).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["unique_id"], 0, "no index on the delivery id now: {rows:?}");
+    for field in ["seq", "delivery_id", "messages", "checkpointed"] {
+        assert_eq!(rows[0][field], old[0][field], "{field} kept: {rows:?}");
+    }
+    assert!(rows[1]["seq"].as_i64() > rows[0]["seq"].as_i64(), "numbered on: {rows:?}");
 }

@@ -395,3 +395,43 @@ async fn a_crash_while_slack_replies_are_in_flight_loses_and_doubles_nothing() {
     assert!(lost.is_empty(), "acknowledged but never answered: {lost:?}");
     assert!(doubled.is_empty(), "Slack holds a second copy of: {doubled:?}");
 }
+
+/// The inbox's delivery ids are kept in the object's memory (no index on
+/// disk: src/channel/deliveries.rs) and read again from its rows after a
+/// start: an observed message and a question retried after a crash are still
+/// repeats, and what comes after them is filed under numbers above theirs.
+#[tokio::test(flavor = "multi_thread")]
+async fn deliveries_retried_after_a_crash_are_still_repeats() {
+    let mut env = TestEnv::start().await;
+    env.llm.answer_always(Scripted::Echo);
+    let chat = -4_210;
+    let observed = group_message(1, chat, &format!("chatting {}", token(chat, 1)), false);
+    let asked = group_message(2, chat, &format!("bot, {}", token(chat, 2)), true);
+    for update in [&observed, &asked] {
+        assert_eq!(env.telegram_update(update).await.status(), 200);
+    }
+    env.wait_for_sent(1).await;
+    env.settle().await;
+
+    env.crash_and_restart().await;
+    for update in [&observed, &asked] {
+        let again: Value = env.telegram_update(update).await.json().await.unwrap();
+        assert_eq!(again["duplicate"], true, "{again}");
+    }
+    assert_eq!(
+        env.telegram_update(&group_message(3, chat, &format!("bot, {}", token(chat, 3)), true)).await.status(),
+        200
+    );
+    env.wait_for_sent(2).await;
+    env.settle().await;
+
+    let texts = sent_texts(&env);
+    let counts = count_tokens(texts.iter().map(String::as_str));
+    assert_eq!(counts.get(&token(chat, 2)), Some(&1), "the question answered once: {texts:?}");
+    assert_eq!(counts.get(&token(chat, 3)), Some(&1), "the next one answered: {texts:?}");
+    assert_eq!(env.llm.requests().len(), 2);
+    let events = env.admin(&format!("/api/channels/telegram:{chat}/events")).await;
+    let seqs: Vec<i64> = events.as_array().unwrap().iter().filter_map(|event| event["seq"].as_i64()).collect();
+    assert_eq!(seqs.len(), 3, "one row each: {events}");
+    assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "numbered on in arrival order: {seqs:?}");
+}

@@ -20,7 +20,7 @@ pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Res
         return Response::error("malformed heard event", 400);
     };
     let sql = object.state.storage().counted_sql();
-    if inbox::contains(&sql, &event.delivery_id)? {
+    if object.deliveries()?.contains(&event.delivery_id) {
         return Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true }));
     }
     let now = now_ms();
@@ -49,7 +49,7 @@ pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Res
             let (key, message) = (&event.conversation_key, &event.message_id);
             crate::memory::store::forget_learned_from(&object.config, &object.env, &database, key, message).await?;
             let reach = object.step(|machine| machine.hear_delete(&event.message_id))?;
-            inbox::settle(&sql, &reach.removed, "deleted", now)?;
+            inbox::settle(&sql, &mut *object.deliveries()?, &reach.removed, "deleted", now)?;
             let rows = history::delete(&sql, &event.message_id)?;
             describe(reach.current_turn, reach.changed || rows > 0)
         }
@@ -68,7 +68,7 @@ pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Res
             _ => "ignored: not a message of the bot's",
         },
     };
-    inbox::store_heard(&sql, &event, outcome, now)?;
+    inbox::store_heard(&sql, &mut *object.deliveries()?, &event, outcome, now)?;
     crate::platforms::web_chat::messenger::changed(&object.state, "events");
     let reason = format!("{}: {outcome}", event.heard.label());
     Response::from_json(&serde_json::json!({ "ok": true, "decision": "heard", "reason": reason }))

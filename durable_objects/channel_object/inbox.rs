@@ -1,11 +1,12 @@
 //! The inbox: every inbound the channel received, with its engagement decision
-//! and where it stands, kept seven days. Its unique delivery id is the webhook
-//! dedupe, and it is what the admin API shows.
+//! and where it stands, kept seven days. Its delivery ids, held in memory
+//! ([`Deliveries`]), are the webhook dedupe, and it is what the admin API shows.
 
 use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorageValue};
 
 use super::stats::Counts;
+use crate::channel::deliveries::Deliveries;
 use crate::channel::engagement::Decision;
 use crate::channel::schema::Column;
 use crate::inbound::InboundEvent;
@@ -14,12 +15,15 @@ use crate::runtime::durable::Sql;
 /// `seq` is the rowid (arrival order) without AUTOINCREMENT, whose
 /// `sqlite_sequence` update was a row written per inbound (old tables are
 /// copied once: schema.rs): retention always keeps the newest row, so a
-/// number is never handed out twice. The count columns are the conversation's counts after that inbound (stats.rs; NULL
-/// on rows that count nothing: held until decided, heard, answers).
+/// number is never handed out twice. The delivery id has no index (each
+/// inbound wrote a row in it): the object's memory answers for it
+/// ([`Deliveries`], read by [`deliveries`]). The count columns are the
+/// conversation's counts after that inbound (stats.rs; NULL on rows that
+/// count nothing: held until decided, heard, answers).
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS inbox (
     seq INTEGER PRIMARY KEY,
-    delivery_id TEXT NOT NULL UNIQUE,
+    delivery_id TEXT NOT NULL,
     event TEXT NOT NULL,
     decision TEXT NOT NULL,
     reason TEXT NOT NULL,
@@ -52,10 +56,16 @@ pub const OLD_INDEX: &str = "inbox_by_received";
 /// Settled rows are kept this long (well past the 24 h delivery dedupe window).
 const RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
-pub fn contains(sql: &Sql, delivery_id: &str) -> Result<bool> {
-    let rows: Vec<serde_json::Value> =
-        sql.exec("SELECT 1 AS found FROM inbox WHERE delivery_id = ?", vec![delivery_id.into()])?.to_array()?;
-    Ok(!rows.is_empty())
+/// The inbox's delivery ids and row numbers, read once after a start (the
+/// object keeps them in step with every row it files and deletes here).
+pub fn deliveries(sql: &Sql) -> Result<Deliveries> {
+    #[derive(Deserialize)]
+    struct Row {
+        delivery_id: String,
+        seq: i64,
+    }
+    let rows: Vec<Row> = sql.exec("SELECT delivery_id, seq FROM inbox", None)?.to_array()?;
+    Ok(Deliveries::from_rows(rows.into_iter().map(|row| (row.delivery_id, row.seq))))
 }
 
 /// What every inbound asks first, in one statement.
@@ -69,11 +79,14 @@ pub struct Arrival {
     pub latest: Option<Counts>,
 }
 
-/// Asks it: one statement, whose counts the inbound's row then carries (stats.rs).
-pub fn arrival(sql: &Sql, delivery_id: &str) -> Result<Arrival> {
+/// Asks it: the delivery id of the object's memory, the rest in one
+/// statement, whose counts the inbound's row then carries (stats.rs).
+pub fn arrival(sql: &Sql, deliveries: &Deliveries, delivery_id: &str) -> Result<Arrival> {
+    if deliveries.contains(delivery_id) {
+        return Ok(Arrival { seen: true, approval_waiting: false, latest: None });
+    }
     #[derive(Deserialize)]
     struct Found {
-        seen: i64,
         waiting: i64,
         conversation_key: Option<String>,
         title: Option<String>,
@@ -85,13 +98,12 @@ pub fn arrival(sql: &Sql, delivery_id: &str) -> Result<Arrival> {
     let found: Vec<Found> = sql
         .exec(
             concat!(
-                "SELECT EXISTS (SELECT 1 FROM inbox WHERE delivery_id = ?) AS seen, \
-                 EXISTS (SELECT 1 FROM outbox WHERE turn = ? AND approval_id IS NOT NULL) AS waiting, latest.* \
+                "SELECT EXISTS (SELECT 1 FROM outbox WHERE turn = ? AND approval_id IS NOT NULL) AS waiting, latest.* \
                  FROM (SELECT 1) LEFT JOIN (",
                 super::stats::latest_counts!(),
                 ") latest"
             ),
-            vec![delivery_id.into(), SqlStorageValue::from(super::outbox::APPROVALS_TURN)],
+            vec![SqlStorageValue::from(super::outbox::APPROVALS_TURN)],
         )?
         .to_array()?;
     let Some(found) = found.into_iter().next() else {
@@ -105,7 +117,7 @@ pub fn arrival(sql: &Sql, delivery_id: &str) -> Result<Arrival> {
         observed: found.observed.unwrap_or_default(),
         last_activity: found.last_activity.unwrap_or_default(),
     });
-    Ok(Arrival { seen: found.seen != 0, approval_waiting: found.waiting != 0, latest })
+    Ok(Arrival { seen: false, approval_waiting: found.waiting != 0, latest })
 }
 
 /// Whether an inbound waits for (or is in) a turn.
@@ -141,8 +153,10 @@ fn count_bindings(counts: &Counts) -> [SqlStorageValue; 6] {
 /// `text`: the event as JSON when the caller has it already (as it came to
 /// the object), so it is not encoded again. Whether the row was written (a
 /// delivery id filed before keeps its row).
+#[allow(clippy::too_many_arguments)]
 pub fn store(
     sql: &Sql,
+    deliveries: &mut Deliveries,
     event: &InboundEvent,
     text: Option<&str>,
     decision: &Decision,
@@ -152,7 +166,6 @@ pub fn store(
 ) -> Result<bool> {
     let status = if decision.engages { "queued" } else { "observed" };
     let mut bindings: Vec<SqlStorageValue> = vec![
-        event.delivery_id.as_str().into(),
         match text {
             Some(text) => text.into(),
             None => serde_json::to_string(event)?.into(),
@@ -164,24 +177,55 @@ pub fn store(
     ];
     bindings.extend(count_bindings(counts));
     bindings.push(checkpoint.map(str::to_string).into());
-    // Whether it was written, from the cursor's count: no row to read back.
-    let filed = sql.exec(
-        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status, conversation_key, title, \
-         messages, engaged, observed, last_activity, checkpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (delivery_id) DO NOTHING",
+    file(
+        sql,
+        deliveries,
+        &event.delivery_id,
+        "INSERT INTO inbox (seq, delivery_id, event, decision, reason, received_at, status, conversation_key, \
+         title, messages, engaged, observed, last_activity, checkpoint) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         bindings,
-    )?;
-    Ok(filed.rows_written() > 0)
+    )
+}
+
+/// Files a row for a delivery id not taken before, under the next number:
+/// `insert` binds `seq` and `delivery_id` first, then `values`. Whether it
+/// was filed (a delivery id filed before keeps its row).
+fn file(
+    sql: &Sql,
+    deliveries: &mut Deliveries,
+    delivery_id: &str,
+    insert: &str,
+    values: Vec<SqlStorageValue>,
+) -> Result<bool> {
+    if deliveries.contains(delivery_id) {
+        return Ok(false);
+    }
+    let seq = deliveries.next_seq();
+    let mut bindings = Vec::with_capacity(values.len() + 2);
+    bindings.extend([SqlStorageValue::from(seq), delivery_id.into()]);
+    bindings.extend(values);
+    sql.exec(insert, bindings)?;
+    deliveries.filed(delivery_id.to_string(), seq);
+    Ok(true)
 }
 
 /// Files an edit, deletion or reaction heard (status `heard`, never queued:
 /// it starts no turn), with what it reached as its reason (`edit: applied`).
-pub fn store_heard(sql: &Sql, event: &crate::inbound::HeardEvent, reason: &str, now_ms: i64) -> Result<()> {
-    sql.exec(
-        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) \
-         VALUES (?, ?, 'heard', ?, ?, 'heard') ON CONFLICT (delivery_id) DO NOTHING",
+pub fn store_heard(
+    sql: &Sql,
+    deliveries: &mut Deliveries,
+    event: &crate::inbound::HeardEvent,
+    reason: &str,
+    now_ms: i64,
+) -> Result<()> {
+    file(
+        sql,
+        deliveries,
+        &event.delivery_id,
+        "INSERT INTO inbox (seq, delivery_id, event, decision, reason, received_at, status) \
+         VALUES (?, ?, ?, 'heard', ?, ?, 'heard')",
         vec![
-            event.delivery_id.as_str().into(),
             serde_json::to_string(event)?.into(),
             format!("{}: {reason}", event.heard.label()).into(),
             SqlStorageValue::from(now_ms),
@@ -192,28 +236,35 @@ pub fn store_heard(sql: &Sql, event: &crate::inbound::HeardEvent, reason: &str, 
 
 /// Files an inbound taken as the answer to an MCP question (status
 /// `answered`, never queued: it starts no turn).
-pub fn store_answer(sql: &Sql, event: &InboundEvent, now_ms: i64) -> Result<()> {
-    sql.exec(
-        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) \
-         VALUES (?, ?, 'answer', 'an MCP question', ?, 'answered') ON CONFLICT (delivery_id) DO NOTHING",
-        vec![event.delivery_id.as_str().into(), serde_json::to_string(event)?.into(), SqlStorageValue::from(now_ms)],
+pub fn store_answer(sql: &Sql, deliveries: &mut Deliveries, event: &InboundEvent, now_ms: i64) -> Result<()> {
+    file(
+        sql,
+        deliveries,
+        &event.delivery_id,
+        "INSERT INTO inbox (seq, delivery_id, event, decision, reason, received_at, status) \
+         VALUES (?, ?, ?, 'answer', 'an MCP question', ?, 'answered')",
+        vec![serde_json::to_string(event)?.into(), SqlStorageValue::from(now_ms)],
     )?;
     Ok(())
 }
 
 /// Files an inbound held for the member count (status `held`): the alarm
 /// decides it ([`decide_held`]).
-pub fn store_held(sql: &Sql, event: &InboundEvent, decision: &str, reason: &str, now_ms: i64) -> Result<()> {
-    sql.exec(
-        "INSERT INTO inbox (delivery_id, event, decision, reason, received_at, status) \
-         VALUES (?, ?, ?, ?, ?, 'held') ON CONFLICT (delivery_id) DO NOTHING",
-        vec![
-            event.delivery_id.as_str().into(),
-            serde_json::to_string(event)?.into(),
-            decision.into(),
-            reason.into(),
-            SqlStorageValue::from(now_ms),
-        ],
+pub fn store_held(
+    sql: &Sql,
+    deliveries: &mut Deliveries,
+    event: &InboundEvent,
+    decision: &str,
+    reason: &str,
+    now_ms: i64,
+) -> Result<()> {
+    file(
+        sql,
+        deliveries,
+        &event.delivery_id,
+        "INSERT INTO inbox (seq, delivery_id, event, decision, reason, received_at, status) \
+         VALUES (?, ?, ?, ?, ?, ?, 'held')",
+        vec![serde_json::to_string(event)?.into(), decision.into(), reason.into(), SqlStorageValue::from(now_ms)],
     )?;
     Ok(())
 }
@@ -225,11 +276,13 @@ pub fn store_held(sql: &Sql, event: &InboundEvent, decision: &str, reason: &str,
 /// left alone.
 pub fn decide_held(
     sql: &Sql,
+    deliveries: &Deliveries,
     delivery_id: &str,
     decision: &Decision,
     membership: Option<&str>,
     counts: &Counts,
 ) -> Result<()> {
+    let Some(seq) = deliveries.seq(delivery_id) else { return Ok(()) };
     let status = if decision.engages { "queued" } else { "observed" };
     let mut bindings: Vec<SqlStorageValue> = vec![
         decision.label().into(),
@@ -238,7 +291,7 @@ pub fn decide_held(
         membership.map(str::to_string).into(),
     ];
     bindings.extend(count_bindings(counts));
-    bindings.push(delivery_id.into());
+    bindings.push(SqlStorageValue::from(seq));
     sql.exec(
         "UPDATE inbox SET decision = ?, reason = ?, status = ?, membership = ?, \
          conversation_key = CASE WHEN messages IS NULL THEN ? ELSE conversation_key END, \
@@ -247,7 +300,7 @@ pub fn decide_held(
          engaged = CASE WHEN messages IS NULL THEN ? ELSE engaged END, \
          observed = CASE WHEN messages IS NULL THEN ? ELSE observed END, \
          last_activity = CASE WHEN messages IS NULL THEN ? ELSE last_activity END \
-         WHERE delivery_id = ? AND status IN ('held', 'queued', 'observed')",
+         WHERE seq = ? AND status IN ('held', 'queued', 'observed')",
         bindings,
     )?;
     Ok(())
@@ -262,21 +315,33 @@ pub fn decide_held(
 /// are the newest row (so `seq`, the rowid, is never handed out again), the
 /// newest counted one (it holds the conversation's counts: stats.rs) and the
 /// newest with a checkpoint (it may be the channel's newest: slots.rs).
-pub fn settle(sql: &Sql, delivery_ids: &[String], status: &str, now_ms: i64) -> Result<()> {
-    for delivery_id in delivery_ids {
-        sql.exec(
-            "UPDATE inbox SET status = ? WHERE delivery_id = ?",
-            vec![status.into(), delivery_id.as_str().into()],
-        )?;
+/// The ids deleted are forgotten by `deliveries` too.
+pub fn settle(
+    sql: &Sql,
+    deliveries: &mut Deliveries,
+    delivery_ids: &[String],
+    status: &str,
+    now_ms: i64,
+) -> Result<()> {
+    for seq in delivery_ids.iter().filter_map(|delivery_id| deliveries.seq(delivery_id)) {
+        sql.exec("UPDATE inbox SET status = ? WHERE seq = ?", vec![status.into(), SqlStorageValue::from(seq)])?;
     }
-    sql.exec(
-        "DELETE FROM inbox WHERE status NOT IN ('queued', 'held') AND seq < coalesce(\
+    #[derive(Deserialize)]
+    struct Deleted {
+        delivery_id: String,
+    }
+    let deleted: Vec<Deleted> = sql
+        .exec(
+            "DELETE FROM inbox WHERE status NOT IN ('queued', 'held') AND seq < coalesce(\
          (SELECT seq FROM inbox WHERE received_at >= ? ORDER BY seq LIMIT 1), \
          (SELECT max(seq) FROM inbox)) \
          AND seq IS NOT (SELECT seq FROM inbox WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1) \
-         AND seq IS NOT (SELECT seq FROM inbox WHERE checkpoint IS NOT NULL ORDER BY seq DESC LIMIT 1)",
-        vec![SqlStorageValue::from(now_ms - RETENTION_MS)],
-    )?;
+         AND seq IS NOT (SELECT seq FROM inbox WHERE checkpoint IS NOT NULL ORDER BY seq DESC LIMIT 1) \
+         RETURNING delivery_id",
+            vec![SqlStorageValue::from(now_ms - RETENTION_MS)],
+        )?
+        .to_array()?;
+    deliveries.forget(deleted.iter().map(|row| row.delivery_id.as_str()));
     Ok(())
 }
 

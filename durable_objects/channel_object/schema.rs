@@ -35,7 +35,9 @@ const SCHEMAS: [&str; 9] = [
 ///   handed out twice, the envelopes are never deleted, and history's `seq`
 ///   only orders the object's own rows (its change stamps say what D1 has).
 /// - history's `UNIQUE` id dropped: its index was a second row written per
-///   row stored (the id is checked by a scan of a few hundred rows).
+///   row stored (the id is checked by a scan of a few hundred rows); the
+///   inbox's `UNIQUE` delivery id likewise (the object's memory holds the
+///   ids: src/channel/deliveries.rs).
 /// - the outbox and the sightings keyed by their text key `WITHOUT ROWID`:
 ///   a rowid table keeps a second index for such a key, a row written more
 ///   per row inserted.
@@ -43,35 +45,12 @@ const RESHAPED: [Reshaped; 5] = [
     Reshaped {
         table: "inbox",
         schema: inbox::SCHEMA,
-        old: |made| made.contains("AUTOINCREMENT"),
-        columns: "seq, delivery_id, event, decision, reason, received_at, status, membership",
+        old: |made| made.contains("AUTOINCREMENT") || made.contains("UNIQUE"),
     },
-    Reshaped {
-        table: "history",
-        schema: history::SCHEMA,
-        old: |made| made.contains("UNIQUE"),
-        columns: "seq, id, conversation_key, role, author_id, author_name, content, platform_message_id, \
-                  created_at, compacted, changed",
-    },
-    Reshaped {
-        table: "envelopes",
-        schema: envelopes::SCHEMA,
-        old: |made| made.contains("AUTOINCREMENT"),
-        columns: "seq, id, kind, body",
-    },
-    Reshaped {
-        table: "outbox",
-        schema: outbox::SCHEMA,
-        old: |made| !made.contains("WITHOUT ROWID"),
-        columns: "id, turn, piece, text, reply_to, status, attempts, platform_message_id, last_error, created_at, \
-                  file_id, approval_id",
-    },
-    Reshaped {
-        table: "sightings",
-        schema: commit::SCHEMA,
-        old: |made| !made.contains("WITHOUT ROWID"),
-        columns: "platform_key, name, is_bot, seen_at, pending",
-    },
+    Reshaped { table: "history", schema: history::SCHEMA, old: |made| made.contains("UNIQUE") },
+    Reshaped { table: "envelopes", schema: envelopes::SCHEMA, old: |made| made.contains("AUTOINCREMENT") },
+    Reshaped { table: "outbox", schema: outbox::SCHEMA, old: |made| !made.contains("WITHOUT ROWID") },
+    Reshaped { table: "sightings", schema: commit::SCHEMA, old: |made| !made.contains("WITHOUT ROWID") },
 ];
 
 /// Creates the tables and upgrades old ones, in this order: creates, columns
@@ -109,16 +88,23 @@ pub(super) fn prepare(sql: &Sql) {
 }
 
 /// Copies a table in an old shape into its current one, rows and numbers
-/// kept: one synchronous run of statements, so one implicit transaction.
+/// kept: the columns both have (the added ones are there by now; one the
+/// current shape dropped is left behind). One synchronous run of
+/// statements, so one implicit transaction.
 fn reshape(sql: &Sql, reshaped: &Reshaped) -> worker::Result<()> {
-    let Reshaped { table, schema, columns, .. } = reshaped;
+    let Reshaped { table, schema, .. } = reshaped;
     let Some(create) = create_statement(schema, table) else { return Ok(()) };
     let copy = format!("{table}_plain");
     let create =
         create.replacen(&format!("CREATE TABLE IF NOT EXISTS {table} ("), &format!("CREATE TABLE {copy} ("), 1);
+    sql.exec(&format!("DROP TABLE IF EXISTS {copy}; {create};"), None)?;
+    let names =
+        |name: &str| sql.exec(&format!("SELECT * FROM {name} LIMIT 0"), None).map(|cursor| cursor.column_names());
+    let kept = names(&copy)?;
+    let columns = names(table)?.into_iter().filter(|name| kept.contains(name)).collect::<Vec<_>>().join(", ");
     sql.exec(
         &format!(
-            "DROP TABLE IF EXISTS {copy}; {create}; INSERT INTO {copy} ({columns}) SELECT {columns} FROM {table}; \
+            "INSERT INTO {copy} ({columns}) SELECT {columns} FROM {table}; \
              DROP TABLE {table}; ALTER TABLE {copy} RENAME TO {table};"
         ),
         None,

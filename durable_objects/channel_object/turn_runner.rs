@@ -141,7 +141,8 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
         .iter()
         .map(|message| message.event.delivery_id.clone())
         .collect();
-    inbox::settle(sql, &handled, if sent.is_empty() { "skipped" } else { "answered" }, now_ms())?;
+    let status = if sent.is_empty() { "skipped" } else { "answered" };
+    inbox::settle(sql, &mut *object.deliveries()?, &handled, status, now_ms())?;
     let result = TurnResult { sent_messages: sent.len() as u64, ..object.machine.borrow().current_result() };
     object.step(|machine| machine.finish_turn(&result, &config.channel, now_ms()))?;
     // The index learns the inbounds have their outcome (the sweeper reads it).

@@ -23,13 +23,12 @@ pub struct Column {
 }
 
 /// A table whose shape changed to write fewer rows: how its `CREATE` text
-/// tells an old one, and the columns to copy from it.
+/// tells an old one (the columns both shapes have are copied).
 pub struct Reshaped {
     pub table: &'static str,
     /// The module's schema, holding the table's current `CREATE`.
     pub schema: &'static str,
     pub old: fn(&str) -> bool,
-    pub columns: &'static str,
 }
 
 /// An object's schema as it should be, and what changed since objects were made.
@@ -129,12 +128,7 @@ CREATE INDEX IF NOT EXISTS notes_by_author ON notes (author);
     const LAYOUT: Layout = Layout {
         schemas: &[NOTES, MARKS],
         columns: &[&AUTHOR, &AT],
-        reshaped: &[Reshaped {
-            table: "marks",
-            schema: MARKS,
-            old: |made| !made.contains("WITHOUT ROWID"),
-            columns: "name, at",
-        }],
+        reshaped: &[Reshaped { table: "marks", schema: MARKS, old: |made| !made.contains("WITHOUT ROWID") }],
         leftovers: &["notes_by_time"],
     };
 

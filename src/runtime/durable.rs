@@ -63,10 +63,9 @@ impl Sql {
 }
 
 impl Cursor {
-    /// Rows the statement has written so far: all of them for one that
-    /// returns no rows, since it ran to completion in [`Sql::exec`].
-    pub fn rows_written(&self) -> usize {
-        self.0.rows_written()
+    /// The names of the columns the statement returns.
+    pub fn column_names(&self) -> Vec<String> {
+        self.0.column_names()
     }
 
     /// Every row, deserialized.
