@@ -76,7 +76,7 @@ pub struct ChannelObject {
     /// What storage holds of the state, so a checkpoint is written only when a slot moved.
     saved: RefCell<Checkpoint>,
     /// The inbox's delivery ids, the webhook dedupe ([`Self::deliveries`]).
-    deliveries: RefCell<Option<Deliveries>>,
+    deliveries: Rc<RefCell<Option<Deliveries>>>,
     /// A write of the conversation index is already on its way.
     index_flush_pending: Rc<Cell<bool>>,
     /// The index row as this object last wrote it to D1 (an unchanged row is not written again).
@@ -108,7 +108,7 @@ impl DurableObject for ChannelObject {
             env,
             machine: RefCell::new(machine),
             saved: RefCell::new(saved),
-            deliveries: RefCell::default(),
+            deliveries: Rc::default(),
             index_flush_pending: Rc::default(),
             index_written: Rc::default(),
             shared_reads: RefCell::default(),
@@ -492,18 +492,25 @@ impl ChannelObject {
     /// from now, once for however many inbounds arrive meanwhile; never on
     /// the webhook's path. The row goes to the index queue, whose consumer
     /// writes many conversations' rows in one D1 statement: no inbound makes
-    /// a D1 statement of its own.
+    /// a D1 statement of its own. Then the inbox forgets its rows past their
+    /// retention ([`inbox::sweep`]).
     fn flush_index_soon(&self) {
         if self.index_flush_pending.replace(true) {
             return;
         }
         let (pending, sql, env) =
             (self.index_flush_pending.clone(), self.state.storage().counted_sql(), self.env.clone());
-        let written = self.index_written.clone();
+        let (written, deliveries) = (self.index_written.clone(), self.deliveries.clone());
         wasm_bindgen_futures::spawn_local(async move {
             sleep_ms(INDEX_FLUSH_DELAY_MS).await;
             pending.set(false);
             stats::write_index(&sql, &env, &written, stats::IndexWrite::Queued).await;
+            // Read by the inbound that asked for this flush (none read: nothing filed).
+            if let Some(deliveries) = deliveries.borrow_mut().as_mut() {
+                if let Err(error) = inbox::sweep(&sql, deliveries, now_ms()) {
+                    LogLine::error("inbox_sweep_failed").reason(&error).emit();
+                }
+            }
         });
     }
 

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::harness::fake_llm::current_section;
 use crate::harness::hog::CpuHog;
+use crate::harness::worker::{channel_object_where, sqlite};
 use crate::harness::{
     dm_update, group_update, now_secs, slack_callback, slack_headers, wait_for, Scripted, TestEnv,
     FAILURE_MESSAGE_START, TELEGRAM_SECRET,
@@ -434,4 +435,40 @@ async fn deliveries_retried_after_a_crash_are_still_repeats() {
     let seqs: Vec<i64> = events.as_array().unwrap().iter().filter_map(|event| event["seq"].as_i64()).collect();
     assert_eq!(seqs.len(), 3, "one row each: {events}");
     assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "numbered on in arrival order: {seqs:?}");
+}
+
+/// A group the bot only observes settles no turn, yet its inbox keeps seven
+/// days too: the sweep after the conversation index's flush takes the rows
+/// past them, and the object's memory forgets their ids with them (as the
+/// table's index did: a delivery that old is new again).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_observed_group_forgets_rows_past_seven_days_and_their_ids() {
+    let mut env = TestEnv::start().await;
+    let chat = -4_211;
+    let key = format!("telegram:{chat}");
+    let first = group_message(1, chat, "an old line", false);
+    for update in [&first, &group_message(2, chat, "another old line", false)] {
+        assert_eq!(env.telegram_update(update).await.status(), 200);
+    }
+    env.settle().await;
+    // Eight days on, as far as the rows can tell.
+    env.while_stopped(|state_dir| {
+        let file = channel_object_where(state_dir, &format!("inbox WHERE event LIKE '%\"{key}\"%'"));
+        sqlite(&file, "UPDATE inbox SET received_at = received_at - 8 * 86400000")
+    })
+    .await;
+    let again: Value = env.telegram_update(&first).await.json().await.unwrap();
+    assert_eq!(again["duplicate"], true, "still held before the sweep: {again}");
+    assert_eq!(env.telegram_update(&group_message(3, chat, "today", false)).await.status(), 200);
+
+    let events = format!("/api/channels/{key}/events");
+    let kept = wait_for("the old rows swept after the index's flush", Duration::from_secs(30), || async {
+        let listed = env.admin(&events).await;
+        (listed.as_array().unwrap().len() == 1).then_some(listed)
+    })
+    .await;
+    assert_eq!(kept[0]["delivery_id"], "3", "today's row kept: {kept}");
+    let after: Value = env.telegram_update(&first).await.json().await.unwrap();
+    assert!(after["duplicate"].is_null(), "a delivery swept is new again: {after}");
+    assert_eq!(env.admin(&events).await.as_array().unwrap().len(), 2);
 }

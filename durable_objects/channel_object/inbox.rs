@@ -306,16 +306,8 @@ pub fn decide_held(
     Ok(())
 }
 
-/// Marks the turn's messages answered (or skipped) and forgets old settled rows.
-/// Rows are filed in arrival order (`seq`, the rowid), so the old ones are a
-/// prefix of the table: the DELETE takes the `seq` range before the first row
-/// inside the retention window, reading about what it deletes (plus the few
-/// rows still open), with no index on `received_at` for every inbound to
-/// write. Rows still `queued` or `held` are kept whatever their age, and so
-/// are the newest row (so `seq`, the rowid, is never handed out again), the
-/// newest counted one (it holds the conversation's counts: stats.rs) and the
-/// newest with a checkpoint (it may be the channel's newest: slots.rs).
-/// The ids deleted are forgotten by `deliveries` too.
+/// Marks the turn's messages answered (or skipped) and forgets old settled
+/// rows ([`sweep`]).
 pub fn settle(
     sql: &Sql,
     deliveries: &mut Deliveries,
@@ -326,6 +318,22 @@ pub fn settle(
     for seq in delivery_ids.iter().filter_map(|delivery_id| deliveries.seq(delivery_id)) {
         sql.exec("UPDATE inbox SET status = ? WHERE seq = ?", vec![status.into(), SqlStorageValue::from(seq)])?;
     }
+    sweep(sql, deliveries, now_ms)
+}
+
+/// Forgets the settled rows older than the retention window, after a turn
+/// and after the conversation index's flush (so a group the bot only
+/// observes keeps seven days too, in its table and in `deliveries`).
+/// Rows are filed in arrival order (`seq`, the rowid), so the old ones are a
+/// prefix of the table: the DELETE takes the `seq` range before the first row
+/// inside the retention window, reading about what it deletes (plus the few
+/// rows still open), with no index on `received_at` for every inbound to
+/// write. Rows still `queued` or `held` are kept whatever their age, and so
+/// are the newest row (so `seq`, the rowid, is never handed out again), the
+/// newest counted one (it holds the conversation's counts: stats.rs) and the
+/// newest with a checkpoint (it may be the channel's newest: slots.rs).
+/// The ids deleted are forgotten by `deliveries` too.
+pub fn sweep(sql: &Sql, deliveries: &mut Deliveries, now_ms: i64) -> Result<()> {
     #[derive(Deserialize)]
     struct Deleted {
         delivery_id: String,
@@ -333,11 +341,11 @@ pub fn settle(
     let deleted: Vec<Deleted> = sql
         .exec(
             "DELETE FROM inbox WHERE status NOT IN ('queued', 'held') AND seq < coalesce(\
-         (SELECT seq FROM inbox WHERE received_at >= ? ORDER BY seq LIMIT 1), \
-         (SELECT max(seq) FROM inbox)) \
-         AND seq IS NOT (SELECT seq FROM inbox WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1) \
-         AND seq IS NOT (SELECT seq FROM inbox WHERE checkpoint IS NOT NULL ORDER BY seq DESC LIMIT 1) \
-         RETURNING delivery_id",
+             (SELECT seq FROM inbox WHERE received_at >= ? ORDER BY seq LIMIT 1), \
+             (SELECT max(seq) FROM inbox)) \
+             AND seq IS NOT (SELECT seq FROM inbox WHERE messages IS NOT NULL ORDER BY seq DESC LIMIT 1) \
+             AND seq IS NOT (SELECT seq FROM inbox WHERE checkpoint IS NOT NULL ORDER BY seq DESC LIMIT 1) \
+             RETURNING delivery_id",
             vec![SqlStorageValue::from(now_ms - RETENTION_MS)],
         )?
         .to_array()?;

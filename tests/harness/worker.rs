@@ -136,14 +136,20 @@ pub fn sqlite(file: &Path, sql: &str) -> Vec<serde_json::Value> {
 
 /// The SQLite file of the channel object holding `conversation_key`'s history.
 pub fn channel_object_file(state_dir: &Path, conversation_key: &str) -> PathBuf {
-    let holds = format!("SELECT count(*) AS rows FROM history WHERE conversation_key = '{conversation_key}'");
+    channel_object_where(state_dir, &format!("history WHERE conversation_key = '{conversation_key}'"))
+}
+
+/// The SQLite file of the one channel object with rows in `rows` (a table
+/// and its condition: `inbox WHERE ...`).
+pub fn channel_object_where(state_dir: &Path, rows: &str) -> PathBuf {
+    let holds = format!("SELECT count(*) AS rows FROM {rows}");
     let found: Vec<PathBuf> = channel_files(state_dir)
         .into_iter()
         .filter(|path| !is_metadata(path))
         .filter(|path| sqlite(path, "SELECT name FROM sqlite_master WHERE name = 'history'").len() == 1)
         .filter(|path| sqlite(path, &holds)[0]["rows"].as_i64() > Some(0))
         .collect();
-    assert_eq!(found.len(), 1, "one object holds {conversation_key}: {found:?}");
+    assert_eq!(found.len(), 1, "one object holds {rows}: {found:?}");
     found[0].clone()
 }
 
