@@ -90,14 +90,30 @@ fn message_count(listed: &Value, conversation_key: &str) -> Option<i64> {
     listed.as_array()?.iter().find(|row| row["conversation_key"] == conversation_key)?["message_count"].as_i64()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
-    let mut env = TestEnv::start().await;
-    let key = format!("telegram:{CHAT}");
+/// The conversation's first message, answered, with nothing left to send.
+async fn first_turn(env: &TestEnv) {
     env.llm.reply("the first answer");
     assert_eq!(env.telegram_update(&dm_update(1, CHAT, "hello")).await.status(), 200);
     env.wait_for_sent(1).await;
     env.settle().await;
+}
+
+/// The second message, answered and counted as the conversation's second.
+async fn second_turn_counted(env: &TestEnv, key: &str) {
+    env.llm.reply("the second answer");
+    assert_eq!(env.telegram_update(&dm_update(2, CHAT, "still there?")).await.status(), 200);
+    env.wait_for_sent(2).await;
+    wait_for("the second message counted", Duration::from_secs(30), || async {
+        (message_count(&env.admin("/api/conversations").await, key) == Some(2)).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
+    let mut env = TestEnv::start().await;
+    let key = format!("telegram:{CHAT}");
+    first_turn(&env).await;
 
     // The first turn's commit lands after its reply: waited for, so the
     // object is rewritten with nothing left to send.
@@ -120,14 +136,8 @@ async fn a_channel_object_with_the_old_tables_upgrades_keeping_its_rows() {
         assert!(old_rows.iter().any(|row| row["t"] == table), "a row in the old {table}: {old_rows:?}");
     }
 
-    env.llm.reply("the second answer");
-    assert_eq!(env.telegram_update(&dm_update(2, CHAT, "still there?")).await.status(), 200);
-    env.wait_for_sent(2).await;
     // The counts go on from the old `stats` row.
-    wait_for("the second message counted", Duration::from_secs(30), || async {
-        (message_count(&env.admin("/api/conversations").await, &key) == Some(2)).then_some(())
-    })
-    .await;
+    second_turn_counted(&env, &key).await;
     let again: Value = env.telegram_update(&dm_update(1, CHAT, "hello")).await.json().await.unwrap();
     assert_eq!(again["duplicate"], true, "the old inbox's delivery ids are known: {again}");
     env.settle().await;
@@ -189,10 +199,7 @@ const INBOX_ROWS: &str = "SELECT seq, delivery_id, messages, checkpoint IS NOT N
 async fn an_inbox_with_a_unique_delivery_id_is_copied_with_its_counts_and_checkpoint() {
     let mut env = TestEnv::start().await;
     let key = format!("telegram:{CHAT}");
-    env.llm.reply("the first answer");
-    assert_eq!(env.telegram_update(&dm_update(1, CHAT, "hello")).await.status(), 200);
-    env.wait_for_sent(1).await;
-    env.settle().await;
+    first_turn(&env).await;
     let old = env
         .while_stopped(|state_dir| {
             let file = object_file(state_dir, &key);
@@ -205,14 +212,8 @@ async fn an_inbox_with_a_unique_delivery_id_is_copied_with_its_counts_and_checkp
 
     let again: Value = env.telegram_update(&dm_update(1, CHAT, "hello")).await.json().await.unwrap();
     assert_eq!(again["duplicate"], true, "{again}");
-    env.llm.reply("the second answer");
-    assert_eq!(env.telegram_update(&dm_update(2, CHAT, "still there?")).await.status(), 200);
-    env.wait_for_sent(2).await;
     // The counts go on from the copied row's (there is no other).
-    wait_for("the second message counted", Duration::from_secs(30), || async {
-        (message_count(&env.admin("/api/conversations").await, &key) == Some(2)).then_some(())
-    })
-    .await;
+    second_turn_counted(&env, &key).await;
     env.settle().await;
     assert_eq!(env.telegram.calls("sendMessage").len(), 2, "each message answered once");
     let last = env.llm.requests().last().unwrap().to_string();

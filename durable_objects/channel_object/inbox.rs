@@ -219,33 +219,16 @@ pub fn store_heard(
     reason: &str,
     now_ms: i64,
 ) -> Result<()> {
-    file(
-        sql,
-        deliveries,
-        &event.delivery_id,
-        "INSERT INTO inbox (seq, delivery_id, event, decision, reason, received_at, status) \
-         VALUES (?, ?, ?, 'heard', ?, ?, 'heard')",
-        vec![
-            serde_json::to_string(event)?.into(),
-            format!("{}: {reason}", event.heard.label()).into(),
-            SqlStorageValue::from(now_ms),
-        ],
-    )?;
-    Ok(())
+    let reason = format!("{}: {reason}", event.heard.label());
+    let text = serde_json::to_string(event)?;
+    file_uncounted(sql, deliveries, &event.delivery_id, text, ["heard", &reason, "heard"], now_ms)
 }
 
 /// Files an inbound taken as the answer to an MCP question (status
 /// `answered`, never queued: it starts no turn).
 pub fn store_answer(sql: &Sql, deliveries: &mut Deliveries, event: &InboundEvent, now_ms: i64) -> Result<()> {
-    file(
-        sql,
-        deliveries,
-        &event.delivery_id,
-        "INSERT INTO inbox (seq, delivery_id, event, decision, reason, received_at, status) \
-         VALUES (?, ?, ?, 'answer', 'an MCP question', ?, 'answered')",
-        vec![serde_json::to_string(event)?.into(), SqlStorageValue::from(now_ms)],
-    )?;
-    Ok(())
+    let text = serde_json::to_string(event)?;
+    file_uncounted(sql, deliveries, &event.delivery_id, text, ["answer", "an MCP question", "answered"], now_ms)
 }
 
 /// Files an inbound held for the member count (status `held`): the alarm
@@ -258,13 +241,28 @@ pub fn store_held(
     reason: &str,
     now_ms: i64,
 ) -> Result<()> {
+    let text = serde_json::to_string(event)?;
+    file_uncounted(sql, deliveries, &event.delivery_id, text, [decision, reason, "held"], now_ms)
+}
+
+/// [`file`]s a row that counts nothing (yet) and carries no checkpoint, with
+/// its `[decision, reason, status]`.
+fn file_uncounted(
+    sql: &Sql,
+    deliveries: &mut Deliveries,
+    delivery_id: &str,
+    event: String,
+    [decision, reason, status]: [&str; 3],
+    now_ms: i64,
+) -> Result<()> {
+    let values = vec![event.into(), decision.into(), reason.into(), SqlStorageValue::from(now_ms), status.into()];
     file(
         sql,
         deliveries,
-        &event.delivery_id,
+        delivery_id,
         "INSERT INTO inbox (seq, delivery_id, event, decision, reason, received_at, status) \
-         VALUES (?, ?, ?, ?, ?, ?, 'held')",
-        vec![serde_json::to_string(event)?.into(), decision.into(), reason.into(), SqlStorageValue::from(now_ms)],
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        values,
     )?;
     Ok(())
 }
