@@ -27,11 +27,16 @@ use std::time::Duration;
 use harness::{group_update, TestEnv};
 use inspector::Inspector;
 use profile::{Bucket, Profile, Summary, WorkerCode};
-use serde_json::json;
+use serde_json::{json, Value};
 
-const REQUESTS: usize = 400;
+const REQUESTS: usize = 600;
 /// Enough for V8 to tier the hot wasm up before the profile starts.
-const WARM_UP: usize = 100;
+const WARM_UP: usize = 500;
+/// Profiles per case; the lowest is kept. On a shared machine other
+/// processes only ever add to a sample's time (the Worker's thread waits for
+/// a core while the clock runs), so the least of a few is the closest to the
+/// Worker's own cost; all are printed.
+const ROUNDS: usize = 3;
 /// What the bench asks V8 for; the interval it got is printed.
 const SAMPLING_INTERVAL_US: u64 = 100;
 const TOP_FUNCTIONS: usize = 12;
@@ -56,7 +61,8 @@ impl Run {
     }
 }
 
-/// Profiles `REQUESTS` requests (after a warm-up) and saves the profile.
+/// Profiles `REQUESTS` requests `ROUNDS` times (after a warm-up) and keeps
+/// the round with the least Worker's own CPU; its profile is saved.
 async fn profile<F, Fut>(
     env: &TestEnv,
     inspector: &mut Inspector,
@@ -71,28 +77,40 @@ where
     for index in 0..WARM_UP {
         assert!(request(usize::MAX - index).await.status().is_success(), "{label}: warm-up failed");
     }
-    inspector.call("Profiler.start", json!({}));
-    let cpu_before = env.worker.runtime_thread_cpu();
-    for index in 0..REQUESTS {
-        let response = request(index).await;
-        assert!(response.status().is_success(), "{label}: {}", response.status());
+    let mut rounds: Vec<(Run, Value)> = Vec::new();
+    for round in 0..ROUNDS {
+        inspector.call("Profiler.start", json!({}));
+        let cpu_before = env.worker.runtime_thread_cpu();
+        for index in 0..REQUESTS {
+            let response = request(round * REQUESTS + index).await;
+            assert!(response.status().is_success(), "{label}: {}", response.status());
+        }
+        // Work the Worker finishes after its responses (waitUntil, the object's writes).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let runtime_thread_cpu = env.worker.runtime_thread_cpu().saturating_sub(cpu_before);
+        let mut result = inspector.call("Profiler.stop", json!({}));
+        let saved = result["profile"].take();
+        let profile: Profile = serde_json::from_value(saved.clone()).expect("a CPU profile");
+        rounds.push((Run { label, summary: profile::summarize(&profile, code), runtime_thread_cpu }, saved));
     }
-    // Work the Worker finishes after its responses (waitUntil, the object's writes).
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let runtime_thread_cpu = env.worker.runtime_thread_cpu().saturating_sub(cpu_before);
-    let mut result = inspector.call("Profiler.stop", json!({}));
+    let figures: Vec<String> = rounds.iter().map(|(run, _)| format!("{:.3}", run.workers_own())).collect();
+    println!(
+        "{label}: the Worker's own CPU per request in {ROUNDS} rounds: {} ms (the lowest is kept)",
+        figures.join(", ")
+    );
+    let (run, saved) =
+        rounds.into_iter().min_by(|a, b| a.0.workers_own().total_cmp(&b.0.workers_own())).expect("rounds");
     let directory = Path::new(PROJECT_ROOT).join("target/cpu-profile");
     std::fs::create_dir_all(&directory).expect("create target/cpu-profile");
-    let saved = directory.join(format!("{}.cpuprofile", label.replace([' ', '/'], "-")));
-    std::fs::write(saved, result["profile"].to_string()).expect("save the profile");
-    let profile: Profile = serde_json::from_value(result["profile"].take()).expect("a CPU profile");
-    Run { label, summary: profile::summarize(&profile, code), runtime_thread_cpu }
+    let path = directory.join(format!("{}.cpuprofile", label.replace([' ', '/'], "-")));
+    std::fs::write(path, saved.to_string()).expect("save the profile");
+    run
 }
 
 fn print_table(get: &Run, webhook: &Run) {
     println!(
         "V8 CPU profile of the Worker's isolate (wrangler dev), {REQUESTS} requests each after {WARM_UP} warm-up, \
-         a sample every ~{:.0} µs (asked {SAMPLING_INTERVAL_US}):",
+         the least of {ROUNDS} rounds, a sample every ~{:.0} µs (asked {SAMPLING_INTERVAL_US}):",
         webhook.summary.interval_us
     );
     println!("{:<48} {:>12} {:>12} {:>12}", "ms per request", get.label, webhook.label, "above a GET");

@@ -7,9 +7,12 @@
 //! they read moved past it: that rule stops self-retrigger loops and makes
 //! crash recovery exact.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::{Deserialize, Serialize};
+use serde::ser::{Error as _, SerializeStruct};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 
 /// Anything with a version.
 pub trait Versioned {
@@ -173,28 +176,38 @@ impl<T: Monoid + PartialEq + Clone> BinaryOperatorAggregate<T> {
 }
 
 /// Keeps the last `capacity` items.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(bound(serialize = "T: Serialize", deserialize = "T: Deserialize<'de>"))]
+///
+/// Its checkpoint form is written from each item's JSON, kept from the last
+/// checkpoint: a new item costs its own encoding, not the whole buffer's (an
+/// observed message moves this slot, and the buffer is most of its bytes).
+/// The kept forms are `RawValue`s, so this form is for `serde_json` only,
+/// which is the checkpoint's encoding.
+#[derive(Debug, Clone)]
 pub struct RingBuffer<T> {
     items: VecDeque<T>,
     capacity: usize,
     version: u64,
+    /// The JSON of the newest `forms.len()` items, once encoded (a shorter
+    /// list lines up with the newest items: older ones are encoded anew).
+    forms: RefCell<VecDeque<Option<Box<RawValue>>>>,
 }
 
 impl<T> RingBuffer<T> {
     pub fn new(capacity: usize) -> Self {
-        RingBuffer { items: VecDeque::new(), capacity: capacity.max(1), version: 0 }
+        RingBuffer { items: VecDeque::new(), capacity: capacity.max(1), version: 0, forms: RefCell::default() }
     }
 
     pub fn update(&mut self, values: impl IntoIterator<Item = T>) -> bool {
         let mut added = false;
         for value in values {
             self.items.push_back(value);
+            self.forms.get_mut().push_back(None);
             added = true;
         }
         while self.items.len() > self.capacity {
             self.items.pop_front();
         }
+        self.forget_dropped_forms();
         if added {
             self.version += 1;
         }
@@ -205,10 +218,18 @@ impl<T> RingBuffer<T> {
     pub fn drop_oldest(&mut self, count: usize) -> bool {
         let count = count.min(self.items.len());
         self.items.drain(..count);
+        self.forget_dropped_forms();
         if count > 0 {
             self.version += 1;
         }
         count > 0
+    }
+
+    /// Keeps the forms of the items still held (the newest).
+    fn forget_dropped_forms(&mut self) {
+        let forms = self.forms.get_mut();
+        let dropped = forms.len().saturating_sub(self.items.len());
+        forms.drain(..dropped);
     }
 
     pub fn items(&self) -> impl Iterator<Item = &T> {
@@ -226,6 +247,8 @@ impl<T> RingBuffer<T> {
         let changed = self.items != before;
         if changed {
             self.version += 1;
+            // Rare (an edit or a deletion heard): every item is encoded again.
+            self.forms.get_mut().clear();
         }
         changed
     }
@@ -236,6 +259,47 @@ impl<T> RingBuffer<T> {
 
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+}
+
+impl<T: PartialEq> PartialEq for RingBuffer<T> {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.items, self.capacity, self.version) == (&other.items, other.capacity, other.version)
+    }
+}
+
+/// The stored shape: `{"items":[...],"capacity":N,"version":V}`.
+#[derive(Deserialize)]
+#[serde(rename = "RingBuffer")]
+struct StoredRing<T> {
+    items: VecDeque<T>,
+    capacity: usize,
+    version: u64,
+}
+
+impl<T: Serialize> Serialize for RingBuffer<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut forms = self.forms.borrow_mut();
+        while forms.len() < self.items.len() {
+            forms.push_front(None);
+        }
+        for (item, form) in self.items.iter().zip(forms.iter_mut()) {
+            if form.is_none() {
+                *form = Some(serde_json::value::to_raw_value(item).map_err(S::Error::custom)?);
+            }
+        }
+        let mut ring = serializer.serialize_struct("RingBuffer", 3)?;
+        ring.serialize_field("items", &*forms)?;
+        ring.serialize_field("capacity", &self.capacity)?;
+        ring.serialize_field("version", &self.version)?;
+        ring.end()
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for RingBuffer<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let StoredRing { items, capacity, version } = StoredRing::deserialize(deserializer)?;
+        Ok(RingBuffer { items, capacity, version, forms: RefCell::default() })
     }
 }
 
@@ -372,6 +436,41 @@ mod tests {
         ring.update(["a".to_string()]);
         let restored: RingBuffer<String> = serde_json::from_str(&serde_json::to_string(&ring).unwrap()).unwrap();
         assert_eq!(restored, ring);
+    }
+
+    /// The form written from kept item forms is the one a fresh encoding of
+    /// the same items gives, through adds past capacity, drops, edits and a
+    /// restore (which keeps no forms).
+    #[test]
+    fn a_ring_written_from_kept_forms_reads_as_written_afresh() {
+        fn fresh(ring: &RingBuffer<String>) -> String {
+            let items: Vec<&String> = ring.items().collect();
+            serde_json::json!({ "items": items, "capacity": ring.capacity, "version": ring.version }).to_string()
+        }
+        let mut ring = RingBuffer::new(3);
+        let check = |ring: &RingBuffer<String>| {
+            let written = serde_json::to_string(ring).unwrap();
+            let as_value: serde_json::Value = serde_json::from_str(&written).unwrap();
+            assert_eq!(as_value.to_string(), fresh(ring), "after {written}");
+            let restored: RingBuffer<String> = serde_json::from_str(&written).unwrap();
+            assert_eq!(&restored, ring);
+            restored
+        };
+        ring.update(["a".to_string(), "b".to_string()]);
+        check(&ring);
+        ring.update(["c".to_string(), "d".to_string(), "e".to_string()]);
+        check(&ring);
+        ring.drop_oldest(1);
+        check(&ring);
+        ring.edit(|item| (item != "d").then(|| item.to_uppercase()));
+        check(&ring);
+        let mut ring = check(&ring);
+        ring.update(["f".to_string(), "g".to_string()]);
+        check(&ring);
+        ring.drop_oldest(5);
+        check(&ring);
+        ring.update(["h".to_string()]);
+        assert_eq!(check(&ring).items().collect::<Vec<_>>(), ["h"]);
     }
 
     #[test]
