@@ -27,6 +27,7 @@ use std::time::Duration;
 use harness::{group_update, TestEnv};
 use inspector::Inspector;
 use profile::{Bucket, Profile, Summary, WorkerCode};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 const REQUESTS: usize = 600;
@@ -90,7 +91,7 @@ where
         let runtime_thread_cpu = env.worker.runtime_thread_cpu().saturating_sub(cpu_before);
         let mut result = inspector.call("Profiler.stop", json!({}));
         let saved = result["profile"].take();
-        let profile: Profile = serde_json::from_value(saved.clone()).expect("a CPU profile");
+        let profile = Profile::deserialize(&saved).expect("a CPU profile");
         rounds.push((Run { label, summary: profile::summarize(&profile, code), runtime_thread_cpu }, saved));
     }
     let figures: Vec<String> = rounds.iter().map(|(run, _)| format!("{:.3}", run.workers_own())).collect();
