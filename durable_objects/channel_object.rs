@@ -77,6 +77,10 @@ pub struct ChannelObject {
     saved: RefCell<Checkpoint>,
     /// The inbox's delivery ids, the webhook dedupe ([`Self::deliveries`]).
     deliveries: Rc<RefCell<Option<Deliveries>>>,
+    /// Whether an approval's message waits for its decision (an inbound may
+    /// be its typed answer), once read; approvals.rs forgets it when it asks
+    /// or settles one.
+    approval_waiting: Cell<Option<bool>>,
     /// A write of the conversation index is already on its way.
     index_flush_pending: Rc<Cell<bool>>,
     /// The index row as this object last wrote it to D1 (an unchanged row is not written again).
@@ -109,6 +113,7 @@ impl DurableObject for ChannelObject {
             machine: RefCell::new(machine),
             saved: RefCell::new(saved),
             deliveries: Rc::default(),
+            approval_waiting: Cell::new(None),
             index_flush_pending: Rc::default(),
             index_written: Rc::default(),
             shared_reads: RefCell::default(),
@@ -271,7 +276,7 @@ impl ChannelObject {
         };
         let sql = self.state.storage().counted_sql();
         // One statement for what every inbound asks first.
-        let arrival = inbox::arrival(&sql, &*self.deliveries()?, &event.delivery_id)?;
+        let arrival = inbox::arrival(&sql, &mut *self.deliveries()?, &self.approval_waiting, &event.delivery_id)?;
         let admission = if arrival.seen {
             None
         } else if arrival.approval_waiting {
@@ -301,7 +306,8 @@ impl ChannelObject {
     /// held for the alarm to decide), stored and counted once per delivery id
     /// (None for a repeat). Nothing here waits on a platform.
     async fn admit(&self, event: &InboundEvent) -> Result<Option<Admission>> {
-        let arrival = inbox::arrival(&self.state.storage().counted_sql(), &*self.deliveries()?, &event.delivery_id)?;
+        let sql = self.state.storage().counted_sql();
+        let arrival = inbox::arrival(&sql, &mut *self.deliveries()?, &self.approval_waiting, &event.delivery_id)?;
         if arrival.seen {
             return Ok(None);
         }
@@ -374,10 +380,10 @@ impl ChannelObject {
             let note = note.as_ref().map(|note| note.describe(message.received_at_ms, humans));
             let latest = stats::latest(&sql)?;
             let counts = stats::next(latest, &message.event, receipt.decision.engages, message.received_at_ms);
-            let deliveries = self.deliveries()?;
+            let mut deliveries = self.deliveries()?;
             inbox::decide_held(
                 &sql,
-                &deliveries,
+                &mut deliveries,
                 &message.event.delivery_id,
                 &receipt.decision,
                 note.as_deref(),

@@ -50,6 +50,7 @@ pub(super) async fn ask(object: &ChannelObject, mut request: Request) -> Result<
     let sql = object.state.storage().counted_sql();
     // The address rides in the entry (an approval's message quotes nothing), for the edit later.
     let entry = outbox::enqueue_approval(&sql, &ask.approval_id, &text, &address, now_ms())?;
+    object.approval_waiting.set(None);
     if entry.status == OutboxStatus::Sent {
         return Response::ok("");
     }
@@ -155,7 +156,9 @@ async fn show(object: &ChannelObject, approval_id: &str, text: &str) -> Result<(
     };
     let platform = outbound::for_address(&object.config, &object.state, &address);
     let text = rendered(&platform, text);
-    let Some(entry) = outbox::settle_approval(&sql, approval_id, &text)? else {
+    let settled = outbox::settle_approval(&sql, approval_id, &text)?;
+    object.approval_waiting.set(None);
+    let Some(entry) = settled else {
         return Ok(());
     };
     web_chat::changed(&object.state, "outbox");

@@ -2,6 +2,8 @@
 //! and where it stands, kept seven days. Its delivery ids, held in memory
 //! ([`Deliveries`]), are the webhook dedupe, and it is what the admin API shows.
 
+use std::cell::Cell;
+
 use serde::{Deserialize, Serialize};
 use worker::{Result, SqlStorageValue};
 
@@ -79,11 +81,21 @@ pub struct Arrival {
     pub latest: Option<Counts>,
 }
 
-/// Asks it: the delivery id of the object's memory, the rest in one
-/// statement, whose counts the inbound's row then carries (stats.rs).
-pub fn arrival(sql: &Sql, deliveries: &Deliveries, delivery_id: &str) -> Result<Arrival> {
+/// Asks it: the delivery id and, once known, the rest of the object's
+/// memory (the counts in `deliveries`, whether an approval waits in
+/// `approval_waiting`); what is not known yet in one statement, whose counts
+/// the inbound's row then carries (stats.rs).
+pub fn arrival(
+    sql: &Sql,
+    deliveries: &mut Deliveries,
+    approval_waiting: &Cell<Option<bool>>,
+    delivery_id: &str,
+) -> Result<Arrival> {
     if deliveries.contains(delivery_id) {
         return Ok(Arrival { seen: true, approval_waiting: false, latest: None });
+    }
+    if let (Some(latest), Some(waiting)) = (deliveries.latest(), approval_waiting.get()) {
+        return Ok(Arrival { seen: false, approval_waiting: waiting, latest: latest.clone() });
     }
     #[derive(Deserialize)]
     struct Found {
@@ -117,6 +129,8 @@ pub fn arrival(sql: &Sql, deliveries: &Deliveries, delivery_id: &str) -> Result<
         observed: found.observed.unwrap_or_default(),
         last_activity: found.last_activity.unwrap_or_default(),
     });
+    deliveries.read_latest(latest.clone());
+    approval_waiting.set(Some(found.waiting != 0));
     Ok(Arrival { seen: false, approval_waiting: found.waiting != 0, latest })
 }
 
@@ -177,7 +191,7 @@ pub fn store(
     ];
     bindings.extend(count_bindings(counts));
     bindings.push(checkpoint.map(str::to_string).into());
-    file(
+    let filed = file(
         sql,
         deliveries,
         &event.delivery_id,
@@ -185,7 +199,11 @@ pub fn store(
          title, messages, engaged, observed, last_activity, checkpoint) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         bindings,
-    )
+    )?;
+    if filed {
+        deliveries.counted(counts.clone());
+    }
+    Ok(filed)
 }
 
 /// Files a row for a delivery id not taken before, under the next number:
@@ -274,7 +292,7 @@ fn file_uncounted(
 /// left alone.
 pub fn decide_held(
     sql: &Sql,
-    deliveries: &Deliveries,
+    deliveries: &mut Deliveries,
     delivery_id: &str,
     decision: &Decision,
     membership: Option<&str>,
@@ -301,6 +319,7 @@ pub fn decide_held(
          WHERE seq = ? AND status IN ('held', 'queued', 'observed')",
         bindings,
     )?;
+    deliveries.forget_latest();
     Ok(())
 }
 

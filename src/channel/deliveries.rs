@@ -8,8 +8,14 @@
 //! time, so a map read from the table on the first inbound after a start, and
 //! kept in step by every insert and delete after it, answers "taken before?"
 //! as the index did, and gives each row's number for the updates by key.
+//!
+//! The same memory keeps the conversation's counts as the newest counted row
+//! holds them (stats.rs in the object), once read: each counted row filed
+//! after that passes its counts here, so an inbound reads none from storage.
 
 use std::collections::HashMap;
+
+use crate::channel::counts::Counts;
 
 /// The inbox's delivery ids and the numbers (`seq`) their rows took.
 #[derive(Debug, Default)]
@@ -19,6 +25,10 @@ pub struct Deliveries {
     /// the inbox's retention keeps the newest row, so the table's highest
     /// number is this one after a start.
     last: i64,
+    /// The conversation's counts after its newest counted row (`Some(None)`:
+    /// none counted yet); `None` until read, or after a write that may not
+    /// have counted what it was given.
+    latest: Option<Option<Counts>>,
 }
 
 impl Deliveries {
@@ -59,6 +69,27 @@ impl Deliveries {
             self.seqs.remove(delivery_id);
         }
     }
+
+    /// The counts after the newest counted row, when known.
+    pub fn latest(&self) -> Option<&Option<Counts>> {
+        self.latest.as_ref()
+    }
+
+    /// The counts as storage holds them, read while unknown.
+    pub fn read_latest(&mut self, latest: Option<Counts>) {
+        self.latest = Some(latest);
+    }
+
+    /// A row that carries `counts` was filed: they are the latest now.
+    pub fn counted(&mut self, counts: Counts) {
+        self.latest = Some(Some(counts));
+    }
+
+    /// A write that counts a row only where it was not counted before (a
+    /// held message decided again): the counts are read afresh next time.
+    pub fn forget_latest(&mut self) {
+        self.latest = None;
+    }
 }
 
 #[cfg(test)]
@@ -85,5 +116,28 @@ mod tests {
         deliveries.forget(["slack:Ev1"]);
         assert!(!deliveries.contains("slack:Ev1"));
         assert_eq!(deliveries.next_seq(), 2, "the forgotten row's number stays taken");
+    }
+
+    #[test]
+    fn the_counts_are_unknown_until_read_then_each_counted_row_s_until_forgotten() {
+        let counts = |messages| Counts {
+            conversation_key: "telegram:-5".into(),
+            title: None,
+            messages,
+            engaged: 0,
+            observed: messages,
+            last_activity: 7,
+        };
+        let mut deliveries = Deliveries::from_rows([("telegram:1".to_string(), 1)]);
+        assert_eq!(deliveries.latest(), None, "a start has not read them");
+        deliveries.read_latest(None);
+        assert_eq!(deliveries.latest(), Some(&None), "read: nothing counted yet");
+        deliveries.counted(counts(1));
+        deliveries.counted(counts(2));
+        assert_eq!(deliveries.latest(), Some(&Some(counts(2))));
+        deliveries.forget(["telegram:1"]);
+        assert_eq!(deliveries.latest(), Some(&Some(counts(2))), "a sweep keeps the newest counted row");
+        deliveries.forget_latest();
+        assert_eq!(deliveries.latest(), None);
     }
 }
