@@ -1,7 +1,9 @@
 //! The dashboard's conversation index is fed through the index queue: an
 //! observed message makes no D1 statement of its own, its conversation shows in
 //! `/api/conversations` with its counts once the queue's batch is written (one
-//! statement), and a replayed or late row never moves the index back.
+//! statement), and a replayed or late row never moves the index back. The
+//! counts the channel object keeps in memory stay those of its rows through
+//! held messages, repeats and restarts.
 
 use std::time::Duration;
 
@@ -75,4 +77,36 @@ async fn an_observed_message_reaches_the_index_through_the_queue_with_no_d1_stat
     .await;
     let kept = indexed(&env, 40).await;
     assert_eq!((kept["last_activity_at"].as_i64(), kept["observed_count"].as_i64()), (Some(future), Some(40)));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_counts_the_object_keeps_match_its_rows_through_held_messages_a_repeat_and_a_restart() {
+    let mut env = TestEnv::start().await;
+    env.telegram.set_member_count(50);
+    // A new group's first two messages wait for the member count (held, counted when decided).
+    env.telegram.delay_next("/getChatMemberCount", Duration::from_millis(800));
+    for (update, author, text) in [(1, ADA, "morning all"), (2, BO, "morning")] {
+        let held: Value = env.telegram_update(&group_update(update, author, text, false)).await.json().await.unwrap();
+        assert_eq!(held["decision"], "held", "{held}");
+    }
+    wait_for("both held messages decided", Duration::from_secs(20), || async {
+        let events = env.admin(&format!("/api/channels/{}/events", key())).await;
+        let events = events.as_array().cloned().unwrap_or_default();
+        (events.len() == 2 && events.iter().all(|event| event["decision"] == "observe")).then_some(())
+    })
+    .await;
+    // Counted from the object's memory: the held decisions made it read them again.
+    env.telegram_update(&group_update(3, ADA, "the deploy went out", false)).await;
+    // A platform's retry of the same delivery counts nothing.
+    env.telegram_update(&group_update(3, ADA, "the deploy went out", false)).await;
+    env.telegram_update(&group_update(4, BO, "nice", false)).await;
+    let row = indexed(&env, 4).await;
+    assert_eq!(row["observed_count"], 4, "{row}");
+
+    // A new isolate reads the counts from the rows, then keeps them again.
+    env.crash_and_restart().await;
+    env.telegram_update(&group_update(5, ADA, "lunch?", false)).await;
+    env.telegram_update(&group_update(6, BO, "yes", false)).await;
+    let row = indexed(&env, 6).await;
+    assert_eq!((row["observed_count"].as_i64(), row["engaged_count"].as_i64()), (Some(6), Some(0)), "{row}");
 }
