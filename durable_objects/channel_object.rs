@@ -41,12 +41,11 @@ use worker::{
 use crate::channel::checkpoint::Checkpoint;
 use crate::channel::deliveries::Deliveries;
 use crate::channel::engagement::Decision;
-use crate::channel::routes::{ChannelRoute, ObjectRoute};
 use crate::channel::state::ChannelState;
 use crate::config::Config;
 use crate::inbound::{Author, InboundEvent, ReplyAddress};
 use crate::log_line::LogLine;
-use crate::platforms::web_chat::messenger::{self as web_chat, CHAT, WATCH};
+use crate::platforms::web_chat::messenger::{self as web_chat, CHAT};
 use crate::process::envelope::{Envelope, MessageType};
 use crate::reply::outbox::OutboxStatus;
 use crate::runtime::config;
@@ -206,47 +205,9 @@ enum ChatIn {
 }
 
 impl ChannelObject {
-    /// The object's routes: the inbound path, process reports, the admin views.
-    async fn serve(&self, request: Request) -> Result<Response> {
-        let Some(route) = ChannelRoute::at(&request.path()) else {
-            return Response::error("not found", 404);
-        };
-        if request.method() != crate::runtime::http::method(route.verb()) {
-            return Response::error("method not allowed", 405);
-        }
-        match route {
-            ChannelRoute::Envelopes => self.envelopes(&request),
-            ChannelRoute::Inbound => self.receive(request).await,
-            ChannelRoute::Live => web_chat::accept(&self.state, &[WATCH]),
-            ChannelRoute::ChatSocket => {
-                let role = request.headers().get("x-edgebot-role")?.unwrap_or_default();
-                let key = request.headers().get("x-edgebot-conversation")?.unwrap_or_default();
-                web_chat::accept(&self.state, &[CHAT, &format!("role:{role}"), &format!("key:{key}")])
-            }
-            ChannelRoute::ProcessEvent => self.receive_process_event(request).await,
-            ChannelRoute::HistoryFlush => self.history_flush().await,
-            ChannelRoute::HistoryCompacted => self.history_compacted(request).await,
-            ChannelRoute::TaskStart => self.start_task_worker(request).await,
-            ChannelRoute::ScheduleWake => self.schedule_wake(request).await,
-            ChannelRoute::SweepWake => self.sweep_wake().await,
-            ChannelRoute::ApprovalAsk => approvals::ask(self, request).await,
-            ChannelRoute::ApprovalSettled => approvals::settled(self, request).await,
-            ChannelRoute::Events => Response::from_json(&inbox::events(&self.state.storage().counted_sql())?),
-            ChannelRoute::Processes => self.processes(),
-            ChannelRoute::Outbox => Response::from_json(&outbox::recent(&self.state.storage().counted_sql(), 200)?),
-            ChannelRoute::Usage => {
-                Response::from_json(&serde_json::json!({ "channel": self.machine.borrow().token_usage.get() }))
-            }
-            ChannelRoute::Heard => heard::receive(self, request).await,
-            ChannelRoute::ExternalPost => external_post::post(self, request).await,
-        }
-    }
-}
-
-impl ChannelObject {
     /// Takes in a report from a branch; a new one retriggers the channel.
-    async fn receive_process_event(&self, mut request: Request) -> Result<Response> {
-        let Ok(envelope) = json_body::<Envelope>(&mut request).await else {
+    async fn receive_process_event(&self, body: &str) -> Result<Response> {
+        let Ok(envelope) = json_body::<Envelope>(body) else {
             return Response::error("malformed envelope", 400);
         };
         // Heartbeats (empty progress) only keep a worker alive; they are not logged.
@@ -266,12 +227,8 @@ impl ChannelObject {
 
     /// Decides on one inbound and stores it, once per delivery id; wakes the
     /// channel when a turn is due.
-    async fn receive(&self, mut request: Request) -> Result<Response> {
-        let body = request.bytes().await?;
-        let Some((event, text)) = std::str::from_utf8(&body)
-            .ok()
-            .and_then(|text| Some((serde_json::from_str::<InboundEvent>(text).ok()?, text)))
-        else {
+    async fn receive(&self, text: &str) -> Result<Response> {
+        let Ok(event) = json_body::<InboundEvent>(text) else {
             return Response::error("malformed inbound event", 400);
         };
         let sql = self.state.storage().counted_sql();
@@ -535,14 +492,14 @@ impl ChannelObject {
     /// reports like any worker of this conversation, so its outcome reaches
     /// the person. A repeated start of the same worker starts nothing new;
     /// 409 when the conversation has no room for another worker.
-    async fn start_task_worker(&self, mut request: Request) -> Result<Response> {
+    async fn start_task_worker(&self, body: &str) -> Result<Response> {
         #[derive(serde::Deserialize)]
         struct Start {
             id: String,
             task: String,
             conversation_key: String,
         }
-        let Ok(start) = json_body::<Start>(&mut request).await else {
+        let Ok(start) = json_body::<Start>(body) else {
             return Response::error("malformed task start", 400);
         };
         if self.machine.borrow().processes.get().get(&start.id).is_some() {
@@ -587,9 +544,9 @@ enum Admission {
     Held,
 }
 
-/// Parses a JSON body with serde_json from text: these types are read from
-/// storage the same way, so the bundle carries one deserializer for each
-/// (`Request::json` would add a second, through JS values).
-async fn json_body<T: serde::de::DeserializeOwned>(request: &mut Request) -> Result<T> {
-    Ok(serde_json::from_str(&request.text().await?)?)
+/// Parses a `POST` route's JSON body (by RPC or `fetch`, routes.rs) with
+/// serde_json: these types are read from storage the same way, so the bundle
+/// carries one deserializer for each.
+fn json_body<T: serde::de::DeserializeOwned>(body: &str) -> Result<T> {
+    Ok(serde_json::from_str(body)?)
 }

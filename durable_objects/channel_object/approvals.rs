@@ -2,7 +2,7 @@
 //! Deny buttons), sent once per approval through the outbox; the decision
 //! shown on it (the buttons taken away); and the wait the alarm times out.
 
-use worker::{Request, Response, Result};
+use worker::{Response, Result};
 
 use super::{json_body, outbox, ChannelObject};
 use crate::approvals::store::{self as approvals, Ask, Settled};
@@ -27,8 +27,8 @@ const RETRY_TIMEOUT_MS: i64 = 5_000;
 /// `POST /approvals/ask`: sends the approval's message (once; a repeat
 /// finds it sent) where the waiting process's work was asked for, and
 /// keeps the wait's deadline for the alarm.
-pub(super) async fn ask(object: &ChannelObject, mut request: Request) -> Result<Response> {
-    let Ok(ask) = json_body::<Ask>(&mut request).await else {
+pub(super) async fn ask(object: &ChannelObject, body: &str) -> Result<Response> {
+    let Ok(ask) = json_body::<Ask>(body) else {
         return Response::error("malformed approval", 400);
     };
     let origin = object.machine.borrow().processes.get().get(&ask.process_id).map(|process| process.origin.clone());
@@ -107,8 +107,8 @@ pub(super) async fn send_entry(
 
 /// `POST /approvals/settled`: the approval was decided; its worker is no
 /// longer waiting, and its message says so.
-pub(super) async fn settled(object: &ChannelObject, mut request: Request) -> Result<Response> {
-    let Ok(settled) = json_body::<Settled>(&mut request).await else {
+pub(super) async fn settled(object: &ChannelObject, body: &str) -> Result<Response> {
+    let Ok(settled) = json_body::<Settled>(body) else {
         return Response::error("malformed approval", 400);
     };
     object.step(|machine| machine.approval_settled(&settled.approval_id, now_ms()))?;

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use serde_json::json;
-use worker::{Request, Response, Result};
+use worker::{Response, Result};
 
 use super::{history as history_store, json_body, outbox, ChannelObject};
 use crate::conversations::archive::StoredMessage;
@@ -33,8 +33,8 @@ pub struct ExternalPost {
 }
 
 /// `POST /external/post`: answers `{ status, message_id, repeat }`.
-pub(super) async fn post(object: &ChannelObject, mut request: Request) -> Result<Response> {
-    let Ok(post) = json_body::<ExternalPost>(&mut request).await else {
+pub(super) async fn post(object: &ChannelObject, body: &str) -> Result<Response> {
+    let Ok(post) = json_body::<ExternalPost>(body) else {
         return Response::error("malformed post", 400);
     };
     let Some(address) = ReplyAddress::for_conversation(&post.conversation_key) else {

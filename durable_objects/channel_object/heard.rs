@@ -6,7 +6,7 @@
 //! bot's messages becomes a line in the history the next turn reads. None
 //! starts a turn. Each is taken once per delivery id, through the inbox.
 
-use worker::{Request, Response, Result};
+use worker::{Response, Result};
 
 use super::{history, inbox, json_body, ChannelObject};
 use crate::inbound::{Heard, HeardEvent};
@@ -15,8 +15,8 @@ use crate::runtime::durable::MeteredStorage;
 use crate::runtime::http::now_ms;
 
 /// Takes one heard event and answers what it reached.
-pub(super) async fn receive(object: &ChannelObject, mut request: Request) -> Result<Response> {
-    let Ok(event) = json_body::<HeardEvent>(&mut request).await else {
+pub(super) async fn receive(object: &ChannelObject, body: &str) -> Result<Response> {
+    let Ok(event) = json_body::<HeardEvent>(body) else {
         return Response::error("malformed heard event", 400);
     };
     let sql = object.state.storage().counted_sql();

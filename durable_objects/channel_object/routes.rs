@@ -1,18 +1,96 @@
-//! What the object's smaller routes answer: the admin views (envelopes,
-//! processes), the history upkeep a process or the admin API asks for, and the
-//! wake-ups from the cron and the sweeper. The inbound path, process reports
-//! and approvals have files of their own.
+//! The object's routes: which handler answers each, by `fetch` or, for a
+//! `POST`, by the RPC call the Worker makes ([`ChannelObject::post`]); and
+//! what the smaller ones answer: the admin views (envelopes, processes), the
+//! history upkeep a process or the admin API asks for, and the wake-ups from
+//! the cron and the sweeper. The inbound path, process reports and approvals
+//! have files of their own.
 
-use worker::{Request, Response, Result};
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsValue;
+use worker::{Request, Response, ResponseBody, Result};
 
-use super::{envelopes, history, inbox, json_body, ChannelObject};
+use super::{approvals, envelopes, external_post, heard, history, inbox, json_body, outbox, ChannelObject};
+use crate::channel::routes::{ChannelRoute, ObjectRoute, Verb};
 use crate::channel::state::ScheduleDue;
 use crate::log_line::LogLine;
+use crate::platforms::web_chat::messenger::{self as web_chat, CHAT, WATCH};
 use crate::runtime::durable::MeteredStorage;
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
 
+/// The RPC face of the object: what the runtime calls on `stub.post(...)`
+/// (worker/entry.mjs makes the class a `DurableObject`, which RPC needs).
+#[wasm_bindgen]
 impl ChannelObject {
+    /// A `POST` route's answer without an HTTP request either way: the
+    /// Worker passes the route's path and body, the object answers
+    /// `[status, body]`. The same handlers as [`Self::serve`].
+    pub async fn post(&self, path: String, body: String) -> std::result::Result<JsValue, JsValue> {
+        let answer = crate::runtime::durable::served(async {
+            match ChannelRoute::at(&path).filter(|route| route.verb() == Verb::Post) {
+                Some(route) => self.posted(route, &body).await,
+                None => Response::error("not found", 404),
+            }
+        })
+        .await
+        .map_err(JsValue::from)?;
+        let body = match answer.body() {
+            ResponseBody::Body(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            ResponseBody::Empty | ResponseBody::Stream(_) => String::new(),
+        };
+        Ok(js_sys::Array::of2(&answer.status_code().into(), &body.into()).into())
+    }
+}
+
+impl ChannelObject {
+    /// The object's routes by `fetch`: the admin views, the sockets, and the
+    /// `POST` routes' answers for a caller that sends a request.
+    pub(super) async fn serve(&self, mut request: Request) -> Result<Response> {
+        let Some(route) = ChannelRoute::at(&request.path()) else {
+            return Response::error("not found", 404);
+        };
+        if request.method() != crate::runtime::http::method(route.verb()) {
+            return Response::error("method not allowed", 405);
+        }
+        let sql = || self.state.storage().counted_sql();
+        match route {
+            ChannelRoute::Envelopes => self.envelopes(&request),
+            ChannelRoute::Live => web_chat::accept(&self.state, &[WATCH]),
+            ChannelRoute::ChatSocket => {
+                let role = request.headers().get("x-edgebot-role")?.unwrap_or_default();
+                let key = request.headers().get("x-edgebot-conversation")?.unwrap_or_default();
+                web_chat::accept(&self.state, &[CHAT, &format!("role:{role}"), &format!("key:{key}")])
+            }
+            ChannelRoute::Events => Response::from_json(&inbox::events(&sql())?),
+            ChannelRoute::Processes => self.processes(),
+            ChannelRoute::Outbox => Response::from_json(&outbox::recent(&sql(), 200)?),
+            ChannelRoute::Usage => {
+                Response::from_json(&serde_json::json!({ "channel": self.machine.borrow().token_usage.get() }))
+            }
+            posted => self.posted(posted, &request.text().await?).await,
+        }
+    }
+
+    /// What a `POST` route answers to `body`: the inbound path, process
+    /// reports, approvals, the wake-ups and the history upkeep.
+    async fn posted(&self, route: ChannelRoute, body: &str) -> Result<Response> {
+        match route {
+            ChannelRoute::Inbound => self.receive(body).await,
+            ChannelRoute::ProcessEvent => self.receive_process_event(body).await,
+            ChannelRoute::HistoryFlush => self.history_flush().await,
+            ChannelRoute::HistoryCompacted => self.history_compacted(body).await,
+            ChannelRoute::TaskStart => self.start_task_worker(body).await,
+            ChannelRoute::ScheduleWake => self.schedule_wake(body).await,
+            ChannelRoute::SweepWake => self.sweep_wake().await,
+            ChannelRoute::ApprovalAsk => approvals::ask(self, body).await,
+            ChannelRoute::ApprovalSettled => approvals::settled(self, body).await,
+            ChannelRoute::Heard => heard::receive(self, body).await,
+            ChannelRoute::ExternalPost => external_post::post(self, body).await,
+            // The `GET` routes ([`ObjectRoute::verb`]): `fetch` alone serves them.
+            _ => Response::error("not found", 404),
+        }
+    }
+
     /// The envelopes between the channel and its processes, as JSON lines;
     /// `?type=` keeps one type, `?last=N` the newest N.
     pub(super) fn envelopes(&self, request: &Request) -> Result<Response> {
@@ -55,8 +133,8 @@ impl ChannelObject {
     }
 
     /// A compaction's report: the history it covered is folded into its summary.
-    pub(super) async fn history_compacted(&self, mut request: Request) -> Result<Response> {
-        let Ok(done) = json_body::<crate::process::compaction::Compacted>(&mut request).await else {
+    pub(super) async fn history_compacted(&self, body: &str) -> Result<Response> {
+        let Ok(done) = json_body::<crate::process::compaction::Compacted>(body) else {
             return Response::error("malformed compaction report", 400);
         };
         let database = crate::runtime::d1::shard_of(&self.env, &done.conversation_key)?;
@@ -66,9 +144,8 @@ impl ChannelObject {
     }
 
     /// The cron found a job of this conversation overdue: claim it now.
-    pub(super) async fn schedule_wake(&self, mut request: Request) -> Result<Response> {
-        let conversation_key = request.text().await?;
-        let due = ScheduleDue { at_ms: now_ms(), conversation_key };
+    pub(super) async fn schedule_wake(&self, conversation_key: &str) -> Result<Response> {
+        let due = ScheduleDue { at_ms: now_ms(), conversation_key: conversation_key.to_string() };
         self.step(|machine| machine.set_schedule_due(Some(due)))?;
         self.state.storage().set_alarm_counted(0).await?;
         Response::ok("")

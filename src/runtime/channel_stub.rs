@@ -1,13 +1,13 @@
 //! The Worker's side of the channel object: requests to its routes
 //! ([`ChannelRoute`]), sent to the conversation's instance.
 
-use js_sys::Promise;
+use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{Env, ObjectNamespace, Request, Response, Result};
 
-use crate::channel::routes::{ChannelRoute, ObjectRoute};
+use crate::channel::routes::ChannelRoute;
 use crate::runtime::config::CHANNEL_BINDING;
 
 pub use crate::runtime::http::object_request as request;
@@ -20,17 +20,12 @@ thread_local! {
 
 #[wasm_bindgen]
 extern "C" {
-    /// A Durable Object stub as the runtime gives it, for `fetch(url, init)`:
-    /// one call, where a `worker::Request` would build a `Request` and read
-    /// its method, URL and headers back into wasm before sending it.
+    /// A channel object's stub as the runtime gives it, for its RPC method
+    /// (`ChannelObject::post`; worker/entry.mjs makes the class RPC's).
     type ObjectStub;
 
-    #[wasm_bindgen(method, catch, js_name = fetch)]
-    fn fetch_with_init(
-        this: &ObjectStub,
-        url: &str,
-        init: &worker::web_sys::RequestInit,
-    ) -> std::result::Result<Promise, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = post)]
+    fn post_rpc(this: &ObjectStub, path: &str, body: &str) -> std::result::Result<Promise, JsValue>;
 }
 
 /// The namespace, looked up once per isolate.
@@ -50,31 +45,22 @@ pub async fn send(env: &Env, conversation_key: &str, request: Request) -> Result
     stub.fetch_with_request(request).await
 }
 
-/// Posts `body` to `route`; an answer other than 200 is an error.
+/// Posts `body` to `route`; an answer other than 200 is an error. One RPC
+/// call: no request is built for the object, and no response read from it;
+/// the 200 answer's body comes back as the JSON response the caller reads or
+/// passes on (a webhook's acknowledgement).
 pub async fn post(env: &Env, conversation_key: &str, route: ChannelRoute, body: String) -> Result<Response> {
     let stub: ObjectStub = namespace(env)?.get_by_name(conversation_key)?.into_rpc();
-    let init = worker::web_sys::RequestInit::new();
-    init.set_method(crate::runtime::http::method(route.verb()).as_ref());
-    init.set_body(&JsValue::from_str(&body));
-    let answer = JsFuture::from(stub.fetch_with_init(&route.url(), &init)?).await?;
-    // A stub's fetch resolves to a `Response`: no `instanceof` check across
-    // the boundary.
-    let answer: worker::web_sys::Response = answer.unchecked_into();
-    match answer.status() {
-        200 => Ok(as_it_came(answer)),
+    let answer = JsFuture::from(stub.post_rpc(route.as_str(), &body)?).await?;
+    let answer: Array = answer.unchecked_into();
+    let status = answer.get(0).as_f64().unwrap_or_default();
+    let body = answer.get(1).as_string().unwrap_or_default();
+    match status as u16 {
+        200 => {
+            let mut response = Response::ok(body)?;
+            response.headers_mut().set("content-type", "application/json")?;
+            Ok(response)
+        }
         status => Err(worker::Error::RustError(format!("channel object answered {status} to {route}"))),
-    }
-}
-
-/// The object's 200 answer as a `worker::Response`: its headers and body
-/// stream, nothing copied. (worker's own conversion also reads the answer's
-/// `cf` and `webSocket`, a runtime call each, the first of them the costliest
-/// call of a webhook's ack after the object's fetch itself; an object's
-/// answer to a route has neither.)
-fn as_it_came(answer: worker::web_sys::Response) -> Response {
-    let builder = worker::ResponseBuilder::new().with_headers(worker::Headers(answer.headers()));
-    match answer.body() {
-        Some(body) => builder.stream(body),
-        None => builder.empty(),
     }
 }
