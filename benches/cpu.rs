@@ -49,6 +49,11 @@ struct Run {
     summary: Summary,
     /// workerd's main thread: every isolate of local workerd, and its I/O.
     runtime_thread_cpu: Duration,
+    /// The same thread over as many requests with the profiler off.
+    unprofiled_thread_cpu: Duration,
+    /// The time that thread was ready to run but waited for a core, in the
+    /// profiled round: a sampling profiler books it to whatever ran before.
+    runtime_thread_waited: Duration,
 }
 
 impl Run {
@@ -78,21 +83,30 @@ where
     for index in 0..WARM_UP {
         assert!(request(usize::MAX - index).await.status().is_success(), "{label}: warm-up failed");
     }
+    let cpu_before = env.worker.runtime_thread_cpu();
+    for index in 0..REQUESTS {
+        assert!(request(usize::MAX - WARM_UP - index).await.status().is_success(), "{label}: unprofiled round");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let unprofiled_thread_cpu = env.worker.runtime_thread_cpu().saturating_sub(cpu_before);
     let mut rounds: Vec<(Run, Value)> = Vec::new();
     for round in 0..ROUNDS {
         inspector.call("Profiler.start", json!({}));
-        let cpu_before = env.worker.runtime_thread_cpu();
+        let (cpu_before, waited_before) = env.worker.runtime_thread_schedule();
         for index in 0..REQUESTS {
             let response = request(round * REQUESTS + index).await;
             assert!(response.status().is_success(), "{label}: {}", response.status());
         }
         // Work the Worker finishes after its responses (waitUntil, the object's writes).
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let runtime_thread_cpu = env.worker.runtime_thread_cpu().saturating_sub(cpu_before);
+        let (cpu_after, waited_after) = env.worker.runtime_thread_schedule();
+        let runtime_thread_cpu = cpu_after.saturating_sub(cpu_before);
+        let runtime_thread_waited = waited_after.saturating_sub(waited_before);
         let mut result = inspector.call("Profiler.stop", json!({}));
         let saved = result["profile"].take();
         let profile = Profile::deserialize(&saved).expect("a CPU profile");
-        rounds.push((Run { label, summary: profile::summarize(&profile, code), runtime_thread_cpu }, saved));
+        let summary = profile::summarize(&profile, code);
+        rounds.push((Run { label, summary, runtime_thread_cpu, unprofiled_thread_cpu, runtime_thread_waited }, saved));
     }
     let figures: Vec<String> = rounds.iter().map(|(run, _)| format!("{:.3}", run.workers_own())).collect();
     println!(
@@ -128,6 +142,10 @@ fn print_table(get: &Run, webhook: &Run) {
     row("= the whole isolate", isolate(get), isolate(webhook));
     let thread = |run: &Run| run.runtime_thread_cpu.as_secs_f64() * 1e3 / REQUESTS as f64;
     row("workerd's runtime thread, /proc (all isolates)", thread(get), thread(webhook));
+    let unprofiled = |run: &Run| run.unprofiled_thread_cpu.as_secs_f64() * 1e3 / REQUESTS as f64;
+    row("the same thread with the profiler off", unprofiled(get), unprofiled(webhook));
+    let waited = |run: &Run| run.runtime_thread_waited.as_secs_f64() * 1e3 / REQUESTS as f64;
+    row("the thread ready but waiting for a core", waited(get), waited(webhook));
 }
 
 fn print_top_functions(run: &Run) {

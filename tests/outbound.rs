@@ -48,14 +48,6 @@ async fn rejected_html_falls_back_to_plain_text() {
     assert!(sent[1].get("parse_mode").is_none(), "the retry is plain text");
     let working = env.telegram.calls("/sendChatAction");
     assert_eq!(working[0]["action"], "typing");
-    let reactions = env.telegram.calls("/setMessageReaction");
-    assert_eq!(reactions[0]["reaction"][0]["emoji"], "👀");
-    // The working reaction is cleared right after the last send.
-    wait_for("the working reaction to be cleared", Duration::from_secs(5), || async {
-        let reactions = env.telegram.calls("/setMessageReaction");
-        (reactions.len() == 2 && reactions[1]["reaction"] == json!([])).then_some(())
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -101,12 +93,28 @@ async fn a_send_that_keeps_failing_is_recorded_and_the_conversation_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_reaction_the_model_chooses_replaces_the_working_one() {
+async fn a_quick_answer_shows_typing_and_no_working_reaction() {
     let env = TestEnv::start().await;
-    env.llm.push(Scripted::ToolCalls(vec![
-        ("react".into(), json!({ "emoji": "👍" })),
-        ("reply".into(), json!({ "content": "Done." })),
-    ]));
+    env.llm.reply("quick");
+    env.telegram_update(&dm_update(1, 45, "hi")).await;
+    env.wait_for_sent(1).await;
+    env.settle().await;
+    assert_eq!(env.telegram.calls("/sendChatAction")[0]["action"], "typing");
+    let reactions = env.telegram.calls("/setMessageReaction");
+    assert!(reactions.is_empty(), "a quick answer needs no 👀 (nor its removal): {reactions:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reaction_the_model_chooses_replaces_the_working_one() {
+    let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "30000")]).await;
+    // Slow enough that the working reaction is put on (at the first renewal of typing).
+    env.llm.push(Scripted::Delayed(
+        Duration::from_secs(6),
+        Box::new(Scripted::ToolCalls(vec![
+            ("react".into(), json!({ "emoji": "👍" })),
+            ("reply".into(), json!({ "content": "Done." })),
+        ])),
+    ));
     env.telegram_update(&dm_update(1, 44, "please note it")).await;
     env.wait_for_sent(1).await;
     let reactions = wait_for("three reaction calls", Duration::from_secs(5), || async {
@@ -133,4 +141,13 @@ async fn typing_is_renewed_while_a_slow_model_thinks() {
     let typing = env.telegram.calls("/sendChatAction");
     assert!(typing.len() >= 3, "typing was renewed while the model thought: {} call(s)", typing.len());
     assert!(typing.iter().all(|call| call["action"] == "typing"));
+    // A turn still at work after the first renewal gets 👀 once; it is taken
+    // off right after the answer.
+    let reactions = wait_for("the working reaction off", Duration::from_secs(5), || async {
+        let reactions = env.telegram.calls("/setMessageReaction");
+        (reactions.len() >= 2).then_some(reactions)
+    })
+    .await;
+    let shown: Vec<Value> = reactions.iter().map(|call| call["reaction"].clone()).collect();
+    assert_eq!(shown, vec![json!([{"type": "emoji", "emoji": "👀"}]), json!([])]);
 }

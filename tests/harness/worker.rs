@@ -337,14 +337,26 @@ impl Worker {
     /// proxy). It runs local workerd's other isolates and its I/O too.
     #[allow(dead_code)] // used by `make bench`
     pub fn runtime_thread_cpu(&self) -> Duration {
-        self.workerd_pids()
-            .iter()
-            .filter(|pid| {
-                let command_line = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                String::from_utf8_lossy(&command_line).contains("--inspector-addr")
-            })
-            .map(|pid| cpu_time(&format!("/proc/{pid}/task/{pid}/stat")))
-            .sum()
+        self.runtime_thread_schedule().0
+    }
+
+    /// That thread's time on a core, and its time ready to run but waiting
+    /// for one, so far (the kernel's `schedstat`, in nanoseconds).
+    #[allow(dead_code)] // used by `make bench`
+    pub fn runtime_thread_schedule(&self) -> (Duration, Duration) {
+        let mut on_core = Duration::ZERO;
+        let mut waiting = Duration::ZERO;
+        for pid in self.workerd_pids() {
+            let command_line = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if !String::from_utf8_lossy(&command_line).contains("--inspector-addr") {
+                continue;
+            }
+            let schedstat = fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat")).unwrap_or_default();
+            let mut fields = schedstat.split_whitespace().map(|field| field.parse::<u64>().unwrap_or(0));
+            on_core += Duration::from_nanos(fields.next().unwrap_or(0));
+            waiting += Duration::from_nanos(fields.next().unwrap_or(0));
+        }
+        (on_core, waiting)
     }
 
     /// The workerd processes in this worker's process group.

@@ -1,6 +1,6 @@
 //! Telegram Bot API calls.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use serde_json::{json, Value};
@@ -30,7 +30,9 @@ use crate::reply::markup::{shown, Flavor};
 use crate::reply::reaction::Reaction;
 use crate::runtime::http::HttpFailure;
 
-/// The reaction that shows a turn has started on a message.
+/// The reaction that shows a turn is still at work on a message: put on at
+/// the first renewal of "typing" (a turn that outlasts a few seconds), so a
+/// quick answer costs two calls (typing, the reply), not four.
 const WORKING_REACTION: &str = "👀";
 /// A streamed reply is edited about once a second: Telegram's pace for one chat.
 const EDIT_EVERY_MS: u64 = 1_000;
@@ -43,6 +45,10 @@ pub struct Telegram<'a> {
     pub config: &'a Config,
     /// The last agent's token looked up (a turn stays with one agent).
     tokens: RefCell<Option<(String, Rc<str>)>>,
+    /// Whether this turn put [`WORKING_REACTION`] on: `None` until it
+    /// started here (a turn resumed from an earlier run may have), so the
+    /// reaction is cleared unless it is known to be off.
+    reacted: Cell<Option<bool>>,
 }
 
 /// The agent whose own bot answers at `address` (None: the default agent's).
@@ -62,7 +68,7 @@ impl<'a> Telegram<'a> {
 
     /// The messenger for answering a button press (each answer names its agent's bot).
     pub fn for_buttons(config: &'a Config) -> Self {
-        Telegram { config, tokens: RefCell::new(None) }
+        Telegram { config, tokens: RefCell::new(None), reacted: Cell::new(None) }
     }
 }
 
@@ -168,6 +174,18 @@ impl Telegram<'_> {
         }
     }
 
+    /// "typing" in the message's chat (and topic).
+    async fn typing(&self, event: &InboundEvent) {
+        let ReplyAddress::Telegram { chat_id, topic_id, .. } = &event.reply_address else {
+            return;
+        };
+        let mut typing = json!({ "chat_id": chat_id, "action": "typing" });
+        if let Some(topic) = topic_id {
+            typing["message_thread_id"] = json!(topic);
+        }
+        let _ = self.call(agent_in(&event.reply_address), "sendChatAction", &typing).await;
+    }
+
     async fn set_reaction(&self, event: &InboundEvent, reaction: Value) {
         let (ReplyAddress::Telegram { chat_id, .. }, Ok(message_id)) =
             (&event.reply_address, event.message_id.parse::<i64>())
@@ -254,25 +272,25 @@ impl Messenger for Telegram<'_> {
     }
 
     async fn show_working(&self, event: &InboundEvent) {
-        self.renew_working(event).await;
-        self.set_reaction(event, json!([{ "type": "emoji", "emoji": WORKING_REACTION }])).await;
+        self.reacted.set(Some(false));
+        self.typing(event).await;
     }
 
-    /// Telegram shows "typing" for about 5 seconds per call.
+    /// Telegram shows "typing" for about 5 seconds per call; a turn still at
+    /// work then gets the working reaction too, once.
     async fn renew_working(&self, event: &InboundEvent) {
-        let ReplyAddress::Telegram { chat_id, topic_id, .. } = &event.reply_address else {
-            return;
-        };
-        let mut typing = json!({ "chat_id": chat_id, "action": "typing" });
-        if let Some(topic) = topic_id {
-            typing["message_thread_id"] = json!(topic);
+        self.typing(event).await;
+        if self.reacted.get() != Some(true) {
+            self.reacted.set(Some(true));
+            self.set_reaction(event, json!([{ "type": "emoji", "emoji": WORKING_REACTION }])).await;
         }
-        let _ = self.call(agent_in(&event.reply_address), "sendChatAction", &typing).await;
     }
 
     /// Typing expires by itself; the reaction is replaced by none.
     async fn clear_working(&self, event: &InboundEvent) {
-        self.set_reaction(event, json!([])).await;
+        if self.reacted.replace(Some(false)) != Some(false) {
+            self.set_reaction(event, json!([])).await;
+        }
     }
 
     async fn member_count(&self, event: &InboundEvent, now_ms: i64) -> Option<MembershipCount> {
