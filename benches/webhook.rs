@@ -9,7 +9,7 @@
 //! after a GET from the same connection, with wrangler's local trace collector
 //! on (wrangler dev as it is: `X_LOCAL_OBSERVABILITY` unset, see
 //! tests/harness/worker.rs) and then off. `cargo bench --bench webhook --
-//! group-turns` runs that case alone.
+//! group-turns` runs that case alone, `-- concurrent` the 16-connection acks.
 
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/harness.rs"]
@@ -289,6 +289,11 @@ async fn main() {
     if std::env::args().any(|arg| arg == "group-turns") {
         group_turns(true).await;
         group_turns(false).await;
+        return;
+    }
+    if std::env::args().any(|arg| arg == "concurrent") {
+        acks_concurrent(true).await;
+        acks_concurrent(false).await;
         return;
     }
     pure_channel_cost();
