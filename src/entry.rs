@@ -4,17 +4,18 @@
 //! Each counts itself (`/api/ops`) and hands over at once.
 
 use worker::{
-    event, Context, Env, ForwardableEmailMessage, MessageBatch, Request, Response, Result, ScheduleContext,
-    ScheduledEvent,
+    event, Context, Env, ForwardableEmailMessage, MessageBatch, Response, Result, ScheduleContext, ScheduledEvent,
 };
 
 use crate::ops::{count, Op};
 use crate::{cron, jobs, router};
 
+/// The request as the runtime gave it: the router makes a `worker::Request`
+/// of it only for a route that needs one ([`crate::runtime::incoming`]).
 #[event(fetch)]
-async fn fetch(request: Request, env: Env, _context: Context) -> Result<Response> {
+async fn fetch(request: worker::web_sys::Request, env: Env, _context: Context) -> Result<Response> {
     count(Op::WorkerInvocation);
-    router::handle(request, &env).await
+    router::handle(request.into(), &env).await
 }
 
 #[event(queue)]

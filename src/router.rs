@@ -22,20 +22,23 @@ use crate::platforms::web_chat::buttons as web_chat_buttons;
 use crate::platforms::webhooks;
 use crate::runtime::config;
 use crate::runtime::failure::internal;
+use crate::runtime::incoming::Incoming;
 use crate::schedules::store::{ACTIVE, PAUSED};
 use crate::sessions::api::{self as sessions, Operator};
 use crate::workspace::api as workspace;
 use crate::{budget::api as budget, memory::api as memory, schedules::api as schedules, tasks::api as tasks};
 
-pub async fn handle(request: Request, env: &Env) -> Result<Response> {
+pub async fn handle(request: Incoming, env: &Env) -> Result<Response> {
     // Loaded first, so every log line and error body knows the secrets to scrub.
-    let refusal = config::load(env).refusal();
+    let refusal = config::refusal(env);
     let outcome = match refusal {
         // A configuration the Worker refuses: every request (health included)
         // says why, and nothing else runs.
         Some(refusal) => Err(ApiError::Misconfigured(refusal)),
         // A sandbox run's fetch, back through the `SELF` binding: never a route.
-        None if crate::sandbox::egress::is_egress(&request) => crate::sandbox::egress::serve(request, env).await,
+        None if crate::sandbox::egress::is_egress(&request) => {
+            crate::sandbox::egress::serve(request.into_request(), env).await
+        }
         None => route(request, env).await,
     };
     let response = outcome.or_else(|error| {
@@ -85,21 +88,30 @@ extern "C" {
     ) -> std::result::Result<(), wasm_bindgen::JsValue>;
 }
 
-async fn route(request: Request, env: &Env) -> Answer {
-    let path = request.path();
-    let (route, params) = match routes::find(verb(&request.method()), &path) {
+/// Finds the request's route. A webhook is served from the request as it
+/// came ([`Incoming`]); every other route gets a `worker::Request`.
+async fn route(incoming: Incoming, env: &Env) -> Answer {
+    let path = incoming.path();
+    let (route, params) = match routes::find(verb(&incoming.method()), &path) {
         Found::Route(route, params) => (route, params),
         Found::WrongMethod => return Err(ApiError::MethodNotAllowed),
         Found::NotFound => return Err(ApiError::NotFound),
     };
     let param = |name: &str| params.get(name).unwrap_or_default();
+    match route {
+        Route::Webhook(platform) => return webhooks::receive(platform, incoming, env).await,
+        Route::AgentTelegramWebhook => {
+            return crate::platforms::telegram::webhook::receive_for_agent(incoming, env, param("agent")).await
+        }
+        _ => {}
+    }
+    let request = incoming.into_request();
     let operator = operator_of(route, &request, env).await?;
     if operator.is_some() && request.method() != Method::Get {
         config::note_edit();
     }
     match route {
         Route::Health => Response::from_json(&serde_json::json!({ "ok": true })).map_err(internal),
-        Route::Webhook(platform) => webhooks::receive(platform, request, env).await,
         Route::SignIn => sessions::sign_in(request, env).await,
         Route::Session => sessions::current(&request, env).await,
         Route::SignOut => sessions::sign_out(&request).await,
@@ -111,9 +123,6 @@ async fn route(request: Request, env: &Env) -> Answer {
         Route::ChatApproval => web_chat_buttons::pressed(request, env, param("id")).await,
         Route::SlackInstall => slack_install::install(request, env).await,
         Route::SlackOAuthCallback => slack_install::callback(request, env).await,
-        Route::AgentTelegramWebhook => {
-            crate::platforms::telegram::webhook::receive_for_agent(request, env, param("agent")).await
-        }
         Route::McpEndpoint => crate::mcp_server::endpoint::serve(request, env).await,
         _ => {
             let operator = operator.as_ref().ok_or(ApiError::Unauthorized("this route is the operator's"))?;

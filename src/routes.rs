@@ -298,6 +298,20 @@ fn router() -> &'static Router<AtPath> {
     })
 }
 
+/// The path of a URL as the runtime serialises a request's (WHATWG): after
+/// the host, up to the query or fragment, left encoded (`/` when there is
+/// none). What `worker::Request::path` gives, without making that request.
+pub fn path_of(url: &str) -> &str {
+    let Some(host) = url.find("://").map(|at| at + 3) else {
+        return url.split(['?', '#']).next().filter(|path| path.starts_with('/')).unwrap_or("/");
+    };
+    let rest = &url[host..];
+    match rest.find(['/', '?', '#']) {
+        Some(at) if rest[at..].starts_with('/') => rest[at..].split(['?', '#']).next().unwrap_or("/"),
+        _ => "/",
+    }
+}
+
 /// The route for `verb` (None: a method no route uses) at `path`; a trailing
 /// slash is ignored.
 pub fn find(verb: Option<Verb>, path: &str) -> Found<'_> {
@@ -316,6 +330,19 @@ mod tests {
     use super::*;
 
     const VERBS: [Verb; 4] = [Get, Post, Put, Delete];
+
+    #[test]
+    fn a_path_is_what_follows_the_host_up_to_the_query() {
+        assert_eq!(path_of("https://bot.example/webhooks/telegram"), "/webhooks/telegram");
+        assert_eq!(path_of("http://127.0.0.1:8787/api/memories?q=a/b#top"), "/api/memories");
+        assert_eq!(
+            path_of("https://bot.example/api/conversations/telegram%3A42/events"),
+            "/api/conversations/telegram%3A42/events"
+        );
+        assert_eq!(path_of("https://bot.example"), "/");
+        assert_eq!(path_of("https://bot.example?x=/y"), "/", "a query's slash is not the path's");
+        assert_eq!(path_of("/health?x=1"), "/health");
+    }
 
     /// The pattern with each `{param}` filled in.
     fn filled(pattern: &str) -> String {

@@ -8,5 +8,6 @@ pub mod d1;
 pub mod durable;
 pub mod failure;
 pub mod http;
+pub mod incoming;
 pub mod log;
 pub mod queue;

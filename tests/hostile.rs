@@ -66,6 +66,51 @@ async fn oversized_bodies_are_refused_before_any_work_and_the_conversation_goes_
     assert_eq!((status, body["error"].is_string()), (413, true), "{body}");
 }
 
+/// POSTs `body` to Telegram's webhook in HTTP/1.1 chunks, with no
+/// `content-length` (as a proxy that streams may): the status and the body.
+async fn telegram_chunked(env: &TestEnv, body: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = env.worker.base_url.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.expect("connect to the Worker");
+    let head = format!(
+        "POST /webhooks/telegram HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         x-telegram-bot-api-secret-token: {}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+        crate::harness::TELEGRAM_SECRET
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    for chunk in body.chunks(64 << 10) {
+        // The Worker may answer (413) and close before the whole body is sent.
+        if stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await.is_err()
+            || stream.write_all(chunk).await.is_err()
+            || stream.write_all(b"\r\n").await.is_err()
+        {
+            break;
+        }
+    }
+    let _ = stream.write_all(b"0\r\n\r\n").await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    let status = answer.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    (status, answer)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_sent_in_chunks_is_read_to_the_same_cap_and_answered_once() {
+    let env = TestEnv::start().await;
+    let (status, answer) = telegram_chunked(&env, dm_update(1, 82, &"x".repeat(3 << 20)).to_string().as_bytes()).await;
+    assert_eq!(status, 413, "{}", &answer[..answer.len().min(400)]);
+    assert!(answer.contains("request body over"), "{}", &answer[..answer.len().min(400)]);
+
+    env.llm.reply("chunks are fine");
+    let (status, answer) = telegram_chunked(&env, dm_update(2, 82, "in pieces").to_string().as_bytes()).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(env.wait_for_sent(1).await[0]["text"], "chunks are fine");
+    let events = env.admin("/api/channels/telegram:82/events").await;
+    assert_eq!(events.as_array().unwrap().len(), 1, "the refused body left nothing behind");
+    assert_eq!(events[0]["event"]["text"], "in pieces");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_flood_of_long_messages_during_a_slow_turn_is_all_taken_and_answered() {
     let env = TestEnv::start_with(&[("LLM_TIMEOUT_MS", "30000")]).await;

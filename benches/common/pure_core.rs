@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use edgebot::channel::checkpoint::Checkpoint;
 use edgebot::channel::participants::MembershipCount;
 use edgebot::channel::state::{ChannelSettings, ChannelState};
 use edgebot::config::Config;
@@ -14,7 +15,7 @@ pub fn channel_cost_per_inbound() -> Duration {
     let settings: &ChannelSettings = &config.channel;
     let mut state = ChannelState::default();
     state.membership.update([MembershipCount { others: 5, truncated: false, fetched_at_ms: 0 }]);
-    let mut saved = Default::default();
+    let mut saved = Checkpoint::default();
     let messages = 20_000;
     let started = Instant::now();
     for index in 0..messages {
@@ -22,8 +23,8 @@ pub fn channel_cost_per_inbound() -> Duration {
         let text = "a message of ordinary length in a busy group, not addressed to the bot";
         let event = InboundEvent::plain_text(-1, &index.to_string(), author, text);
         state.receive(&event, settings, 1_000 + index as i64);
-        for (name, version, _) in state.changed_slots(&saved).expect("checkpoint") {
-            saved.insert(name.to_string(), version);
+        if let Some(pending) = saved.next(&state).expect("checkpoint") {
+            pending.saved(&mut saved);
         }
     }
     started.elapsed() / messages

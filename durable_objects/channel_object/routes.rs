@@ -34,11 +34,12 @@ impl ChannelObject {
         })
         .await
         .map_err(JsValue::from)?;
+        // The answer's text straight from its bytes (our handlers write JSON, so no copy is made).
         let body = match answer.body() {
-            ResponseBody::Body(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-            ResponseBody::Empty | ResponseBody::Stream(_) => String::new(),
+            ResponseBody::Body(bytes) => JsValue::from_str(&String::from_utf8_lossy(bytes)),
+            ResponseBody::Empty | ResponseBody::Stream(_) => JsValue::from_str(""),
         };
-        Ok(js_sys::Array::of2(&answer.status_code().into(), &body.into()).into())
+        Ok(js_sys::Array::of2(&answer.status_code().into(), &body).into())
     }
 }
 

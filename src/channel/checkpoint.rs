@@ -18,17 +18,25 @@ use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
 
-use super::state::ChannelState;
+use super::state::{ChannelState, SLOTS};
 
 /// The one row's name in the `slots` table (no slot is named so).
 pub const ROW: &str = "*";
 
 /// What storage holds of the state: each slot's version and checkpoint form.
-#[derive(Debug, Default, Clone, PartialEq)]
+/// The slots this build knows are kept by index ([`SLOTS`]), so seeing what
+/// moved asks no map; any others storage holds are kept by name as found.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Checkpoint {
-    versions: BTreeMap<String, u64>,
-    forms: BTreeMap<String, String>,
+    slots: Vec<Option<(u64, String)>>,
+    unknown: BTreeMap<String, (u64, String)>,
     legacy: bool,
+}
+
+impl Default for Checkpoint {
+    fn default() -> Self {
+        Checkpoint { slots: vec![None; SLOTS.len()], unknown: BTreeMap::new(), legacy: false }
+    }
 }
 
 impl Checkpoint {
@@ -53,7 +61,7 @@ impl Checkpoint {
         for (name, (version, form)) in slots {
             checkpoint.record(&name, version, form.get().to_string());
         }
-        let state = ChannelState::restore(checkpoint.forms.iter().map(|(name, form)| (name.as_str(), form.as_str())));
+        let state = ChannelState::restore(checkpoint.forms().map(|(name, _, form)| (name, form)));
         (state, checkpoint)
     }
 
@@ -78,7 +86,7 @@ impl Checkpoint {
     /// The one row's body after `state`'s moved slots, or `None` when
     /// nothing moved. Nothing is recorded until [`Pending::saved`].
     pub fn next(&self, state: &ChannelState) -> Result<Option<Pending>, serde_json::Error> {
-        let moved = state.changed_slots(&self.versions)?;
+        let moved = state.changed_slots(|index| self.slots[index].as_ref().map(|(version, _)| *version))?;
         if moved.is_empty() {
             return Ok(None);
         }
@@ -92,20 +100,40 @@ impl Checkpoint {
     }
 
     fn record(&mut self, name: &str, version: u64, form: String) {
-        self.versions.insert(name.to_string(), version);
-        self.forms.insert(name.to_string(), form);
+        match SLOTS.iter().position(|slot| *slot == name) {
+            Some(index) => self.slots[index] = Some((version, form)),
+            None => {
+                self.unknown.insert(name.to_string(), (version, form));
+            }
+        }
+    }
+
+    /// Every slot storage holds: name, version and form.
+    fn forms(&self) -> impl Iterator<Item = (&str, u64, &str)> {
+        let known = SLOTS.iter().zip(&self.slots);
+        let known =
+            known.filter_map(|(name, slot)| slot.as_ref().map(|(version, form)| (*name, *version, form.as_str())));
+        known.chain(self.unknown.iter().map(|(name, (version, form))| (name.as_str(), *version, form.as_str())))
     }
 
     /// `{"<slot>":[<version>,<form>],...}`, from forms that are JSON already:
-    /// the kept ones, each replaced by its `moved` one where it moved.
-    fn body(&self, moved: &[(&'static str, u64, String)]) -> String {
-        let kept = self.forms.iter().filter(|(name, _)| !moved.iter().any(|(slot, ..)| slot == name));
-        let kept = kept.map(|(name, form)| (name.as_str(), self.versions.get(name).copied().unwrap_or_default(), form));
-        let slots = kept.chain(moved.iter().map(|(name, version, form)| (*name, *version, form)));
-        let mut body = String::with_capacity(self.forms.values().map(|form| form.len() + 32).sum::<usize>() + 2);
+    /// the kept ones, each replaced by its `moved` one where it moved
+    /// (`moved` in index order, as [`ChannelState::changed_slots`] gives it).
+    fn body(&self, moved: &[(usize, u64, String)]) -> String {
+        let mut moved_slots = moved.iter().peekable();
+        let known = SLOTS.iter().zip(&self.slots).enumerate().filter_map(|(index, (name, kept))| {
+            match moved_slots.next_if(|(at, ..)| *at == index) {
+                Some((_, version, form)) => Some((*name, *version, form.as_str())),
+                None => kept.as_ref().map(|(version, form)| (*name, *version, form.as_str())),
+            }
+        });
+        let unknown = self.unknown.iter().map(|(name, (version, form))| (name.as_str(), *version, form.as_str()));
+        let size = self.forms().map(|(_, _, form)| form.len() + 32).sum::<usize>()
+            + moved.iter().map(|(_, _, form)| form.len() + 32).sum::<usize>();
+        let mut body = String::with_capacity(size + 2);
         let mut number = itoa::Buffer::new();
         body.push('{');
-        for (name, version, form) in slots {
+        for (name, version, form) in known.chain(unknown) {
             if body.len() > 1 {
                 body.push(',');
             }
@@ -136,15 +164,15 @@ impl Checkpoint {
 #[derive(Debug)]
 pub struct Pending {
     pub body: String,
-    moved: Vec<(&'static str, u64, String)>,
+    moved: Vec<(usize, u64, String)>,
 }
 
 impl Pending {
     /// Records in `checkpoint` what storage holds now that the row is written
     /// (and any old rows deleted).
     pub fn saved(self, checkpoint: &mut Checkpoint) {
-        for (name, version, form) in self.moved {
-            checkpoint.record(name, version, form);
+        for (index, version, form) in self.moved {
+            checkpoint.slots[index] = Some((version, form));
         }
         checkpoint.legacy = false;
     }
@@ -196,9 +224,9 @@ mod tests {
     #[test]
     fn an_old_objects_rows_are_read_and_the_first_checkpoint_replaces_them() {
         let state = state_with("from before");
-        let old = state.changed_slots(&BTreeMap::new()).unwrap();
+        let old = state.changed_slots(|_| None).unwrap();
         let rows: Vec<(&str, i64, &str)> =
-            old.iter().map(|(name, version, form)| (*name, *version as i64, form.as_str())).collect();
+            old.iter().map(|(index, version, form)| (SLOTS[*index], *version as i64, form.as_str())).collect();
         let (restored, checkpoint) = Checkpoint::restore(rows);
         assert!(checkpoint.legacy(), "the old rows are still there");
         assert_eq!(restored, state);

@@ -2,8 +2,6 @@
 //! receiving an inbound, starting a turn, finishing one. Pure: the Durable
 //! Object checkpoints the slots this returns as changed.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use super::engagement::{decide, Decision, EngagementInput, Triggers};
@@ -211,23 +209,34 @@ macro_rules! with_slots {
     };
 }
 
+macro_rules! slot_names {
+    ($($name:ident),*) => { [$(stringify!($name)),*] };
+}
+
+/// Every slot's name; a slot's index is its place here.
+pub const SLOTS: &[&str] = &with_slots!(slot_names);
+
 impl ChannelState {
-    /// The slots whose version differs from `saved` (name → version already
-    /// persisted), with their checkpoint form: only these need writing.
+    /// The slots whose version differs from `saved` (a slot's index → the
+    /// version already persisted), with their index, version and checkpoint
+    /// form, in index order: only these need writing.
     pub fn changed_slots(
         &self,
-        saved: &BTreeMap<String, u64>,
-    ) -> Result<Vec<(&'static str, u64, String)>, serde_json::Error> {
+        saved: impl Fn(usize) -> Option<u64>,
+    ) -> Result<Vec<(usize, u64, String)>, serde_json::Error> {
         let mut changed = Vec::new();
+        let mut index = 0;
         macro_rules! collect {
             ($($name:ident),*) => {$(
                 let version = self.$name.version();
-                if saved.get(stringify!($name)) != Some(&version) {
-                    changed.push((stringify!($name), version, serde_json::to_string(&self.$name)?));
+                if saved(index) != Some(version) {
+                    changed.push((index, version, serde_json::to_string(&self.$name)?));
                 }
+                index += 1;
             )*};
         }
         with_slots!(collect);
+        debug_assert_eq!(index, SLOTS.len());
         Ok(changed)
     }
 

@@ -3,7 +3,7 @@
 //! gives an inbound to its channel object and acknowledges only once the
 //! object has stored it.
 
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use crate::api_error::ApiError;
 use crate::channel::routes::ChannelRoute;
@@ -13,6 +13,7 @@ use crate::runtime::failure::Answer;
 
 use crate::runtime::channel_stub;
 use crate::runtime::failure::internal;
+use crate::runtime::incoming::Incoming;
 
 /// The largest webhook body taken (1 MiB). Real updates, events and
 /// interactions stay far below it: Telegram caps a text at 4,096 characters,
@@ -20,7 +21,7 @@ use crate::runtime::failure::internal;
 pub const MAX_WEBHOOK_BODY_BYTES: usize = 1 << 20;
 
 /// `POST /webhooks/{platform}`: the platform's own webhook.
-pub async fn receive(platform: Platform, request: Request, env: &Env) -> Answer {
+pub async fn receive(platform: Platform, request: Incoming, env: &Env) -> Answer {
     match platform {
         Platform::Telegram => telegram::webhook::receive(request, env).await,
         Platform::Slack => slack::webhook::receive(request, env).await,
@@ -38,8 +39,8 @@ pub async fn receive(platform: Platform, request: Request, env: &Env) -> Answer 
 }
 
 /// A header's value, or None when absent.
-pub fn header(request: &Request, name: &str) -> Result<Option<String>, ApiError> {
-    Ok(request.headers().get(name)?)
+pub fn header(request: &Incoming, name: &str) -> Result<Option<String>, ApiError> {
+    Ok(request.header(name)?)
 }
 
 /// The platform's 200 with `body`.

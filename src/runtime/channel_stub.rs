@@ -52,7 +52,7 @@ pub async fn send(env: &Env, conversation_key: &str, request: Request) -> Result
 pub async fn post(env: &Env, conversation_key: &str, route: ChannelRoute, body: String) -> Result<Response> {
     let stub: ObjectStub = namespace(env)?.get_by_name(conversation_key)?.into_rpc();
     let answer = JsFuture::from(stub.post_rpc(route.as_str(), &body)?).await?;
-    let answer: Array = answer.unchecked_into();
+    let answer: Array = answer.dyn_into().map_err(|_| worker::Error::RustError(format!("no answer from {route}")))?;
     let status = answer.get(0).as_f64().unwrap_or_default();
     let body = answer.get(1).as_string().unwrap_or_default();
     match status as u16 {

@@ -29,6 +29,7 @@ thread_local! {
     /// Vars and secrets are fixed for an isolate's life (a deploy or a changed
     /// secret starts new isolates), so they are read once, not per webhook.
     static CONFIG: std::cell::OnceCell<Rc<Config>> = const { std::cell::OnceCell::new() };
+    static REFUSAL: std::cell::OnceCell<Option<String>> = const { std::cell::OnceCell::new() };
     /// The configured secrets, made with the configuration.
     static REDACTOR: std::cell::OnceCell<Rc<Redactor>> = const { std::cell::OnceCell::new() };
     /// The configured secrets and those learnt since (agents' bot tokens and
@@ -72,6 +73,13 @@ pub fn load(env: &Env) -> Rc<Config> {
             })
             .clone()
     })
+}
+
+/// Why the Worker refuses its configuration (None: it does not), worked out
+/// once per isolate, as the configuration is read once ([`load`]): every
+/// request asks.
+pub fn refusal(env: &Env) -> Option<String> {
+    REFUSAL.with(|refusal| refusal.get_or_init(|| load(env).refusal()).clone())
 }
 
 /// The Worker's bindings, for a part made from settings and state alone

@@ -18,8 +18,8 @@ use crate::web_tools::tools::guarded_get;
 const EGRESS_BODY_LIMIT: usize = 10 * 1024 * 1024;
 
 /// Whether a request came from a run (whatever its token says).
-pub fn is_egress(request: &Request) -> bool {
-    request.headers().has(EGRESS_HEADER).unwrap_or(false)
+pub fn is_egress(request: &crate::runtime::incoming::Incoming) -> bool {
+    request.has_header(EGRESS_HEADER)
 }
 
 /// Fetches what the run asked for, if its token holds.

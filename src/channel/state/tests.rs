@@ -194,8 +194,8 @@ fn a_count_that_does_not_come_leaves_the_speakers_to_decide_and_a_crash_loses_no
     let mut state = ChannelState::default();
     state.hold(&message(1, "ada", "anyone?"), 0);
     // A crash after the hold: the checkpoint still holds the message.
-    let checkpoint = state.changed_slots(&BTreeMap::new()).unwrap();
-    let mut restored = ChannelState::restore(checkpoint.iter().map(|(name, _, body)| (*name, body.as_str())));
+    let checkpoint = state.changed_slots(|_| None).unwrap();
+    let mut restored = ChannelState::restore(checkpoint.iter().map(|(index, _, body)| (SLOTS[*index], body.as_str())));
     assert_eq!(restored, state);
     let decided = restored.confirm_held(None, &settings);
     assert_eq!(decided.len(), 1);
@@ -386,11 +386,11 @@ fn state_survives_a_checkpoint_round_trip_mid_turn() {
     state.receive(&message(1, "bo", "watching"), &settings, 0);
     state.receive(&mention(2, "ada", "edgebot?"), &settings, 0);
     let turn = state.begin_turn().unwrap();
-    let checkpoint = state.changed_slots(&BTreeMap::new()).unwrap();
-    let restored = ChannelState::restore(checkpoint.iter().map(|(name, _, body)| (*name, body.as_str())));
-    let saved: BTreeMap<String, u64> =
-        checkpoint.iter().map(|(name, version, _)| (name.to_string(), *version)).collect();
-    assert!(state.changed_slots(&saved).unwrap().is_empty(), "nothing changed since the checkpoint");
+    let checkpoint = state.changed_slots(|_| None).unwrap();
+    assert_eq!(checkpoint.len(), SLOTS.len(), "nothing saved: every slot is written");
+    let restored = ChannelState::restore(checkpoint.iter().map(|(index, _, body)| (SLOTS[*index], body.as_str())));
+    let saved = |index: usize| checkpoint.iter().find(|(at, ..)| *at == index).map(|(_, version, _)| *version);
+    assert!(state.changed_slots(saved).unwrap().is_empty(), "nothing changed since the checkpoint");
     assert_eq!(restored, state);
     let mut restored = restored;
     assert_eq!(restored.begin_turn(), Some(turn), "a crashed turn resumes with the same input");

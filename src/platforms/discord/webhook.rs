@@ -2,21 +2,22 @@
 //! deferred response for commands; a pressed approval button is answered
 //! with its decision, other components with a deferred update.
 
-use worker::{Env, Request};
+use worker::Env;
 
 use crate::api_error::ApiError;
 use crate::platforms::discord::wire::{self as discord, DiscordError, Interaction};
 use crate::platforms::webhooks::{acknowledge, deliver, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
-use crate::runtime::http::{now_ms, read_body};
+use crate::runtime::http::now_ms;
+use crate::runtime::incoming::Incoming;
 
 /// `POST /webhooks/discord`: one interaction.
-pub async fn receive(mut request: Request, env: &Env) -> Answer {
+pub async fn receive(request: Incoming, env: &Env) -> Answer {
     let config = config::load(env);
     let signature = header(&request, discord::SIGNATURE_HEADER)?;
     let timestamp = header(&request, discord::TIMESTAMP_HEADER)?;
-    let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
+    let body = request.body(MAX_WEBHOOK_BODY_BYTES).await?;
     discord::verify_signature(
         signature.as_deref(),
         timestamp.as_deref(),

@@ -1,7 +1,7 @@
 //! Slack's webhook: the signature checked, then an Events API delivery, a
 //! slash command or a button press (both form-encoded).
 
-use worker::{Env, Request};
+use worker::Env;
 
 use crate::api_error::ApiError;
 use crate::config::Config;
@@ -17,16 +17,17 @@ use crate::prompt;
 use crate::runtime::config;
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::failure::Answer;
-use crate::runtime::http::{now_ms, read_body};
+use crate::runtime::http::now_ms;
+use crate::runtime::incoming::Incoming;
 
 /// `POST /webhooks/slack`: Events API deliveries, slash commands and button presses.
-pub async fn receive(mut request: Request, env: &Env) -> Answer {
+pub async fn receive(request: Incoming, env: &Env) -> Answer {
     let config = config::load(env);
     let signature = header(&request, slack::SIGNATURE_HEADER)?;
     let timestamp = header(&request, slack::TIMESTAMP_HEADER)?;
     let is_form =
         header(&request, "content-type")?.is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
-    let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
+    let body = request.body(MAX_WEBHOOK_BODY_BYTES).await?;
     slack::verify_signature(
         signature.as_deref(),
         timestamp.as_deref(),

@@ -2,7 +2,7 @@
 //! published key, for this bot, fresh, naming the activity's connector), the
 //! connector checked against the allow-list, then the activity read.
 
-use worker::{Env, Request};
+use worker::Env;
 
 use crate::api_error::ApiError;
 use crate::platforms::teams::client::signing_keys;
@@ -11,14 +11,15 @@ use crate::platforms::teams::wire::{self, ParsedTeams, TEAMS_CHANNEL};
 use crate::platforms::webhooks::{acknowledge, deliver_and_acknowledge, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
-use crate::runtime::http::{now_ms, read_body};
+use crate::runtime::http::now_ms;
+use crate::runtime::incoming::Incoming;
 
 /// `POST /webhooks/teams`: activities from the Bot Framework.
-pub async fn receive(mut request: Request, env: &Env) -> Answer {
+pub async fn receive(request: Incoming, env: &Env) -> Answer {
     let config = config::load(env);
     let authorization = header(&request, "authorization")?;
     let token = rules::bearer(authorization.as_deref()).map_err(refusal)?.to_string();
-    let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
+    let body = request.body(MAX_WEBHOOK_BODY_BYTES).await?;
     let route = wire::route(&body).map_err(|error| ApiError::BadRequest(error.to_string()))?;
     let check = |keys: &rules::KeySet| {
         rules::verify(&token, keys, &config.teams_app_id, &route.channel_id, &route.service_url, now_ms() / 1000)

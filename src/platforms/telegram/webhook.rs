@@ -1,17 +1,17 @@
 //! Telegram's webhook: the secret token checked, the update parsed, a
 //! message handed to its channel object and a button press decided.
 
-use worker::{Env, Request};
+use worker::Env;
 
 use crate::api_error::ApiError;
 use crate::platforms::telegram::wire::{self as telegram, BotIdentity, ParsedUpdate, TelegramError};
 use crate::platforms::webhooks::{acknowledge, deliver_and_acknowledge, deliver_heard, header, MAX_WEBHOOK_BODY_BYTES};
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
-use crate::runtime::http::read_body;
+use crate::runtime::incoming::Incoming;
 
 /// `POST /webhooks/telegram`: one update.
-pub async fn receive(mut request: Request, env: &Env) -> Answer {
+pub async fn receive(request: Incoming, env: &Env) -> Answer {
     let config = config::load(env);
     let secret = header(&request, telegram::SECRET_HEADER)?;
     telegram::verify_secret(secret.as_deref(), config.telegram_webhook_secret.expose()).map_err(
@@ -20,7 +20,7 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
             _ => ApiError::Unauthorized("invalid Telegram secret token"),
         },
     )?;
-    let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
+    let body = request.body(MAX_WEBHOOK_BODY_BYTES).await?;
     let bot = BotIdentity::from_token(config.telegram_bot_token.expose(), &config.telegram_bot_username);
     match telegram::parse_update(&body, &bot) {
         Err(error) => Err(ApiError::BadRequest(error.to_string())),
@@ -38,7 +38,7 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
 /// the agents' directory's, at most one batch per isolate per 30 s.
 /// The message becomes the agent's: its conversation key carries the agent's
 /// prefix, and its replies go out with the agent's token.
-pub async fn receive_for_agent(mut request: Request, env: &Env, agent: &str) -> Answer {
+pub async fn receive_for_agent(request: Incoming, env: &Env, agent: &str) -> Answer {
     let refused = || ApiError::Unauthorized("invalid Telegram secret token");
     let agent = crate::security::percent_decode(agent);
     let agent = match crate::agents::AgentId::parse(&agent) {
@@ -49,7 +49,7 @@ pub async fn receive_for_agent(mut request: Request, env: &Env, agent: &str) -> 
     let directory = crate::agents::directory::get(env).await?;
     let bot = directory.bot(agent.as_str()).ok_or_else(refused)?;
     telegram::verify_secret(secret.as_deref(), &bot.secret).map_err(|_| refused())?;
-    let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
+    let body = request.body(MAX_WEBHOOK_BODY_BYTES).await?;
     let identity = BotIdentity::from_token(&bot.token, &bot.username);
     let own = |key: &str| crate::agents::within(agent.as_str(), key);
     match telegram::parse_update(&body, &identity) {

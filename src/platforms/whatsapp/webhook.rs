@@ -4,7 +4,7 @@
 //! object, each button press decided, each reaction and status acknowledged.
 
 use serde_json::json;
-use worker::{Env, Method, Request, Response};
+use worker::{Env, Method, Response};
 
 use crate::api_error::ApiError;
 use crate::log_line::LogLine;
@@ -12,11 +12,12 @@ use crate::platforms::webhooks::{acknowledge, deliver, deliver_heard, header, MA
 use crate::platforms::whatsapp::wire::{self as whatsapp, Notice, WhatsAppError};
 use crate::runtime::config;
 use crate::runtime::failure::Answer;
-use crate::runtime::http::{now_ms, read_body};
+use crate::runtime::http::now_ms;
+use crate::runtime::incoming::Incoming;
 use crate::runtime::log::Emit;
 
 /// `GET /webhooks/whatsapp`: the handshake; `POST`: a notification.
-pub async fn receive(mut request: Request, env: &Env) -> Answer {
+pub async fn receive(request: Incoming, env: &Env) -> Answer {
     let config = config::load(env);
     if request.method() == Method::Get {
         let url = request.url()?;
@@ -31,7 +32,7 @@ pub async fn receive(mut request: Request, env: &Env) -> Answer {
         return Ok(Response::ok(challenge)?);
     }
     let signature = header(&request, whatsapp::SIGNATURE_HEADER)?;
-    let body = read_body(&mut request, MAX_WEBHOOK_BODY_BYTES).await?;
+    let body = request.body(MAX_WEBHOOK_BODY_BYTES).await?;
     whatsapp::verify_signature(signature.as_deref(), &body, config.whatsapp_app_secret.expose()).map_err(|error| {
         match error {
             WhatsAppError::MissingSignature => ApiError::Unauthorized("missing WhatsApp signature"),
