@@ -72,6 +72,16 @@ impl ApiError {
     }
 }
 
+/// The body length a `content-length` header declares (None: none, or not a
+/// number, so the body is read as a stream up to the cap), refused past `cap`
+/// before any of the body is read.
+pub fn declared_length(header: Option<String>, cap: usize) -> Result<Option<u64>, ApiError> {
+    match header.and_then(|value| value.parse::<u64>().ok()) {
+        Some(length) if length > cap as u64 => Err(ApiError::TooLarge(cap)),
+        declared => Ok(declared),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +104,13 @@ mod tests {
             assert_eq!(error.status(), status);
             assert_eq!(error.body()["error"], message);
         }
+    }
+
+    #[test]
+    fn a_declared_length_past_the_cap_is_refused_and_a_missing_or_odd_one_is_none() {
+        assert!(matches!(declared_length(Some("11".into()), 10), Err(ApiError::TooLarge(10))));
+        assert_eq!(declared_length(Some("10".into()), 10).ok(), Some(Some(10)));
+        assert_eq!(declared_length(None, 10).ok(), Some(None));
+        assert_eq!(declared_length(Some("ten".into()), 10).ok(), Some(None), "read as a stream, to the cap");
     }
 }

@@ -29,6 +29,7 @@ thread_local! {
     /// Vars and secrets are fixed for an isolate's life (a deploy or a changed
     /// secret starts new isolates), so they are read once, not per webhook.
     static CONFIG: std::cell::OnceCell<Rc<Config>> = const { std::cell::OnceCell::new() };
+    /// Why the configuration is refused, worked out with it ([`refusal`]).
     static REFUSAL: std::cell::OnceCell<Option<String>> = const { std::cell::OnceCell::new() };
     /// The configured secrets, made with the configuration.
     static REDACTOR: std::cell::OnceCell<Rc<Redactor>> = const { std::cell::OnceCell::new() };

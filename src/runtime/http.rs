@@ -302,10 +302,7 @@ pub async fn whole_body(response: Response) -> worker::Result<Vec<u8>> {
 /// cap is refused before anything is read, one within it is read at once; a
 /// body without one is read only until it passes the cap.
 pub async fn read_body(request: &mut Request, cap: usize) -> Result<Vec<u8>, ApiError> {
-    let declared = request.headers().get("content-length").ok().flatten().and_then(|value| value.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > cap as u64) {
-        return Err(ApiError::TooLarge(cap));
-    }
+    let declared = crate::api_error::declared_length(request.headers().get("content-length").ok().flatten(), cap)?;
     let unreadable = |_| ApiError::BadRequest("unreadable body".into());
     if declared.is_some() {
         // The runtime holds the body to its declared length.

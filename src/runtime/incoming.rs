@@ -44,12 +44,9 @@ impl Incoming {
     /// of a declared length is read at once; one without (chunked) is read
     /// as a stream by [`crate::runtime::http::read_body`].
     pub async fn body(self, cap: usize) -> Result<Vec<u8>, ApiError> {
-        let declared = self.header("content-length").ok().flatten().and_then(|value| value.parse::<u64>().ok());
-        let Some(length) = declared else {
+        let declared = crate::api_error::declared_length(self.header("content-length").ok().flatten(), cap)?;
+        if declared.is_none() {
             return crate::runtime::http::read_body(&mut self.into_request(), cap).await;
-        };
-        if length > cap as u64 {
-            return Err(ApiError::TooLarge(cap));
         }
         let unreadable = |_| ApiError::BadRequest("unreadable body".into());
         // The runtime holds the body to its declared length.
