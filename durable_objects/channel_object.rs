@@ -19,6 +19,7 @@ mod history;
 mod history_upkeep;
 mod inbox;
 mod member_count;
+mod memo;
 mod notices;
 mod outbox;
 mod outlet;
@@ -92,6 +93,11 @@ pub struct ChannelObject {
     /// pace): drafts and delivery both keep it. A rate limit longer than a
     /// moment also sets the alarm, so the wait survives the object.
     pace: Cell<crate::reply::pace::Pace>,
+    /// The held row, `history_meta` and the people's sightings, once read
+    /// (memo.rs: the object is their only writer).
+    held: held::Kept,
+    history_meta: history::MetaKept,
+    seen: commit::Seen,
     /// Alarm runs in a row that failed (a turn still unrun after
     /// [`crate::channel::turn::APOLOGISE_AFTER_FAILURES`] ends in the apology).
     alarm_failures: Cell<u32>,
@@ -118,6 +124,9 @@ impl DurableObject for ChannelObject {
             shared_reads: RefCell::default(),
             reported_unsent: Cell::new(None),
             pace: Cell::default(),
+            held: Default::default(),
+            history_meta: Default::default(),
+            seen: Default::default(),
             alarm_failures: Cell::new(0),
         }
     }

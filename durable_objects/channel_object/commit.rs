@@ -17,6 +17,7 @@
 use serde::Deserialize;
 use worker::{D1Database, Result, SqlStorageValue};
 
+use super::memo::Memo;
 use super::{held, history as history_store, stats, ChannelObject};
 use crate::budget::rules::{day_of, unsent_rows, Spend, Unsent};
 use crate::budget::usage::Spender;
@@ -55,27 +56,33 @@ struct Sighting {
     seen_at: i64,
 }
 
+/// Each person's sighting as the object last read or wrote it.
+pub(super) type Seen = Memo<Option<Sighted>>;
+
 /// Holds a channel step's spend for the commit (nothing for a step that spent nothing).
-pub(super) fn hold_spend(sql: &Sql, spender: &Spender, spend: Spend, now: i64) -> Result<()> {
+pub(super) fn hold_spend(sql: &Sql, kept: &held::Kept, spender: &Spender, spend: Spend, now: i64) -> Result<()> {
     let person = spender.person.as_ref();
-    held::update(sql, |held| held.hold(&spender.conversation_key, &day_of(now), person, spend))
+    held::update(sql, kept, |held| held.hold(&spender.conversation_key, &day_of(now), person, spend))
 }
 
 /// Today's spend the object holds unsent, and what of it `spender`'s person spent.
-pub(super) fn unsent(sql: &Sql, spender: &Spender, now: i64) -> Result<Unsent> {
+pub(super) fn unsent(sql: &Sql, kept: &held::Kept, spender: &Spender, now: i64) -> Result<Unsent> {
     let person = spender.person.as_ref().map(|person| person.key.as_str());
-    Ok(held::load(sql)?.unsent(&day_of(now), person))
+    Ok(held::load(sql, kept)?.unsent(&day_of(now), person))
 }
 
 /// Notes the turn's people for the commit: a sighting waits for those the
 /// object never sent, or sent under another name, or over an hour ago.
-pub(super) fn note_sightings(sql: &Sql, speakers: &[Profile], now: i64) -> Result<()> {
+pub(super) fn note_sightings(sql: &Sql, seen: &Seen, speakers: &[Profile], now: i64) -> Result<()> {
     for person in speakers {
         let name = crate::people::store::seen_name(person);
-        let last: Vec<Sighted> = sql
-            .exec("SELECT name, seen_at FROM sightings WHERE platform_key = ?", vec![person.key.as_str().into()])?
-            .to_array()?;
-        if !needs_sighting(last.first(), name, now) {
+        let last = seen.get(&person.key, || {
+            let rows: Vec<Sighted> = sql
+                .exec("SELECT name, seen_at FROM sightings WHERE platform_key = ?", vec![person.key.as_str().into()])?
+                .to_array()?;
+            Ok(rows.into_iter().next())
+        })?;
+        if !needs_sighting(last.as_ref(), name, now) {
             continue;
         }
         sql.exec(
@@ -89,6 +96,7 @@ pub(super) fn note_sightings(sql: &Sql, speakers: &[Profile], now: i64) -> Resul
                 SqlStorageValue::from(now),
             ],
         )?;
+        seen.put(&person.key, Some(Sighted { name: name.to_string(), seen_at: now }));
     }
     Ok(())
 }
@@ -101,22 +109,32 @@ pub(super) async fn commit(object: &ChannelObject) -> Result<()> {
         LogLine::warn("commit_not_sent").field("recovery", "kept for the next alarm").reason(&error).emit();
     }
     let storage = object.state.storage();
-    if has_unsent(&sql)? && storage.get_alarm().await?.is_none() {
+    if has_unsent(&sql, &object.held)? && storage.get_alarm().await?.is_none() {
         storage.set_alarm_counted(COMMIT_RETRY_MS).await?;
     }
     Ok(())
 }
 
-/// Whether anything waits for a commit.
-fn has_unsent(sql: &Sql) -> Result<bool> {
-    let rows: Vec<serde_json::Value> =
-        sql.exec("SELECT 1 AS found FROM sightings WHERE pending = 1 LIMIT 1", None)?.to_array()?;
-    Ok(!rows.is_empty() || held::load(sql)?.has_spend() || history_store::has_pending(sql)?)
+/// Whether anything waits for a commit (one statement: the held row is in memory).
+fn has_unsent(sql: &Sql, kept: &held::Kept) -> Result<bool> {
+    if held::load(sql, kept)?.has_spend() {
+        return Ok(true);
+    }
+    #[derive(Deserialize)]
+    struct Found {
+        found: i64,
+    }
+    let query = format!(
+        "SELECT EXISTS (SELECT 1 FROM sightings WHERE pending = 1) OR {} AS found",
+        history_store::pending_condition()
+    );
+    let rows: Vec<Found> = sql.exec(&query, None)?.to_array()?;
+    Ok(rows.first().is_some_and(|row| row.found != 0))
 }
 
 async fn send(object: &ChannelObject, sql: &Sql) -> Result<()> {
     let history = history_store::unmirrored(sql)?;
-    let kept = held::load(sql)?;
+    let kept = held::load(sql, &object.held)?;
     let spend = kept.to_send(SPEND_ROWS_PER_COMMIT);
     let sightings: Vec<Sighting> = sql.exec("SELECT * FROM sightings WHERE pending = 1", None)?.to_array()?;
     let row = stats::read(sql)?;
@@ -174,7 +192,7 @@ async fn send(object: &ChannelObject, sql: &Sql) -> Result<()> {
     crate::runtime::d1::batch(&database, statements).await?;
     // D1 has it all: the object forgets what it held, in one row written
     // (read again: a step may have held spend meanwhile).
-    held::update(sql, |held| held.sent(flush_seq, history.through))?;
+    held::update(sql, &object.held, |held| held.sent(flush_seq, history.through))?;
     history_store::forget_mirrored(sql, kept_rows(object.config.history_limit))?;
     for sighting in &sightings {
         sql.exec(

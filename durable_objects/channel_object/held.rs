@@ -1,13 +1,19 @@
 //! The one row holding what the object keeps for its next D1 commit: the
 //! steps' spend and how far its history went to D1 (src/channel/held.rs says
 //! why one row). Each change reads the row and writes it back in one
-//! synchronous run, so it lands with the step that made it.
+//! synchronous run, so it lands with the step that made it; the row is read
+//! from storage once per start and then from the object's memory ([`Kept`]).
 
 use serde::Deserialize;
 use worker::Result;
 
+use super::memo::Memo;
 use crate::channel::held::{Held, HeldSpend};
 use crate::runtime::durable::Sql;
+
+/// The row as the object last read or wrote it.
+pub type Kept = Memo<Held>;
+const ROW: &str = "held";
 
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS held (
@@ -25,12 +31,17 @@ struct Body {
     body: String,
 }
 
-pub fn load(sql: &Sql) -> Result<Held> {
+/// The row, from memory after the first read.
+pub fn load(sql: &Sql, kept: &Kept) -> Result<Held> {
+    kept.get(ROW, || read(sql))
+}
+
+fn read(sql: &Sql) -> Result<Held> {
     let rows: Vec<Body> = sql.exec("SELECT body FROM held WHERE id = 1", None)?.to_array()?;
     Ok(Held::parse(rows.first().map(|row| row.body.as_str()))?)
 }
 
-pub fn store(sql: &Sql, held: &Held) -> Result<()> {
+fn store(sql: &Sql, held: &Held) -> Result<()> {
     sql.exec(
         "INSERT INTO held (id, body) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body",
         vec![serde_json::to_string(held)?.into()],
@@ -39,12 +50,13 @@ pub fn store(sql: &Sql, held: &Held) -> Result<()> {
 }
 
 /// Reads the row, lets `change` work on it and writes it back if it says so.
-pub fn update(sql: &Sql, change: impl FnOnce(&mut Held) -> bool) -> Result<()> {
-    let mut held = load(sql)?;
-    match change(&mut held) {
-        true => store(sql, &held),
-        false => Ok(()),
+pub fn update(sql: &Sql, kept: &Kept, change: impl FnOnce(&mut Held) -> bool) -> Result<()> {
+    let mut held = load(sql, kept)?;
+    if change(&mut held) {
+        store(sql, &held)?;
+        kept.put(ROW, held);
     }
+    Ok(())
 }
 
 /// A step's spend as an object made before kept it: a row of `unsent_spend`.
@@ -93,7 +105,7 @@ pub const OLD_TABLE: &str = "unsent_spend";
 pub fn upgrade(sql: &Sql) -> Result<()> {
     let rows: Vec<OldSpend> = sql.exec("SELECT * FROM unsent_spend ORDER BY seq", None)?.to_array()?;
     let top: Vec<Top> = sql.exec("SELECT seq FROM sqlite_sequence WHERE name = 'unsent_spend'", None)?.to_array()?;
-    let mut held = load(sql)?;
+    let mut held = read(sql)?;
     let highest = top.iter().map(|top| top.seq).chain(rows.iter().map(|row| row.seq)).max().unwrap_or(0);
     held.next_seq = held.next_seq.max(highest + 1);
     held.spend.extend(rows.into_iter().map(HeldSpend::from));

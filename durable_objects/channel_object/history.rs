@@ -17,6 +17,7 @@ use serde::Deserialize;
 use worker::{D1Database, Result, SqlStorageValue};
 
 use super::held::{self, MIRRORED_THROUGH};
+use super::memo::Memo;
 use crate::channel::history_mirror::{
     bulletin_is_fresh, chunk_rows, earlier, MIRROR_BYTES_PER_STATEMENT, MIRROR_ROWS_PER_FLUSH,
 };
@@ -75,32 +76,45 @@ pub struct Loaded {
     pub earlier: Vec<StoredMessage>,
 }
 
-#[derive(Deserialize)]
-struct MetaRow {
+#[derive(Clone, Deserialize)]
+pub struct MetaRow {
     value: String,
     at: i64,
 }
 
-fn meta(sql: &Sql, key: &str) -> Result<Option<MetaRow>> {
-    let rows: Vec<MetaRow> =
-        sql.exec("SELECT value, at FROM history_meta WHERE key = ?", vec![key.into()])?.to_array()?;
-    Ok(rows.into_iter().next())
+/// `history_meta`'s rows as the object last read or wrote them.
+pub type MetaKept = Memo<Option<MetaRow>>;
+
+fn meta(sql: &Sql, kept: &MetaKept, key: &str) -> Result<Option<MetaRow>> {
+    kept.get(key, || {
+        let rows: Vec<MetaRow> =
+            sql.exec("SELECT value, at FROM history_meta WHERE key = ?", vec![key.into()])?.to_array()?;
+        Ok(rows.into_iter().next())
+    })
 }
 
-fn set_meta(sql: &Sql, key: &str, value: &str, at: i64) -> Result<()> {
+fn set_meta(sql: &Sql, kept: &MetaKept, key: &str, value: &str, at: i64) -> Result<()> {
     sql.exec(
         "INSERT INTO history_meta (key, value, at) VALUES (?, ?, ?) \
          ON CONFLICT (key) DO UPDATE SET value = excluded.value, at = excluded.at",
         vec![key.into(), value.into(), SqlStorageValue::from(at)],
     )?;
+    kept.put(key, Some(MetaRow { value: value.to_string(), at }));
     Ok(())
 }
 
 /// Once per conversation, takes over the history D1 holds (conversations that
 /// began before the object kept it; for a new one, an empty read). Until that
 /// read succeeds, no turn runs on a partial history: the error retries the alarm.
-pub async fn take_over(sql: &Sql, db: &D1Database, conversation_key: &str, keep: usize, now: i64) -> Result<()> {
-    if meta(sql, "taken_over")?.is_some() {
+pub async fn take_over(
+    sql: &Sql,
+    kept: &MetaKept,
+    db: &D1Database,
+    conversation_key: &str,
+    keep: usize,
+    now: i64,
+) -> Result<()> {
+    if meta(sql, kept, "taken_over")?.is_some() {
         return Ok(());
     }
     let (summaries, rows) = history::load_for_takeover(db, conversation_key, keep).await?;
@@ -108,7 +122,7 @@ pub async fn take_over(sql: &Sql, db: &D1Database, conversation_key: &str, keep:
     for row in rows.iter().rev() {
         insert(sql, row, true)?;
     }
-    set_meta(sql, "taken_over", "1", now)
+    set_meta(sql, kept, "taken_over", "1", now)
 }
 
 fn insert(sql: &Sql, message: &StoredMessage, mirrored: bool) -> Result<()> {
@@ -180,14 +194,14 @@ pub fn load(sql: &Sql, current: &[&str], limit: usize) -> Result<Loaded> {
 
 /// The memory bulletin, read from D1 when the cached copy is stale. A failed
 /// read serves the stale copy (a bulletin a little old beats no reply).
-pub async fn bulletin(sql: &Sql, db: &D1Database, now: i64, cache_ms: i64) -> Result<String> {
-    let cached = meta(sql, "bulletin")?;
+pub async fn bulletin(sql: &Sql, kept: &MetaKept, db: &D1Database, now: i64, cache_ms: i64) -> Result<String> {
+    let cached = meta(sql, kept, "bulletin")?;
     if let Some(cached) = cached.as_ref().filter(|cached| bulletin_is_fresh(cached.at, now, cache_ms)) {
         return Ok(cached.value.clone());
     }
     match history::bulletin(db).await {
         Ok(bulletin) => {
-            set_meta(sql, "bulletin", &bulletin, now)?;
+            set_meta(sql, kept, "bulletin", &bulletin, now)?;
             Ok(bulletin)
         }
         Err(error) => {
@@ -301,12 +315,9 @@ pub async fn compacted(sql: &Sql, db: &D1Database, conversation_key: &str, cover
     Ok(())
 }
 
-/// Whether rows wait to be mirrored.
-pub fn has_pending(sql: &Sql) -> Result<bool> {
-    let rows: Vec<serde_json::Value> = sql
-        .exec(&format!("SELECT 1 AS found FROM history WHERE changed > {MIRRORED_THROUGH} LIMIT 1"), None)?
-        .to_array()?;
-    Ok(!rows.is_empty())
+/// Whether rows wait to be mirrored, as an SQL condition.
+pub fn pending_condition() -> String {
+    format!("EXISTS (SELECT 1 FROM history WHERE changed > {MIRRORED_THROUGH})")
 }
 
 /// Rows D1 does not have yet, and the highest stamp among them.
@@ -317,18 +328,22 @@ pub struct Unmirrored {
 }
 
 #[derive(Deserialize)]
-struct Through {
-    through: Option<i64>,
+struct Stamped {
+    #[serde(flatten)]
+    message: StoredMessage,
+    changed: i64,
 }
 
 /// The rows D1 does not have yet (at most a flush's worth), lowest stamp first.
 pub fn unmirrored(sql: &Sql) -> Result<Unmirrored> {
-    let limit = || vec![SqlStorageValue::from(MIRROR_ROWS_PER_FLUSH as i64)];
-    let pending = format!("SELECT * FROM history WHERE changed > {MIRRORED_THROUGH} ORDER BY changed LIMIT ?");
-    let rows = sql.exec(&pending, limit())?.to_array()?;
-    let through: Vec<Through> =
-        sql.exec(&format!("SELECT max(changed) AS through FROM ({pending})"), limit())?.to_array()?;
-    Ok(Unmirrored { rows, through: through.first().and_then(|row| row.through) })
+    let rows: Vec<Stamped> = sql
+        .exec(
+            &format!("SELECT * FROM history WHERE changed > {MIRRORED_THROUGH} ORDER BY changed LIMIT ?"),
+            vec![SqlStorageValue::from(MIRROR_ROWS_PER_FLUSH as i64)],
+        )?
+        .to_array()?;
+    let through = rows.iter().map(|row| row.changed).max();
+    Ok(Unmirrored { rows: rows.into_iter().map(|row| row.message).collect(), through })
 }
 
 /// The statements that send `pending` rows to D1 (for one batch).
@@ -354,13 +369,13 @@ pub fn forget_mirrored(sql: &Sql, keep: usize) -> Result<()> {
 /// compaction, for the admin API's listing) and, once D1 took them, moves the
 /// mark. The alarm's turns send them with the rest of their commit
 /// (commit.rs). Returns how many rows went.
-pub async fn mirror(sql: &Sql, env: &worker::Env, keep: usize) -> Result<usize> {
+pub async fn mirror(sql: &Sql, kept: &held::Kept, env: &worker::Env, keep: usize) -> Result<usize> {
     let pending = unmirrored(sql)?;
     let Some(first) = pending.rows.first() else { return Ok(0) };
     let db = crate::runtime::d1::shard_of(env, &first.conversation_key)?;
     crate::runtime::d1::batch(&db, mirror_statements(&db, &pending.rows)?).await?;
     // Read again: a step may have held spend meanwhile.
-    held::update(sql, |held| held.sent(None, pending.through))?;
+    held::update(sql, kept, |held| held.sent(None, pending.through))?;
     forget_mirrored(sql, keep)?;
     Ok(pending.rows.len())
 }

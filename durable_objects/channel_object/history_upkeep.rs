@@ -30,7 +30,9 @@ pub(super) async fn compact(
         CompactionPlan::Summarise { oldest } => {
             // The compactor reads the messages from D1: they must be there.
             let keep = kept_rows(object.config.history_limit);
-            if let Err(error) = history_store::mirror(&object.state.storage().counted_sql(), &object.env, keep).await {
+            if let Err(error) =
+                history_store::mirror(&object.state.storage().counted_sql(), &object.held, &object.env, keep).await
+            {
                 LogLine::warn("compaction_waits_for_mirror").reason(&error).emit();
                 return Ok(());
             }

@@ -349,8 +349,12 @@ pub fn settle(
 /// are the newest row (so `seq`, the rowid, is never handed out again), the
 /// newest counted one (it holds the conversation's counts: stats.rs) and the
 /// newest with a checkpoint (it may be the channel's newest: slots.rs).
-/// The ids deleted are forgotten by `deliveries` too.
+/// The ids deleted are forgotten by `deliveries` too. At most once an hour
+/// ([`Deliveries::sweep_due`]): a row outlives its seven days by an hour at most.
 pub fn sweep(sql: &Sql, deliveries: &mut Deliveries, now_ms: i64) -> Result<()> {
+    if !deliveries.sweep_due(now_ms) {
+        return Ok(());
+    }
     #[derive(Deserialize)]
     struct Deleted {
         delivery_id: String,

@@ -129,7 +129,7 @@ impl ChannelObject {
     /// The admin API lists D1's copy: bring it up to date first.
     pub(super) async fn history_flush(&self) -> Result<Response> {
         let keep = crate::channel::history_mirror::kept_rows(self.config.history_limit);
-        history::mirror(&self.state.storage().counted_sql(), &self.env, keep).await?;
+        history::mirror(&self.state.storage().counted_sql(), &self.held, &self.env, keep).await?;
         Response::ok("")
     }
 

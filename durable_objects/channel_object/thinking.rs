@@ -215,13 +215,15 @@ async fn remember(
     let config = &object.config;
     let keep = kept_rows(config.history_limit);
     let shard = crate::runtime::d1::shard_of(&object.env, conversation_key)?;
-    history_store::take_over(sql, &shard, conversation_key, keep, now_ms()).await?;
+    history_store::take_over(sql, &object.history_meta, &shard, conversation_key, keep, now_ms()).await?;
     history_store::record(sql, stored)?;
     let current_ids: Vec<&str> = stored.iter().map(|message| message.id.as_str()).collect();
     let loaded = history_store::load(sql, &current_ids, config.history_limit as usize)?;
     // The bulletin is the default agent's (its shared memories): another agent's prompt goes without.
     let bulletin = match crate::agents::agent_of(conversation_key) == crate::agents::DEFAULT {
-        true => history_store::bulletin(sql, database, now_ms(), config.bulletin_cache_ms).await?,
+        true => {
+            history_store::bulletin(sql, &object.history_meta, database, now_ms(), config.bulletin_cache_ms).await?
+        }
         false => String::new(),
     };
     // A non-default agent's secrets (its bot's token, its invitation) are

@@ -264,7 +264,7 @@ async fn thought_for(
             let thinking = think(object, database, turn, platform, reads, live);
             let thought = while_working(outlet, last, turn.id as i64, &draft, thinking).await?;
             // Held for the alarm's commit, which adds it to the day's rollups once.
-            if let Err(error) = commit::hold_spend(outlet.sql, &spender, thought.spend, now_ms()) {
+            if let Err(error) = commit::hold_spend(outlet.sql, &object.held, &spender, thought.spend, now_ms()) {
                 log(LogLine::warn("usage_not_recorded")).field("process", "channel").reason(&error).emit();
             }
             thought
@@ -284,10 +284,10 @@ async fn read_turn(
     sql: &Sql,
 ) -> Result<TurnReads> {
     let speakers = super::thinking::speakers_of(turn);
-    if let Err(error) = commit::note_sightings(sql, &speakers, now_ms()) {
+    if let Err(error) = commit::note_sightings(sql, &object.seen, &speakers, now_ms()) {
         LogLine::warn("people_not_noted").conversation(&spender.conversation_key).reason(&error).emit();
     }
-    let unsent = commit::unsent(sql, spender, now_ms())?;
+    let unsent = commit::unsent(sql, &object.held, spender, now_ms())?;
     read(&object.env, database, &object.shared_reads, &object.config.budgets, spender, unsent, speakers).await
 }
 

@@ -9,6 +9,10 @@
 //! kept in step by every insert and delete after it, answers "taken before?"
 //! as the index did, and gives each row's number for the updates by key.
 //!
+//! The retention sweep that forgets old rows runs at most once an hour
+//! ([`Deliveries::sweep_due`]): rows are kept seven days, and a sweep after
+//! every turn and every index flush deleted nothing nearly every time.
+//!
 //! The same memory keeps the conversation's counts as the newest counted row
 //! holds them (stats.rs in the object), once read: each counted row filed
 //! after that passes its counts here, so an inbound reads none from storage.
@@ -16,6 +20,9 @@
 use std::collections::HashMap;
 
 use crate::channel::counts::Counts;
+
+/// The inbox's retention sweep runs at most this often per object's life.
+pub const SWEEP_EVERY_MS: i64 = 60 * 60 * 1000;
 
 /// The inbox's delivery ids and the numbers (`seq`) their rows took.
 #[derive(Debug, Default)]
@@ -29,6 +36,8 @@ pub struct Deliveries {
     /// none counted yet); `None` until read, or after a write that may not
     /// have counted what it was given.
     latest: Option<Option<Counts>>,
+    /// When this memory last asked for a sweep (None: not since the start).
+    swept_at: Option<i64>,
 }
 
 impl Deliveries {
@@ -68,6 +77,16 @@ impl Deliveries {
         for delivery_id in delivery_ids {
             self.seqs.remove(delivery_id);
         }
+    }
+
+    /// Whether a retention sweep is due at `now` (the first since a start
+    /// always is); a sweep that is due counts as made from `now`.
+    pub fn sweep_due(&mut self, now: i64) -> bool {
+        let due = self.swept_at.is_none_or(|swept_at| !(0..SWEEP_EVERY_MS).contains(&(now - swept_at)));
+        if due {
+            self.swept_at = Some(now);
+        }
+        due
     }
 
     /// The counts after the newest counted row, when known.
@@ -116,6 +135,18 @@ mod tests {
         deliveries.forget(["slack:Ev1"]);
         assert!(!deliveries.contains("slack:Ev1"));
         assert_eq!(deliveries.next_seq(), 2, "the forgotten row's number stays taken");
+    }
+
+    #[test]
+    fn a_sweep_is_due_first_after_a_start_then_once_an_hour() {
+        let mut deliveries = Deliveries::default();
+        let start = 1_000_000;
+        assert!(deliveries.sweep_due(start), "the first since a start");
+        assert!(!deliveries.sweep_due(start + 1), "a moment later");
+        assert!(!deliveries.sweep_due(start + SWEEP_EVERY_MS - 1), "just under the hour");
+        assert!(deliveries.sweep_due(start + SWEEP_EVERY_MS), "the hour is up");
+        assert!(!deliveries.sweep_due(start + SWEEP_EVERY_MS + 5));
+        assert!(deliveries.sweep_due(start), "a clock that went back");
     }
 
     #[test]
