@@ -296,6 +296,10 @@ async fn main() {
         acks_concurrent(false).await;
         return;
     }
+    if std::env::args().any(|arg| arg == "collector") {
+        collector_share().await;
+        return;
+    }
     pure_channel_cost();
     acks_alone().await;
     acks_concurrent(true).await;
@@ -305,6 +309,106 @@ async fn main() {
     under_turns(false).await;
     group_turns(true).await;
     group_turns(false).await;
+    collector_share().await;
+}
+
+/// The runtime thread's CPU per request, one request at a time (the least of `ROUNDS`).
+async fn thread_cpu_per_request<F, Fut>(env: &TestEnv, requests: usize, mut send: F) -> f64
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    const ROUNDS: usize = 2;
+    // What follows a response (the object's writes, the index's flush 5 s on, alarms).
+    const FOLLOW_UPS: Duration = Duration::from_secs(6);
+    let mut least = f64::MAX;
+    for round in 0..ROUNDS {
+        // The thread's own pace with nothing sent (timers, wrangler's polling), taken off.
+        let before = env.worker.runtime_thread_cpu();
+        tokio::time::sleep(FOLLOW_UPS).await;
+        let idle = env.worker.runtime_thread_cpu().saturating_sub(before);
+        let before = env.worker.runtime_thread_cpu();
+        for index in 0..requests {
+            send(round * requests + index).await;
+        }
+        tokio::time::sleep(FOLLOW_UPS).await;
+        let spent = env.worker.runtime_thread_cpu().saturating_sub(before).saturating_sub(idle);
+        least = least.min(spent.as_secs_f64() * 1e3 / requests as f64);
+    }
+    least
+}
+
+/// What wrangler's local trace collector adds, by what a request sets off:
+/// a `GET` is one traced invocation (the Worker's), an observed webhook two
+/// (the Worker's and its channel object's RPC), a DM's turn three (the
+/// alarm that runs it too) with the turn's statements and calls out as
+/// spans. Each request one at a time, with the collector on and off.
+async fn collector_share() {
+    const SEQUENTIAL: usize = 300;
+    const TURNS: usize = 30;
+    let mut rows = Vec::new();
+    for collector in [true, false] {
+        let setting = if collector { "true" } else { "false" };
+        let env = TestEnv::start_with(&[(harness::worker::LOCAL_OBSERVABILITY, setting)]).await;
+        let env = &env;
+        env.telegram.set_member_count(50);
+        env.llm.answer_always(Scripted::Echo);
+        let health_url = format!("{}/health", env.worker.base_url);
+        for index in 0..200 {
+            let update = group_update(100 + index, speaker(index as usize), "hello team", false);
+            env.telegram_update(&update).await;
+            env.client.get(&health_url).send().await.expect("GET /health");
+        }
+        // Each DM chat's first turn (its object's start, its person's first sighting) before the measure.
+        for chat in 0..TURNS as i64 {
+            env.telegram_update(&dm_update(10_000 + chat, 9_000 + chat, "hello")).await;
+        }
+        env.wait_for_sent(TURNS).await;
+        let get = thread_cpu_per_request(env, SEQUENTIAL, |_| {
+            let request = env.client.get(&health_url);
+            async move {
+                request.send().await.expect("GET /health");
+            }
+        })
+        .await;
+        let observed = thread_cpu_per_request(env, SEQUENTIAL, |index| {
+            let update = group_update(1_000_000 + index as i64, speaker(index), "hello team", false);
+            async move {
+                env.telegram_update(&update).await;
+            }
+        })
+        .await;
+        let turn = thread_cpu_per_request(env, TURNS, |index| {
+            let update = dm_update(2_000_000 + index as i64, 9_000 + (index % TURNS) as i64, "hello again");
+            async move {
+                let replies = env.telegram.calls("sendMessage").len();
+                env.telegram_update(&update).await;
+                env.wait_for_sent(replies + 1).await;
+            }
+        })
+        .await;
+        rows.push((collector, [get, observed, turn]));
+    }
+    println!(
+        "workerd's runtime thread CPU per request, one at a time (ms; the least of two rounds, follow-ups \
+         included, the thread's idle pace taken off):"
+    );
+    println!("{:<44} {:>10} {:>18} {:>22}", "", "GET", "observed webhook", "DM turn, its reply");
+    println!("{:<44} {:>10} {:>18} {:>22}", "traced invocations", 1, "2 (Worker, object)", "3 (+ the alarm)");
+    for (collector, [get, observed, turn]) in &rows {
+        let label = if *collector { "wrangler dev as it is (collector on)" } else { "without the trace collector" };
+        println!("{label:<44} {get:>10.3} {observed:>18.3} {turn:>22.3}");
+    }
+    let [(_, on), (_, off)] = [rows[0], rows[1]];
+    let added: Vec<f64> = on.iter().zip(off).map(|(on, off)| on - off).collect();
+    println!("{:<44} {:>10.3} {:>18.3} {:>22.3}", "the collector's share", added[0], added[1], added[2]);
+    println!(
+        "an observed webhook against a GET: {:.2}x with the collector ({:.2}x without); the collector's own cost \
+         of a webhook is {:.2}x its cost of a GET",
+        on[1] / on[0],
+        off[1] / off[0],
+        added[1] / added[0]
+    );
 }
 
 /// Acks with nothing else running, against a GET in the same run.
