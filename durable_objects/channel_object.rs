@@ -19,7 +19,6 @@ mod history;
 mod history_upkeep;
 mod inbox;
 mod member_count;
-mod memo;
 mod notices;
 mod outbox;
 mod outlet;
@@ -94,7 +93,7 @@ pub struct ChannelObject {
     /// moment also sets the alarm, so the wait survives the object.
     pace: Cell<crate::reply::pace::Pace>,
     /// The held row, `history_meta` and the people's sightings, once read
-    /// (memo.rs: the object is their only writer).
+    /// (channel::memo: the object is their only writer).
     held: held::Kept,
     history_meta: history::MetaKept,
     seen: commit::Seen,

@@ -9,6 +9,7 @@ pub mod engagement;
 pub mod held;
 pub mod history_mirror;
 pub mod loop_guard;
+pub mod memo;
 pub mod participants;
 pub mod processes;
 pub mod routes;

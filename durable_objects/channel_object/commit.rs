@@ -17,11 +17,11 @@
 use serde::Deserialize;
 use worker::{D1Database, Result, SqlStorageValue};
 
-use super::memo::Memo;
 use super::{held, history as history_store, stats, ChannelObject};
 use crate::budget::rules::{day_of, unsent_rows, Spend, Unsent};
 use crate::budget::usage::Spender;
 use crate::channel::history_mirror::{kept_rows, plan_commit};
+use crate::channel::memo::Memo;
 use crate::conversations::store::{self as index, Conversation};
 use crate::inbound::ConversationKey;
 use crate::log_line::LogLine;
@@ -80,7 +80,7 @@ pub(super) fn note_sightings(sql: &Sql, seen: &Seen, speakers: &[Profile], now: 
             let rows: Vec<Sighted> = sql
                 .exec("SELECT name, seen_at FROM sightings WHERE platform_key = ?", vec![person.key.as_str().into()])?
                 .to_array()?;
-            Ok(rows.into_iter().next())
+            Ok::<_, worker::Error>(rows.into_iter().next())
         })?;
         if !needs_sighting(last.as_ref(), name, now) {
             continue;

@@ -7,8 +7,8 @@
 use serde::Deserialize;
 use worker::Result;
 
-use super::memo::Memo;
 use crate::channel::held::{Held, HeldSpend};
+use crate::channel::memo::Memo;
 use crate::runtime::durable::Sql;
 
 /// The row as the object last read or wrote it.

@@ -17,10 +17,10 @@ use serde::Deserialize;
 use worker::{D1Database, Result, SqlStorageValue};
 
 use super::held::{self, MIRRORED_THROUGH};
-use super::memo::Memo;
 use crate::channel::history_mirror::{
     bulletin_is_fresh, chunk_rows, earlier, MIRROR_BYTES_PER_STATEMENT, MIRROR_ROWS_PER_FLUSH,
 };
+use crate::channel::memo::Memo;
 use crate::channel::schema::Column;
 use crate::conversations::archive::{self as history, StoredMessage, Summary};
 use crate::log_line::LogLine;
@@ -89,7 +89,7 @@ fn meta(sql: &Sql, kept: &MetaKept, key: &str) -> Result<Option<MetaRow>> {
     kept.get(key, || {
         let rows: Vec<MetaRow> =
             sql.exec("SELECT value, at FROM history_meta WHERE key = ?", vec![key.into()])?.to_array()?;
-        Ok(rows.into_iter().next())
+        Ok::<_, worker::Error>(rows.into_iter().next())
     })
 }
 
