@@ -24,7 +24,7 @@ mod pure_core;
 use std::path::Path;
 use std::time::Duration;
 
-use harness::{group_update, TestEnv};
+use harness::{dm_update, group_update, Scripted, TestEnv};
 use inspector::Inspector;
 use profile::{Bucket, Profile, Summary, WorkerCode};
 use serde::Deserialize;
@@ -42,6 +42,8 @@ const ROUNDS: usize = 3;
 const SAMPLING_INTERVAL_US: u64 = 100;
 const TOP_FUNCTIONS: usize = 12;
 const TOP_PATHS: usize = 10;
+/// Between two DMs of the turn profile: long enough for a turn to finish.
+const TURN_SPACING: Duration = Duration::from_millis(40);
 const PROJECT_ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 struct Run {
@@ -171,6 +173,71 @@ fn print_top_functions(run: &Run) {
     }
 }
 
+/// A DM's ack and turn: the Worker's own CPU, and where it goes.
+fn print_turn(turn: &Run, get: &Run) {
+    println!(
+        "\nWorker's own CPU per DM and its turn (ack, model call, reply): {:.3} ms (runtime APIs it called {:.3} ms; \
+         workerd's runtime thread {:.3} ms with the profiler off, a GET's {:.3} ms)",
+        turn.workers_own(),
+        turn.per_request(Bucket::CalledApis),
+        turn.unprofiled_thread_cpu.as_secs_f64() * 1e3 / REQUESTS as f64,
+        get.unprofiled_thread_cpu.as_secs_f64() * 1e3 / REQUESTS as f64,
+    );
+    println!("edgebot's functions by inclusive time in a DM's turn (with the APIs they called):");
+    let mut paths: Vec<_> = turn.summary.inclusive.iter().collect();
+    paths.sort_by(|a, b| b.1.total_cmp(a.1));
+    for (name, time) in paths.into_iter().take(TOP_PATHS) {
+        println!("{:>8.3} ms  {name}", time / REQUESTS as f64 / 1e3);
+    }
+}
+
+/// A chat-completions body as large as a working turn's: the text of every
+/// prompt template as the system prompt, the 34 tools with their
+/// descriptions, and 20 messages of history; and the time the redactor takes
+/// to scrub it of nine configured secrets, natively (`opt-level` as the Worker's).
+fn prompt_scrub_cost() -> (usize, Duration) {
+    let read = |directory: &str| -> Vec<(String, String)> {
+        let mut files: Vec<_> = std::fs::read_dir(Path::new(PROJECT_ROOT).join(directory))
+            .expect("prompts/")
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.path().is_file())
+            .map(|entry| {
+                let text = std::fs::read_to_string(entry.path()).expect("a prompt");
+                (entry.file_name().to_string_lossy().into_owned(), text)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let system: String = read("prompts").into_iter().map(|(_, text)| text).collect();
+    let tools: Vec<Value> = read("prompts/tools")
+        .into_iter()
+        .map(|(name, description)| {
+            let parameters = json!({ "type": "object", "properties": { "path": { "type": "string", "description": "where" } } });
+            json!({ "type": "function", "function": { "name": name, "description": description, "parameters": parameters } })
+        })
+        .collect();
+    let mut messages = vec![json!({ "role": "system", "content": system })];
+    for index in 0..20 {
+        let text = format!(
+            "message {index}: an ordinary line of chat, with a link https://example.com/a?b={index} and _emphasis_"
+        );
+        let role = ["user", "assistant"][index % 2];
+        messages.push(json!({ "role": role, "content": text }));
+    }
+    let body = json!({ "model": "openai/gpt-x", "messages": messages, "tools": tools, "stream": true });
+    let secrets: Vec<(&'static str, String)> =
+        (0..9).map(|index| ("SECRET", format!("configured-secret-{index}-{}", "x".repeat(index * 4)))).collect();
+    let redactor = edgebot::redact::Redactor::new(secrets.iter().map(|(name, value)| (*name, value.as_str(), None)));
+    let rounds = 200;
+    let mut copies: Vec<Value> = (0..rounds).map(|_| body.clone()).collect();
+    let started = std::time::Instant::now();
+    for copy in &mut copies {
+        assert!(!redactor.scrub_json(copy), "the body holds no secret");
+    }
+    (body.to_string().len(), started.elapsed() / rounds)
+}
+
 /// Three humans take turns, so a busy room observes instead of engaging.
 fn speaker(index: usize) -> (i64, &'static str, bool) {
     [(7, "Ada", false), (8, "Bo", false), (9, "Cy", false)][index % 3]
@@ -198,6 +265,18 @@ async fn main() {
         async move { env.telegram_update(&update).await }
     })
     .await;
+    // DMs over 40 chats, each answered at once, spaced so each turn runs on
+    // its own: the ack and the turn behind it, per DM.
+    env.llm.answer_always(Scripted::Echo);
+    let turn = profile(env, &mut inspector, &code, "DM and its turn", |index| {
+        let update = dm_update(4_000_000 + index as i64 % 1_000_000_000, 9_000 + (index % 40) as i64, "hello");
+        async move {
+            let response = env.telegram_update(&update).await;
+            tokio::time::sleep(TURN_SPACING).await;
+            response
+        }
+    })
+    .await;
     print_table(&get, &webhook);
     print_top_functions(&webhook);
     println!(
@@ -205,12 +284,19 @@ async fn main() {
         webhook.workers_own(),
         webhook.workers_own() - get.workers_own()
     );
+    print_turn(&turn, &get);
     let native = pure_core::channel_cost_per_inbound().as_secs_f64() * 1e3;
     let wasm = webhook.per_request(Bucket::WorkerWasm);
     println!(
         "cross-check: the channel's pure receive + checkpoint takes {native:.4} ms natively; even at 3x in wasm \
          that is {:.0}% of the {wasm:.3} ms in wasm: the rest is routing, parsing, serde and the calls out",
         100.0 * 3.0 * native / wasm
+    );
+    let (bytes, scrub) = prompt_scrub_cost();
+    println!(
+        "the redactor's scrub of a {:.0} KB model request (every prompt template, 34 tools, 20 messages): {:.3} ms natively",
+        bytes as f64 / 1e3,
+        scrub.as_secs_f64() * 1e3
     );
     println!("profiles for Chrome DevTools: target/cpu-profile/*.cpuprofile");
 }

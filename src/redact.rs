@@ -16,6 +16,7 @@ use serde_json::Value;
 use url::Url;
 
 pub use shapes::REDACTED;
+use spelling::Needle;
 
 /// Shorter values are not scrubbed: a configured "secret" this short would
 /// blank ordinary words out of every reply, and is no secret anyway.
@@ -27,9 +28,11 @@ pub struct KnownSecret {
     /// The variable that holds it (safe to show: never the value).
     pub name: &'static str,
     value: String,
+    /// The value as written, to look for.
+    exact: Needle,
     /// The value in normal form ([`spelling::Folded`]); empty when that form
     /// is too short to look for (then only the exact value is).
-    folded: Vec<u8>,
+    folded: Needle,
     /// `scheme://host:port` of the API it belongs to; None for secrets that
     /// are never sent anywhere (the admin token, webhook and signing secrets).
     home: Option<String>,
@@ -52,6 +55,8 @@ fn origin(url: &Url) -> Option<String> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Redactor {
     secrets: Vec<KnownSecret>,
+    /// The shortest normal form looked for (`usize::MAX`: none is).
+    shortest_folded: usize,
 }
 
 impl Redactor {
@@ -65,11 +70,13 @@ impl Redactor {
             let home = base.and_then(|base| Url::parse(base).ok()).as_ref().and_then(origin);
             // Kept longest first by insertion (a sort would add a few KB of wasm for nine entries).
             let at = kept.iter().position(|secret| secret.value.len() < value.len()).unwrap_or(kept.len());
-            let folded = spelling::Folded::new(value).bytes().to_vec();
-            let folded = if folded.len() < MIN_SECRET_CHARS { Vec::new() } else { folded };
-            kept.insert(at, KnownSecret { name, value: value.to_string(), folded, home });
+            let folded = spelling::Folded::new(value);
+            let folded = Needle::new(if folded.bytes().len() < MIN_SECRET_CHARS { &[] } else { folded.bytes() });
+            let exact = Needle::new(value.as_bytes());
+            kept.insert(at, KnownSecret { name, value: value.to_string(), exact, folded, home });
         }
-        Redactor { secrets: kept }
+        let folded = kept.iter().map(|secret| secret.folded.len()).filter(|length| *length > 0);
+        Redactor { shortest_folded: folded.min().unwrap_or(usize::MAX), secrets: kept }
     }
 
     /// This redactor and `more` secrets learnt after the configuration (an
@@ -89,11 +96,24 @@ impl Redactor {
         if self.secrets.is_empty() || text.is_empty() {
             return found;
         }
-        let folded = spelling::Folded::new(text);
+        // Folding never lengthens a text: one shorter than every secret's
+        // normal form holds none of them, and a secret is looked for only in
+        // a text at least as long (most strings of a prompt's JSON are short).
+        // Where each folded byte came from is worked out only once a
+        // secret's normal form is there.
+        let normal = (text.len() >= self.shortest_folded).then(|| spelling::normal_form(text));
+        let mut folded = None;
         for secret in &self.secrets {
-            let exact = text.match_indices(secret.value.as_str()).map(|(at, _)| at..at + secret.value.len());
-            found.extend(exact.map(|range| (range, secret.name)));
-            found.extend(folded.find_all(&secret.folded).into_iter().map(|range| (range, secret.name)));
+            if text.len() >= secret.value.len() {
+                let exact = secret.exact.find_iter(text.as_bytes()).map(|at| at..at + secret.value.len());
+                found.extend(exact.map(|range| (range, secret.name)));
+            }
+            let present =
+                |normal: &&Vec<u8>| !secret.folded.is_empty() && secret.folded.find_iter(normal).next().is_some();
+            if normal.as_ref().filter(present).is_some() {
+                let folded = folded.get_or_insert_with(|| spelling::Folded::new(text));
+                found.extend(folded.find_all(&secret.folded).into_iter().map(|range| (range, secret.name)));
+            }
         }
         found
     }

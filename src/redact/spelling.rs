@@ -13,9 +13,12 @@ use std::ops::Range;
 const DECODE_ROUNDS: usize = 3;
 
 /// A text in normal form: each byte with the byte range of the original it stands for.
-pub struct Folded {
-    bytes: Vec<u8>,
-    spans: Vec<(u32, u32)>,
+pub struct Folded(Form<Vec<(u32, u32)>>);
+
+/// The normal form of `text` alone: [`Folded::bytes`] without the ranges,
+/// which only a found needle needs (most texts hold none).
+pub fn normal_form(text: &str) -> Vec<u8> {
+    Form::<()>::of(text).bytes
 }
 
 /// Characters that may stand inside a secret without a reader (or a
@@ -24,14 +27,12 @@ pub struct Folded {
 /// (zero-width spaces and joiners, bidi controls, variation selectors, tags,
 /// the soft hyphen…; Unicode's DerivedCoreProperties, Default_Ignorable_Code_Point).
 pub fn is_ignorable(character: char) -> bool {
+    if character.is_ascii() {
+        return is_ignorable_ascii(character as u8);
+    }
     matches!(
         character,
-        '*' | '_'
-            | '~'
-            | '`'
-            | '|'
-            | '\\'
-            | '\u{00AD}'
+        '\u{00AD}'
             | '\u{034F}'
             | '\u{061C}'
             | '\u{115F}'..='\u{1160}'
@@ -51,43 +52,142 @@ pub fn is_ignorable(character: char) -> bool {
     )
 }
 
+/// [`is_ignorable`] for an ASCII character: the platforms' markup characters.
+const fn is_ignorable_ascii(byte: u8) -> bool {
+    matches!(byte, b'*' | b'_' | b'~' | b'`' | b'|' | b'\\')
+}
+
+/// The bytes a normal form keeps as they are: ASCII that is neither
+/// ignorable nor a tag's start (a table: this runs over every prompt).
+const PLAIN: [bool; 256] = {
+    let mut plain = [false; 256];
+    let mut byte = 0;
+    while byte < 128 {
+        plain[byte] = byte as u8 != b'<' && !is_ignorable_ascii(byte as u8);
+        byte += 1;
+    }
+    plain
+};
+
 impl Folded {
     /// The normal form of `text`: ignorable characters dropped, `%XX` escapes
     /// decoded (repeatedly), ASCII letters lowered.
     pub fn new(text: &str) -> Folded {
-        let mut folded = Folded { bytes: Vec::with_capacity(text.len()), spans: Vec::with_capacity(text.len()) };
-        let mut skip_to = 0;
-        for (start, character) in text.char_indices() {
-            if start < skip_to {
-                continue;
-            }
-            if character == '<' {
-                if let Some(length) = tag_length(&text[start..]) {
-                    skip_to = start + length;
-                    continue;
-                }
-            }
-            let end = (start + character.len_utf8()) as u32;
-            let mut utf8 = [0; 4];
-            for &byte in character.encode_utf8(&mut utf8).as_bytes() {
-                folded.bytes.push(byte);
-                folded.spans.push((start as u32, end));
-            }
-        }
-        folded.drop_ignorable();
-        for _ in 0..DECODE_ROUNDS {
-            if !folded.percent_decode() {
-                break;
-            }
-            folded.drop_ignorable();
-        }
-        folded.bytes.make_ascii_lowercase();
-        folded
+        Folded(Form::of(text))
     }
 
     /// The normal form's bytes (what a secret's own normal form is searched for in).
     pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+        &self.0.bytes
+    }
+
+    /// The ranges of the original text where `needle` (itself in normal form)
+    /// stands, without overlaps.
+    pub fn find_all(&self, needle: &Needle) -> Vec<Range<usize>> {
+        if needle.is_empty() {
+            return Vec::new();
+        }
+        let Form { bytes, spans } = &self.0;
+        needle.find_iter(bytes).map(|at| spans[at].0 as usize..spans[at + needle.len() - 1].1 as usize).collect()
+    }
+}
+
+/// Where each byte of a normal form came from: a range of the original per
+/// byte, or nothing (`()`, for [`normal_form`]).
+trait Spans {
+    fn with_capacity(capacity: usize) -> Self;
+    fn push(&mut self, span: (u32, u32));
+    /// Each of `length` bytes from `start` on stands for itself.
+    fn push_run(&mut self, start: usize, length: usize);
+    fn get(&self, index: usize) -> (u32, u32);
+    fn set(&mut self, index: usize, span: (u32, u32));
+    fn truncate(&mut self, length: usize);
+}
+
+impl Spans for Vec<(u32, u32)> {
+    fn with_capacity(capacity: usize) -> Self {
+        Vec::with_capacity(capacity)
+    }
+    fn push(&mut self, span: (u32, u32)) {
+        Vec::push(self, span)
+    }
+    fn push_run(&mut self, start: usize, length: usize) {
+        self.extend((start as u32..(start + length) as u32).map(|at| (at, at + 1)))
+    }
+    fn get(&self, index: usize) -> (u32, u32) {
+        self[index]
+    }
+    fn set(&mut self, index: usize, span: (u32, u32)) {
+        self[index] = span
+    }
+    fn truncate(&mut self, length: usize) {
+        Vec::truncate(self, length)
+    }
+}
+
+impl Spans for () {
+    fn with_capacity(_: usize) -> Self {}
+    fn push(&mut self, _: (u32, u32)) {}
+    fn push_run(&mut self, _: usize, _: usize) {}
+    fn get(&self, _: usize) -> (u32, u32) {
+        (0, 0)
+    }
+    fn set(&mut self, _: usize, _: (u32, u32)) {}
+    fn truncate(&mut self, _: usize) {}
+}
+
+/// A normal form in the making.
+struct Form<S> {
+    bytes: Vec<u8>,
+    spans: S,
+}
+
+impl<S: Spans> Form<S> {
+    fn of(text: &str) -> Self {
+        let mut form = Form { bytes: Vec::with_capacity(text.len()), spans: S::with_capacity(text.len()) };
+        // Ignorable characters are dropped as they are met (what
+        // `drop_ignorable` does to decoded bytes), ASCII taken a byte at a time.
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() {
+            // A run of ASCII that stays as it is, copied whole.
+            let run = bytes[at..].iter().position(|byte| !PLAIN[*byte as usize]).unwrap_or(bytes.len() - at);
+            form.bytes.extend_from_slice(&bytes[at..at + run]);
+            form.spans.push_run(at, run);
+            at += run;
+            let Some(&byte) = bytes.get(at) else { break };
+            if byte == b'<' {
+                if let Some(length) = tag_length(&text[at..]) {
+                    at += length;
+                    continue;
+                }
+            }
+            if byte.is_ascii() {
+                if !is_ignorable_ascii(byte) {
+                    form.bytes.push(byte);
+                    form.spans.push((at as u32, at as u32 + 1));
+                }
+                at += 1;
+                continue;
+            }
+            let Some(character) = text[at..].chars().next() else { break };
+            let width = character.len_utf8();
+            if !is_ignorable(character) {
+                form.bytes.extend_from_slice(&bytes[at..at + width]);
+                for _ in 0..width {
+                    form.spans.push((at as u32, (at + width) as u32));
+                }
+            }
+            at += width;
+        }
+        for _ in 0..DECODE_ROUNDS {
+            if !form.percent_decode() {
+                break;
+            }
+            form.drop_ignorable();
+        }
+        form.bytes.make_ascii_lowercase();
+        form
     }
 
     /// Drops ignorable characters (decoded bytes may form them, so this
@@ -109,7 +209,7 @@ impl Folded {
             if !ignorable {
                 for index in at..at + width {
                     self.bytes[kept] = self.bytes[index];
-                    self.spans[kept] = self.spans[index];
+                    self.spans.set(kept, self.spans.get(index));
                     kept += 1;
                 }
             }
@@ -123,9 +223,12 @@ impl Folded {
     /// `percent-encoding`, which cannot say which original bytes each decoded
     /// byte came from (the spans a redaction needs).
     fn percent_decode(&mut self) -> bool {
+        if !self.bytes.contains(&b'%') {
+            return false;
+        }
         let hex = |byte: u8| (byte as char).to_digit(16).map(|digit| digit as u8);
         let mut bytes = Vec::with_capacity(self.bytes.len());
-        let mut spans = Vec::with_capacity(self.bytes.len());
+        let mut spans = S::with_capacity(self.bytes.len());
         let mut at = 0;
         let mut decoded_any = false;
         while at < self.bytes.len() {
@@ -135,13 +238,13 @@ impl Folded {
             match escape {
                 Some(byte) => {
                     bytes.push(byte);
-                    spans.push((self.spans[at].0, self.spans[at + 2].1));
+                    spans.push((self.spans.get(at).0, self.spans.get(at + 2).1));
                     decoded_any = true;
                     at += 3;
                 }
                 None => {
                     bytes.push(self.bytes[at]);
-                    spans.push(self.spans[at]);
+                    spans.push(self.spans.get(at));
                     at += 1;
                 }
             }
@@ -150,28 +253,40 @@ impl Folded {
         self.spans = spans;
         decoded_any
     }
+}
 
-    /// The ranges of the original text where `needle` (itself in normal form)
-    /// stands, without overlaps.
-    pub fn find_all(&self, needle: &[u8]) -> Vec<Range<usize>> {
-        let mut found = Vec::new();
-        let Some(&first) = needle.first() else {
-            return found;
-        };
-        let mut at = 0;
-        while at + needle.len() <= self.bytes.len() {
-            if self.bytes[at] == first && self.bytes[at..at + needle.len()] == *needle {
-                let start = self.spans[at].0 as usize;
-                let end = self.spans[at + needle.len() - 1].1 as usize;
-                found.push(start..end);
-                at += needle.len();
-            } else {
-                at += 1;
-            }
-        }
-        found
+/// Bytes to look for, with their searcher made once: a prompt's JSON has
+/// hundreds of strings, and a searcher made per string and secret was most
+/// of a turn's redaction time.
+#[derive(Debug, Clone)]
+pub struct Needle(memchr::memmem::Finder<'static>);
+
+impl Needle {
+    pub fn new(bytes: &[u8]) -> Needle {
+        Needle(memchr::memmem::Finder::new(bytes).into_owned())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.needle().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.needle().is_empty()
+    }
+
+    /// Where the needle starts in `haystack`, without overlaps.
+    pub fn find_iter<'h>(&'h self, haystack: &'h [u8]) -> impl Iterator<Item = usize> + 'h {
+        self.0.find_iter(haystack)
     }
 }
+
+impl PartialEq for Needle {
+    fn eq(&self, other: &Needle) -> bool {
+        self.0.needle() == other.0.needle()
+    }
+}
+
+impl Eq for Needle {}
 
 /// The length of an HTML-like tag at the start of `text` (`<b>`, `</b>`,
 /// `<a href="…">`), which a platform reading HTML would not show.
@@ -215,8 +330,8 @@ mod tests {
     use super::*;
 
     fn found<'a>(text: &'a str, secret: &str) -> Vec<&'a str> {
-        let needle = Folded::new(secret);
-        Folded::new(text).find_all(needle.bytes()).into_iter().map(|range| &text[range]).collect()
+        let needle = Needle::new(Folded::new(secret).bytes());
+        Folded::new(text).find_all(&needle).into_iter().map(|range| &text[range]).collect()
     }
 
     #[test]
@@ -241,6 +356,21 @@ mod tests {
         assert!(found("test-openai-key", secret).is_empty(), "a prefix is not the secret");
         assert!(found("test openai key 1", secret).is_empty(), "spaces are seen");
         assert_eq!(found("test-openai-key-1test-openai-key-1", secret).len(), 2);
+    }
+
+    #[test]
+    fn the_normal_form_alone_is_the_folded_bytes() {
+        let texts = [
+            "plain ascii, with *markdown* and `code` and a_b|c\\d",
+            "k=test%2Dopenai%2dkey%2D1! and %2574est, 100% sure, %zz and %",
+            "test-open\u{200B}ai-key-1 é€ <b>bold</b> <a href=\"x\">link</a> < not a tag",
+            "%E2%80%8B encoded zero-width, \u{E0041} a tag character, \u{FEFF}",
+            "",
+        ];
+        for text in texts {
+            assert_eq!(normal_form(text), Folded::new(text).bytes(), "{text:?}");
+        }
+        assert_eq!(normal_form("A*B%2541<i>c</i>\u{200B}D"), b"abacd");
     }
 
     #[test]
