@@ -9,7 +9,10 @@
 //! after a GET from the same connection, with wrangler's local trace collector
 //! on (wrangler dev as it is: `X_LOCAL_OBSERVABILITY` unset, see
 //! tests/harness/worker.rs) and then off. `cargo bench --bench webhook --
-//! group-turns` runs that case alone, `-- concurrent` the 16-connection acks.
+//! group-turns` runs that case alone, `-- concurrent` the 16-connection acks,
+//! `-- collector` what the collector adds per request, and `-- floor` the
+//! 16-connection case on `benches/floor/` (the design's least, in plain JS)
+//! beside edgebot's group chatter alone.
 
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/harness.rs"]
@@ -17,11 +20,12 @@ mod harness;
 #[path = "common/pure_core.rs"]
 mod pure_core;
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::{dm_update, group_update, Scripted, TestEnv, TELEGRAM_SECRET};
+use harness::{dm_update, group_update, Scripted, TestEnv, Worker, TELEGRAM_SECRET};
 
 const REQUESTS: usize = 400;
 /// How long the fake model takes over each turn while acks are measured.
@@ -296,6 +300,10 @@ async fn main() {
         acks_concurrent(false).await;
         return;
     }
+    if std::env::args().any(|arg| arg == "floor") {
+        floor().await;
+        return;
+    }
     if std::env::args().any(|arg| arg == "collector") {
         collector_share().await;
         return;
@@ -310,6 +318,16 @@ async fn main() {
     group_turns(true).await;
     group_turns(false).await;
     collector_share().await;
+    floor().await;
+}
+
+/// The floor's 16-connection case and edgebot's group chatter alone, each
+/// with the collector on and off, one after the other.
+async fn floor() {
+    for collector in [true, false] {
+        floor_concurrent(collector).await;
+        acks_concurrent_mix(collector, false).await;
+    }
 }
 
 /// The runtime thread's CPU per request, one request at a time (the least of `ROUNDS`).
@@ -457,6 +475,9 @@ async fn acks_alone() {
     println!("{:<44} {wasm} bytes, {gzipped} bytes gzipped", "worker bundle (build/index_bg.wasm)");
 }
 
+/// Where `benches/floor/` is found.
+const PROJECT_ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
 /// Connections the concurrent phase opens at once (a busy platform's fan-out).
 const CONNECTIONS: usize = 16;
 /// Requests per kind in the concurrent phase.
@@ -466,13 +487,13 @@ const CONCURRENT_REQUESTS: usize = 1_600;
 /// [`CONNECTIONS`] connections at once; returns each one's latency and the
 /// wall time of the whole run.
 async fn concurrently(
-    env: &TestEnv,
+    worker: &Worker,
     label: &'static str,
     requests: Vec<Option<serde_json::Value>>,
 ) -> (Figures, Duration) {
     let queue = Arc::new(std::sync::Mutex::new(requests.into_iter()));
-    let base = env.worker.base_url.clone();
-    let cpu_before = env.worker.workerd_cpu();
+    let base = worker.base_url.clone();
+    let cpu_before = worker.workerd_cpu();
     let started = Instant::now();
     let senders: Vec<_> = (0..CONNECTIONS)
         .map(|_| {
@@ -502,13 +523,18 @@ async fn concurrently(
         latencies.extend(sender.await.expect("sender"));
     }
     let wall = started.elapsed();
-    (Figures { label, latencies, workerd_cpu: env.worker.workerd_cpu().saturating_sub(cpu_before) }, wall)
+    (Figures { label, latencies, workerd_cpu: worker.workerd_cpu().saturating_sub(cpu_before) }, wall)
 }
 
 /// Acks from 16 connections at once, as a platform delivers a busy workspace:
 /// group chatter over 200 groups (each new group's first message included)
 /// and DMs whose turns run meanwhile, against GETs from 16 connections.
 async fn acks_concurrent(collector: bool) {
+    acks_concurrent_mix(collector, true).await
+}
+
+/// [`acks_concurrent`], with DMs (`dms`) or group chatter alone.
+async fn acks_concurrent_mix(collector: bool, dms: bool) {
     let env =
         TestEnv::start_with(&[(harness::worker::LOCAL_OBSERVABILITY, if collector { "true" } else { "false" })]).await;
     let env = &env;
@@ -517,15 +543,15 @@ async fn acks_concurrent(collector: bool) {
     env.telegram.set_latency("/getChatMemberCount", Duration::from_millis(300));
     env.llm.answer_always(Scripted::Delayed(Duration::from_millis(200), Box::new(Scripted::Echo)));
     let gets = vec![None; CONCURRENT_REQUESTS];
-    let (warm, _) = concurrently(env, "warm-up", vec![None; 200]).await;
+    let (warm, _) = concurrently(&env.worker, "warm-up", vec![None; 200]).await;
     drop(warm);
-    let (get, get_wall) = concurrently(env, "GET /health, 16 connections", gets).await;
+    let (get, get_wall) = concurrently(&env.worker, "GET /health, 16 connections", gets).await;
     let updates: Vec<Option<serde_json::Value>> = (0..CONCURRENT_REQUESTS)
         .map(|index| {
             let update_id = 5_000_000 + index as i64;
             let update = match index % 4 {
                 // One in four is a DM: a turn runs behind it.
-                3 => dm_update(update_id, 9_000 + (index % 40) as i64, "hello"),
+                3 if dms => dm_update(update_id, 9_000 + (index % 40) as i64, "hello"),
                 _ => {
                     let mut update = group_update(update_id, speaker(index / 200), "hello team", false);
                     update["message"]["chat"]["id"] = (-20_000 - (index % 200) as i64).into();
@@ -535,14 +561,59 @@ async fn acks_concurrent(collector: bool) {
             Some(update)
         })
         .collect();
-    let (ack, ack_wall) = concurrently(env, "webhook ack, 16 connections, 240 chats", updates).await;
-    let setting = match collector {
-        true => "wrangler dev as it is",
-        false => "without wrangler's local trace collector",
+    let (ack, ack_wall) = concurrently(&env.worker, "webhook ack, 16 connections, 240 chats", updates).await;
+    let mix = match dms {
+        true => "group chatter over 200 new groups whose member count takes 300 ms, DMs with 200 ms turns",
+        false => "group chatter alone over 200 new groups whose member count takes 300 ms",
     };
     println!(
-        "{CONCURRENT_REQUESTS} requests each from {CONNECTIONS} connections at once ({setting}; group chatter over \
-         200 new groups whose member count takes 300 ms, DMs with 200 ms turns):"
+        "{CONCURRENT_REQUESTS} requests each from {CONNECTIONS} connections at once ({}; {mix}):",
+        setting(collector)
+    );
+    get.print(None);
+    ack.print(Some(&get));
+    println!(
+        "{:<44} GETs {:>6.0}/s, webhooks {:>6.0}/s; p50 {:.2}x the GET's",
+        "throughput",
+        CONCURRENT_REQUESTS as f64 / get_wall.as_secs_f64(),
+        CONCURRENT_REQUESTS as f64 / ack_wall.as_secs_f64(),
+        ack.percentile(0.5).as_secs_f64() / get.percentile(0.5).as_secs_f64()
+    );
+}
+
+/// How `wrangler dev` ran.
+fn setting(collector: bool) -> &'static str {
+    match collector {
+        true => "wrangler dev as it is",
+        false => "without wrangler's local trace collector",
+    }
+}
+
+/// The design's floor for the 16-connection case: `benches/floor/`, a JS
+/// Worker that hands each webhook to its conversation's object, which stores
+/// it with one statement (no verification, no decision), under the same load
+/// as edgebot's group chatter: what two invocations, a call and a statement
+/// cost the local runtime against a `GET`.
+async fn floor_concurrent(collector: bool) {
+    let state = tempfile::TempDir::new().expect("state dir");
+    let setting_var = (harness::worker::LOCAL_OBSERVABILITY.to_string(), collector.to_string());
+    let worker =
+        Worker::start_project(&Path::new(PROJECT_ROOT).join("benches/floor"), &[setting_var], state.path()).await;
+    let (warm, _) = concurrently(&worker, "warm-up", vec![None; 200]).await;
+    drop(warm);
+    let (get, get_wall) = concurrently(&worker, "GET /health, 16 connections", vec![None; CONCURRENT_REQUESTS]).await;
+    let updates: Vec<Option<serde_json::Value>> = (0..CONCURRENT_REQUESTS)
+        .map(|index| {
+            let mut update = group_update(6_000_000 + index as i64, speaker(index / 200), "hello team", false);
+            update["message"]["chat"]["id"] = (-20_000 - (index % 200) as i64).into();
+            Some(update)
+        })
+        .collect();
+    let (ack, ack_wall) = concurrently(&worker, "floor webhook, 16 connections", updates).await;
+    println!(
+        "the floor (benches/floor: JS, one RPC call and one statement), {CONCURRENT_REQUESTS} requests each from \
+         {CONNECTIONS} connections ({}; 200 groups):",
+        setting(collector)
     );
     get.print(None);
     ack.print(Some(&get));
@@ -575,7 +646,7 @@ async fn group_turns(collector: bool) {
     let env = &env;
     env.telegram.set_member_count(50);
     env.llm.answer_always(Scripted::SlowReply(GROUP_MODEL_DELAY, "Noted.".into()));
-    let (warm, _) = concurrently(env, "warm-up", vec![None; 200]).await;
+    let (warm, _) = concurrently(&env.worker, "warm-up", vec![None; 200]).await;
     drop(warm);
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let base = env.worker.base_url.clone();

@@ -227,10 +227,16 @@ impl Worker {
         if !state_dir.join("v3").exists() {
             copy_tree(migrated_template(), state_dir);
         }
+        Self::start_project(project_root(), vars, state_dir).await
+    }
+
+    /// `wrangler dev` of the Worker in `project` (its `wrangler.toml`), state
+    /// kept in `state_dir`: edgebot's own, or a bench's other Worker.
+    pub async fn start_project(project: &Path, vars: &[(String, String)], state_dir: &Path) -> Worker {
         // A free port can be taken by a parallel test between our probe and
         // wrangler's bind: then start again on other ports.
         for _ in 0..3 {
-            let mut worker = Self::launch(vars, state_dir);
+            let mut worker = Self::launch(project, vars, state_dir);
             match worker.wait_until_ready().await {
                 Ok(()) => return worker,
                 Err(_) if worker.log().contains("Address already in use") => {
@@ -243,7 +249,7 @@ impl Worker {
         panic!("wrangler dev found no free port in three tries");
     }
 
-    fn launch(vars: &[(String, String)], state_dir: &Path) -> Worker {
+    fn launch(project: &Path, vars: &[(String, String)], state_dir: &Path) -> Worker {
         static LAUNCHED: AtomicUsize = AtomicUsize::new(0);
         let port = free_port();
         let inspector_port = free_port();
@@ -272,7 +278,7 @@ impl Worker {
         }
         let child = command
             .envs(settings.iter().map(|(name, value)| (name, value)))
-            .current_dir(project_root())
+            .current_dir(project)
             .env("CI", "true")
             .env("WRANGLER_SEND_METRICS", "false")
             .stdin(Stdio::null())
