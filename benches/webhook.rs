@@ -552,11 +552,7 @@ async fn acks_concurrent_mix(collector: bool, dms: bool) {
             let update = match index % 4 {
                 // One in four is a DM: a turn runs behind it.
                 3 if dms => dm_update(update_id, 9_000 + (index % 40) as i64, "hello"),
-                _ => {
-                    let mut update = group_update(update_id, speaker(index / 200), "hello team", false);
-                    update["message"]["chat"]["id"] = (-20_000 - (index % 200) as i64).into();
-                    update
-                }
+                _ => group_chatter(update_id, index),
             };
             Some(update)
         })
@@ -570,15 +566,27 @@ async fn acks_concurrent_mix(collector: bool, dms: bool) {
         "{CONCURRENT_REQUESTS} requests each from {CONNECTIONS} connections at once ({}; {mix}):",
         setting(collector)
     );
+    print_against_get((&get, get_wall), (&ack, ack_wall));
+}
+
+/// The `GET`s' figures, the webhooks' against them, and both throughputs.
+fn print_against_get((get, get_wall): (&Figures, Duration), (ack, ack_wall): (&Figures, Duration)) {
     get.print(None);
-    ack.print(Some(&get));
+    ack.print(Some(get));
     println!(
         "{:<44} GETs {:>6.0}/s, webhooks {:>6.0}/s; p50 {:.2}x the GET's",
         "throughput",
-        CONCURRENT_REQUESTS as f64 / get_wall.as_secs_f64(),
-        CONCURRENT_REQUESTS as f64 / ack_wall.as_secs_f64(),
+        get.latencies.len() as f64 / get_wall.as_secs_f64(),
+        ack.latencies.len() as f64 / ack_wall.as_secs_f64(),
         ack.percentile(0.5).as_secs_f64() / get.percentile(0.5).as_secs_f64()
     );
+}
+
+/// The `index`th message of the group chatter: 200 groups, three speakers.
+fn group_chatter(update_id: i64, index: usize) -> serde_json::Value {
+    let mut update = group_update(update_id, speaker(index / 200), "hello team", false);
+    update["message"]["chat"]["id"] = (-20_000 - (index % 200) as i64).into();
+    update
 }
 
 /// How `wrangler dev` ran.
@@ -602,28 +610,14 @@ async fn floor_concurrent(collector: bool) {
     let (warm, _) = concurrently(&worker, "warm-up", vec![None; 200]).await;
     drop(warm);
     let (get, get_wall) = concurrently(&worker, "GET /health, 16 connections", vec![None; CONCURRENT_REQUESTS]).await;
-    let updates: Vec<Option<serde_json::Value>> = (0..CONCURRENT_REQUESTS)
-        .map(|index| {
-            let mut update = group_update(6_000_000 + index as i64, speaker(index / 200), "hello team", false);
-            update["message"]["chat"]["id"] = (-20_000 - (index % 200) as i64).into();
-            Some(update)
-        })
-        .collect();
+    let updates = (0..CONCURRENT_REQUESTS).map(|index| Some(group_chatter(6_000_000 + index as i64, index))).collect();
     let (ack, ack_wall) = concurrently(&worker, "floor webhook, 16 connections", updates).await;
     println!(
         "the floor (benches/floor: JS, one RPC call and one statement), {CONCURRENT_REQUESTS} requests each from \
          {CONNECTIONS} connections ({}; 200 groups):",
         setting(collector)
     );
-    get.print(None);
-    ack.print(Some(&get));
-    println!(
-        "{:<44} GETs {:>6.0}/s, webhooks {:>6.0}/s; p50 {:.2}x the GET's",
-        "throughput",
-        CONCURRENT_REQUESTS as f64 / get_wall.as_secs_f64(),
-        CONCURRENT_REQUESTS as f64 / ack_wall.as_secs_f64(),
-        ack.percentile(0.5).as_secs_f64() / get.percentile(0.5).as_secs_f64()
-    );
+    print_against_get((&get, get_wall), (&ack, ack_wall));
 }
 
 /// Group webhooks in the issue's case.
