@@ -146,7 +146,7 @@ impl<S: Spans> Form<S> {
     fn of(text: &str) -> Self {
         let mut form = Form { bytes: Vec::with_capacity(text.len()), spans: S::with_capacity(text.len()) };
         // Ignorable characters are dropped as they are met (what
-        // `drop_ignorable` does to decoded bytes), ASCII taken a byte at a time.
+        // `drop_ignorable` does to decoded bytes); plain ASCII goes in runs.
         let bytes = text.as_bytes();
         let mut at = 0;
         while at < bytes.len() {
