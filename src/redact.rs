@@ -108,9 +108,7 @@ impl Redactor {
                 let exact = secret.exact.find_iter(text.as_bytes()).map(|at| at..at + secret.value.len());
                 found.extend(exact.map(|range| (range, secret.name)));
             }
-            let present =
-                |normal: &&Vec<u8>| !secret.folded.is_empty() && secret.folded.find_iter(normal).next().is_some();
-            if normal.as_ref().filter(present).is_some() {
+            if normal.as_ref().is_some_and(|normal| secret.folded.is_in(normal)) {
                 let folded = folded.get_or_insert_with(|| spelling::Folded::new(text));
                 found.extend(folded.find_all(&secret.folded).into_iter().map(|range| (range, secret.name)));
             }

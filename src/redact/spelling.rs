@@ -274,6 +274,11 @@ impl Needle {
         self.0.needle().is_empty()
     }
 
+    /// Whether `haystack` holds the needle (an empty one: never).
+    pub fn is_in(&self, haystack: &[u8]) -> bool {
+        !self.is_empty() && self.0.find(haystack).is_some()
+    }
+
     /// Where the needle starts in `haystack`, without overlaps.
     pub fn find_iter<'h>(&'h self, haystack: &'h [u8]) -> impl Iterator<Item = usize> + 'h {
         self.0.find_iter(haystack)
