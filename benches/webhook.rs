@@ -321,12 +321,14 @@ async fn main() {
     floor().await;
 }
 
-/// The floor's 16-connection case and edgebot's group chatter alone, each
-/// with the collector on and off, one after the other.
+/// The floor's 16-connection case beside edgebot's, with group chatter alone
+/// and with a quarter DMs, each with the collector on and off.
 async fn floor() {
     for collector in [true, false] {
-        floor_concurrent(collector).await;
+        floor_concurrent(collector, false).await;
         acks_concurrent_mix(collector, false).await;
+        floor_concurrent(collector, true).await;
+        acks_concurrent_mix(collector, true).await;
     }
 }
 
@@ -535,8 +537,11 @@ async fn acks_concurrent(collector: bool) {
 
 /// [`acks_concurrent`], with DMs (`dms`) or group chatter alone.
 async fn acks_concurrent_mix(collector: bool, dms: bool) {
-    let env =
-        TestEnv::start_with(&[(harness::worker::LOCAL_OBSERVABILITY, if collector { "true" } else { "false" })]).await;
+    let env = TestEnv::start_with(&[
+        (harness::worker::LOCAL_OBSERVABILITY, if collector { "true" } else { "false" }),
+        ("SHARED_READS_FRESH_MS", "30000"),
+    ])
+    .await;
     let env = &env;
     env.telegram.set_member_count(50);
     // The member count takes a platform's time: an ack must not wait for it.
@@ -546,18 +551,7 @@ async fn acks_concurrent_mix(collector: bool, dms: bool) {
     let (warm, _) = concurrently(&env.worker, "warm-up", vec![None; 200]).await;
     drop(warm);
     let (get, get_wall) = concurrently(&env.worker, "GET /health, 16 connections", gets).await;
-    let updates: Vec<Option<serde_json::Value>> = (0..CONCURRENT_REQUESTS)
-        .map(|index| {
-            let update_id = 5_000_000 + index as i64;
-            let update = match index % 4 {
-                // One in four is a DM: a turn runs behind it.
-                3 if dms => dm_update(update_id, 9_000 + (index % 40) as i64, "hello"),
-                _ => group_chatter(update_id, index),
-            };
-            Some(update)
-        })
-        .collect();
-    let (ack, ack_wall) = concurrently(&env.worker, "webhook ack, 16 connections, 240 chats", updates).await;
+    let (ack, ack_wall) = concurrently(&env.worker, "webhook ack, 16 connections, 240 chats", chatter(dms)).await;
     let mix = match dms {
         true => "group chatter over 200 new groups whose member count takes 300 ms, DMs with 200 ms turns",
         false => "group chatter alone over 200 new groups whose member count takes 300 ms",
@@ -582,6 +576,19 @@ fn print_against_get((get, get_wall): (&Figures, Duration), (ack, ack_wall): (&F
     );
 }
 
+/// The 16-connection case's webhooks: group chatter over 200 groups, and
+/// with `dms` one in four a DM (40 chats), whose turn runs behind it.
+fn chatter(dms: bool) -> Vec<Option<serde_json::Value>> {
+    let update = |index: usize| {
+        let update_id = 5_000_000 + index as i64;
+        match index % 4 {
+            3 if dms => dm_update(update_id, 9_000 + (index % 40) as i64, "hello"),
+            _ => group_chatter(update_id, index),
+        }
+    };
+    (0..CONCURRENT_REQUESTS).map(|index| Some(update(index))).collect()
+}
+
 /// The `index`th message of the group chatter: 200 groups, three speakers.
 fn group_chatter(update_id: i64, index: usize) -> serde_json::Value {
     let mut update = group_update(update_id, speaker(index / 200), "hello team", false);
@@ -600,24 +607,42 @@ fn setting(collector: bool) -> &'static str {
 /// The design's floor for the 16-connection case: `benches/floor/`, a JS
 /// Worker that hands each webhook to its conversation's object, which stores
 /// it with one statement (no verification, no decision), under the same load
-/// as edgebot's group chatter: what two invocations, a call and a statement
-/// cost the local runtime against a `GET`.
-async fn floor_concurrent(collector: bool) {
+/// as edgebot's: what two invocations, a call and a statement cost the local
+/// runtime against a `GET`. With `dms`, one in four is a DM, answered by the
+/// least turn of this design (benches/floor/index.js says what it does) from
+/// the same fake model and Telegram as edgebot's case.
+async fn floor_concurrent(collector: bool, dms: bool) {
     let state = tempfile::TempDir::new().expect("state dir");
-    let setting_var = (harness::worker::LOCAL_OBSERVABILITY.to_string(), collector.to_string());
-    let worker =
-        Worker::start_project(&Path::new(PROJECT_ROOT).join("benches/floor"), &[setting_var], state.path()).await;
+    let (llm, telegram) = (harness::FakeLlm::start().await, harness::FakeApi::start(harness::Flavor::Telegram).await);
+    llm.answer_always(Scripted::Delayed(Duration::from_millis(200), Box::new(Scripted::Echo)));
+    let vars = [
+        (harness::worker::LOCAL_OBSERVABILITY, collector.to_string()),
+        ("OPENAI_BASE_URL", format!("{}/v1", llm.base_url)),
+        ("TELEGRAM_API_BASE", telegram.base_url.clone()),
+        ("TELEGRAM_BOT_TOKEN", harness::TELEGRAM_TOKEN.to_string()),
+    ]
+    .map(|(name, value)| (name.to_string(), value));
+    let worker = Worker::start_project(&Path::new(PROJECT_ROOT).join("benches/floor"), &vars, state.path()).await;
     let (warm, _) = concurrently(&worker, "warm-up", vec![None; 200]).await;
     drop(warm);
     let (get, get_wall) = concurrently(&worker, "GET /health, 16 connections", vec![None; CONCURRENT_REQUESTS]).await;
-    let updates = (0..CONCURRENT_REQUESTS).map(|index| Some(group_chatter(6_000_000 + index as i64, index))).collect();
-    let (ack, ack_wall) = concurrently(&worker, "floor webhook, 16 connections", updates).await;
+    let (ack, ack_wall) = concurrently(&worker, "floor webhook, 16 connections", chatter(dms)).await;
+    let mix = match dms {
+        true => "200 groups and a quarter DMs with 200 ms turns",
+        false => "200 groups",
+    };
     println!(
         "the floor (benches/floor: JS, one RPC call and one statement), {CONCURRENT_REQUESTS} requests each from \
-         {CONNECTIONS} connections ({}; 200 groups):",
+         {CONNECTIONS} connections ({}; {mix}):",
         setting(collector)
     );
     print_against_get((&get, get_wall), (&ack, ack_wall));
+    if dms {
+        // The last turns fire up to 5 s after the last message (the coalescing's most).
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let replies = telegram.calls("sendMessage").len();
+        println!("{:<44} the floor's turns sent {replies} replies", "");
+    }
 }
 
 /// Group webhooks in the issue's case.

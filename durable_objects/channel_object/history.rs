@@ -119,36 +119,37 @@ pub async fn take_over(
     }
     let (summaries, rows) = history::load_for_takeover(db, conversation_key, keep).await?;
     store_summaries(sql, &summaries)?;
-    for row in rows.iter().rev() {
-        insert(sql, row, true)?;
-    }
+    let oldest_first: Vec<StoredMessage> = rows.into_iter().rev().collect();
+    insert(sql, &oldest_first, true)?;
     set_meta(sql, kept, "taken_over", "1", now)
 }
 
-fn insert(sql: &Sql, message: &StoredMessage, mirrored: bool) -> Result<()> {
-    let role = serde_json::to_value(message.role)?.as_str().unwrap_or("user").to_string();
-    // A row D1 gave (the takeover) is stamped 0: in D1 already.
-    sql.exec(
-        &format!(
-            "INSERT INTO history (id, conversation_key, role, author_id, author_name, content, \
-             platform_message_id, created_at, compacted, changed) \
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, CASE ?10 WHEN 1 THEN 0 ELSE {} + 1 END \
-             WHERE NOT EXISTS (SELECT 1 FROM history WHERE id = ?1)",
-            stamp_base()
-        ),
-        vec![
-            message.id.as_str().into(),
-            message.conversation_key.as_str().into(),
-            role.into(),
-            message.author_id.as_str().into(),
-            message.author_name.as_str().into(),
-            message.content.as_str().into(),
-            message.platform_message_id.clone().into(),
-            SqlStorageValue::from(message.created_at),
-            SqlStorageValue::from(message.compacted),
-            SqlStorageValue::from(i64::from(mirrored)),
-        ],
-    )?;
+/// Stores `messages` in their order (one statement per chunk of
+/// [`MIRROR_BYTES_PER_STATEMENT`]), each unless a row with its id is there
+/// or came earlier in `messages`. A row D1 gave (the takeover, `mirrored`)
+/// is stamped 0: in D1 already; the others take distinct stamps above every
+/// other, rising in their order.
+fn insert(sql: &Sql, messages: &[StoredMessage], mirrored: bool) -> Result<()> {
+    let mut rows = Vec::with_capacity(messages.len());
+    for (index, message) in messages.iter().enumerate() {
+        if !messages[..index].iter().any(|earlier| earlier.id == message.id) {
+            rows.push(message.mirror_row()?);
+        }
+    }
+    // The row's fields, in `StoredMessage::mirror_row`'s order.
+    let columns: Vec<String> = (0..9).map(|index| format!("json_extract(value, '$[{index}]')")).collect();
+    let statement = format!(
+        "INSERT INTO history (id, conversation_key, role, author_id, author_name, content, \
+         platform_message_id, created_at, compacted, changed) \
+         SELECT {}, CASE ?2 WHEN 1 THEN 0 ELSE {} + 1 + key END FROM json_each(?1) \
+         WHERE NOT EXISTS (SELECT 1 FROM history WHERE id = {}) ORDER BY key",
+        columns.join(", "),
+        stamp_base(),
+        columns[0],
+    );
+    for chunk in chunk_rows(&rows, MIRROR_BYTES_PER_STATEMENT) {
+        sql.exec(&statement, vec![chunk.into(), SqlStorageValue::from(i64::from(mirrored))])?;
+    }
     Ok(())
 }
 
@@ -168,7 +169,7 @@ fn store_summaries(sql: &Sql, summaries: &[Summary]) -> Result<()> {
 
 /// Stores new messages (idempotently, by id), to be mirrored.
 pub fn record(sql: &Sql, messages: &[StoredMessage]) -> Result<()> {
-    messages.iter().try_for_each(|message| insert(sql, message, false))
+    insert(sql, messages, false)
 }
 
 #[derive(Deserialize)]
@@ -301,7 +302,7 @@ pub fn note(
         created_at: now,
         compacted: 0,
     };
-    insert(sql, &message, false)
+    insert(sql, std::slice::from_ref(&message), false)
 }
 
 /// A compaction finished in D1: takes its summaries (read from D1 once) and

@@ -332,8 +332,12 @@ pub fn settle(
     status: &str,
     now_ms: i64,
 ) -> Result<()> {
-    for seq in delivery_ids.iter().filter_map(|delivery_id| deliveries.seq(delivery_id)) {
-        sql.exec("UPDATE inbox SET status = ? WHERE seq = ?", vec![status.into(), SqlStorageValue::from(seq)])?;
+    let seqs: Vec<i64> = delivery_ids.iter().filter_map(|delivery_id| deliveries.seq(delivery_id)).collect();
+    if !seqs.is_empty() {
+        sql.exec(
+            "UPDATE inbox SET status = ? WHERE seq IN (SELECT value FROM json_each(?))",
+            vec![status.into(), serde_json::to_string(&seqs)?.into()],
+        )?;
     }
     sweep(sql, deliveries, now_ms)
 }
