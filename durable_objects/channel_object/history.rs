@@ -130,11 +130,10 @@ pub async fn take_over(
 /// is stamped 0: in D1 already; the others take distinct stamps above every
 /// other, rising in their order.
 fn insert(sql: &Sql, messages: &[StoredMessage], mirrored: bool) -> Result<()> {
+    let mut seen = std::collections::HashSet::with_capacity(messages.len());
     let mut rows = Vec::with_capacity(messages.len());
-    for (index, message) in messages.iter().enumerate() {
-        if !messages[..index].iter().any(|earlier| earlier.id == message.id) {
-            rows.push(message.mirror_row()?);
-        }
+    for message in messages.iter().filter(|message| seen.insert(message.id.as_str())) {
+        rows.push(message.mirror_row()?);
     }
     // The row's fields, in `StoredMessage::mirror_row`'s order.
     let columns: Vec<String> = (0..9).map(|index| format!("json_extract(value, '$[{index}]')")).collect();
