@@ -265,6 +265,17 @@ async fn main() {
         async move { env.telegram_update(&update).await }
     })
     .await;
+    print_table(&get, &webhook);
+    print_top_functions(&webhook);
+    println!(
+        "\nWorker's own CPU per acknowledged inbound: {:.3} ms ({:.3} ms above a GET; mark: under 0.3 ms)",
+        webhook.workers_own(),
+        webhook.workers_own() - get.workers_own()
+    );
+    // `cargo bench --bench cpu -- ack`: the ack alone, to compare builds.
+    if std::env::args().any(|arg| arg == "ack") {
+        return;
+    }
     // DMs over 40 chats, each answered at once, spaced so each turn runs on
     // its own: the ack and the turn behind it, per DM.
     env.llm.answer_always(Scripted::Echo);
@@ -277,13 +288,6 @@ async fn main() {
         }
     })
     .await;
-    print_table(&get, &webhook);
-    print_top_functions(&webhook);
-    println!(
-        "\nWorker's own CPU per acknowledged inbound: {:.3} ms ({:.3} ms above a GET; mark: under 0.3 ms)",
-        webhook.workers_own(),
-        webhook.workers_own() - get.workers_own()
-    );
     print_turn(&turn, &get);
     let native = pure_core::channel_cost_per_inbound().as_secs_f64() * 1e3;
     let wasm = webhook.per_request(Bucket::WorkerWasm);

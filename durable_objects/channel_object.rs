@@ -64,8 +64,16 @@ const INDEX_FLUSH_DELAY_MS: u64 = 5_000;
 /// How many lines of a web chat a page gets when it (re)connects.
 const CHAT_HISTORY_LINES: usize = 200;
 
+/// The Durable Object the runtime makes: its channel, shared, so a call
+/// that waits can hold it past the call that began it
+/// ([`ChannelObject::post`] answers at once when nothing waits).
 #[durable_object]
 pub struct ChannelObject {
+    channel: Rc<Channel>,
+}
+
+/// One conversation's channel: what the object keeps while it lives.
+pub struct Channel {
     state: State,
     env: Env,
     /// Vars do not change while the object lives.
@@ -104,13 +112,40 @@ pub struct ChannelObject {
 
 impl DurableObject for ChannelObject {
     fn new(state: State, env: Env) -> Self {
+        ChannelObject { channel: Rc::new(Channel::new(state, env)) }
+    }
+
+    async fn fetch(&self, request: Request) -> Result<Response> {
+        self.channel.fetch(request).await
+    }
+
+    async fn alarm(&self) -> Result<Response> {
+        self.channel.alarm().await
+    }
+
+    async fn websocket_message(&self, socket: WebSocket, message: WebSocketIncomingMessage) -> Result<()> {
+        self.channel.websocket_message(socket, message).await
+    }
+
+    async fn websocket_close(&self, socket: WebSocket, _code: usize, _reason: String, _clean: bool) -> Result<()> {
+        let _ = socket.close(Some(1000), Some("bye"));
+        Ok(())
+    }
+
+    async fn websocket_error(&self, _socket: WebSocket, _error: worker::Error) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl Channel {
+    fn new(state: State, env: Env) -> Self {
         let sql = state.storage().counted_sql();
         schema::prepare(&sql);
         let (machine, saved) = slots::load(&sql).unwrap_or_else(|error| {
             LogLine::error("channel_state_unreadable").field("recovery", "starting empty").reason(&error).emit();
             Default::default()
         });
-        ChannelObject {
+        Channel {
             config: config::load(&env),
             state,
             env,
@@ -183,15 +218,6 @@ impl DurableObject for ChannelObject {
         }
         Ok(())
     }
-
-    async fn websocket_close(&self, socket: WebSocket, _code: usize, _reason: String, _clean: bool) -> Result<()> {
-        let _ = socket.close(Some(1000), Some("bye"));
-        Ok(())
-    }
-
-    async fn websocket_error(&self, _socket: WebSocket, _error: worker::Error) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// What a web-chat page sends.
@@ -212,7 +238,7 @@ enum ChatIn {
     },
 }
 
-impl ChannelObject {
+impl Channel {
     /// Takes in a report from a branch; a new one retriggers the channel.
     async fn receive_process_event(&self, body: &str) -> Result<Response> {
         let Ok(envelope) = json_body::<Envelope>(body) else {
@@ -495,7 +521,7 @@ impl ChannelObject {
     }
 }
 
-impl ChannelObject {
+impl Channel {
     /// Starts a worker for a task the ready-task loop claimed: it runs and
     /// reports like any worker of this conversation, so its outcome reaches
     /// the person. A repeated start of the same worker starts nothing new;

@@ -4,7 +4,7 @@
 
 use worker::{Response, Result};
 
-use super::{json_body, outbox, ChannelObject};
+use super::{json_body, outbox, Channel};
 use crate::approvals::store::{self as approvals, Ask, Settled};
 use crate::inbound::ReplyAddress;
 use crate::log_line::LogLine;
@@ -27,7 +27,7 @@ const RETRY_TIMEOUT_MS: i64 = 5_000;
 /// `POST /approvals/ask`: sends the approval's message (once; a repeat
 /// finds it sent) where the waiting process's work was asked for, and
 /// keeps the wait's deadline for the alarm.
-pub(super) async fn ask(object: &ChannelObject, body: &str) -> Result<Response> {
+pub(super) async fn ask(object: &Channel, body: &str) -> Result<Response> {
     let Ok(ask) = json_body::<Ask>(body) else {
         return Response::error("malformed approval", 400);
     };
@@ -75,7 +75,7 @@ pub(super) async fn ask(object: &ChannelObject, body: &str) -> Result<Response> 
 /// failure recorded and logged with `log`. The message id, or None when it
 /// was given up.
 pub(super) async fn send_entry(
-    object: &ChannelObject,
+    object: &Channel,
     sql: &Sql,
     platform: &Outbound<'_>,
     address: &ReplyAddress,
@@ -107,7 +107,7 @@ pub(super) async fn send_entry(
 
 /// `POST /approvals/settled`: the approval was decided; its worker is no
 /// longer waiting, and its message says so.
-pub(super) async fn settled(object: &ChannelObject, body: &str) -> Result<Response> {
+pub(super) async fn settled(object: &Channel, body: &str) -> Result<Response> {
     let Ok(settled) = json_body::<Settled>(body) else {
         return Response::error("malformed approval", 400);
     };
@@ -118,7 +118,7 @@ pub(super) async fn settled(object: &ChannelObject, body: &str) -> Result<Respon
 
 /// Times out the approvals whose wait is over (from the alarm): each is
 /// recorded once in D1, its worker told, its message changed.
-pub(super) async fn time_out_due(object: &ChannelObject, now: i64) -> Result<()> {
+pub(super) async fn time_out_due(object: &Channel, now: i64) -> Result<()> {
     let due = object.machine.borrow().processes.get().approvals_due(now);
     for (process_id, approval_id) in due {
         match approvals::time_out(&object.env, &approval_id).await {
@@ -140,7 +140,7 @@ pub(super) async fn time_out_due(object: &ChannelObject, now: i64) -> Result<()>
 
 /// The work waiting on `approval_id` was stopped: the approval is withdrawn
 /// and its message says so.
-pub(super) async fn withdraw(object: &ChannelObject, approval_id: &str) -> Result<()> {
+pub(super) async fn withdraw(object: &Channel, approval_id: &str) -> Result<()> {
     match approvals::withdraw(&object.env, approval_id).await? {
         Some(text) => show(object, approval_id, &text).await,
         None => Ok(()),
@@ -149,7 +149,7 @@ pub(super) async fn withdraw(object: &ChannelObject, approval_id: &str) -> Resul
 
 /// The approval's message shows the decision, its buttons gone (best effort:
 /// the decision stands either way).
-async fn show(object: &ChannelObject, approval_id: &str, text: &str) -> Result<()> {
+async fn show(object: &Channel, approval_id: &str, text: &str) -> Result<()> {
     let sql = object.state.storage().counted_sql();
     let Some(address) = outbox::approval_address(&sql, approval_id)? else {
         return Ok(()); // never asked here
@@ -190,7 +190,7 @@ fn rendered(platform: &Outbound<'_>, text: &str) -> String {
 /// (`crate::mcp::elicit::typed_answer`) is taken as the answer, not as a
 /// message for the agent: the sender is told whether it fit (once per
 /// delivery id: the inbox keeps it). Returns whether it was taken.
-pub(super) async fn typed_answer(object: &ChannelObject, event: &crate::inbound::InboundEvent) -> Result<bool> {
+pub(super) async fn typed_answer(object: &Channel, event: &crate::inbound::InboundEvent) -> Result<bool> {
     let told = match crate::mcp::elicit::typed_answer(&object.config, &object.env, event).await {
         Ok(Some(told)) => told,
         Ok(None) => return Ok(false),

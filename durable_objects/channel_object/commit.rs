@@ -17,7 +17,7 @@
 use serde::Deserialize;
 use worker::{D1Database, Result, SqlStorageValue};
 
-use super::{held, history as history_store, stats, ChannelObject};
+use super::{held, history as history_store, stats, Channel};
 use crate::budget::rules::{day_of, unsent_rows, Spend, Unsent};
 use crate::budget::usage::Spender;
 use crate::channel::history_mirror::{kept_rows, plan_commit};
@@ -103,7 +103,7 @@ pub(super) fn note_sightings(sql: &Sql, seen: &Seen, speakers: &[Profile], now: 
 
 /// Sends what the alarm's turns left for D1. A failure keeps it all for
 /// later (the alarm comes back for it); replies never wait on it.
-pub(super) async fn commit(object: &ChannelObject) -> Result<()> {
+pub(super) async fn commit(object: &Channel) -> Result<()> {
     let sql = object.state.storage().counted_sql();
     if let Err(error) = send(object, &sql).await {
         LogLine::warn("commit_not_sent").field("recovery", "kept for the next alarm").reason(&error).emit();
@@ -132,7 +132,7 @@ fn has_unsent(sql: &Sql, kept: &held::Kept) -> Result<bool> {
     Ok(rows.first().is_some_and(|row| row.found != 0))
 }
 
-async fn send(object: &ChannelObject, sql: &Sql) -> Result<()> {
+async fn send(object: &Channel, sql: &Sql) -> Result<()> {
     let history = history_store::unmirrored(sql)?;
     let kept = held::load(sql, &object.held)?;
     let spend = kept.to_send(SPEND_ROWS_PER_COMMIT);

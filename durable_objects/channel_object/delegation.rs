@@ -4,7 +4,7 @@
 use worker::{D1Database, Result};
 
 use super::thinking::Thought;
-use super::{envelopes, ChannelObject};
+use super::{envelopes, Channel};
 use crate::channel::actions::Action;
 use crate::channel::processes::{ProcessKind, ProcessStatus};
 use crate::channel::state::TurnSnapshot;
@@ -22,7 +22,7 @@ use crate::runtime::log::Emit;
 /// started and each follow-up routed, and stops cancelled processes. Ids are
 /// stable per turn, so a resumed turn's repeat is recognised and skipped.
 pub(super) async fn delegate(
-    object: &ChannelObject,
+    object: &Channel,
     database: &D1Database,
     turn: &TurnSnapshot,
     origin: &InboundEvent,
@@ -84,7 +84,7 @@ pub(super) async fn delegate(
 /// Stops a process the model cancelled; the cancel envelope to log, or None
 /// when there is no such process (or it already stopped).
 async fn cancel(
-    object: &ChannelObject,
+    object: &Channel,
     database: &D1Database,
     id: &str,
     process: &str,
@@ -117,7 +117,7 @@ async fn cancel(
 /// logs its task envelope and queues its first step. False when there is no
 /// room for another worker (or one with this id is already recorded).
 pub(super) async fn start_worker(
-    object: &ChannelObject,
+    object: &Channel,
     id: &str,
     task: &str,
     interactive: bool,
@@ -155,7 +155,7 @@ fn task_envelope(id: &str, kind: &str, process: &str, body: &str) -> Envelope {
 /// Processes silent past their timeout come back as failures (the person
 /// hears it in the next turn); a worker given up on is also stopped, in case
 /// it still runs.
-pub(super) async fn give_up_on_silent_processes(object: &ChannelObject, database: &D1Database, now: i64) -> Result<()> {
+pub(super) async fn give_up_on_silent_processes(object: &Channel, database: &D1Database, now: i64) -> Result<()> {
     let expired = object.step(|machine| machine.expire_processes(now, &object.config.channel))?;
     for (id, report) in expired {
         LogLine::warn("process_silent")

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 use worker::{Response, Result};
 
-use super::{history as history_store, json_body, outbox, ChannelObject};
+use super::{history as history_store, json_body, outbox, Channel};
 use crate::conversations::archive::StoredMessage;
 use crate::inbound::ReplyAddress;
 use crate::llm::HistoryRole;
@@ -33,7 +33,7 @@ pub struct ExternalPost {
 }
 
 /// `POST /external/post`: answers `{ status, message_id, repeat }`.
-pub(super) async fn post(object: &ChannelObject, body: &str) -> Result<Response> {
+pub(super) async fn post(object: &Channel, body: &str) -> Result<Response> {
     let Ok(post) = json_body::<ExternalPost>(body) else {
         return Response::error("malformed post", 400);
     };
@@ -85,7 +85,7 @@ pub(super) async fn post(object: &ChannelObject, body: &str) -> Result<Response>
 /// The sent post as the history keeps a reply: the agent's message, as the
 /// reader saw it, under the outbox entry's id (so it is stored once).
 fn posted(
-    object: &ChannelObject,
+    object: &Channel,
     post: &ExternalPost,
     entry: &outbox::Entry,
     flavor: crate::reply::markup::Flavor,

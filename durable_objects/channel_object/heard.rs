@@ -8,14 +8,14 @@
 
 use worker::{Response, Result};
 
-use super::{history, inbox, json_body, ChannelObject};
+use super::{history, inbox, json_body, Channel};
 use crate::inbound::{Heard, HeardEvent};
 use crate::runtime::config::DATABASE_BINDING;
 use crate::runtime::durable::MeteredStorage;
 use crate::runtime::http::now_ms;
 
 /// Takes one heard event and answers what it reached.
-pub(super) async fn receive(object: &ChannelObject, body: &str) -> Result<Response> {
+pub(super) async fn receive(object: &Channel, body: &str) -> Result<Response> {
     let Ok(event) = json_body::<HeardEvent>(body) else {
         return Response::error("malformed heard event", 400);
     };

@@ -4,7 +4,7 @@
 use worker::Result;
 
 use super::thinking::Thought;
-use super::{history as history_store, ChannelObject};
+use super::{history as history_store, Channel};
 use crate::channel::history_mirror::kept_rows;
 use crate::log_line::LogLine;
 use crate::process::compaction::{plan, CompactionJob, CompactionPlan};
@@ -15,12 +15,7 @@ use crate::runtime::log::Emit;
 /// Keeps the context inside the window: summarising is queued (the channel
 /// never waits for it); only an emergency cut happens here, without an LLM.
 /// `turn_id` names the compaction job, so a resumed turn queues it once.
-pub(super) async fn compact(
-    object: &ChannelObject,
-    conversation_key: &str,
-    turn_id: u64,
-    thought: &Thought,
-) -> Result<()> {
+pub(super) async fn compact(object: &Channel, conversation_key: &str, turn_id: u64, thought: &Thought) -> Result<()> {
     let ids = &thought.history_ids;
     match plan(thought.estimated_tokens, object.config.context_window_tokens, ids.len()) {
         CompactionPlan::Nothing => Ok(()),

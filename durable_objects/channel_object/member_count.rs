@@ -8,9 +8,9 @@ use crate::platforms::outbound;
 use crate::runtime::http::{now_ms, within};
 use crate::time::format_utc;
 
-use super::{ChannelObject, MEMBER_COUNT_TIMEOUT_MS};
+use super::{Channel, MEMBER_COUNT_TIMEOUT_MS};
 
-impl ChannelObject {
+impl Channel {
     /// Reads the member count before a decision that depends on it, within
     /// [`MEMBER_COUNT_TIMEOUT_MS`]; returns it (if read) and what happened,
     /// for the decision log.

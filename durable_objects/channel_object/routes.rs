@@ -9,12 +9,14 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 use worker::{Request, Response, ResponseBody, Result};
 
-use super::{approvals, envelopes, external_post, heard, history, inbox, json_body, outbox, ChannelObject};
+use std::rc::Rc;
+
+use super::{approvals, envelopes, external_post, heard, history, inbox, json_body, outbox, Channel, ChannelObject};
 use crate::channel::routes::{ChannelRoute, ObjectRoute, Verb};
 use crate::channel::state::ScheduleDue;
 use crate::log_line::LogLine;
 use crate::platforms::web_chat::messenger::{self as web_chat, CHAT, WATCH};
-use crate::runtime::durable::MeteredStorage;
+use crate::runtime::durable::{self, MeteredStorage};
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
 
@@ -24,26 +26,31 @@ use crate::runtime::log::Emit;
 impl ChannelObject {
     /// A `POST` route's answer without an HTTP request either way: the
     /// Worker passes the route's path and body, the object answers
-    /// `[status, body]`. The same handlers as [`Self::serve`].
-    pub async fn post(&self, path: String, body: String) -> std::result::Result<JsValue, JsValue> {
-        let answer = crate::runtime::durable::served(async {
-            match ChannelRoute::at(&path).filter(|route| route.verb() == Verb::Post) {
-                Some(route) => self.posted(route, &body).await,
-                None => Response::error("not found", 404),
-            }
+    /// `[status, body]`, by the same handlers as [`Channel::serve`]. An
+    /// answer that waits on nothing (an observed inbound) comes back as it
+    /// is, one that waits as a promise of it ([`durable::now_or_later`]).
+    pub fn post(&self, path: String, body: String) -> JsValue {
+        let channel = Rc::clone(&self.channel);
+        durable::now_or_later(async move {
+            let answer = durable::served(async {
+                match ChannelRoute::at(&path).filter(|route| route.verb() == Verb::Post) {
+                    Some(route) => channel.posted(route, &body).await,
+                    None => Response::error("not found", 404),
+                }
+            })
+            .await
+            .map_err(JsValue::from)?;
+            // The answer's text straight from its bytes (our handlers write JSON, so no copy is made).
+            let body = match answer.body() {
+                ResponseBody::Body(bytes) => JsValue::from_str(&String::from_utf8_lossy(bytes)),
+                ResponseBody::Empty | ResponseBody::Stream(_) => JsValue::from_str(""),
+            };
+            Ok(js_sys::Array::of2(&answer.status_code().into(), &body).into())
         })
-        .await
-        .map_err(JsValue::from)?;
-        // The answer's text straight from its bytes (our handlers write JSON, so no copy is made).
-        let body = match answer.body() {
-            ResponseBody::Body(bytes) => JsValue::from_str(&String::from_utf8_lossy(bytes)),
-            ResponseBody::Empty | ResponseBody::Stream(_) => JsValue::from_str(""),
-        };
-        Ok(js_sys::Array::of2(&answer.status_code().into(), &body).into())
     }
 }
 
-impl ChannelObject {
+impl Channel {
     /// The object's routes by `fetch`: the admin views, the sockets, and the
     /// `POST` routes' answers for a caller that sends a request.
     pub(super) async fn serve(&self, mut request: Request) -> Result<Response> {

@@ -3,14 +3,14 @@
 
 use worker::{D1Database, Result};
 
-use super::ChannelObject;
+use super::Channel;
 use crate::channel::state::{ScheduleDue, TurnSnapshot};
 use crate::schedules::store as schedules;
 
 /// Claims the conversation's due runs and queues each as a message to the
 /// bot; then re-arms for the next due run.
 pub(super) async fn take_scheduled_runs(
-    object: &ChannelObject,
+    object: &Channel,
     database: &D1Database,
     conversation_key: &str,
     now: i64,
@@ -22,7 +22,7 @@ pub(super) async fn take_scheduled_runs(
 }
 
 /// Reads the conversation's nearest due run from D1 into the channel state.
-async fn refresh_schedule_due(object: &ChannelObject, database: &D1Database, conversation_key: &str) -> Result<()> {
+async fn refresh_schedule_due(object: &Channel, database: &D1Database, conversation_key: &str) -> Result<()> {
     let next = schedules::next_due(database, conversation_key).await?;
     let due = next.map(|at_ms| ScheduleDue { at_ms, conversation_key: conversation_key.to_string() });
     object.step(|machine| machine.set_schedule_due(due))

@@ -9,13 +9,13 @@
 //! row's `version` is the inbox's highest `seq` when it was written, and a
 //! filed one with a higher `seq` came after it.
 //!
-//! The object's steps (`ChannelObject::step`, `step_filed`) change the state
+//! The object's steps (`Channel::step`, `step_filed`) change the state
 //! and write its checkpoint here.
 
 use serde::Deserialize;
 use worker::Result;
 
-use super::ChannelObject;
+use super::Channel;
 use crate::channel::checkpoint::{Checkpoint, ROW};
 use crate::channel::state::ChannelState;
 use crate::log_line::LogLine;
@@ -74,7 +74,7 @@ pub fn save(sql: &Sql, state: &ChannelState, saved: &mut Checkpoint) -> Result<(
     Ok(())
 }
 
-impl ChannelObject {
+impl Channel {
     /// Changes the channel state, then checkpoints what moved. No borrow is
     /// held across an await, so webhooks are taken while a turn waits on a model.
     ///

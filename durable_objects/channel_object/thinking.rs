@@ -12,7 +12,7 @@ use worker::{D1Database, Result};
 use super::drafts::MessageDrafts;
 use super::outlet::Outlet;
 use super::scheduled_runs::scheduled_runs;
-use super::{history as history_store, notices, ChannelObject};
+use super::{history as history_store, notices, Channel};
 use crate::budget::rules::{Scope, Spend};
 use crate::budget::store as spend;
 use crate::budget::usage::Spender;
@@ -90,7 +90,7 @@ impl Thought {
 /// Asks the model. A model that keeps failing yields the friendly failure
 /// message, never silence ([`Ending`]).
 pub(super) async fn think(
-    object: &ChannelObject,
+    object: &Channel,
     database: &D1Database,
     turn: &TurnSnapshot,
     platform: &Outbound<'_>,
@@ -206,7 +206,7 @@ struct Remembered {
 /// recalls. The history comes from the object's own copy; D1 is read once per
 /// conversation (to take over what it held before) and for a stale bulletin.
 async fn remember(
-    object: &ChannelObject,
+    object: &Channel,
     database: &D1Database,
     sql: &Sql,
     conversation_key: &str,
@@ -238,7 +238,7 @@ async fn remember(
 /// The tools the channel's edge answers in this turn: the schedule tool, and
 /// the link tools over `links` (read with the turn's agent data).
 fn channel_tools<'a>(
-    object: &'a ChannelObject,
+    object: &'a Channel,
     database: &'a D1Database,
     turn: &'a TurnSnapshot,
     answering: &'a InboundEvent,
@@ -316,7 +316,7 @@ fn files_sent(turn: &TurnSnapshot) -> Vec<(String, String)> {
 /// What the turn's ending makes of the thought: the model's actions
 /// ([`actions::fold`]), the apology, or the notice that the model is not set up.
 async fn carry_out(
-    object: &ChannelObject,
+    object: &Channel,
     sql: &Sql,
     turn: &TurnSnapshot,
     conversation_key: &str,

@@ -18,7 +18,7 @@ use super::history_upkeep::compact;
 use super::outlet::Outlet;
 use super::scheduled_runs::{scheduled_runs, take_scheduled_runs};
 use super::thinking::{over_budget_thought, think, while_working, Draft, Thought};
-use super::{commit, history as history_store, inbox, outbox, ChannelObject};
+use super::{commit, history as history_store, inbox, outbox, Channel};
 use crate::budget::usage::Spender;
 use crate::channel::state::{QueuedMessage, TurnResult, TurnSnapshot};
 use crate::channel::turn::APOLOGISE_AFTER_FAILURES;
@@ -44,15 +44,15 @@ const WAKE_TOLERANCE_MS: i64 = 25;
 /// Runs the due turns, then commits what they wrote for D1 (history rows,
 /// spend, sightings, the index row) in one batch: one D1 write per alarm,
 /// after the replies went out (commit.rs).
-pub async fn run(object: &ChannelObject) -> Result<()> {
+pub async fn run(object: &Channel) -> Result<()> {
     let ran = run_turns(object).await;
     super::commit::commit(object).await?;
     ran
 }
 
-async fn run_turns(object: &ChannelObject) -> Result<()> {
+async fn run_turns(object: &Channel) -> Result<()> {
     // Inbounds held for the member count are decided first, before any turn
-    // begins or any model is called (see ChannelObject::confirm_held).
+    // begins or any model is called (see Channel::confirm_held).
     object.confirm_held().await?;
     let config = &object.config;
     let now = now_ms();
@@ -96,7 +96,7 @@ async fn run_turns(object: &ChannelObject) -> Result<()> {
 
 /// Runs one turn to its end, or until a rate limit says to come back later
 /// (then returns when).
-async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn: &TurnSnapshot) -> Result<Option<i64>> {
+async fn run_one(object: &Channel, sql: &Sql, database: &D1Database, turn: &TurnSnapshot) -> Result<Option<i64>> {
     let config = &object.config;
     let started = now_ms();
     let Some(last) = turn.answering() else {
@@ -156,7 +156,7 @@ async fn run_one(object: &ChannelObject, sql: &Sql, database: &D1Database, turn:
 /// after failing runs), hands on its work and queues its replies. Returns the
 /// reactions the model chose and whether it created or cancelled jobs.
 async fn answer(
-    object: &ChannelObject,
+    object: &Channel,
     database: &D1Database,
     turn: &TurnSnapshot,
     last: &InboundEvent,
@@ -229,7 +229,7 @@ fn follow_up_only(turn: &TurnSnapshot) -> bool {
 /// What the model makes of the turn; over a budget, the notice instead; after
 /// runs that kept failing, the apology.
 async fn thought_for(
-    object: &ChannelObject,
+    object: &Channel,
     database: &D1Database,
     turn: &TurnSnapshot,
     last: &InboundEvent,
@@ -277,7 +277,7 @@ async fn thought_for(
 /// of this alarm), its agent and its people, whose sightings are noted for
 /// the commit.
 async fn read_turn(
-    object: &ChannelObject,
+    object: &Channel,
     database: &D1Database,
     turn: &TurnSnapshot,
     spender: &Spender,
@@ -309,7 +309,7 @@ async fn failed_runs(database: &D1Database, turn: &TurnSnapshot, thought: &mut T
 }
 
 /// Re-reads the group's member count when the cached one is not fresh.
-async fn refresh_membership(object: &ChannelObject, platform: &Outbound<'_>, event: &InboundEvent) -> Result<()> {
+async fn refresh_membership(object: &Channel, platform: &Outbound<'_>, event: &InboundEvent) -> Result<()> {
     let now = now_ms();
     let fresh = object.machine.borrow().membership.get().is_some_and(|read| read.is_fresh_and_complete(now));
     if event.is_dm || fresh {
