@@ -11,3 +11,4 @@ pub mod http;
 pub mod incoming;
 pub mod log;
 pub mod queue;
+pub mod settled;

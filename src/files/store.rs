@@ -455,7 +455,7 @@ pub(crate) async fn convert(env: &Env, conversation: &str, file: &StoredFile) ->
     js_sys::Reflect::set(&document, &"blob".into(), &blob).ok()?;
     crate::ops::count(Op::ModelCall);
     let promise = to_markdown.call1(ai.as_ref(), &js_sys::Array::of1(&document)).ok()?;
-    let converted = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(promise)).await.ok()?;
+    let converted = crate::runtime::settled::settled(&js_sys::Promise::from(promise)).await.ok()?;
     let first = js_sys::Reflect::get(&converted, &0.into()).ok()?;
     let text = js_sys::Reflect::get(&first, &"data".into()).ok()?.as_string()?;
     Some(redactor().redact(&text).into_owned())

@@ -12,7 +12,6 @@ use js_sys::{Array, Function, Promise, Reflect};
 use serde::Deserialize;
 use serde_json::json;
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
 use worker::{D1Database, Env, Result};
 
 use crate::config::Config;
@@ -373,5 +372,5 @@ async fn call(index: &JsValue, method: &str, arguments: &[JsValue]) -> Result<Js
         .map_err(worker::Error::from)?
         .dyn_into()
         .map_err(|_| worker::Error::RustError(format!("Vectorize `{method}` did not return a promise")))?;
-    JsFuture::from(promise).await.map_err(worker::Error::from)
+    crate::runtime::settled::settled(&promise).await.map_err(worker::Error::from)
 }

@@ -4,7 +4,6 @@
 use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
 use worker::{Env, ObjectNamespace, Request, Response, Result};
 
 use crate::channel::routes::ChannelRoute;
@@ -51,7 +50,7 @@ pub async fn send(env: &Env, conversation_key: &str, request: Request) -> Result
 /// passes on (a webhook's acknowledgement).
 pub async fn post(env: &Env, conversation_key: &str, route: ChannelRoute, body: String) -> Result<Response> {
     let stub: ObjectStub = namespace(env)?.get_by_name(conversation_key)?.into_rpc();
-    let answer = JsFuture::from(stub.post_rpc(route.as_str(), &body)?).await?;
+    let answer = crate::runtime::settled::settled(&stub.post_rpc(route.as_str(), &body)?).await?;
     let answer: Array = answer.dyn_into().map_err(|_| worker::Error::RustError(format!("no answer from {route}")))?;
     let status = answer.get(0).as_f64().unwrap_or_default();
     let body = answer.get(1).as_string().unwrap_or_default();

@@ -11,7 +11,6 @@ use crate::ops::{self, Op};
 use crate::verb::{ObjectRoute, Verb};
 use js_sys::Uint8Array;
 use wasm_bindgen::JsValue;
-use wasm_bindgen_futures::JsFuture;
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect, Response};
 
 /// How long a file download may take.
@@ -294,7 +293,7 @@ fn build_request(
 /// profile of the ack showed as a third of its time in runtime APIs.
 pub async fn whole_body(response: Response) -> worker::Result<Vec<u8>> {
     let response: worker::web_sys::Response = response.into();
-    let buffer = JsFuture::from(response.array_buffer()?).await?;
+    let buffer = super::settled::settled(&response.array_buffer()?).await?;
     Ok(Uint8Array::new(&buffer).to_vec())
 }
 

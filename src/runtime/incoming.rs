@@ -5,7 +5,6 @@
 //! headers and the body. So a webhook is served from this, and every other
 //! route gets its `worker::Request` ([`Incoming::into_request`]).
 
-use wasm_bindgen_futures::JsFuture;
 use worker::{Method, Request};
 
 use crate::api_error::ApiError;
@@ -50,7 +49,8 @@ impl Incoming {
         }
         let unreadable = |_| ApiError::BadRequest("unreadable body".into());
         // The runtime holds the body to its declared length.
-        let buffer = JsFuture::from(self.0.array_buffer().map_err(unreadable)?).await.map_err(unreadable)?;
+        let buffer =
+            crate::runtime::settled::settled(&self.0.array_buffer().map_err(unreadable)?).await.map_err(unreadable)?;
         Ok(js_sys::Uint8Array::new(&buffer).to_vec())
     }
 

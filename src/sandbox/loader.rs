@@ -7,9 +7,9 @@
 //! POSTs it the workspace's files. The host races the call against the
 //! wall time and abandons the isolate when the time runs out.
 
+use crate::runtime::settled::settled;
 use js_sys::{Function, Object, Promise, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
 use worker::Env;
 
 use crate::ops::Op;
@@ -98,9 +98,9 @@ async fn call(
     Reflect::set(&init, &"method".into(), &"POST".into())?;
     Reflect::set(&init, &"body".into(), &body.into())?;
     let fetched = method(&entrypoint, "fetch")?.call2(&entrypoint, &"http://sandbox/run".into(), &init)?;
-    let response = JsFuture::from(fetched.dyn_into::<Promise>()?).await?;
+    let response = settled(&fetched.dyn_into::<Promise>()?).await?;
     let text = method(&response, "text")?.call0(&response)?;
-    let text = JsFuture::from(text.dyn_into::<Promise>()?).await?;
+    let text = settled(&text.dyn_into::<Promise>()?).await?;
     text.as_string().ok_or_else(|| JsValue::from_str("the sandbox answered no text"))
 }
 
