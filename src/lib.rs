@@ -13,6 +13,7 @@
 pub mod agents;
 pub mod api_error;
 pub mod approvals;
+pub mod awaits;
 pub mod bindings;
 pub mod budget;
 pub mod channel;

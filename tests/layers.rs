@@ -23,6 +23,7 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
         "foundation",
         &[
             "api_error",
+            "awaits",
             "bindings",
             "inbound",
             "ops",
