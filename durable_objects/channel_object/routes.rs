@@ -5,11 +5,11 @@
 //! the cron and the sweeper. The inbound path, process reports and approvals
 //! have files of their own.
 
+use std::rc::Rc;
+
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 use worker::{Request, Response, ResponseBody, Result};
-
-use std::rc::Rc;
 
 use super::{approvals, envelopes, external_post, heard, history, inbox, json_body, outbox, Channel, ChannelObject};
 use crate::channel::routes::{ChannelRoute, ObjectRoute, Verb};

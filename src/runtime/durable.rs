@@ -18,9 +18,8 @@
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
-use wasm_bindgen::JsValue;
-
 use serde::de::DeserializeOwned;
+use wasm_bindgen::JsValue;
 use worker::{Result, SqlCursor, SqlStorage, SqlStorageValue, Storage};
 
 use crate::ops::{self, Op};

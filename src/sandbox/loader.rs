@@ -7,13 +7,13 @@
 //! POSTs it the workspace's files. The host races the call against the
 //! wall time and abandons the isolate when the time runs out.
 
-use crate::runtime::settled::settled;
 use js_sys::{Function, Object, Promise, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use worker::Env;
 
 use crate::ops::Op;
 use crate::runtime::http::{now_ms, within};
+use crate::runtime::settled::settled;
 use crate::sandbox::loop_guard::guard_loops;
 use crate::sandbox::network::sign;
 use crate::sandbox::rules::{host_error, parse_report, request_body, timed_out, Limits, Report, SandboxFile};
