@@ -12,3 +12,4 @@ pub mod incoming;
 pub mod log;
 pub mod queue;
 pub mod settled;
+pub mod task;

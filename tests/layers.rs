@@ -24,6 +24,7 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
         &[
             "api_error",
             "awaits",
+            "executor",
             "bindings",
             "inbound",
             "ops",
