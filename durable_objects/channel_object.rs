@@ -23,6 +23,7 @@ mod notices;
 mod outbox;
 mod outlet;
 mod pending;
+mod reply;
 mod routes;
 mod scheduled_runs;
 mod schema;
@@ -52,6 +53,7 @@ use crate::runtime::config;
 use crate::runtime::durable::{self, MeteredStorage};
 use crate::runtime::http::{now_ms, sleep_ms};
 use crate::runtime::log::Emit;
+use reply::Reply;
 
 /// How long the alarm waits for the member count before deciding the held
 /// messages without it (no webhook ever waits for it).
@@ -240,9 +242,9 @@ enum ChatIn {
 
 impl Channel {
     /// Takes in a report from a branch; a new one retriggers the channel.
-    async fn receive_process_event(&self, body: &str) -> Result<Response> {
+    async fn receive_process_event(&self, body: &str) -> Result<Reply> {
         let Ok(envelope) = json_body::<Envelope>(body) else {
-            return Response::error("malformed envelope", 400);
+            return Ok(Reply::error("malformed envelope", 400));
         };
         // Heartbeats (empty progress) only keep a worker alive; they are not logged.
         let is_heartbeat = envelope.kind == MessageType::Status && envelope.body.is_empty();
@@ -256,14 +258,14 @@ impl Channel {
         if let Some(wake_at) = wake_at.filter(|_| accepted) {
             self.state.storage().set_alarm_counted((wake_at - now).max(0)).await?;
         }
-        Response::from_json(&serde_json::json!({ "ok": true, "accepted": accepted }))
+        Reply::json(&serde_json::json!({ "ok": true, "accepted": accepted }))
     }
 
     /// Decides on one inbound and stores it, once per delivery id; wakes the
     /// channel when a turn is due.
-    async fn receive(&self, text: &str) -> Result<Response> {
+    async fn receive(&self, text: &str) -> Result<Reply> {
         let Ok(event) = json_body::<InboundEvent>(text) else {
-            return Response::error("malformed inbound event", 400);
+            return Ok(Reply::error("malformed inbound event", 400));
         };
         let sql = self.state.storage().counted_sql();
         // One statement for what every inbound asks first.
@@ -273,7 +275,7 @@ impl Channel {
         } else if arrival.approval_waiting {
             if approvals::typed_answer(self, &event).await? {
                 inbox::store_answer(&sql, &mut *self.deliveries()?, &event, now_ms())?;
-                return Response::from_json(&serde_json::json!({ "ok": true, "decision": "answer" }));
+                return Reply::json(&serde_json::json!({ "ok": true, "decision": "answer" }));
             }
             // The wait let other requests in: `admit` checks the delivery id again.
             self.admit(&event).await?
@@ -285,12 +287,12 @@ impl Channel {
         let (decision, reason) = match admission {
             None => {
                 let duplicate = Acknowledged { decision: None, duplicate: Some(true), ok: true, reason: None };
-                return Response::from_json(&duplicate);
+                return Reply::json(&duplicate);
             }
             Some(Admission::Decided(decision)) => (decision.label(), decision.reason.as_str()),
             Some(Admission::Held) => (HELD_DECISION, HELD_REASON),
         };
-        Response::from_json(&Acknowledged { decision: Some(decision), duplicate: None, ok: true, reason: Some(reason) })
+        Reply::json(&Acknowledged { decision: Some(decision), duplicate: None, ok: true, reason: Some(reason) })
     }
 
     /// The one way an inbound comes in, from any platform: decided on (or
@@ -526,7 +528,7 @@ impl Channel {
     /// reports like any worker of this conversation, so its outcome reaches
     /// the person. A repeated start of the same worker starts nothing new;
     /// 409 when the conversation has no room for another worker.
-    async fn start_task_worker(&self, body: &str) -> Result<Response> {
+    async fn start_task_worker(&self, body: &str) -> Result<Reply> {
         #[derive(serde::Deserialize)]
         struct Start {
             id: String,
@@ -534,13 +536,13 @@ impl Channel {
             conversation_key: String,
         }
         let Ok(start) = json_body::<Start>(body) else {
-            return Response::error("malformed task start", 400);
+            return Ok(Reply::error("malformed task start", 400));
         };
         if self.machine.borrow().processes.get().get(&start.id).is_some() {
-            return Response::ok("");
+            return Ok(Reply::done());
         }
         let Some(address) = ReplyAddress::for_conversation(&start.conversation_key) else {
-            return Response::error("not a conversation key", 400);
+            return Ok(Reply::error("not a conversation key", 400));
         };
         let author = Author { id: "cortex".into(), name: "Task board".into(), is_bot: false };
         let origin = InboundEvent::new(
@@ -551,10 +553,10 @@ impl Channel {
             start.task.clone(),
             address,
         );
-        match delegation::start_worker(self, &start.id, &start.task, false, origin).await? {
-            true => Response::ok(""),
-            false => Response::error("no room for another worker", 409),
-        }
+        Ok(match delegation::start_worker(self, &start.id, &start.task, false, origin).await? {
+            true => Reply::done(),
+            false => Reply::error("no room for another worker", 409),
+        })
     }
 }
 

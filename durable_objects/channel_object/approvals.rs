@@ -2,8 +2,9 @@
 //! Deny buttons), sent once per approval through the outbox; the decision
 //! shown on it (the buttons taken away); and the wait the alarm times out.
 
-use worker::{Response, Result};
+use worker::Result;
 
+use super::reply::Reply;
 use super::{json_body, outbox, Channel};
 use crate::approvals::store::{self as approvals, Ask, Settled};
 use crate::inbound::ReplyAddress;
@@ -27,15 +28,15 @@ const RETRY_TIMEOUT_MS: i64 = 5_000;
 /// `POST /approvals/ask`: sends the approval's message (once; a repeat
 /// finds it sent) where the waiting process's work was asked for, and
 /// keeps the wait's deadline for the alarm.
-pub(super) async fn ask(object: &Channel, body: &str) -> Result<Response> {
+pub(super) async fn ask(object: &Channel, body: &str) -> Result<Reply> {
     let Ok(ask) = json_body::<Ask>(body) else {
-        return Response::error("malformed approval", 400);
+        return Ok(Reply::error("malformed approval", 400));
     };
     let origin = object.machine.borrow().processes.get().get(&ask.process_id).map(|process| process.origin.clone());
     let Some(address) =
         origin.map(|origin| origin.reply_address).or_else(|| ReplyAddress::for_conversation(&ask.conversation_key))
     else {
-        return Response::error("no address for this conversation", 400);
+        return Ok(Reply::error("no address for this conversation", 400));
     };
     if let Some(until) = ask.until_ms {
         object.step(|machine| machine.await_approval(&ask.process_id, &ask.approval_id, until))?;
@@ -52,7 +53,7 @@ pub(super) async fn ask(object: &Channel, body: &str) -> Result<Response> {
     let entry = outbox::enqueue_approval(&sql, &ask.approval_id, &text, &address, now_ms())?;
     object.approval_waiting.set(None);
     if entry.status == OutboxStatus::Sent {
-        return Response::ok("");
+        return Ok(Reply::done());
     }
     let buttons = match &entry.approval_id {
         Some(id) => Buttons::Approval(id),
@@ -63,11 +64,11 @@ pub(super) async fn ask(object: &Channel, body: &str) -> Result<Response> {
     let piece =
         Piece { id: &piece_id, index: 1, text: &entry.text, reply_to: None, file: None, buttons, follow_up: true };
     let log = LogLine::warn("approval_not_sent").conversation(&ask.conversation_key).id(&ask.approval_id);
-    match send_entry(object, &sql, &platform, &address, &piece, &entry.id, log).await? {
-        Some(_) => Response::ok(""),
+    Ok(match send_entry(object, &sql, &platform, &address, &piece, &entry.id, log).await? {
+        Some(_) => Reply::done(),
         // The worker's step fails and the queue asks again.
-        None => Response::error("the approval could not be sent", 502),
-    }
+        None => Reply::error("the approval could not be sent", 502),
+    })
 }
 
 /// Sends one outbox entry that stands alone (an approval's message, a post
@@ -107,13 +108,13 @@ pub(super) async fn send_entry(
 
 /// `POST /approvals/settled`: the approval was decided; its worker is no
 /// longer waiting, and its message says so.
-pub(super) async fn settled(object: &Channel, body: &str) -> Result<Response> {
+pub(super) async fn settled(object: &Channel, body: &str) -> Result<Reply> {
     let Ok(settled) = json_body::<Settled>(body) else {
-        return Response::error("malformed approval", 400);
+        return Ok(Reply::error("malformed approval", 400));
     };
     object.step(|machine| machine.approval_settled(&settled.approval_id, now_ms()))?;
     show(object, &settled.approval_id, &settled.text).await?;
-    Response::ok("")
+    Ok(Reply::done())
 }
 
 /// Times out the approvals whose wait is over (from the alarm): each is

@@ -7,8 +7,9 @@
 
 use serde::Deserialize;
 use serde_json::json;
-use worker::{Response, Result};
+use worker::Result;
 
+use super::reply::Reply;
 use super::{history as history_store, json_body, outbox, Channel};
 use crate::conversations::archive::StoredMessage;
 use crate::inbound::ReplyAddress;
@@ -33,22 +34,22 @@ pub struct ExternalPost {
 }
 
 /// `POST /external/post`: answers `{ status, message_id, repeat }`.
-pub(super) async fn post(object: &Channel, body: &str) -> Result<Response> {
+pub(super) async fn post(object: &Channel, body: &str) -> Result<Reply> {
     let Ok(post) = json_body::<ExternalPost>(body) else {
-        return Response::error("malformed post", 400);
+        return Ok(Reply::error("malformed post", 400));
     };
     let Some(address) = ReplyAddress::for_conversation(&post.conversation_key) else {
-        return Response::error("no address for this conversation", 400);
+        return Ok(Reply::error("no address for this conversation", 400));
     };
     let platform = outbound::for_address(&object.config, &object.state, &address);
     let prepared = prepare(std::slice::from_ref(&post.text), platform.flavor(), platform.message_limit(), &redactor());
     let [text] = prepared.pieces.as_slice() else {
-        return Response::error("the text does not fit one message on this platform", 400);
+        return Ok(Reply::error("the text does not fit one message on this platform", 400));
     };
     let sql = object.state.storage().counted_sql();
     let entry = outbox::enqueue_external(&sql, &post.entry_id, text, now_ms())?;
     let answer = |status: &str, message_id: Option<&str>, repeat: bool| {
-        Response::from_json(&json!({ "status": status, "message_id": message_id, "repeat": repeat }))
+        Reply::json(&json!({ "status": status, "message_id": message_id, "repeat": repeat }))
     };
     match entry.status {
         OutboxStatus::Pending => {}

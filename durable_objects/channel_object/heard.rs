@@ -6,8 +6,9 @@
 //! bot's messages becomes a line in the history the next turn reads. None
 //! starts a turn. Each is taken once per delivery id, through the inbox.
 
-use worker::{Response, Result};
+use worker::Result;
 
+use super::reply::Reply;
 use super::{history, inbox, json_body, Channel};
 use crate::inbound::{Heard, HeardEvent};
 use crate::runtime::config::DATABASE_BINDING;
@@ -15,13 +16,13 @@ use crate::runtime::durable::MeteredStorage;
 use crate::runtime::http::now_ms;
 
 /// Takes one heard event and answers what it reached.
-pub(super) async fn receive(object: &Channel, body: &str) -> Result<Response> {
+pub(super) async fn receive(object: &Channel, body: &str) -> Result<Reply> {
     let Ok(event) = json_body::<HeardEvent>(body) else {
-        return Response::error("malformed heard event", 400);
+        return Ok(Reply::error("malformed heard event", 400));
     };
     let sql = object.state.storage().counted_sql();
     if object.deliveries()?.contains(&event.delivery_id) {
-        return Response::from_json(&serde_json::json!({ "ok": true, "duplicate": true }));
+        return Reply::json(&serde_json::json!({ "ok": true, "duplicate": true }));
     }
     let now = now_ms();
     let author_id = event.author.as_ref().map(|author| author.id.as_str());
@@ -71,7 +72,7 @@ pub(super) async fn receive(object: &Channel, body: &str) -> Result<Response> {
     inbox::store_heard(&sql, &mut *object.deliveries()?, &event, outcome, now)?;
     crate::platforms::web_chat::messenger::changed(&object.state, "events");
     let reason = format!("{}: {outcome}", event.heard.label());
-    Response::from_json(&serde_json::json!({ "ok": true, "decision": "heard", "reason": reason }))
+    Reply::json(&serde_json::json!({ "ok": true, "decision": "heard", "reason": reason }))
 }
 
 /// What an edit or a deletion reached, for the inbox and the answer.

@@ -9,8 +9,9 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
-use worker::{Request, Response, ResponseBody, Result};
+use worker::{Request, Response, Result};
 
+use super::reply::Reply;
 use super::{approvals, envelopes, external_post, heard, history, inbox, json_body, outbox, Channel, ChannelObject};
 use crate::channel::routes::{ChannelRoute, ObjectRoute, Verb};
 use crate::channel::state::ScheduleDue;
@@ -33,20 +34,15 @@ impl ChannelObject {
     pub fn post(&self, path: String, body: String) -> JsValue {
         let channel = Rc::clone(&self.channel);
         task::now_or_later(async move {
-            let answer = durable::served(async {
+            let reply = durable::served(async {
                 match ChannelRoute::at(&path).filter(|route| route.verb() == Verb::Post) {
                     Some(route) => channel.posted(route, &body).await,
-                    None => Response::error("not found", 404),
+                    None => Ok(Reply::error("not found", 404)),
                 }
             })
             .await
             .map_err(JsValue::from)?;
-            // The answer's text straight from its bytes (our handlers write JSON, so no copy is made).
-            let body = match answer.body() {
-                ResponseBody::Body(bytes) => JsValue::from_str(&String::from_utf8_lossy(bytes)),
-                ResponseBody::Empty | ResponseBody::Stream(_) => JsValue::from_str(""),
-            };
-            Ok(js_sys::Array::of2(&answer.status_code().into(), &body).into())
+            Ok(js_sys::Array::of2(&reply.status.into(), &JsValue::from_str(&reply.body)).into())
         })
     }
 }
@@ -76,13 +72,13 @@ impl Channel {
             ChannelRoute::Usage => {
                 Response::from_json(&serde_json::json!({ "channel": self.machine.borrow().token_usage.get() }))
             }
-            posted => self.posted(posted, &request.text().await?).await,
+            posted => self.posted(posted, &request.text().await?).await?.into_response(),
         }
     }
 
     /// What a `POST` route answers to `body`: the inbound path, process
     /// reports, approvals, the wake-ups and the history upkeep.
-    async fn posted(&self, route: ChannelRoute, body: &str) -> Result<Response> {
+    async fn posted(&self, route: ChannelRoute, body: &str) -> Result<Reply> {
         match route {
             ChannelRoute::Inbound => self.receive(body).await,
             ChannelRoute::ProcessEvent => self.receive_process_event(body).await,
@@ -96,7 +92,7 @@ impl Channel {
             ChannelRoute::Heard => heard::receive(self, body).await,
             ChannelRoute::ExternalPost => external_post::post(self, body).await,
             // The `GET` routes ([`ObjectRoute::verb`]): `fetch` alone serves them.
-            _ => Response::error("not found", 404),
+            _ => Ok(Reply::error("not found", 404)),
         }
     }
 
@@ -135,41 +131,41 @@ impl Channel {
     }
 
     /// The admin API lists D1's copy: bring it up to date first.
-    pub(super) async fn history_flush(&self) -> Result<Response> {
+    pub(super) async fn history_flush(&self) -> Result<Reply> {
         let keep = crate::channel::history_mirror::kept_rows(self.config.history_limit);
         history::mirror(&self.state.storage().counted_sql(), &self.held, &self.env, keep).await?;
-        Response::ok("")
+        Ok(Reply::done())
     }
 
     /// A compaction's report: the history it covered is folded into its summary.
-    pub(super) async fn history_compacted(&self, body: &str) -> Result<Response> {
+    pub(super) async fn history_compacted(&self, body: &str) -> Result<Reply> {
         let Ok(done) = json_body::<crate::process::compaction::Compacted>(body) else {
-            return Response::error("malformed compaction report", 400);
+            return Ok(Reply::error("malformed compaction report", 400));
         };
         let database = crate::runtime::d1::shard_of(&self.env, &done.conversation_key)?;
         history::compacted(&self.state.storage().counted_sql(), &database, &done.conversation_key, &done.covered)
             .await?;
-        Response::ok("")
+        Ok(Reply::done())
     }
 
     /// The cron found a job of this conversation overdue: claim it now.
-    pub(super) async fn schedule_wake(&self, conversation_key: &str) -> Result<Response> {
+    pub(super) async fn schedule_wake(&self, conversation_key: &str) -> Result<Reply> {
         let due = ScheduleDue { at_ms: now_ms(), conversation_key: conversation_key.to_string() };
         self.step(|machine| machine.set_schedule_due(Some(due)))?;
         self.state.storage().set_alarm_counted(0).await?;
-        Response::ok("")
+        Ok(Reply::done())
     }
 
     /// The sweeper saw an inbound waiting past its bound: run what waits now.
     /// The index is written again either way, so a stale mark clears and a
     /// live one is seen by the next sweep.
-    pub(super) async fn sweep_wake(&self) -> Result<Response> {
+    pub(super) async fn sweep_wake(&self) -> Result<Reply> {
         let open = inbox::has_open(&self.state.storage().counted_sql())?;
         if open {
             LogLine::warn("woken_by_sweeper").emit();
             self.state.storage().set_alarm_counted(0).await?;
         }
         self.flush_index_soon();
-        Response::from_json(&serde_json::json!({ "open": open }))
+        Reply::json(&serde_json::json!({ "open": open }))
     }
 }
