@@ -7,29 +7,15 @@ use worker::{
     event, Context, Env, ForwardableEmailMessage, MessageBatch, Response, Result, ScheduleContext, ScheduledEvent,
 };
 
-use wasm_bindgen::prelude::wasm_bindgen;
-use wasm_bindgen::JsValue;
-
 use crate::ops::{count, Op};
-use crate::runtime::task::now_or_later;
 use crate::{cron, jobs, router};
 
 /// The request as the runtime gave it: the router makes a `worker::Request`
 /// of it only for a route that needs one ([`crate::runtime::incoming`]).
-/// Exported by hand rather than by `#[event(fetch)]`, whose export is an
-/// `async fn` run by `spawn_local`: here the request is a task of the
-/// isolate, polled at once and when woken ([`crate::runtime::task`]).
-#[wasm_bindgen]
-pub fn fetch(request: worker::web_sys::Request, env: Env, _context: worker::worker_sys::Context) -> JsValue {
+#[event(fetch)]
+async fn fetch(request: worker::web_sys::Request, env: Env, _context: Context) -> Result<Response> {
     count(Op::WorkerInvocation);
-    now_or_later(async move {
-        // What `#[event(fetch)]` answers to an error the router let through.
-        let response = router::handle(request.into(), &env).await.or_else(|error| {
-            worker::console_error!("{error}");
-            Response::error("INTERNAL SERVER ERROR", 500)
-        });
-        Ok(worker::web_sys::Response::from(response.map_err(JsValue::from)?).into())
-    })
+    router::handle(request.into(), &env).await
 }
 
 #[event(queue)]

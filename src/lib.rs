@@ -18,7 +18,6 @@ pub mod bindings;
 pub mod budget;
 pub mod channel;
 pub mod config;
-pub mod executor;
 pub mod files;
 pub mod identity;
 pub mod inbound;

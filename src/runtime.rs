@@ -12,4 +12,3 @@ pub mod incoming;
 pub mod log;
 pub mod queue;
 pub mod settled;
-pub mod task;

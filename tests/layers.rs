@@ -24,7 +24,6 @@ const PURE_LAYERS: &[(&str, &[&str])] = &[
         &[
             "api_error",
             "awaits",
-            "executor",
             "bindings",
             "inbound",
             "ops",

@@ -20,7 +20,6 @@ use crate::platforms::web_chat::messenger::{self as web_chat, CHAT, WATCH};
 use crate::runtime::durable::{self, MeteredStorage};
 use crate::runtime::http::now_ms;
 use crate::runtime::log::Emit;
-use crate::runtime::task;
 
 /// The RPC face of the object: what the runtime calls on `stub.post(...)`
 /// (worker/entry.mjs makes the class a `DurableObject`, which RPC needs).
@@ -30,10 +29,10 @@ impl ChannelObject {
     /// Worker passes the route's path and body, the object answers
     /// `[status, body]`, by the same handlers as [`Channel::serve`]. An
     /// answer that waits on nothing (an observed inbound) comes back as it
-    /// is, one that waits as a promise of it ([`task::now_or_later`]).
+    /// is, one that waits as a promise of it ([`durable::now_or_later`]).
     pub fn post(&self, path: String, body: String) -> JsValue {
         let channel = Rc::clone(&self.channel);
-        task::now_or_later(async move {
+        durable::now_or_later(async move {
             let reply = durable::served(async {
                 match ChannelRoute::at(&path).filter(|route| route.verb() == Verb::Post) {
                     Some(route) => channel.posted(route, &body).await,

@@ -11,10 +11,15 @@
 //!
 //! clippy.toml disallows the uncounted `SqlStorage::exec` and `set_alarm`;
 //! objects reach them through [`MeteredStorage`].
+//!
+//! An RPC method's answer ([`now_or_later`]): at once when its work waits on
+//! nothing, else a promise.
 
 use std::future::Future;
+use std::task::{Context, Poll, Waker};
 
 use serde::de::DeserializeOwned;
+use wasm_bindgen::JsValue;
 use worker::{Result, SqlCursor, SqlStorage, SqlStorageValue, Storage};
 
 use crate::ops::{self, Op};
@@ -26,6 +31,23 @@ pub async fn served<T>(work: impl Future<Output = T>) -> T {
     let outcome = work.await;
     ops::add(Op::DoRequestMs, (crate::runtime::http::now_ms() - started).max(0) as u64);
     outcome
+}
+
+/// Runs `work` at once, as an RPC method of an object: its value when it
+/// ends without waiting, else a promise of it, which the runtime awaits the
+/// same. An observed inbound (a statement or two, nothing awaited) is spared
+/// the promise, its two closures and a microtask of an `async` export.
+///
+/// The first poll is given a waker that does nothing; a future that waits
+/// is then polled by the promise's task with its own, and every future keeps
+/// the waker of its latest poll (as [`Future::poll`] asks), so none is lost.
+pub fn now_or_later(work: impl Future<Output = Result<JsValue, JsValue>> + 'static) -> JsValue {
+    let mut work = Box::pin(work);
+    match work.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(Ok(value)) => value,
+        Poll::Ready(Err(error)) => js_sys::Promise::reject(&error).into(),
+        Poll::Pending => wasm_bindgen_futures::future_to_promise(work).into(),
+    }
 }
 
 /// An object's SQL storage whose statements are counted.
