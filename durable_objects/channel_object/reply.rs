@@ -7,6 +7,7 @@
 use serde::Serialize;
 use worker::{Response, Result};
 
+/// What a route answers: its status, and its body (JSON, or an error's text).
 pub(super) struct Reply {
     pub status: u16,
     pub body: String,
