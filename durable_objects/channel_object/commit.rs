@@ -126,7 +126,7 @@ fn has_unsent(sql: &Sql, kept: &held::Kept) -> Result<bool> {
     }
     let query = format!(
         "SELECT EXISTS (SELECT 1 FROM sightings WHERE pending = 1) OR {} AS found",
-        history_store::pending_condition()
+        history_store::PENDING_CONDITION
     );
     let rows: Vec<Found> = sql.exec(&query, None)?.to_array()?;
     Ok(rows.first().is_some_and(|row| row.found != 0))

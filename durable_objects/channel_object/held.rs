@@ -22,9 +22,14 @@ CREATE TABLE IF NOT EXISTS held (
 );
 ";
 
-/// The mark as SQL, for the history's change stamps: the highest stamp D1 holds.
-pub const MIRRORED_THROUGH: &str =
-    "coalesce((SELECT json_extract(body, '$.mirrored_through') FROM held WHERE id = 1), 0)";
+/// The mark as SQL, for the history's change stamps: the highest stamp D1
+/// holds. A macro, so that the statements built on it are constants.
+macro_rules! mirrored_through {
+    () => {
+        "coalesce((SELECT json_extract(body, '$.mirrored_through') FROM held WHERE id = 1), 0)"
+    };
+}
+pub(super) use mirrored_through;
 
 #[derive(Deserialize)]
 struct Body {

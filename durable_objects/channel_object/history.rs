@@ -16,7 +16,7 @@
 use serde::Deserialize;
 use worker::{D1Database, Result, SqlStorageValue};
 
-use super::held::{self, MIRRORED_THROUGH};
+use super::held::{self, mirrored_through};
 use crate::channel::history_mirror::{
     bulletin_is_fresh, chunk_rows, earlier, MIRROR_BYTES_PER_STATEMENT, MIRROR_ROWS_PER_FLUSH,
 };
@@ -66,9 +66,25 @@ pub const UPGRADE: Column = Column {
 /// Above every stamp a row holds and the mark: `+ 1` stamps a new row, `+ seq`
 /// each row an update changes (distinct, so a flush cut by its limit never
 /// leaves half of one stamp behind).
-fn stamp_base() -> String {
-    format!("(SELECT max(coalesce(max(changed), 0), {MIRRORED_THROUGH}) FROM history)")
+macro_rules! stamp_base {
+    () => {
+        concat!("(SELECT max(coalesce(max(changed), 0), ", mirrored_through!(), ") FROM history)")
+    };
 }
+
+/// Stores a JSON array of rows (`?1`, in [`StoredMessage::mirror_row`]'s
+/// order), each unless its id is there; stamped 0 when `?2` is 1 (in D1 already).
+const INSERT: &str = concat!(
+    "INSERT INTO history (id, conversation_key, role, author_id, author_name, content, \
+     platform_message_id, created_at, compacted, changed) \
+     SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), \
+     json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), \
+     json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'), \
+     CASE ?2 WHEN 1 THEN 0 ELSE ",
+    stamp_base!(),
+    " + 1 + key END FROM json_each(?1) \
+     WHERE NOT EXISTS (SELECT 1 FROM history WHERE id = json_extract(value, '$[0]')) ORDER BY key"
+);
 
 /// The prompt's history: summaries (oldest first) and the live rows before the turn's own.
 pub struct Loaded {
@@ -135,19 +151,8 @@ fn insert(sql: &Sql, messages: &[StoredMessage], mirrored: bool) -> Result<()> {
     for message in messages.iter().filter(|message| seen.insert(message.id.as_str())) {
         rows.push(message.mirror_row()?);
     }
-    // The row's fields, in `StoredMessage::mirror_row`'s order.
-    let columns: Vec<String> = (0..9).map(|index| format!("json_extract(value, '$[{index}]')")).collect();
-    let statement = format!(
-        "INSERT INTO history (id, conversation_key, role, author_id, author_name, content, \
-         platform_message_id, created_at, compacted, changed) \
-         SELECT {}, CASE ?2 WHEN 1 THEN 0 ELSE {} + 1 + key END FROM json_each(?1) \
-         WHERE NOT EXISTS (SELECT 1 FROM history WHERE id = {}) ORDER BY key",
-        columns.join(", "),
-        stamp_base(),
-        columns[0],
-    );
     for chunk in chunk_rows(&rows, MIRROR_BYTES_PER_STATEMENT) {
-        sql.exec(&statement, vec![chunk.into(), SqlStorageValue::from(i64::from(mirrored))])?;
+        sql.exec(INSERT, vec![chunk.into(), SqlStorageValue::from(i64::from(mirrored))])?;
     }
     Ok(())
 }
@@ -216,9 +221,10 @@ pub async fn bulletin(sql: &Sql, kept: &MetaKept, db: &D1Database, now: i64, cac
 pub fn drop_oldest(sql: &Sql, ids: &[String]) -> Result<()> {
     for id in ids {
         sql.exec(
-            &format!(
-                "UPDATE history SET compacted = 2, changed = {} + seq WHERE id = ? AND compacted = 0",
-                stamp_base()
+            concat!(
+                "UPDATE history SET compacted = 2, changed = ",
+                stamp_base!(),
+                " + seq WHERE id = ? AND compacted = 0"
             ),
             vec![id.as_str().into()],
         )?;
@@ -233,10 +239,11 @@ pub fn edit(sql: &Sql, message_id: &str, author_id: Option<&str>, text: &str) ->
         return Ok(0);
     }
     let changed = sql.exec(
-        &format!(
-            "UPDATE history SET content = ?, changed = {} + seq WHERE platform_message_id = ? AND role = 'user' \
-             AND (? IS NULL OR author_id = ?) AND content != ? RETURNING id",
-            stamp_base()
+        concat!(
+            "UPDATE history SET content = ?, changed = ",
+            stamp_base!(),
+            " + seq WHERE platform_message_id = ? AND role = 'user' \
+             AND (? IS NULL OR author_id = ?) AND content != ? RETURNING id"
         ),
         vec![
             text.into(),
@@ -256,10 +263,10 @@ pub fn delete(sql: &Sql, message_id: &str) -> Result<usize> {
         return Ok(0);
     }
     let changed = sql.exec(
-        &format!(
-            "UPDATE history SET content = '', compacted = 3, changed = {} + seq \
-             WHERE platform_message_id = ? AND compacted != 3 RETURNING id",
-            stamp_base()
+        concat!(
+            "UPDATE history SET content = '', compacted = 3, changed = ",
+            stamp_base!(),
+            " + seq WHERE platform_message_id = ? AND compacted != 3 RETURNING id"
         ),
         vec![message_id.into()],
     )?;
@@ -316,9 +323,7 @@ pub async fn compacted(sql: &Sql, db: &D1Database, conversation_key: &str, cover
 }
 
 /// Whether rows wait to be mirrored, as an SQL condition.
-pub fn pending_condition() -> String {
-    format!("EXISTS (SELECT 1 FROM history WHERE changed > {MIRRORED_THROUGH})")
-}
+pub const PENDING_CONDITION: &str = concat!("EXISTS (SELECT 1 FROM history WHERE changed > ", mirrored_through!(), ")");
 
 /// Rows D1 does not have yet, and the highest stamp among them.
 pub struct Unmirrored {
@@ -338,7 +343,7 @@ struct Stamped {
 pub fn unmirrored(sql: &Sql) -> Result<Unmirrored> {
     let rows: Vec<Stamped> = sql
         .exec(
-            &format!("SELECT * FROM history WHERE changed > {MIRRORED_THROUGH} ORDER BY changed LIMIT ?"),
+            concat!("SELECT * FROM history WHERE changed > ", mirrored_through!(), " ORDER BY changed LIMIT ?"),
             vec![SqlStorageValue::from(MIRROR_ROWS_PER_FLUSH as i64)],
         )?
         .to_array()?;
@@ -356,9 +361,10 @@ pub fn mirror_statements(db: &D1Database, pending: &[StoredMessage]) -> Result<V
 /// needs (beyond `keep` rows, or compacted) and D1 has.
 pub fn forget_mirrored(sql: &Sql, keep: usize) -> Result<()> {
     sql.exec(
-        &format!(
-            "DELETE FROM history WHERE changed <= {MIRRORED_THROUGH} AND (compacted != 0 \
-             OR seq <= (SELECT seq FROM history ORDER BY seq DESC LIMIT 1 OFFSET ?))"
+        concat!(
+            "DELETE FROM history WHERE changed <= ",
+            mirrored_through!(),
+            " AND (compacted != 0 OR seq <= (SELECT seq FROM history ORDER BY seq DESC LIMIT 1 OFFSET ?))"
         ),
         vec![SqlStorageValue::from(keep as i64)],
     )?;
