@@ -43,6 +43,7 @@ mod outbound;
 mod people;
 mod plain_webhook;
 mod processes;
+mod recovery;
 mod sandbox;
 mod schedules;
 mod skills;

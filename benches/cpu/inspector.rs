@@ -14,6 +14,8 @@ use tungstenite::{Message, WebSocket};
 pub struct Inspector {
     socket: WebSocket<MaybeTlsStream<TcpStream>>,
     next_id: u64,
+    /// The events received while waiting for answers, in order.
+    events: Vec<Value>,
 }
 
 impl Inspector {
@@ -29,12 +31,14 @@ impl Inspector {
             .expect("the inspector's /json");
         let url = targets[0]["webSocketDebuggerUrl"].as_str().expect("a webSocketDebuggerUrl").to_string();
         let (socket, _) = tungstenite::connect(url).expect("connect to the inspector");
-        Inspector { socket, next_id: 0 }
+        Inspector { socket, next_id: 0, events: Vec::new() }
     }
 
-    /// Sends a command and returns its result, skipping events (console
-    /// messages). workerd answers a command without a result value by echoing
-    /// it (`id`, `method`, `params`), so the answer is the first message with the id.
+    /// Sends a command and returns its result, keeping the events that come
+    /// meanwhile (console messages, execution contexts) for
+    /// [`Inspector::events`]. workerd answers a command without a result
+    /// value by echoing it (`id`, `method`, `params`), so the answer is the
+    /// first message with the id.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
@@ -44,6 +48,9 @@ impl Inspector {
             let Message::Text(text) = self.socket.read().expect("read from the inspector") else { continue };
             let mut message: Value = serde_json::from_str(&text).expect("a DevTools message");
             if message["id"] != id {
+                if message.get("id").is_none() {
+                    self.events.push(message);
+                }
                 continue;
             }
             if let Some(error) = message.get("error") {
@@ -51,5 +58,11 @@ impl Inspector {
             }
             return message["result"].take();
         }
+    }
+
+    /// The events received so far (`method`, `params`).
+    #[allow(dead_code)] // tests/recovery.rs reads them; the bench does not
+    pub fn events(&self) -> &[Value] {
+        &self.events
     }
 }

@@ -65,7 +65,7 @@ impl Bucket {
     pub fn label(self) -> &'static str {
         match self {
             Bucket::WorkerWasm => "Worker wasm",
-            Bucket::WorkerJs => "Worker JS (build/: shim, wasm-bindgen glue)",
+            Bucket::WorkerJs => "Worker JS (build/ and worker/: shims, glue)",
             Bucket::CalledApis => "runtime APIs it called (with import shims)",
             Bucket::DevMiddleware => "wrangler dev's middleware, esbuild helpers",
             Bucket::GarbageCollector => "garbage collector",
@@ -93,11 +93,12 @@ enum Frame {
 }
 
 /// The Worker's code, for naming and classifying frames: the wasm's function
-/// names and, in the bundle wrangler built, which lines come from `build/`.
+/// names and, in the bundle wrangler built, which lines are the Worker's own
+/// (`build/`, worker-build's output, and `worker/`, the entry around it).
 pub struct WorkerCode {
     wasm_names: HashMap<u32, String>,
     bundle_name: String,
-    /// (first line, 0-based; whether it comes from `build/`), in line order.
+    /// (first line, 0-based; whether it is the Worker's own), in line order.
     bundle_sections: Vec<(i64, bool)>,
     /// The import each `__wbg_*` shim's first line defines, by 0-based line.
     import_shims: HashMap<i64, String>,
@@ -117,7 +118,8 @@ impl WorkerCode {
         for (line, text) in source.lines().enumerate() {
             // esbuild starts each input file with a `// path` comment line.
             if let Some(path) = text.strip_prefix("// ").filter(|path| !path.contains(' ') && path.contains('/')) {
-                bundle_sections.push((line as i64, path.starts_with("build/")));
+                let own = path.starts_with("build/") || path.starts_with("worker/");
+                bundle_sections.push((line as i64, own));
             }
             // `}, "__wbg_a_<hash>"), __wbg_b_<hash>: __name(function(e) {` starts the shim of b.
             let defined = text.split_whitespace().filter_map(|word| word.strip_suffix(':')).next_back();

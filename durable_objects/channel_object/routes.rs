@@ -26,17 +26,19 @@ use crate::runtime::log::Emit;
 #[wasm_bindgen]
 impl ChannelObject {
     /// A `POST` route's answer without an HTTP request either way: the
-    /// Worker passes the route's path and body, the object answers
+    /// Worker passes the route's path and body (its UTF-8 bytes), the object answers
     /// `[status, body]`, by the same handlers as [`Channel::serve`]. An
     /// answer that waits on nothing (an observed inbound) comes back as it
     /// is, one that waits as a promise of it ([`durable::now_or_later`]).
-    pub fn post(&self, path: String, body: String) -> JsValue {
+    pub fn post(&self, path: String, body: Vec<u8>) -> JsValue {
         let channel = Rc::clone(&self.channel);
         durable::now_or_later(async move {
             let reply = durable::served(async {
-                match ChannelRoute::at(&path).filter(|route| route.verb() == Verb::Post) {
-                    Some(route) => channel.posted(route, &body).await,
-                    None => Ok(Reply::error("not found", 404)),
+                let route = ChannelRoute::at(&path).filter(|route| route.verb() == Verb::Post);
+                match (route, String::from_utf8(body)) {
+                    (Some(route), Ok(body)) => channel.posted(route, &body).await,
+                    (Some(_), Err(_)) => Ok(Reply::error("the body is not UTF-8", 400)),
+                    (None, _) => Ok(Reply::error("not found", 404)),
                 }
             })
             .await

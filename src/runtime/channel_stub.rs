@@ -23,8 +23,11 @@ extern "C" {
     /// (`ChannelObject::post`; worker/entry.mjs makes the class RPC's).
     type ObjectStub;
 
+    /// The body goes as bytes: the glue copies them out of wasm's memory
+    /// in one call, where a string is decoded here and copied into the
+    /// object's memory a character at a time by JS.
     #[wasm_bindgen(method, catch, js_name = post)]
-    fn post_rpc(this: &ObjectStub, path: &str, body: &str) -> std::result::Result<Promise, JsValue>;
+    fn post_rpc(this: &ObjectStub, path: &str, body: Vec<u8>) -> std::result::Result<Promise, JsValue>;
 }
 
 /// The namespace, looked up once per isolate.
@@ -50,7 +53,7 @@ pub async fn send(env: &Env, conversation_key: &str, request: Request) -> Result
 /// passes on (a webhook's acknowledgement).
 pub async fn post(env: &Env, conversation_key: &str, route: ChannelRoute, body: String) -> Result<Response> {
     let stub: ObjectStub = namespace(env)?.get_by_name(conversation_key)?.into_rpc();
-    let answer = crate::runtime::settled::settled(&stub.post_rpc(route.as_str(), &body)?).await?;
+    let answer = crate::runtime::settled::settled(&stub.post_rpc(route.as_str(), body.into_bytes())?).await?;
     let answer: Array = answer.dyn_into().map_err(|_| worker::Error::RustError(format!("no answer from {route}")))?;
     let status = answer.get(0).as_f64().unwrap_or_default();
     let body = answer.get(1).as_string().unwrap_or_default();

@@ -106,8 +106,6 @@ impl FakeLlm {
         self.push(Scripted::Reply(text.to_string()));
     }
 
-    /// Answers every request the script does not cover with `answer`.
-    #[allow(dead_code)] // used by `make bench`
     /// When each chat request arrived, in order.
     #[allow(dead_code)] // used by `make bench`
     pub fn arrivals(&self) -> Vec<std::time::Instant> {
@@ -140,6 +138,7 @@ impl FakeLlm {
         self.script.lock().unwrap().pace = pace;
     }
 
+    /// Answers every request the script does not cover with `answer`.
     pub fn answer_always(&self, answer: Scripted) {
         self.script.lock().unwrap().fallback = Some(answer);
     }
