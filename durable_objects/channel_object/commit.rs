@@ -124,11 +124,12 @@ fn has_unsent(sql: &Sql, kept: &held::Kept) -> Result<bool> {
     struct Found {
         found: i64,
     }
-    let query = format!(
-        "SELECT EXISTS (SELECT 1 FROM sightings WHERE pending = 1) OR {} AS found",
-        history_store::PENDING_CONDITION
+    const QUERY: &str = concat!(
+        "SELECT EXISTS (SELECT 1 FROM sightings WHERE pending = 1) OR ",
+        history_store::pending_condition!(),
+        " AS found"
     );
-    let rows: Vec<Found> = sql.exec(&query, None)?.to_array()?;
+    let rows: Vec<Found> = sql.exec(QUERY, None)?.to_array()?;
     Ok(rows.first().is_some_and(|row| row.found != 0))
 }
 

@@ -322,8 +322,14 @@ pub async fn compacted(sql: &Sql, db: &D1Database, conversation_key: &str, cover
     Ok(())
 }
 
-/// Whether rows wait to be mirrored, as an SQL condition.
-pub const PENDING_CONDITION: &str = concat!("EXISTS (SELECT 1 FROM history WHERE changed > ", mirrored_through!(), ")");
+/// Whether rows wait to be mirrored, as an SQL condition: a macro, so that
+/// a statement around it is a constant too.
+macro_rules! pending_condition {
+    () => {
+        concat!("EXISTS (SELECT 1 FROM history WHERE changed > ", super::held::mirrored_through!(), ")")
+    };
+}
+pub(super) use pending_condition;
 
 /// Rows D1 does not have yet, and the highest stamp among them.
 pub struct Unmirrored {

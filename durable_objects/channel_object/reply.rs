@@ -33,11 +33,7 @@ impl Reply {
     /// The same answer as an HTTP response.
     pub fn into_response(self) -> Result<Response> {
         match (self.json, self.status) {
-            (true, _) => {
-                let mut response = Response::ok(self.body)?;
-                response.headers_mut().set("content-type", "application/json")?;
-                Ok(response)
-            }
+            (true, _) => crate::runtime::http::json_ok(self.body),
             (false, 200) => Response::ok(self.body),
             (false, status) => Response::error(self.body, status),
         }

@@ -58,11 +58,7 @@ pub async fn post(env: &Env, conversation_key: &str, route: ChannelRoute, body: 
     let status = answer.get(0).as_f64().unwrap_or_default();
     let body = answer.get(1).as_string().unwrap_or_default();
     match status as u16 {
-        200 => {
-            let mut response = Response::ok(body)?;
-            response.headers_mut().set("content-type", "application/json")?;
-            Ok(response)
-        }
+        200 => crate::runtime::http::json_ok(body),
         status => Err(worker::Error::RustError(format!("channel object answered {status} to {route}"))),
     }
 }

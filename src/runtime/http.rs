@@ -327,6 +327,13 @@ pub fn now_ms() -> i64 {
     js_sys::Date::now() as i64
 }
 
+/// A 200 whose body is JSON already (serialized once, passed on as it is).
+pub fn json_ok(body: String) -> worker::Result<Response> {
+    let mut response = Response::ok(body)?;
+    response.headers_mut().set("content-type", "application/json")?;
+    Ok(response)
+}
+
 /// Runs `work` for at most `timeout_ms`; None when the time ran out first.
 pub async fn within<T>(timeout_ms: u64, work: impl std::future::Future<Output = T>) -> Option<T> {
     let deadline = Delay::from(Duration::from_millis(timeout_ms));
